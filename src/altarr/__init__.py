@@ -1,0 +1,69 @@
+"""altarr: chunked, compressed N-dimensional arrays.
+
+Two halves share one contract, *one call is one round trip*:
+
+* the block engine (:func:`open_dataset`, :func:`create_dataset`) reads and writes N5, Zarr v2 and
+  Zarr v3 (sharded, nested shards too) in batches grouped by shard;
+* lazy arrays (:func:`altarr`, :func:`open`) are NumPy-compatible arrays whose chunks are fetched in
+  planned batches through a user ``fetch(chunks)`` and cached in a byte-budget LRU.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((10, 7), (4, 3), lambda chunks: [np.zeros((4, 3))] * len(chunks))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# Public name -> module that defines it. Imported on first use so ``import altarr`` stays cheap and the
+# lazy layer never drags the engine in (and vice versa).
+_PUBLIC = {
+    # lazy arrays
+    "altarr": "altarr.lazy",
+    "LazyArray": "altarr.lazy",
+    "extract": "altarr.lazy",
+    "plan": "altarr.lazy",
+    "stats": "altarr.lazy",
+    "reset": "altarr.lazy",
+    "is_altarr": "altarr.lazy",
+    "set_options": "altarr.lazy",
+    "get_options": "altarr.lazy",
+    "open": "altarr.lazy",
+    "zarr_v2": "altarr.lazy",
+    "example_zarr": "altarr.lazy",
+    # block engine
+    "Dataset": "altarr.dataset",
+    "Group": "altarr.dataset",
+    "open_dataset": "altarr.dataset",
+    "create_dataset": "altarr.dataset",
+    "open_group": "altarr.dataset",
+    "create_group": "altarr.dataset",
+    "copy_dataset": "altarr.dataset",
+    # stores
+    "store_from_url": "altarr.stores",
+    "MemoryStore": "altarr.stores",
+    "LocalStore": "altarr.stores",
+    "FsspecStore": "altarr.stores",
+    # errors module
+    "errors": "altarr.errors",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'altarr' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if name == "errors" else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,106 @@
+"""Codec interfaces, following the Zarr v3 model: array->array, array->bytes, bytes->bytes.
+
+A chunk is encoded by a :class:`~altarr.codecs.chain.CodecChain`: zero or more :class:`ArrayArrayCodec`,
+exactly one :class:`ArrayBytesCodec`, zero or more :class:`BytesBytesCodec`; encoding runs in list
+order and decoding in reverse. Codecs are pure: they never see a store. Each codec names itself in
+errors through its ``name``.
+
+Every codec serializes to and from its Zarr v3 JSON form ``{"name": ..., "configuration": {...}}``
+through :meth:`Codec.to_json` and :meth:`Codec.from_config`; :func:`altarr.codecs.registry.codec_from_json`
+dispatches on the name.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.codecs import codec_from_json
+    >>> c = codec_from_json({"name": "gzip", "configuration": {"level": 5}})
+    >>> bytes(c.decode(c.encode(b"abc")))
+    b'abc'
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+__all__ = ["Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "BytesLike"]
+
+BytesLike = bytes | bytearray | memoryview
+
+
+class Codec(ABC):
+    """Base of all codecs."""
+
+    #: Zarr v3 codec name (``"bytes"``, ``"gzip"``, ``"sharding_indexed"``, ...).
+    name: ClassVar[str]
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> Codec:
+        """Build from a JSON ``configuration`` (validated; bad values raise ``MetadataError``)."""
+        return cls(**(configuration or {}))
+
+    def configuration(self) -> dict[str, Any] | None:
+        """The JSON configuration, or ``None`` for a codec without one."""
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        cfg = self.configuration()
+        return {"name": self.name} if cfg is None else {"name": self.name, "configuration": cfg}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.configuration() or ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.to_json() == self.to_json()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_json()))
+
+
+class ArrayArrayCodec(Codec):
+    """Transforms an array into another array (for example ``transpose``)."""
+
+    @abstractmethod
+    def resolve(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype of the encoded array for a decoded array of ``shape``/``dtype``."""
+
+    @abstractmethod
+    def encode(self, array: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def decode(self, array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """Invert :meth:`encode`; ``shape``/``dtype`` describe the decoded result."""
+
+
+class ArrayBytesCodec(Codec):
+    """Serializes an array to bytes (``bytes``, N5's block format, ``sharding_indexed``)."""
+
+    #: True when edge chunks are stored truncated to the array edge (N5) rather than padded (Zarr).
+    truncates_edges: ClassVar[bool] = False
+
+    @abstractmethod
+    def encode(self, array: np.ndarray) -> BytesLike: ...
+
+    @abstractmethod
+    def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """Decode one chunk of (at most) ``shape`` and ``dtype``. A codec that truncates edges returns
+        the shape recorded in the data, which may be smaller than ``shape``."""
+
+    def encoded_size(self, shape: tuple[int, ...], dtype: np.dtype) -> int | None:
+        """Encoded size in bytes when it is fixed by shape and dtype alone, else ``None``."""
+        return None
+
+
+class BytesBytesCodec(Codec):
+    """Transforms bytes into bytes (compressors, checksums)."""
+
+    @abstractmethod
+    def encode(self, data: BytesLike) -> BytesLike: ...
+
+    @abstractmethod
+    def decode(self, data: BytesLike) -> BytesLike: ...
+
+    def encoded_size(self, decoded_size: int) -> int | None:
+        """Encoded size for a given input size when deterministic (checksums), else ``None``."""
+        return None

@@ -1,0 +1,157 @@
+"""The exception hierarchy of altarr.
+
+Every error raised by the library derives from :class:`AltarrError` and names what failed: the store
+key, the chunk coordinates, the byte range and the codec, whichever apply. Errors that correspond to a
+built-in category also derive from it (``ValueError``, ``KeyError``-free by design, ``IndexError`` for
+out-of-bounds selections), so ``except ValueError`` keeps working for callers who expect NumPy-like
+behaviour.
+
+Example:
+    >>> from altarr.errors import ChecksumError
+    >>> err = ChecksumError("crc32c mismatch", key="c/0/0", codec="crc32c")
+    >>> str(err)
+    'crc32c mismatch [key='c/0/0', codec='crc32c']'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "AltarrError",
+    "StoreError",
+    "InvalidKeyError",
+    "ReadOnlyError",
+    "MetadataError",
+    "UnknownCodecError",
+    "UnsupportedError",
+    "CodecError",
+    "ChecksumError",
+    "CorruptChunkError",
+    "CorruptShardError",
+    "GridError",
+    "SelectionError",
+    "FetchError",
+    "MaterializeError",
+]
+
+
+class AltarrError(Exception):
+    """Base class of every altarr error.
+
+    Context (all optional) is kept as attributes and appended to the message:
+    ``key`` (store key), ``chunk`` (chunk coordinates), ``byte_range`` ((start, stop)),
+    ``codec`` (codec name).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        chunk: Sequence[int] | None = None,
+        byte_range: tuple[int | None, int | None] | None = None,
+        codec: str | None = None,
+    ) -> None:
+        self.message = message
+        self.key = key
+        self.chunk = tuple(int(c) for c in chunk) if chunk is not None else None
+        self.byte_range = byte_range
+        self.codec = codec
+        super().__init__(self._format())
+
+    def _context(self) -> dict[str, Any]:
+        ctx: dict[str, Any] = {}
+        if self.key is not None:
+            ctx["key"] = self.key
+        if self.chunk is not None:
+            ctx["chunk"] = self.chunk
+        if self.byte_range is not None:
+            ctx["byte_range"] = self.byte_range
+        if self.codec is not None:
+            ctx["codec"] = self.codec
+        return ctx
+
+    def _format(self) -> str:
+        ctx = self._context()
+        if not ctx:
+            return self.message
+        return f"{self.message} [" + ", ".join(f"{k}={v!r}" for k, v in ctx.items()) + "]"
+
+    def with_context(self, **ctx: Any) -> AltarrError:
+        """A copy of this error with the context fields that are still unset filled in from ``ctx``
+        (``key``, ``chunk``, ``byte_range``, ``codec``). Used by outer layers to add the store key and
+        chunk coordinates to an error raised by a pure codec: ``raise err.with_context(key=k) from err``."""
+        merged = self._context()
+        for name, value in ctx.items():
+            if value is not None and merged.get(name) is None:
+                merged[name] = value
+        return type(self)(self.message, **merged)
+
+    def __reduce__(self):  # keep context through pickling (dask, multiprocessing)
+        return (_rebuild, (type(self), self.message, self._context()))
+
+
+def _rebuild(cls: type[AltarrError], message: str, ctx: dict[str, Any]) -> AltarrError:
+    return cls(message, **ctx)
+
+
+# --- stores -------------------------------------------------------------------------------------------
+class StoreError(AltarrError, OSError):
+    """A store operation failed (I/O error, permission, unreachable object store)."""
+
+
+class InvalidKeyError(StoreError, ValueError):
+    """A key is malformed or would resolve outside the store's root."""
+
+
+class ReadOnlyError(StoreError):
+    """A write, delete or create was attempted on a store or dataset opened read-only."""
+
+
+# --- metadata -----------------------------------------------------------------------------------------
+class MetadataError(AltarrError, ValueError):
+    """Metadata (zarr.json, .zarray, attributes.json, ...) is missing, malformed or inconsistent."""
+
+
+class UnknownCodecError(MetadataError):
+    """Metadata names a codec, compression or extension that altarr does not know."""
+
+
+class UnsupportedError(AltarrError, NotImplementedError):
+    """A valid but unsupported feature (for example a format version above the one supported)."""
+
+
+# --- codecs and data ------------------------------------------------------------------------------------
+class CodecError(AltarrError, ValueError):
+    """Encoding or decoding a chunk failed."""
+
+
+class ChecksumError(CodecError):
+    """A checksum (crc32c) did not match the data."""
+
+
+class CorruptChunkError(CodecError):
+    """A chunk's bytes are malformed: wrong decoded size, bad header, truncated payload."""
+
+
+class CorruptShardError(CodecError):
+    """A shard object is malformed: truncated, bad index, an index entry outside the object."""
+
+
+# --- grids, selections, lazy arrays ---------------------------------------------------------------------
+class GridError(AltarrError, ValueError):
+    """Chunk/shard shapes are inconsistent, or chunk coordinates are outside the grid."""
+
+
+class SelectionError(AltarrError, IndexError):
+    """A selection is out of bounds or malformed (behaves like NumPy's IndexError)."""
+
+
+class FetchError(AltarrError, ValueError):
+    """A user ``fetch(chunks)`` function broke the fetch contract (count, shape, dtype)."""
+
+
+class MaterializeError(AltarrError, MemoryError):
+    """Materializing a lazy array was refused because it exceeds ``max_materialize`` elements."""

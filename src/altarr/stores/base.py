@@ -1,0 +1,172 @@
+"""The store interface: key -> bytes, with ranged, batched and counted reads.
+
+A store maps ``/``-separated string keys (``"array/c/0/1"``) to bytes. Everything above the store layer
+talks to it through the methods of :class:`Store`; the dataset layer never opens files itself.
+
+Range requests are ``(key, start, stop)`` tuples with Python slice meaning, plus a suffix form:
+
+* ``(key, None, None)`` - the whole object;
+* ``(key, start, None)`` - from ``start`` to the end;
+* ``(key, start, stop)`` - bytes ``[start, stop)``;
+* ``(key, -n, None)`` - the last ``n`` bytes (an HTTP suffix range). If the object is shorter than
+  ``n`` the whole object is returned (the caller checks the length it got).
+
+A request for a key that does not exist yields ``None`` in its slot; it never raises. Results of a batch
+come back in request order. A range past the end of an object is clipped like a Python slice; callers
+that need an exact length check it themselves and raise ``CorruptShardError``.
+
+Counting: every store keeps a :class:`StoreStats`. One *read* is one request that went to the backend
+after coalescing (so two nearby ranges of one key merged into one request count as one read);
+``bytes_read`` counts the bytes that request transferred. A request for a missing key counts as one
+read with zero bytes. ``writes``/``bytes_written``, ``deletes``, ``lists`` and ``size_queries`` count
+likewise.
+
+Example:
+    >>> from altarr.stores import MemoryStore
+    >>> s = MemoryStore()
+    >>> s.set("a/b", b"0123456789")
+    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("missing", None, None)])
+    [b'23', b'789', None]
+    >>> s.stats.reads
+    2
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
+
+from ..errors import InvalidKeyError
+
+__all__ = ["Store", "StoreStats", "RangeRequest", "normalize_key"]
+
+RangeRequest = tuple[str, int | None, int | None]
+
+#: Ranges of one key whose gap is at most this many bytes are merged into one request by default.
+DEFAULT_COALESCE_GAP = 64 * 1024
+
+
+@dataclass
+class StoreStats:
+    """Request counters of one store. Thread-safe increments via :meth:`add`; :meth:`reset` zeroes."""
+
+    reads: int = 0
+    bytes_read: int = 0
+    writes: int = 0
+    bytes_written: int = 0
+    deletes: int = 0
+    lists: int = 0
+    size_queries: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+    def reset(self) -> None:
+        with self._lock:
+            for f in fields(self):
+                if not f.name.startswith("_"):
+                    setattr(self, f.name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
+
+
+def normalize_key(key: str) -> str:
+    """Check and normalize a store key: ``/``-separated, relative, no ``..``/``.`` segments.
+
+    Raises :class:`~altarr.errors.InvalidKeyError` for a key that would escape the store's root.
+
+    >>> normalize_key("a//b/")
+    'a/b'
+    """
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"store keys are strings, got {type(key).__name__}", key=repr(key))
+    if "\\" in key or "\x00" in key:
+        raise InvalidKeyError("store keys may not contain backslashes or NUL bytes", key=key)
+    if key.startswith("/"):
+        raise InvalidKeyError("store keys are relative to the store root; absolute keys are refused", key=key)
+    parts = [p for p in key.split("/") if p != ""]
+    for p in parts:
+        if p in (".", ".."):
+            raise InvalidKeyError("store keys may not contain '.' or '..' segments", key=key)
+    return "/".join(parts)
+
+
+class Store(ABC):
+    """Abstract key -> bytes store. See the module docstring for range and counting semantics."""
+
+    #: True when writes are refused.
+    read_only: bool = False
+
+    def __init__(self) -> None:
+        self.stats = StoreStats()
+
+    # --- reads ----------------------------------------------------------------------------------------
+    @abstractmethod
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        """Read many byte ranges (of one or many keys) in one call, concurrently where the backend
+        allows, coalescing nearby ranges of one key. Results in request order; ``None`` for a missing key."""
+
+    def get(self, key: str) -> bytes | None:
+        """The whole object, or ``None`` if the key does not exist."""
+        return self.get_ranges([(key, None, None)])[0]
+
+    def get_range(self, key: str, start: int | None, stop: int | None) -> bytes | None:
+        """One byte range (see module docstring), or ``None`` if the key does not exist."""
+        return self.get_ranges([(key, start, stop)])[0]
+
+    @abstractmethod
+    def size(self, key: str) -> int | None:
+        """The object's size in bytes, or ``None`` if it does not exist (counts a size query)."""
+
+    def exists(self, key: str) -> bool:
+        return self.size(key) is not None
+
+    # --- writes ---------------------------------------------------------------------------------------
+    @abstractmethod
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Write a whole object atomically (readers see the old or the new object, never a mix)."""
+
+    def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
+        """Write many objects; concurrent where the backend allows. Each write is atomic on its own."""
+        for key, value in items:
+            self.set(key, value)
+
+    @abstractmethod
+    def delete(self, key: str) -> bool:
+        """Delete one object; returns whether it existed."""
+
+    def delete_many(self, keys: Sequence[str]) -> list[bool]:
+        return [self.delete(k) for k in keys]
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every key under ``prefix`` (a folder); returns how many were deleted."""
+        keys = list(self.list(prefix))
+        return sum(self.delete_many(keys))
+
+    # --- listing --------------------------------------------------------------------------------------
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Every key under ``prefix`` (recursively), as full keys. ``prefix`` is a folder path."""
+
+    @abstractmethod
+    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+        """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it."""
+
+    # --- misc -----------------------------------------------------------------------------------------
+    def with_read_only(self) -> Store:  # pragma: no cover - overridden where meaningful
+        return self
+
+    def close(self) -> None:
+        """Release resources (thread pools, file handles)."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
