@@ -31,6 +31,7 @@ __all__ = [
     "CorruptChunkError",
     "CorruptShardError",
     "GridError",
+    "ExistsError",
     "SelectionError",
     "FetchError",
     "MaterializeError",
@@ -138,6 +139,10 @@ class CorruptChunkError(CodecError):
 
 class CorruptShardError(CodecError):
     """A shard object is malformed: truncated, bad index, an index entry outside the object."""
+
+
+class ExistsError(AltarrError, FileExistsError):
+    """A node (array or group) already exists where one was to be created (pass ``overwrite=True``)."""
 
 
 # --- grids, selections, lazy arrays ---------------------------------------------------------------------

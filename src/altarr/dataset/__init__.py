@@ -1,0 +1,31 @@
+"""The block engine's dataset layer: chunk grids, batched shard-grouped chunk I/O, regions, groups.
+
+Example:
+    >>> import altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-pkg", shape=(4, 4), dtype="f8", chunks=(2, 2))
+    >>> ds.read_chunk((0, 0)) is None
+    True
+"""
+
+from .access import DatasetAccess, Merge
+from .api import copy_dataset, create_dataset, create_group, open_dataset, open_group
+from .dataset import Attributes, Dataset
+from .grid import NestedGrid
+from .group import Group
+from .parallel import get_max_workers, set_max_workers
+
+__all__ = [
+    "Attributes",
+    "Dataset",
+    "DatasetAccess",
+    "Group",
+    "Merge",
+    "NestedGrid",
+    "copy_dataset",
+    "create_dataset",
+    "create_group",
+    "get_max_workers",
+    "open_dataset",
+    "open_group",
+    "set_max_workers",
+]

@@ -1,0 +1,500 @@
+"""Batched chunk access: grid position -> store key, grouping by shard, and the shard read-modify-write.
+
+This is the Java N5 ``DatasetAccess``/``PositionValueAccess`` role. One batched call is one round of
+store I/O per nesting level:
+
+* **read**: the requested chunks are grouped by the outermost shard that holds them; every shard's index
+  is read in one batched ``get_ranges`` call (a suffix or prefix range, never a size query), then every
+  nested level's index, then the chunks' byte ranges (the store coalesces nearby ranges). A shard whose
+  requested chunks make up most of it is read whole instead (one request). A missing shard costs one
+  request and yields ``None`` for its chunks.
+* **write**: per touched shard, at most one whole-object read (none when every in-bounds chunk of the
+  shard is being replaced) and one write. Untouched chunks are carried over as bytes: they are never
+  decoded. Everything is encoded before anything is written, so a failing encode leaves the store as
+  it was; each object write is atomic in the store.
+* **delete**: per touched shard one read and one write (or a delete of the key once its last chunk goes).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-access", shape=(8, 8), dtype="uint8", chunks=(2, 2),
+    ...                        shards=(4, 4))
+    >>> ds.write_chunks([(0, 0), (0, 1)], [np.ones((2, 2), "u1"), np.full((2, 2), 2, "u1")])
+    >>> [None if a is None else int(a[0, 0]) for a in ds.read_chunks([(0, 1), (3, 3)])]
+    [2, None]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..codecs.chain import CodecChain
+from ..codecs.sharding import ShardingCodec
+from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError
+from ..formats.base import DatasetSpec, join_key
+from .grid import NestedGrid
+from .parallel import pmap
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = ["DatasetAccess", "Merge"]
+
+Chunk = tuple[int, ...]
+_EMPTY = np.uint64(2**64 - 1)
+
+#: Read a shard whole when the requested chunks are at least this fraction of its in-bounds chunks.
+WHOLE_SHARD_FRACTION = 0.5
+
+
+@dataclass
+class Merge:
+    """A partial update of one chunk: ``fn(old)`` gets the chunk's current values (a writable array of the
+    clipped chunk shape, fill-value filled if the chunk is not stored) and returns the new values."""
+
+    fn: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(eq=False)
+class _Node:
+    """A block at some level whose bytes are either in memory or at ``[start, start+length)`` of ``key``."""
+
+    key: str
+    level: int
+    pos: Chunk
+    chunks: list[Chunk]
+    start: int = 0
+    length: int | None = None  # None: the whole object, length unknown
+    mem: memoryview | None = None
+
+
+def _levels_of(spec: DatasetSpec) -> tuple[list[tuple[int, ...]], list[ShardingCodec], CodecChain]:
+    """Block shapes (outermost first), the sharding codec of each shard level, and the chunk chain."""
+    chain = spec.codecs
+    shapes = [tuple(spec.outer_chunks)]
+    shardings: list[ShardingCodec] = []
+    while isinstance(chain.array_bytes, ShardingCodec):
+        if chain.array_array or chain.bytes_bytes:
+            names = [c.name for c in (*chain.array_array, *chain.bytes_bytes)]
+            raise UnsupportedError(
+                f"codecs {names} around sharding_indexed would need whole-shard decoding; altarr supports "
+                "array->array codecs inside the shard's own codec chain only",
+                codec="sharding_indexed",
+            )
+        sc = chain.array_bytes
+        shardings.append(sc)
+        shapes.append(tuple(sc.chunk_shape))
+        chain = sc.codecs
+    return shapes, shardings, chain
+
+
+class DatasetAccess:
+    """Batched, shard-grouped chunk I/O for one array (see the module docstring)."""
+
+    def __init__(self, store: Store, prefix: str, spec: DatasetSpec, *, write_empty_chunks: bool = False):
+        self.store = store
+        self.prefix = prefix
+        self.spec = spec
+        self.dtype = np.dtype(spec.dtype)
+        shapes, shardings, chunk_chain = _levels_of(spec)
+        self.grid = NestedGrid(spec.shape, shapes[::-1])
+        # self.sharding[l] splits a level-l block into level-(l-1) blocks (index 0 unused)
+        self.sharding: list[ShardingCodec | None] = [None, *shardings[::-1]]
+        for level in range(1, self.grid.nlevels):
+            sc = self.sharding[level]
+            assert sc is not None
+            if sc.chunks_per_shard(self.grid.levels[level]) != self.grid.per_block(level):
+                raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
+        self.chunk_chain = chunk_chain
+        self.truncates = bool(getattr(chunk_chain.array_bytes, "truncates_edges", False))
+        self.write_empty_chunks = write_empty_chunks
+        self.fill_value = spec.fill_value
+
+    # --- keys and grouping -----------------------------------------------------------------------------
+    @property
+    def sharded(self) -> bool:
+        return self.grid.nlevels > 1
+
+    def key(self, outer_pos: Sequence[int]) -> str:
+        return join_key(self.prefix, self.spec.chunk_key(tuple(int(p) for p in outer_pos)))
+
+    def shard_of(self, chunk: Sequence[int]) -> Chunk:
+        return self.grid.position(chunk, self.grid.nlevels - 1)
+
+    def group_by_shard(self, chunks: Sequence[Chunk]) -> dict[Chunk, list[Chunk]]:
+        top = self.grid.nlevels - 1
+        groups: dict[Chunk, list[Chunk]] = {}
+        for c in chunks:
+            groups.setdefault(self.grid.position(c, top), []).append(c)
+        return groups
+
+    def _unique(self, coords: Sequence[Sequence[int]] | np.ndarray) -> tuple[list[Chunk], list[Chunk]]:
+        """Validated coordinates in request order, and the unique ones in first-seen order."""
+        arr = self.grid.check_chunks(coords)
+        wanted = [tuple(int(v) for v in row) for row in arr.tolist()]
+        return wanted, list(dict.fromkeys(wanted))
+
+    # --- chunk codec ------------------------------------------------------------------------------------
+    def _clipped(self, chunk: Chunk) -> tuple[int, ...]:
+        return self.grid.block_clipped_shape(chunk, 0)
+
+    def decode_chunk(self, data: Any, chunk: Chunk, key: str) -> np.ndarray:
+        """Decode one chunk's bytes into an array of its clipped shape."""
+        full = self.grid.chunks
+        try:
+            a = self.chunk_chain.decode(data, full, self.dtype)
+        except AltarrError as e:
+            raise e.with_context(key=key, chunk=chunk) from e
+        clipped = self._clipped(chunk)
+        if a.shape == clipped:
+            return a
+        if a.ndim != len(clipped):
+            raise CorruptShardError(
+                f"chunk decoded to {a.ndim} dimensions, expected {len(clipped)}", key=key, chunk=chunk
+            )
+        if all(s >= c for s, c in zip(a.shape, clipped, strict=True)):
+            return a[tuple(slice(0, c) for c in clipped)]
+        # a truncating format stored a smaller block than the array edge allows: pad with the fill value
+        out = np.full(clipped, self.fill_value, dtype=self.dtype)
+        out[tuple(slice(0, min(s, c)) for s, c in zip(a.shape, clipped, strict=True))] = a[
+            tuple(slice(0, min(s, c)) for s, c in zip(a.shape, clipped, strict=True))
+        ]
+        return out
+
+    def is_fill(self, a: np.ndarray) -> bool:
+        fv = self.fill_value
+        if self.dtype.kind in "fc" and np.isnan(fv):
+            return bool(np.isnan(a).all())
+        return bool((a == fv).all())
+
+    def encode_chunk(self, a: np.ndarray, chunk: Chunk) -> Any:
+        """Encode one chunk of its clipped shape (``None`` when it equals the fill value and empty chunks
+        are not written)."""
+        if not self.write_empty_chunks and self.is_fill(a):
+            return None
+        full = self.grid.chunks
+        if not self.truncates and a.shape != full:
+            padded = np.full(full, self.fill_value, dtype=self.dtype)
+            padded[tuple(slice(0, s) for s in a.shape)] = a
+            a = padded
+        try:
+            return self.chunk_chain.encode(np.ascontiguousarray(a))
+        except AltarrError as e:
+            raise e.with_context(key=self.key(self.shard_of(chunk)), chunk=chunk) from e
+
+    def _coerce(self, chunk: Chunk, value: Any) -> np.ndarray:
+        """A value written to a chunk as an array of the chunk's clipped shape and the dataset's dtype."""
+        a = np.asarray(value)
+        clipped = self._clipped(chunk)
+        if a.shape != clipped:
+            if a.shape == self.grid.chunks:  # a full (padded) edge chunk: keep the in-bounds part
+                a = a[tuple(slice(0, c) for c in clipped)]
+            else:
+                raise GridError(
+                    f"chunk {chunk} has shape {clipped} (clipped at the array edge), got an array of "
+                    f"shape {a.shape}",
+                    chunk=chunk,
+                )
+        if a.dtype != self.dtype:
+            a = a.astype(self.dtype)
+        return a
+
+    # --- reads -----------------------------------------------------------------------------------------
+    def read_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[np.ndarray | None]:
+        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order."""
+        wanted, unique = self._unique(coords)
+        if not unique:
+            return []
+        raw = self.read_raw(unique)
+        decoded = pmap(
+            lambda item: None if item[1] is None else self.decode_chunk(item[1][1], item[0], item[1][0]),
+            list(raw.items()),
+        )
+        by_chunk = dict(zip(raw.keys(), decoded, strict=True))
+        if len(wanted) == len(unique):
+            return [by_chunk[c] for c in wanted]
+        # a chunk asked for twice is returned twice; give each slot its own array
+        seen: set[Chunk] = set()
+        out: list[np.ndarray | None] = []
+        for c in wanted:
+            a = by_chunk[c]
+            out.append(a.copy() if (a is not None and c in seen) else a)
+            seen.add(c)
+        return out
+
+    def read_raw(self, chunks: Sequence[Chunk]) -> dict[Chunk, tuple[str, Any] | None]:
+        """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored."""
+        if not self.sharded:
+            keys = [self.key(c) for c in chunks]
+            datas = self.store.get_ranges([(k, None, None) for k in keys])
+            return {c: (None if d is None else (k, d)) for c, k, d in zip(chunks, keys, datas, strict=True)}
+
+        top = self.grid.nlevels - 1
+        result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
+        nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
+        for level in range(top, 0, -1):
+            nodes = self._descend(nodes, level, result)
+        # level-0 nodes: the chunks themselves
+        pending = [n for n in nodes if n.mem is None]
+        if pending:
+            datas = self.store.get_ranges([(n.key, n.start, n.start + n.length) for n in pending])
+            for n, d in zip(pending, datas, strict=True):
+                if d is None or len(d) != n.length:
+                    got = 0 if d is None else len(d)
+                    raise CorruptShardError(
+                        f"index entry points past the end of the object (read {got} of {n.length} bytes)",
+                        key=n.key,
+                        chunk=n.pos,
+                        byte_range=(n.start, n.start + n.length),
+                    )
+                n.mem = memoryview(d)
+        for n in nodes:
+            result[n.pos] = (n.key, n.mem)
+        return result
+
+    def _descend(self, nodes: list[_Node], level: int, result: dict) -> list[_Node]:
+        """Read the index of every level-``level`` node (or the whole node) and return its children."""
+        sc = self.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        n_idx = sc.index_nbytes(cps)
+        # which nodes need I/O, and what to ask for
+        requests, targets = [], []
+        for n in nodes:
+            if n.mem is not None:
+                continue
+            whole = len(n.chunks) >= WHOLE_SHARD_FRACTION * self.grid.n_chunks_in(n.pos, level)
+            if whole:
+                rng = (None, None) if n.length is None else (n.start, n.start + n.length)
+            elif n.length is None:
+                rng = sc.index_range(cps)
+            elif sc.index_location == "start":
+                rng = (n.start, n.start + n_idx)
+            else:
+                rng = (n.start + n.length - n_idx, n.start + n.length)
+            requests.append((n.key, *rng))
+            targets.append((n, whole))
+        datas = self.store.get_ranges(requests) if requests else []
+        indexes: dict[int, np.ndarray] = {}
+        alive: list[_Node] = []
+        for (n, whole), req, d in zip(targets, requests, datas, strict=True):
+            if d is None:
+                if n.length is None:  # a missing shard: all its chunks are absent
+                    continue
+                raise CorruptShardError("object vanished while it was being read", key=n.key)
+            if whole:
+                if n.length is not None and len(d) != n.length:
+                    raise CorruptShardError(
+                        f"read {len(d)} of {n.length} bytes of a nested shard",
+                        key=n.key,
+                        byte_range=(n.start, n.start + n.length),
+                    )
+                n.mem = memoryview(d)
+                n.length = len(d)
+            else:
+                if len(d) != n_idx:
+                    raise CorruptShardError(
+                        f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
+                        key=n.key,
+                        byte_range=req[1:],
+                    )
+                try:
+                    indexes[id(n)] = sc.decode_index(d, cps, object_size=n.length)
+                except AltarrError as e:
+                    raise e.with_context(key=n.key) from e
+            alive.append(n)
+        alive_ids = {id(n) for n in alive}
+        alive += [n for n in nodes if n.mem is not None and id(n) not in alive_ids]
+        children: list[_Node] = []
+        for n in alive:
+            if n.mem is not None:
+                try:
+                    index = sc.decode_index(self._index_bytes(sc, cps, n.mem), cps, object_size=len(n.mem))
+                except AltarrError as e:
+                    raise e.with_context(key=n.key) from e
+            else:
+                index = indexes[id(n)]
+            groups: dict[Chunk, list[Chunk]] = {}
+            for c in n.chunks:
+                groups.setdefault(self.grid.relative(c, level - 1, level), []).append(c)
+            for rel, group in groups.items():
+                off, nb = index[rel]
+                if off == _EMPTY or nb == _EMPTY:
+                    continue  # absent: its chunks stay None
+                off, nb = int(off), int(nb)
+                child_pos = self.grid.position(group[0], level - 1)
+                child = _Node(n.key, level - 1, child_pos, group, start=n.start + off, length=nb)
+                if n.mem is not None:
+                    child.mem = n.mem[off : off + nb]
+                    child.start = n.start + off
+                children.append(child)
+        return children
+
+    @staticmethod
+    def _index_bytes(sc: ShardingCodec, cps: tuple[int, ...], mem: memoryview) -> memoryview:
+        n_idx = sc.index_nbytes(cps)
+        if len(mem) < n_idx:
+            raise CorruptShardError(
+                f"shard is truncated: {len(mem)} bytes cannot hold its {n_idx}-byte index"
+            )
+        return mem[:n_idx] if sc.index_location == "start" else mem[len(mem) - n_idx :]
+
+    # --- writes ----------------------------------------------------------------------------------------
+    def write_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray, values: Sequence[Any]) -> None:
+        """Write whole chunks (arrays of the clipped chunk shape). A later duplicate wins."""
+        wanted, _ = self._unique(coords)
+        if len(values) != len(wanted):
+            raise GridError(f"write_chunks got {len(wanted)} coordinates but {len(values)} arrays")
+        updates = {c: self._coerce(c, v) for c, v in zip(wanted, values, strict=True)}
+        self.apply(updates)
+
+    def delete_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[bool]:
+        """Delete chunks; returns, per request, whether the chunk was stored."""
+        wanted, unique = self._unique(coords)
+        existed = self.apply(dict.fromkeys(unique))
+        seen: set[Chunk] = set()
+        out = []
+        for c in wanted:
+            out.append(existed.get(c, False) and c not in seen)
+            seen.add(c)
+        return out
+
+    def apply(self, updates: dict[Chunk, np.ndarray | Merge | None]) -> dict[Chunk, bool]:
+        """Apply chunk updates: an array replaces a chunk, ``None`` deletes it, a :class:`Merge` edits it.
+
+        Returns for each chunk whether it was stored before (known only where the old object was read)."""
+        if not updates:
+            return {}
+        if not self.sharded:
+            return self._apply_unsharded(updates)
+        return self._apply_sharded(updates)
+
+    def _new_bytes(self, chunk: Chunk, update: Any, old: tuple[str, Any] | None) -> Any:
+        if update is None:
+            return None
+        if isinstance(update, Merge):
+            if old is None:
+                base = np.full(self._clipped(chunk), self.fill_value, dtype=self.dtype)
+            else:
+                base = self.decode_chunk(old[1], chunk, old[0])
+                if not base.flags.writeable or base.base is not None:
+                    base = base.copy()
+            update = self._coerce(chunk, update.fn(base))
+        return self.encode_chunk(update, chunk)
+
+    def _apply_unsharded(self, updates: dict[Chunk, Any]) -> dict[Chunk, bool]:
+        merges = [c for c, u in updates.items() if isinstance(u, Merge)]
+        deletes = [c for c, u in updates.items() if u is None]
+        old = self.read_raw(merges) if merges else {}
+        items = list(updates.items())
+        new = pmap(lambda it: self._new_bytes(it[0], it[1], old.get(it[0])), items)
+        to_set = [(self.key(c), b) for (c, _), b in zip(items, new, strict=True) if b is not None]
+        to_delete = [self.key(c) for (c, u), b in zip(items, new, strict=True) if b is None]
+        if to_set:
+            self.store.set_many(to_set)
+        existed: dict[Chunk, bool] = {}
+        if to_delete:
+            flags = self.store.delete_many(to_delete)
+            gone = dict(zip(to_delete, flags, strict=True))
+            existed = {c: gone.get(self.key(c), False) for c in deletes}
+        return existed
+
+    def _apply_sharded(self, updates: dict[Chunk, Any]) -> dict[Chunk, bool]:
+        top = self.grid.nlevels - 1
+        groups = self.group_by_shard(list(updates))
+        # a shard needs its old bytes unless every in-bounds chunk of it is replaced outright
+        need_old = [
+            pos
+            for pos, group in groups.items()
+            if len(group) < self.grid.n_chunks_in(pos, top)
+            or any(updates[c] is None or isinstance(updates[c], Merge) for c in group)
+        ]
+        keys = {pos: self.key(pos) for pos in groups}
+        datas = self.store.get_ranges([(keys[p], None, None) for p in need_old]) if need_old else []
+        old_objects = {
+            p: (None if d is None else memoryview(d)) for p, d in zip(need_old, datas, strict=True)
+        }
+        # old raw bytes of every updated chunk (zero-copy slices of the old shards)
+        old_raw: dict[Chunk, tuple[str, Any] | None] = {}
+        for pos, group in groups.items():
+            mem = old_objects.get(pos)
+            found = self._split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
+            for c in group:
+                old_raw[c] = (keys[pos], found[c]) if c in found else None
+        items = list(updates.items())
+        new = dict(
+            zip(
+                updates,
+                pmap(lambda it: self._new_bytes(it[0], it[1], old_raw[it[0]]), items),
+                strict=True,
+            )
+        )
+        to_set, to_delete = [], []
+        for pos, group in groups.items():
+            shard = self._build(top, pos, old_objects.get(pos), {c: new[c] for c in group}, keys[pos])
+            if shard is not None:
+                to_set.append((keys[pos], shard))
+            elif pos not in old_objects or old_objects[pos] is not None:
+                to_delete.append(keys[pos])
+        if to_set:
+            self.store.set_many(to_set)
+        if to_delete:
+            self.store.delete_many(to_delete)
+        return {c: old_raw[c] is not None for c in updates}
+
+    def _split_down(
+        self, mem: memoryview, level: int, pos: Chunk, chunks: set[Chunk], key: str
+    ) -> dict[Chunk, memoryview]:
+        """Raw bytes of the stored ``chunks`` (level-0 coords) inside the level-``level`` block ``mem``."""
+        sc = self.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        try:
+            entries = sc.split(mem, cps)
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        by_child: dict[Chunk, set[Chunk]] = {}
+        for c in chunks:
+            by_child.setdefault(self.grid.relative(c, level - 1, level), set()).add(c)
+        found: dict[Chunk, memoryview] = {}
+        for rel, group in by_child.items():
+            entry = entries[self.grid.flat_index(rel, level)]
+            if entry is None:
+                continue
+            if level == 1:
+                found[next(iter(group))] = entry
+            else:
+                child = self.grid.position(next(iter(group)), level - 1)
+                found.update(self._split_down(entry, level - 1, child, group, key))
+        return found
+
+    def _build(self, level: int, pos: Chunk, old: memoryview | None, new: dict[Chunk, Any], key: str) -> Any:
+        """Assemble the level-``level`` block at ``pos``: old entries carried over as bytes, ``new``
+        (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty."""
+        sc = self.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        n = 1
+        for k in cps:
+            n *= k
+        if old is not None:
+            try:
+                entries: list[Any] = list(sc.split(old, cps))
+            except AltarrError as e:
+                raise e.with_context(key=key) from e
+        else:
+            entries = [None] * n
+        by_child: dict[Chunk, dict[Chunk, Any]] = {}
+        for c, b in new.items():
+            by_child.setdefault(self.grid.relative(c, level - 1, level), {})[c] = b
+        for rel, group in by_child.items():
+            i = self.grid.flat_index(rel, level)
+            if level == 1:
+                entries[i] = next(iter(group.values()))
+            else:
+                child = self.grid.position(next(iter(group)), level - 1)
+                entries[i] = self._build(level - 1, child, entries[i], group, key)
+        return sc.assemble(entries, cps)

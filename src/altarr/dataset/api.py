@@ -1,0 +1,246 @@
+"""Opening and creating datasets and groups, and copying datasets between formats.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> src = aa.create_dataset("memory://doc-api/a", shape=(5, 5), dtype="uint16", chunks=(2, 2), format="n5")
+    >>> src[...] = np.arange(25).reshape(5, 5)
+    >>> dst = aa.copy_dataset(src, "memory://doc-api/b", format="zarr3", shards=(4, 4))
+    >>> bool((dst[...] == src[...]).all())
+    True
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from typing import Any
+
+from ..errors import AltarrError, ExistsError, MetadataError
+from ..formats import detect_format, get_format
+from ..formats.base import Format
+from ..stores import store_from_url
+from ..stores.base import Store
+from .dataset import Dataset
+from .group import Group
+
+__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset"]
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+def _store(path_or_url: str | Store, mode: str, path: str, storage_options: dict) -> tuple[Store, str]:
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    store, prefix = store_from_url(path_or_url, mode=mode, **storage_options)
+    path = path.strip("/")
+    return store, (f"{prefix}/{path}" if prefix and path else prefix or path)
+
+
+def _open_node(store: Store, prefix: str, mode: str, fmt: Format | None = None) -> Dataset | Group:
+    """Open whatever node is at ``prefix`` (a child is opened in its own format, whatever its parent's)."""
+    found, kind = detect_format(store, prefix)
+    if kind == "array":
+        return Dataset(store, prefix, found.open_array(store, prefix), found, mode=mode)
+    return Group(store, prefix, found, mode=mode)
+
+
+def open_dataset(
+    path_or_url: str | Store,
+    mode: str = "r",
+    *,
+    path: str = "",
+    write_empty_chunks: bool = False,
+    **storage_options: Any,
+) -> Dataset:
+    """Open an existing N5, Zarr v2 or Zarr v3 array; the format is detected from its metadata.
+
+    ``path_or_url`` is a local path, an fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``),
+    a ``.zip`` file or a :class:`~altarr.stores.Store`; ``path`` a node inside it. ``mode="r"`` is
+    read-only, ``"r+"`` allows writes.
+
+    >>> import altarr as aa
+    >>> _ = aa.create_dataset("memory://doc-open", shape=(3,), dtype="f4", chunks=(2,))
+    >>> aa.open_dataset("memory://doc-open").shape
+    (3,)
+    """
+    store, prefix = _store(path_or_url, mode, path, storage_options)
+    fmt, kind = detect_format(store, prefix)
+    if kind != "array":
+        raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
+    spec = fmt.open_array(store, prefix)
+    return Dataset(store, prefix, spec, fmt, mode=mode, write_empty_chunks=write_empty_chunks)
+
+
+def _node_exists(store: Store, prefix: str) -> bool:
+    try:
+        detect_format(store, prefix)
+    except AltarrError:
+        return False
+    return True
+
+
+def create_dataset(
+    path_or_url: str | Store,
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any,
+    shards: Any = None,
+    format: str = "zarr3",
+    compressor: Any = "zstd",
+    fill_value: Any = 0,
+    attributes: dict[str, Any] | None = None,
+    dimension_names: Any = None,
+    overwrite: bool = False,
+    path: str = "",
+    write_empty_chunks: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    **format_options: Any,
+) -> Dataset:
+    """Create a new array and return it opened for writing.
+
+    ``chunks`` is the innermost chunk shape; ``shards`` ``None``, the outermost shard shape, or a list of
+    shard shapes from the innermost level outwards (nested sharding). ``format`` is ``"zarr3"``,
+    ``"zarr2"`` or ``"n5"``. An existing node raises :class:`~altarr.errors.ExistsError` unless
+    ``overwrite=True``, which deletes it first. Shapes are NumPy order for every format.
+
+    >>> import altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-create", shape=(100, 100), dtype="uint16", chunks=(10, 10),
+    ...                        shards=(50, 50), compressor="zstd")
+    >>> ds.chunks, ds.shards
+    ((10, 10), (50, 50))
+    """
+    if isinstance(chunks, int):
+        chunks = (chunks,) * len(tuple(shape) if not isinstance(shape, int) else (shape,))
+    if isinstance(shape, int):
+        shape = (shape,)
+    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options or {})
+    if _node_exists(store, prefix):
+        if not overwrite:
+            raise ExistsError(
+                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
+            )
+        store.delete_prefix(prefix)
+    fmt = get_format(format)
+    spec = fmt.create_array(
+        store,
+        prefix,
+        shape=tuple(shape),
+        dtype=dtype,
+        chunks=tuple(chunks),
+        shards=shards,
+        compressor=compressor,
+        fill_value=fill_value,
+        attributes=attributes,
+        dimension_names=dimension_names,
+        **format_options,
+    )
+    return Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
+
+
+def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **storage_options: Any) -> Group:
+    """Open an existing group (or the root of an N5 container).
+
+    >>> import altarr as aa
+    >>> _ = aa.create_group("memory://doc-og", format="n5")
+    >>> aa.open_group("memory://doc-og").format
+    'n5'
+    """
+    store, prefix = _store(path_or_url, mode, path, storage_options)
+    fmt, kind = detect_format(store, prefix)
+    if kind != "group":
+        raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
+    return Group(store, prefix, fmt, mode=mode)
+
+
+def create_group(
+    path_or_url: str | Store,
+    *,
+    format: str = "zarr3",
+    attributes: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    path: str = "",
+    **storage_options: Any,
+) -> Group:
+    """Create a group (for N5 the container root records ``"n5": "4.0.0"``) and return it writable.
+
+    >>> import altarr as aa
+    >>> g = aa.create_group("memory://doc-cg", attributes={"a": 1})
+    >>> dict(g.attrs)
+    {'a': 1}
+    """
+    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options)
+    if _node_exists(store, prefix):
+        if not overwrite:
+            raise ExistsError(
+                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
+            )
+        store.delete_prefix(prefix)
+    fmt = get_format(format)
+    fmt.create_group(store, prefix, attributes)
+    return Group(store, prefix, fmt, mode="r+")
+
+
+def copy_dataset(
+    source: Dataset,
+    destination: str | Store,
+    *,
+    format: str | None = None,
+    chunks: Any = None,
+    shards: Any = "same",
+    compressor: Any = "zstd",
+    overwrite: bool = False,
+    path: str = "",
+    batch_chunks: int = 256,
+    **format_options: Any,
+) -> Dataset:
+    """Copy every stored value and the user attributes of ``source`` into a new dataset, in any format.
+
+    With the same chunk shape the copy goes chunk by chunk through ``read_chunks``/``write_chunks`` in
+    batches grouped by the destination's shards (each destination shard written once); with another chunk
+    shape it copies region by region.
+    """
+    fmt = format or source.format
+    chunks = tuple(chunks) if chunks is not None else source.chunks
+    if shards == "same":
+        shards = source.shards
+    dst = create_dataset(
+        destination,
+        shape=source.shape,
+        dtype=source.dtype,
+        chunks=chunks,
+        shards=shards,
+        format=fmt,
+        compressor=compressor,
+        fill_value=source.fill_value,
+        attributes=source.attrs.asdict(),
+        dimension_names=source.dimension_names,
+        overwrite=overwrite,
+        path=path,
+        **format_options,
+    )
+    if chunks == source.chunks:
+        top = dst._access.grid.nlevels - 1
+        outer = dst._access.grid
+        batch: list[tuple[int, ...]] = []
+        shard_positions = product(*(range(n) for n in outer.grid_shape(top)))
+
+        def flush(batch: list[tuple[int, ...]]) -> None:
+            arrays = source.read_chunks(batch)
+            keep = [(c, a) for c, a in zip(batch, arrays, strict=True) if a is not None]
+            if keep:
+                dst.write_chunks([c for c, _ in keep], [a for _, a in keep])
+
+        for pos in shard_positions:
+            batch.extend(outer.chunks_in(pos, top))
+            if len(batch) >= batch_chunks:
+                flush(batch)
+                batch = []
+        if batch:
+            flush(batch)
+    else:
+        # region by region, one destination shard (or chunk) at a time
+        step = dst.shards or dst.chunks
+        for start in product(*(range(0, s, b) for s, b in zip(source.shape, step, strict=True))):
+            sel = tuple(slice(a, min(a + b, s)) for a, b, s in zip(start, step, source.shape, strict=True))
+            dst[sel] = source[sel]
+    return dst

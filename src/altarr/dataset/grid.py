@@ -1,0 +1,169 @@
+"""Chunk <-> shard <-> nested-shard coordinate math (the Java N5 ``NestedGrid``/``NestedPosition`` role).
+
+A :class:`NestedGrid` holds the block shapes of every level in array elements, level 0 being the chunk
+(the unit that is encoded) and the last level the stored object (the outermost shard; for an unsharded
+dataset there is only level 0). Every level must be a positive multiple of the one below, per dimension.
+All coordinates are NumPy (C) order and 0-based.
+
+Example:
+    >>> g = NestedGrid((100, 70), [(10, 7), (20, 35)])
+    >>> g.grid_shape(0), g.grid_shape(1)
+    ((10, 10), (5, 2))
+    >>> g.position((3, 6), 1)          # the level-1 shard holding chunk (3, 6)
+    (1, 1)
+    >>> g.relative((3, 6), 0, 1)       # chunk (3, 6) inside that shard
+    (1, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import product
+
+import numpy as np
+
+from ..errors import GridError
+
+__all__ = ["NestedGrid", "clipped_shape"]
+
+
+def clipped_shape(shape: Sequence[int], block: Sequence[int], position: Sequence[int]) -> tuple[int, ...]:
+    """Shape of block ``position`` clipped at the array edge.
+
+    >>> clipped_shape((10, 7), (4, 3), (2, 2))
+    (2, 1)
+    """
+    return tuple(min(b, s - p * b) for s, b, p in zip(shape, block, position, strict=True))
+
+
+class NestedGrid:
+    """Regular nested grid over an array of ``shape``; ``levels[0]`` is the chunk shape."""
+
+    def __init__(self, shape: Sequence[int], levels: Sequence[Sequence[int]]) -> None:
+        self.shape = tuple(int(s) for s in shape)
+        if not levels:
+            raise GridError("a grid needs at least one level (the chunk shape)")
+        lv = [tuple(int(b) for b in level) for level in levels]
+        nd = len(self.shape)
+        for i, level in enumerate(lv):
+            if len(level) != nd:
+                raise GridError(
+                    f"level {i} block shape {level} has a different length than the array shape {self.shape}"
+                )
+            if any(b <= 0 for b in level):
+                raise GridError(f"level {i} block shape {level} has a negative or zero size")
+            if i:
+                prev = lv[i - 1]
+                if any(b < p for b, p in zip(level, prev, strict=True)):
+                    raise GridError(f"level {i} block shape {level} is smaller than previous level {prev}")
+                if any(b % p for b, p in zip(level, prev, strict=True)):
+                    raise GridError(
+                        f"level {i} block shape {level} is not a multiple of previous level {prev}"
+                    )
+        if any(s < 0 for s in self.shape):
+            raise GridError(f"array shape {self.shape} has a negative size")
+        self.levels: tuple[tuple[int, ...], ...] = tuple(lv)
+        self.ndim = nd
+        # ratio[l][d]: how many level-0 chunks one level-l block spans along d
+        self._ratio = [tuple(b // c for b, c in zip(level, lv[0], strict=True)) for level in lv]
+
+    # ------------------------------------------------------------------------------------------------
+    @property
+    def nlevels(self) -> int:
+        return len(self.levels)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return self.levels[0]
+
+    @property
+    def outer(self) -> tuple[int, ...]:
+        return self.levels[-1]
+
+    def grid_shape(self, level: int = 0) -> tuple[int, ...]:
+        """Number of level-``level`` blocks along each dimension (edge blocks included)."""
+        return tuple(-(-s // b) for s, b in zip(self.shape, self.levels[level], strict=True))
+
+    def per_block(self, level: int) -> tuple[int, ...]:
+        """Number of level-``level - 1`` blocks in one level-``level`` block, per dimension."""
+        return tuple(b // p for b, p in zip(self.levels[level], self.levels[level - 1], strict=True))
+
+    def check_chunk(self, coords: Sequence[int], level: int = 0) -> tuple[int, ...]:
+        """Validate and normalize grid coordinates at ``level``; ``GridError`` when outside the grid."""
+        try:
+            c = tuple(int(x) for x in coords)
+        except (TypeError, ValueError) as e:
+            raise GridError(f"chunk coordinates must be a sequence of integers, got {coords!r}") from e
+        gs = self.grid_shape(level)
+        if len(c) != self.ndim or any(x < 0 or x >= g for x, g in zip(c, gs, strict=True)):
+            raise GridError(f"chunk coordinates {c} are outside the chunk grid {gs}", chunk=c)
+        return c
+
+    def check_chunks(self, coords: Iterable[Sequence[int]] | np.ndarray, level: int = 0) -> np.ndarray:
+        """Validate many coordinates at once; returns an ``int64`` array of shape ``(n, ndim)``."""
+        arr = np.asarray(coords if not isinstance(coords, np.ndarray) else coords)
+        if arr.size == 0:
+            return np.zeros((0, self.ndim), dtype=np.int64)
+        if arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != self.ndim:
+            # fall back to the scalar path for a precise error
+            return np.array([self.check_chunk(c, level) for c in coords], dtype=np.int64).reshape(
+                -1, self.ndim
+            )
+        arr = arr.astype(np.int64, copy=False)
+        gs = np.array(self.grid_shape(level), dtype=np.int64)
+        bad = np.any((arr < 0) | (arr >= gs), axis=1)
+        if bad.any():
+            c = tuple(int(x) for x in arr[np.argmax(bad)])
+            raise GridError(f"chunk coordinates {c} are outside the chunk grid {tuple(gs)}", chunk=c)
+        return arr
+
+    # ------------------------------------------------------------------------------------------------
+    def position(self, chunk: Sequence[int], level: int, src_level: int = 0) -> tuple[int, ...]:
+        """Absolute grid position at ``level`` of the block holding ``chunk`` (given at ``src_level``)."""
+        rs, rt = self._ratio[src_level], self._ratio[level]
+        return tuple(c * a // b for c, a, b in zip(chunk, rs, rt, strict=True))
+
+    def relative(self, chunk: Sequence[int], level: int, parent_level: int) -> tuple[int, ...]:
+        """Position of the level-``level`` block holding ``chunk`` (level 0 coords) inside its
+        level-``parent_level`` block."""
+        pos = self.position(chunk, level)
+        n = tuple(a // b for a, b in zip(self._ratio[parent_level], self._ratio[level], strict=True))
+        return tuple(p % k for p, k in zip(pos, n, strict=True))
+
+    def block_clipped_shape(self, position: Sequence[int], level: int = 0) -> tuple[int, ...]:
+        """Shape of the level-``level`` block at ``position`` clipped at the array edge."""
+        return clipped_shape(self.shape, self.levels[level], position)
+
+    def children(self, position: Sequence[int], level: int) -> list[tuple[int, ...]]:
+        """In-bounds level-``level - 1`` blocks of the level-``level`` block at ``position`` (C order)."""
+        n = self.per_block(level)
+        gs = self.grid_shape(level - 1)
+        ranges = [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, n, gs, strict=True)]
+        return list(product(*ranges))
+
+    def chunks_in(self, position: Sequence[int], level: int) -> list[tuple[int, ...]]:
+        """In-bounds level-0 chunks of the level-``level`` block at ``position`` (C order)."""
+        r = self._ratio[level]
+        gs = self.grid_shape(0)
+        ranges = [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, r, gs, strict=True)]
+        return list(product(*ranges))
+
+    def n_chunks_in(self, position: Sequence[int], level: int) -> int:
+        """How many in-bounds level-0 chunks the level-``level`` block at ``position`` holds."""
+        r = self._ratio[level]
+        gs = self.grid_shape(0)
+        n = 1
+        for p, k, g in zip(position, r, gs, strict=True):
+            n *= max(0, min((p + 1) * k, g) - p * k)
+        return n
+
+    def flat_index(self, relative: Sequence[int], level: int) -> int:
+        """C-order flat index of a child at ``relative`` inside a level-``level`` block."""
+        n = self.per_block(level)
+        idx = 0
+        for r, k in zip(relative, n, strict=True):
+            idx = idx * k + r
+        return idx
+
+    def __repr__(self) -> str:
+        return f"NestedGrid(shape={self.shape}, levels={list(self.levels)})"

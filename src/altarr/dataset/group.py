@@ -1,0 +1,117 @@
+"""Groups: hierarchy and attributes, for every format.
+
+Example:
+    >>> import altarr as aa
+    >>> root = aa.create_group("memory://doc-group", attributes={"title": "demo"})
+    >>> ds = root.create_dataset("raw/volume", shape=(4, 4), dtype="uint8", chunks=(2, 2))
+    >>> sorted(root.keys()), root.attrs["title"]
+    (['raw'], 'demo')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AltarrError, MetadataError, ReadOnlyError
+from ..formats import detect_format
+from ..formats.base import Format, join_key
+from .dataset import Attributes, Dataset
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = ["Group"]
+
+
+class Group:
+    """A group node: children are datasets or groups, addressed by ``/``-separated relative paths."""
+
+    def __init__(self, store: Store, path: str, fmt: Format, *, mode: str = "r") -> None:
+        self.store, self.path, self._format, self.mode = store, path, fmt, mode
+        self.read_only = mode == "r"
+        self.attrs = Attributes(store, path, fmt, self.read_only)
+
+    @property
+    def format(self) -> str:
+        return self._format.name
+
+    def __repr__(self) -> str:
+        return f"<altarr.Group {self.format} {self.path or '/'!r}>"
+
+    def _child(self, name: str) -> str:
+        name = name.strip("/")
+        if not name:
+            raise MetadataError("empty child name", key=self.path)
+        return join_key(self.path, name)
+
+    def __getitem__(self, name: str) -> Dataset | Group:
+        from .api import _open_node
+
+        return _open_node(self.store, self._child(name), self.mode, self._format)
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            detect_format(self.store, self._child(name))
+        except AltarrError:
+            return False
+        return True
+
+    def keys(self) -> Iterator[str]:
+        """Names of the direct children that are datasets or groups."""
+        _, folders = self.store.list_dir(self.path)
+        for name in sorted(folders):
+            if name in self:
+                yield name
+
+    def __iter__(self) -> Iterator[str]:
+        return self.keys()
+
+    def arrays(self) -> Iterator[tuple[str, Dataset]]:
+        for name in self.keys():
+            node = self[name]
+            if isinstance(node, Dataset):
+                yield name, node
+
+    def groups(self) -> Iterator[tuple[str, Group]]:
+        for name in self.keys():
+            node = self[name]
+            if isinstance(node, Group):
+                yield name, node
+
+    def create_group(self, name: str, attributes: dict[str, Any] | None = None) -> Group:
+        """Create a child group (and any missing intermediate groups)."""
+        if self.read_only:
+            raise ReadOnlyError("group was opened read-only", key=self.path)
+        path = self._child(name)
+        self._ensure_parents(path)
+        self._format.create_group(self.store, path, attributes)
+        return Group(self.store, path, self._format, mode=self.mode)
+
+    def require_group(self, name: str) -> Group:
+        if name in self:
+            node = self[name]
+            if isinstance(node, Group):
+                return node
+            raise MetadataError(f"{name!r} exists and is not a group", key=self._child(name))
+        return self.create_group(name)
+
+    def create_dataset(self, name: str, **kwargs: Any) -> Dataset:
+        """Create a child dataset in this group's format; keyword arguments as :func:`create_dataset`."""
+        from .api import create_dataset
+
+        if self.read_only:
+            raise ReadOnlyError("group was opened read-only", key=self.path)
+        path = self._child(name)
+        self._ensure_parents(path)
+        kwargs.setdefault("format", self.format)
+        return create_dataset(self.store, path=path, **kwargs)
+
+    def _ensure_parents(self, path: str) -> None:
+        parts = path.split("/")
+        for i in range(len(self.path.split("/")) if self.path else 0, len(parts) - 1):
+            parent = "/".join(parts[: i + 1])
+            try:
+                detect_format(self.store, parent)
+            except AltarrError:
+                self._format.create_group(self.store, parent, None)
