@@ -1,0 +1,175 @@
+"""The ``altarr`` command line: ``altarr demo``, ``altarr info PATH``, ``altarr copy SRC DST``.
+
+Example:
+    $ altarr demo                # writes a sharded Zarr v3 dataset to a temporary folder and reads it back
+    $ altarr info data.zarr      # format, shape, chunks, shards, codecs, attributes
+    $ altarr copy data.n5 out.zarr --format zarr3 --shards 256,256,256
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="altarr: chunked, compressed N-D arrays.")
+console = Console()
+
+
+def _stats_row(table: Table, step: str, stats: dict[str, int], seconds: float, note: str = "") -> None:
+    table.add_row(
+        step,
+        str(stats["reads"]),
+        f"{stats['bytes_read']:,}",
+        str(stats["writes"]),
+        f"{stats['bytes_written']:,}",
+        str(stats["size_queries"]),
+        f"{seconds * 1e3:.1f}",
+        note,
+    )
+
+
+@app.command()
+def demo(
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="where to write (default: a temporary folder)")
+    ] = None,
+    keep: Annotated[bool, typer.Option(help="keep the dataset instead of deleting it")] = False,
+) -> None:
+    """Write a small sharded Zarr v3 dataset, read parts of it back through the batched chunk API and
+    print every step's store requests."""
+    import altarr as aa
+
+    tmp = Path(tempfile.mkdtemp(prefix="altarr-demo-")) if directory is None else directory
+    path = tmp / "demo.zarr"
+    shape, chunks, shards = (120, 160, 200), (20, 32, 40), (60, 64, 80)
+    console.print(
+        f"[bold]altarr demo[/bold]: a {shape} uint16 array in {shards} shards of {chunks} chunks "
+        f"(zstd), Zarr v3 sharding_indexed, at {path}"
+    )
+    values = (np.arange(np.prod(shape), dtype=np.uint32) % 65521).astype(np.uint16).reshape(shape)
+    ds = aa.create_dataset(str(path), shape=shape, dtype="uint16", chunks=chunks, shards=shards,
+                           compressor="zstd", attributes={"description": "altarr demo"}, overwrite=True)
+    stats = ds.store.stats
+    table = Table("step", "reads", "bytes read", "writes", "bytes written", "size queries", "ms", "check")
+
+    stats.reset()
+    t = time.perf_counter()
+    ds[...] = values
+    _stats_row(table, "write the whole array", stats.as_dict(), time.perf_counter() - t,
+               f"{len(list(ds.store.list(ds.path))) - 1} shard objects")
+
+    wanted = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (2, 1, 0)]  # four chunks of shard (0, 0, 0)
+    stats.reset()
+    t = time.perf_counter()
+    got = ds.read_chunks(wanted)
+    ok = all(
+        np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
+        for w, a in zip(wanted, got, strict=True)
+    )
+    _stats_row(table, "read_chunks: 4 chunks of 1 shard", stats.as_dict(), time.perf_counter() - t,
+               "equal" if ok else "MISMATCH")
+
+    spread = [(0, 0, 0), (3, 2, 3), (5, 4, 4), (2, 3, 1)]  # one chunk in each of 4 shards
+    stats.reset()
+    t = time.perf_counter()
+    got = ds.read_chunks(spread)
+    ok = all(
+        np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
+        for w, a in zip(spread, got, strict=True)
+    )
+    _stats_row(table, "read_chunks: 1 chunk in each of 4 shards", stats.as_dict(), time.perf_counter() - t,
+               "equal" if ok else "MISMATCH")
+
+    stats.reset()
+    t = time.perf_counter()
+    region = ds[10:50, 30:90, 150:]
+    ok = np.array_equal(region, values[10:50, 30:90, 150:])
+    _stats_row(table, "region read ds[10:50, 30:90, 150:]", stats.as_dict(), time.perf_counter() - t,
+               "equal" if ok else "MISMATCH")
+
+    stats.reset()
+    t = time.perf_counter()
+    ds.write_chunks([(0, 0, 0)], [np.zeros(chunks, dtype=np.uint16) + 7])
+    _stats_row(table, "write_chunks: 1 chunk into an existing shard", stats.as_dict(),
+               time.perf_counter() - t, "1 read + 1 write, siblings kept as bytes")
+
+    stats.reset()
+    t = time.perf_counter()
+    existed = ds.delete_chunks([(5, 4, 4)])
+    _stats_row(table, "delete_chunks: 1 chunk", stats.as_dict(), time.perf_counter() - t,
+               f"existed={existed[0]}")
+
+    stats.reset()
+    t = time.perf_counter()
+    missing = ds.read_chunks([(5, 4, 4)])[0]
+    _stats_row(table, "read the deleted chunk", stats.as_dict(), time.perf_counter() - t,
+               "None" if missing is None else "still there?!")
+    console.print(table)
+    on_disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    console.print(f"{values.nbytes:,} bytes of values stored in {on_disk:,} bytes on disk.")
+    if keep or directory is not None:
+        console.print(f"dataset kept at {path}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@app.command()
+def info(path: str) -> None:
+    """Describe a dataset or group: format, shape, dtype, chunks, shards, codecs, attributes."""
+    import altarr as aa
+    from altarr.errors import MetadataError
+
+    try:
+        ds = aa.open_dataset(path)
+    except MetadataError:
+        g = aa.open_group(path)
+        console.print(f"group ({g.format}) with children: {', '.join(g.keys()) or '(none)'}")
+        console.print(f"attributes: {json.dumps(dict(g.attrs))}")
+        return
+    console.print(repr(ds))
+    console.print(f"fill value: {ds.fill_value!r}; grid: {ds.grid_shape} chunks")
+    console.print(f"codecs: {json.dumps(ds.spec.codecs.to_json())}")
+    console.print(f"attributes: {json.dumps(ds.attrs.asdict())}")
+
+
+def _shape(text: str | None) -> tuple[int, ...] | None:
+    return None if not text else tuple(int(x) for x in text.split(","))
+
+
+@app.command()
+def copy(
+    source: str,
+    destination: str,
+    format: Annotated[str | None, typer.Option(help="zarr3, zarr2 or n5 (default: the source's)")] = None,
+    shards: Annotated[str | None, typer.Option(help="outer shard shape, e.g. 256,256,256")] = None,
+    compressor: Annotated[str, typer.Option(help="zstd, gzip, blosc or none")] = "zstd",
+    overwrite: Annotated[bool, typer.Option(help="replace an existing destination")] = False,
+) -> None:
+    """Copy a dataset between formats (N5, Zarr v2, Zarr v3 sharded), keeping values and attributes."""
+    import altarr as aa
+
+    src = aa.open_dataset(source)
+    t = time.perf_counter()
+    dst = aa.copy_dataset(
+        src, destination, format=format, shards=_shape(shards) if shards else "same",
+        compressor=None if compressor == "none" else compressor, overwrite=overwrite,
+    )
+    console.print(f"copied {src!r} -> {dst!r} in {time.perf_counter() - t:.2f} s")
+
+
+def main() -> None:
+    """Entry point of the ``altarr`` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+"""The batched chunk API's request contract, asserted with store.stats (issue 2)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.codecs import register_codec
+from altarr.codecs.base import BytesBytesCodec
+
+
+class CountingCodec(BytesBytesCodec):
+    """An identity bytes->bytes codec that counts how often it encodes and decodes."""
+
+    name = "altarr_test.counting"
+    lock = threading.Lock()
+    decodes = 0
+    encodes = 0
+
+    def encode(self, data):
+        with CountingCodec.lock:
+            CountingCodec.encodes += 1
+        return bytes(data)
+
+    def decode(self, data):
+        with CountingCodec.lock:
+            CountingCodec.decodes += 1
+        return data
+
+    @classmethod
+    def reset(cls):
+        cls.decodes = cls.encodes = 0
+
+
+register_codec(CountingCodec)
+
+
+def make(store, shape=(32, 32), chunks=(4, 4), shards=(16, 16), dtype="uint16", **kw):
+    return aa.create_dataset(store, shape=shape, dtype=dtype, chunks=chunks, shards=shards, **kw)
+
+
+def chunk_values(ds, c, seed=0):
+    shape = ds._access.grid.block_clipped_shape(c)
+    return (np.arange(np.prod(shape)).reshape(shape) + 1000 * seed + sum(c) + 1).astype(ds.dtype)
+
+
+def fill_shard(ds, shard):
+    chunks = ds.chunks_in_shard(shard)
+    ds.write_chunks(chunks, [chunk_values(ds, c) for c in chunks])
+    return chunks
+
+
+def test_read_k_chunks_of_one_shard(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    wanted = [(0, 0), (2, 1), (3, 3), (1, 2)]  # 4 of 16 chunks: below the whole-shard threshold
+    store.stats.reset()
+    got = ds.read_chunks(wanted)
+    assert store.stats.reads <= 1 + len(wanted)
+    assert store.stats.size_queries == 0
+    assert store.stats.writes == 0
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def test_nearby_ranges_are_coalesced(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    store.stats.reset()
+    ds.read_chunks([(0, 0), (0, 1), (0, 2)])  # adjacent in the shard: one ranged read after the index
+    assert store.stats.reads == 2
+
+
+def test_read_chunks_of_many_shards_costs_one_index_read_per_shard(store):
+    ds = make(store, shape=(64, 64))
+    for s in [(0, 0), (1, 1), (2, 3)]:
+        fill_shard(ds, s)
+    wanted = [(0, 0), (5, 5), (9, 13)]  # one chunk in each shard
+    store.stats.reset()
+    got = ds.read_chunks(wanted)
+    assert store.stats.reads == 3 + 3
+    assert store.stats.size_queries == 0
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def test_most_of_a_shard_is_read_whole(store):
+    ds = make(store)
+    chunks = fill_shard(ds, (0, 0))
+    store.stats.reset()
+    got = ds.read_chunks(chunks[:12])
+    assert store.stats.reads == 1
+    assert all(a is not None for a in got)
+
+
+def test_nested_sharding_costs_one_more_index_read_per_level(store):
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)])
+    assert ds.shard_levels == [(2, 2), (8, 8), (32, 32)]
+    chunks = [(0, 0), (5, 9), (15, 15)]
+    ds.write_chunks(chunks, [chunk_values(ds, c) for c in chunks])
+    store.stats.reset()
+    got = ds.read_chunks([(5, 9)])
+    assert store.stats.reads == 3  # outer index, inner index, the chunk
+    np.testing.assert_array_equal(got[0], chunk_values(ds, (5, 9)))
+    assert ds.read_chunks([(1, 1)]) == [None]
+
+
+def test_missing_shard_costs_one_request(store):
+    ds = make(store)
+    store.stats.reset()
+    assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
+    assert store.stats.reads == 1
+    assert ds.read_chunk((7, 7)) is None
+
+
+def test_results_in_request_order_with_duplicates(store):
+    ds = make(store)
+    fill_shard(ds, (1, 0))
+    wanted = [(5, 1), (4, 0), (0, 0), (5, 1)]
+    got = ds.read_chunks(wanted)
+    np.testing.assert_array_equal(got[0], chunk_values(ds, (5, 1)))
+    np.testing.assert_array_equal(got[1], chunk_values(ds, (4, 0)))
+    assert got[2] is None
+    np.testing.assert_array_equal(got[3], got[0])
+    assert got[3] is not got[0]
+
+
+def test_write_touching_s_shards_costs_at_most_s_reads_and_s_writes(store):
+    ds = make(store, shape=(64, 64))
+    fill_shard(ds, (0, 0))
+    fill_shard(ds, (1, 1))
+    updates = [(0, 0), (1, 1), (5, 5), (6, 4), (12, 12)]  # shards (0,0), (1,1), (3,3 - new)
+    store.stats.reset()
+    ds.write_chunks(updates, [chunk_values(ds, c, seed=7) for c in updates])
+    assert store.stats.reads <= 3
+    assert store.stats.writes == 3
+    for c in updates:
+        np.testing.assert_array_equal(ds.read_chunk(c), chunk_values(ds, c, seed=7))
+    np.testing.assert_array_equal(ds.read_chunk((0, 1)), chunk_values(ds, (0, 1)))  # sibling kept
+
+
+def test_write_covering_a_whole_shard_does_not_read(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    chunks = ds.chunks_in_shard((0, 0))
+    store.stats.reset()
+    ds.write_chunks(chunks, [chunk_values(ds, c, seed=3) for c in chunks])
+    assert store.stats.reads == 0
+    assert store.stats.writes == 1
+
+
+def test_write_covering_an_edge_shard_does_not_read(store):
+    ds = make(store, shape=(30, 20))  # edge shards hold fewer in-bounds chunks
+    chunks = ds.chunks_in_shard((1, 1))
+    assert len(chunks) == 4 * 1
+    store.stats.reset()
+    ds.write_chunks(chunks, [chunk_values(ds, c) for c in chunks])
+    assert store.stats.reads == 0 and store.stats.writes == 1
+    for c in chunks:
+        np.testing.assert_array_equal(ds.read_chunk(c), chunk_values(ds, c))
+
+
+def test_untouched_chunks_are_carried_over_without_decoding(store):
+    ds = make(store, compressor={"name": "altarr_test.counting"})
+    chunks = fill_shard(ds, (0, 0))
+    CountingCodec.reset()
+    ds.write_chunks([(1, 1)], [chunk_values(ds, (1, 1), seed=9)])
+    assert CountingCodec.decodes == 0
+    assert CountingCodec.encodes == 1
+    CountingCodec.reset()
+    got = ds.read_chunks(chunks)
+    assert CountingCodec.decodes == len(chunks)
+    for c, a in zip(chunks, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c, seed=9 if c == (1, 1) else 0))
+
+
+def test_fill_value_chunks_are_not_stored_and_last_chunk_deletes_the_shard(store):
+    ds = make(store, fill_value=5)
+    ds.write_chunks([(0, 0)], [np.full((4, 4), 5, "uint16")])
+    assert not store.exists(ds.chunk_key((0, 0)))
+    ds.write_chunks([(0, 0), (0, 1)], [chunk_values(ds, (0, 0)), chunk_values(ds, (0, 1))])
+    key = ds.chunk_key((0, 0))
+    assert store.exists(key)
+    assert ds.delete_chunks([(0, 0), (3, 3)]) == [True, False]
+    assert store.exists(key)
+    assert ds.delete_chunk((0, 1)) is True
+    assert not store.exists(key)
+    assert ds.delete_chunk((0, 1)) is False
+    # overwriting the only chunk of a shard with the fill value removes the shard too
+    ds.write_chunk((4, 4), chunk_values(ds, (4, 4)))
+    ds.write_chunk((4, 4), np.full((4, 4), 5, "uint16"))
+    assert not store.exists(ds.chunk_key((4, 4)))
+    np.testing.assert_array_equal(ds[16:20, 16:20], 5)
+
+
+def test_write_empty_chunks_option(store):
+    ds = make(store, write_empty_chunks=True)
+    ds.write_chunk((0, 0), np.zeros((4, 4), "uint16"))
+    np.testing.assert_array_equal(ds.read_chunk((0, 0)), 0)
+
+
+def test_unsharded_request_counts(store):
+    ds = make(store, shards=None)
+    wanted = [(0, 0), (3, 4), (7, 7)]
+    ds.write_chunks(wanted[:2], [chunk_values(ds, c) for c in wanted[:2]])
+    store.stats.reset()
+    got = ds.read_chunks(wanted)
+    assert store.stats.reads == 3  # one per stored chunk, one that finds the missing one
+    assert got[2] is None
+    assert ds.delete_chunks(wanted) == [True, True, False]
+
+
+def test_nested_partial_write_keeps_siblings(store):
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (16, 16)])
+    first = [(0, 0), (0, 1), (3, 3), (4, 4), (7, 7)]
+    ds.write_chunks(first, [chunk_values(ds, c) for c in first])
+    ds.write_chunks([(0, 1), (4, 5)], [chunk_values(ds, (0, 1), 2), chunk_values(ds, (4, 5), 2)])
+    for c in [(0, 0), (3, 3), (4, 4), (7, 7)]:
+        np.testing.assert_array_equal(ds.read_chunk(c), chunk_values(ds, c))
+    np.testing.assert_array_equal(ds.read_chunk((0, 1)), chunk_values(ds, (0, 1), 2))
+    np.testing.assert_array_equal(ds.read_chunk((4, 5)), chunk_values(ds, (4, 5), 2))
+    # deleting every chunk of an inner shard removes it from the outer one; the last removes the object
+    key = ds.chunk_key((0, 0))
+    ds.delete_chunks([(0, 0), (0, 1), (3, 3)])
+    assert store.exists(key)
+    ds.delete_chunks([(4, 4), (4, 5), (7, 7)])
+    assert not store.exists(key)
+
+
+def test_java_shard_test_sequence(store):
+    """ShardTest.writeReadBlocksTest of the Java N5 library, in NumPy order."""
+    ds = make(store, shape=(24, 24), chunks=(2, 2), shards=(8, 8), dtype="uint8")
+    first = [(0, 0), (1, 0), (0, 1), (1, 1), (0, 4), (0, 5), (11, 11)]
+    ds.write_chunks(first, [np.full((2, 2), i + 1, "uint8") for i in range(len(first))])
+    assert {ds.shard_of(c) for c in first} == {(0, 0), (0, 1), (2, 2)}
+    for s in [(0, 0), (0, 1), (2, 2)]:
+        assert store.exists(ds._access.key(s))
+    for s in [(1, 0), (1, 1), (1, 2), (2, 1)]:
+        assert not store.exists(ds._access.key(s))
+    second = [(0, 0), (1, 1), (4, 0), (5, 0), (10, 10)]
+    ds.write_chunks(second, [np.full((2, 2), 100 + i, "uint8") for i in range(len(second))])
+    expect = {c: i + 1 for i, c in enumerate(first)}
+    expect.update({c: 100 + i for i, c in enumerate(second)})
+    coords = list(expect)
+    for c, a in zip(coords, ds.read_chunks(coords), strict=True):
+        assert (a == expect[c]).all(), c
+        assert (ds.read_chunk(c) == expect[c]).all()
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_index_location(store, location):
+    ds = make(store, index_location=location)
+    chunks = fill_shard(ds, (1, 1))
+    store.stats.reset()
+    got = ds.read_chunks(chunks[:2])
+    assert store.stats.reads == 2
+    np.testing.assert_array_equal(got[1], chunk_values(ds, chunks[1]))

@@ -1,0 +1,49 @@
+"""NestedGrid: the Java N5 NestedGridTest cases, plus edge handling."""
+
+import pytest
+
+from altarr.dataset.grid import NestedGrid, clipped_shape
+from altarr.errors import GridError
+
+
+def test_absolute_and_relative_positions_1d():
+    for scale in (1, 10):  # only the ratios matter
+        g = NestedGrid((48 * scale,), [(1 * scale,), (3 * scale,), (6 * scale,), (24 * scale,)])
+        assert [g.position((38,), level)[0] for level in range(4)] == [38, 12, 6, 1]
+        assert [g.relative((38,), level, level + 1)[0] for level in range(3)] == [2, 0, 2]
+
+
+def test_positions_2d():
+    g = NestedGrid((30, 28), [(5, 7), (15, 14)])
+    assert g.position((0, 1), 1) == (0, 0)
+    assert g.position((0, 2), 1) == (0, 1)
+    assert g.position((3, 2), 1) == (1, 1)
+    assert g.relative((3, 2), 0, 1) == (0, 0)
+    assert g.flat_index((1, 1), 1) == 3
+
+
+@pytest.mark.parametrize(
+    "levels, message",
+    [
+        ([(3,), (7,), (11,)], "not a multiple of previous level"),
+        ([(4,), (2,)], "is smaller than previous"),
+        ([(4,), (8, 8)], "different length"),
+        ([(0,)], "negative or zero"),
+    ],
+)
+def test_invalid_nesting(levels, message):
+    with pytest.raises(GridError, match=message):
+        NestedGrid((100,), levels)
+
+
+def test_edge_chunks_and_children():
+    g = NestedGrid((10, 7), [(4, 3), (8, 6)])
+    assert g.grid_shape(0) == (3, 3)
+    assert g.grid_shape(1) == (2, 2)
+    assert clipped_shape((10, 7), (4, 3), (2, 2)) == (2, 1)
+    # the edge shard (1, 1) holds only the in-bounds chunk (2, 2)
+    assert g.chunks_in((1, 1), 1) == [(2, 2)]
+    assert g.n_chunks_in((1, 1), 1) == 1
+    assert g.n_chunks_in((0, 0), 1) == 4
+    with pytest.raises(GridError):
+        g.check_chunk((3, 0))
