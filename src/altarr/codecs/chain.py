@@ -1,0 +1,287 @@
+"""The codec chain of one stored object: array->array codecs, one array->bytes codec, bytes->bytes codecs.
+
+Encoding runs the codecs in list order, decoding in reverse. Unexpected exceptions raised inside a codec
+are wrapped into :class:`~altarr.errors.CodecError` naming the codec (chained with ``from``); altarr's own
+errors pass through unchanged.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.codecs import CodecChain
+    >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}},
+    ...                               {"name": "zstd", "configuration": {"level": 1}}])
+    >>> a = np.arange(12, dtype="int32").reshape(3, 4)
+    >>> np.array_equal(chain.decode(chain.encode(a), (3, 4), np.dtype("int32")), a)
+    True
+    >>> chain.encoded_size((3, 4), np.dtype("int32")) is None   # zstd output size is not fixed
+    True
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import AltarrError, CodecError, MetadataError
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
+from .bytes import BytesCodec, native_dtype
+from .registry import codec_from_json
+
+__all__ = ["CodecChain"]
+
+
+def _accepts(fn: Callable[..., Any], param: str) -> bool:
+    try:
+        return param in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+        return False
+
+
+def _wrap(codec: Codec, action: str, e: Exception) -> CodecError:
+    return CodecError(f"{codec.name}: {action} failed: {type(e).__name__}: {e}", codec=codec.name)
+
+
+class CodecChain:
+    """An ordered, validated list of codecs (see the module docstring).
+
+    ``codecs`` holds :class:`~altarr.codecs.base.Codec` objects (their JSON descriptions are accepted
+    too). Order errors raise :class:`~altarr.errors.MetadataError`.
+
+    >>> from altarr.codecs import BytesCodec, Crc32cCodec
+    >>> CodecChain([BytesCodec("little"), Crc32cCodec()]).encoded_size((2, 2), np.dtype("uint64"))
+    36
+    """
+
+    __slots__ = (
+        "codecs",
+        "array_array",
+        "array_bytes",
+        "bytes_bytes",
+        "_fast",
+        "_ab_out",
+        "_ab_fill",
+        "_bb0_out",
+    )
+
+    def __init__(self, codecs: Sequence[Codec | dict[str, Any] | str]) -> None:
+        if isinstance(codecs, CodecChain):
+            codecs = codecs.codecs
+        if isinstance(codecs, str | bytes | dict) or not isinstance(codecs, Sequence):
+            raise MetadataError(f"a codec chain is a list of codecs, got {codecs!r}")
+        items = tuple(codec_from_json(c) for c in codecs)
+        if not items:
+            raise MetadataError("a codec chain needs exactly one array->bytes codec; the list is empty")
+        aa: list[ArrayArrayCodec] = []
+        ab: list[ArrayBytesCodec] = []
+        bb: list[BytesBytesCodec] = []
+        for i, c in enumerate(items):
+            if isinstance(c, ArrayArrayCodec):
+                if ab or bb:
+                    raise MetadataError(
+                        f"codec {c.name!r} (array->array) at position {i} comes after the array->bytes codec; "
+                        "the order is array->array*, array->bytes, bytes->bytes*",
+                        codec=c.name,
+                    )
+                aa.append(c)
+            elif isinstance(c, ArrayBytesCodec):
+                if ab:
+                    raise MetadataError(
+                        f"codec {c.name!r} at position {i} is a second array->bytes codec "
+                        f"(the first is {ab[0].name!r}); a chain has exactly one",
+                        codec=c.name,
+                    )
+                ab.append(c)
+            elif isinstance(c, BytesBytesCodec):
+                if not ab:
+                    raise MetadataError(
+                        f"codec {c.name!r} (bytes->bytes) at position {i} comes before the array->bytes codec",
+                        codec=c.name,
+                    )
+                bb.append(c)
+            else:
+                raise MetadataError(f"{c!r} is not an array->array, array->bytes or bytes->bytes codec")
+        if not ab:
+            raise MetadataError(
+                f"the codec chain {[c.name for c in items]} has no array->bytes codec (such as 'bytes')"
+            )
+        self.codecs: tuple[Codec, ...] = items
+        self.array_array: tuple[ArrayArrayCodec, ...] = tuple(aa)
+        self.array_bytes: ArrayBytesCodec = ab[0]
+        self.bytes_bytes: tuple[BytesBytesCodec, ...] = tuple(bb)
+        self._fast = not aa and not bb
+        self._ab_out = _accepts(self.array_bytes.decode, "out")
+        self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
+        self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
+
+    # --- construction / serialization ------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, obj: Sequence[Any] | CodecChain) -> CodecChain:
+        """Build from a Zarr v3 ``codecs`` list (objects or short-hand names).
+
+        >>> CodecChain.from_json(["bytes"]).to_json()
+        [{'name': 'bytes'}]
+        """
+        return obj if isinstance(obj, CodecChain) else cls(obj)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.codecs]
+
+    @property
+    def is_sharded(self) -> bool:
+        """True when the array->bytes codec is ``sharding_indexed``."""
+        from .sharding import ShardingCodec
+
+        return isinstance(self.array_bytes, ShardingCodec)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CodecChain) and self.codecs == other.codecs
+
+    def __hash__(self) -> int:
+        return hash(self.codecs)
+
+    def __iter__(self) -> Iterator[Codec]:
+        return iter(self.codecs)
+
+    def __len__(self) -> int:
+        return len(self.codecs)
+
+    def __repr__(self) -> str:
+        return f"CodecChain({list(self.codecs)!r})"
+
+    # --- sizes and validation --------------------------------------------------------------------------
+    def resolve(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype handed to the array->bytes codec for a decoded chunk of ``shape``/``dtype``."""
+        s, d = tuple(shape), np.dtype(dtype)
+        for c in self.array_array:
+            s, d = c.resolve(s, d)
+        return s, d
+
+    def variable_size_codec(self, shape: tuple[int, ...], dtype: Any) -> Codec | None:
+        """The first codec whose output size is not fixed for this input, or ``None`` if all are fixed."""
+        s, d = self.resolve(shape, dtype)
+        n = self.array_bytes.encoded_size(s, d)
+        if n is None:
+            return self.array_bytes
+        for c in self.bytes_bytes:
+            n = c.encoded_size(n)
+            if n is None:
+                return c
+        return None
+
+    def encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int | None:
+        """Encoded byte size of a chunk of ``shape``/``dtype`` when every codec is size-deterministic,
+        else ``None``."""
+        s, d = self.resolve(shape, dtype)
+        n = self.array_bytes.encoded_size(s, d)
+        for c in self.bytes_bytes:
+            if n is None:
+                return None
+            n = c.encoded_size(n)
+        return n
+
+    def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
+        """Check that the chain can encode chunks of ``shape`` (and ``dtype`` when given): transpose orders
+        fit, ``bytes`` has an ``endian`` for multi-byte types, shard shapes divide. Raises
+        ``MetadataError``/``GridError``."""
+        s = tuple(shape)
+        d = None if dtype is None else np.dtype(dtype)
+        for c in self.array_array:
+            check = getattr(c, "validate", None)
+            if check is not None:
+                check(s, d)
+            s, d_out = c.resolve(s, d if d is not None else np.dtype("u1"))  # shape-only without a dtype
+            d = d_out if d is not None else None
+        check = getattr(self.array_bytes, "validate", None)
+        if check is not None:
+            check(s, d)
+
+    # --- encode / decode -------------------------------------------------------------------------------
+    def encode(self, array: np.ndarray) -> BytesLike:
+        """Encode one decoded chunk. The result may share memory with ``array`` (``bytes`` codec fast
+        path, no byte swap needed); copy it if ``array`` will be modified while the bytes are in use."""
+        codec: Codec = self.array_bytes
+        try:
+            if self._fast:
+                return self.array_bytes.encode(array)
+            for codec in self.array_array:
+                array = codec.encode(array)
+            codec = self.array_bytes
+            data = codec.encode(array)
+            for codec in self.bytes_bytes:
+                data = codec.encode(data)
+            return data
+        except AltarrError:
+            raise
+        except Exception as e:
+            raise _wrap(codec, "encoding", e) from e
+
+    def decode(
+        self,
+        data: BytesLike,
+        shape: tuple[int, ...],
+        dtype: Any,
+        out: np.ndarray | None = None,
+        *,
+        fill_value: Any = 0,
+    ) -> np.ndarray:
+        """Decode one chunk of ``shape`` and ``dtype`` (native byte order in the result).
+
+        ``out``: optional destination of ``shape`` and native ``dtype`` (any strides); the values are
+        decoded into it (straight from the decompressor when possible) and ``out`` is returned. A codec that
+        truncates edges (N5) may return a smaller array instead. ``fill_value`` is used by a sharding codec
+        for its empty inner chunks. Without ``out`` the result may be a read-only view of ``data``.
+        """
+        shape = tuple(shape)
+        dtype = native_dtype(dtype)
+        ab = self.array_bytes
+        kw: dict[str, Any] = {}
+        if self._ab_fill:
+            kw["fill_value"] = fill_value
+        codec: Codec = ab
+        try:
+            if self._fast:
+                if out is not None and self._ab_out:
+                    kw["out"] = out
+                arr = ab.decode(data, shape, dtype, **kw)
+                return arr if out is None else self._into(arr, out)
+            specs = [(shape, dtype)]
+            for c in self.array_array:
+                specs.append(c.resolve(*specs[-1]))
+            direct = (
+                out is not None
+                and not self.array_array
+                and self._bb0_out
+                and isinstance(ab, BytesCodec)
+                and out.flags.c_contiguous
+                and out.shape == shape
+                and out.dtype == dtype
+                and ab.is_native(dtype)
+            )
+            for i in range(len(self.bytes_bytes) - 1, -1, -1):
+                codec = self.bytes_bytes[i]
+                data = codec.decode(data, out=out) if (i == 0 and direct) else codec.decode(data)  # type: ignore[call-arg]
+            codec = ab
+            if out is not None and self._ab_out and not self.array_array:
+                kw["out"] = out
+            arr = ab.decode(data, *specs[-1], **kw)
+            for i in range(len(self.array_array) - 1, -1, -1):
+                codec = self.array_array[i]
+                arr = codec.decode(arr, *specs[i])
+        except AltarrError:
+            raise
+        except Exception as e:
+            raise _wrap(codec, "decoding", e) from e
+        if out is not None:
+            return self._into(arr, out)
+        return np.ascontiguousarray(arr) if self.array_array else arr
+
+    @staticmethod
+    def _into(arr: np.ndarray, out: np.ndarray) -> np.ndarray:
+        if arr is out:
+            return out
+        if arr.shape != out.shape:
+            return arr  # an edge-truncating codec returned a smaller chunk
+        np.copyto(out, arr)
+        return out

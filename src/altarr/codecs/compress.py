@@ -1,0 +1,192 @@
+"""Compressors (bytes -> bytes) backed by numcodecs: Zarr v3 ``gzip``, ``zstd`` and ``blosc``.
+
+Codec objects hold one numcodecs codec each and are safe to share across threads (numcodecs' GZip, Zstd
+and Blosc encode/decode are reentrant; Blosc serialises its global-context calls with its own lock).
+Inputs are passed to numcodecs as memoryviews (no copy); outputs are returned as numcodecs gives them.
+
+``decode(data, out=...)`` decompresses straight into a caller-provided C-contiguous byte buffer when the
+stream's header announces exactly ``out.nbytes`` bytes (Zstd frames with a content size, Blosc); otherwise
+it ignores ``out`` and returns a new buffer, so callers must use the return value.
+
+Example:
+    >>> z = ZstdCodec(level=3)
+    >>> bytes(z.decode(z.encode(b"hello hello hello")))
+    b'hello hello hello'
+    >>> BloscCodec(cname="zstd", clevel=5, shuffle="shuffle", typesize=4).to_json()["configuration"]["typesize"]
+    4
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from numcodecs import GZip as _NGZip
+from numcodecs import Zstd as _NZstd
+from numcodecs.blosc import Blosc as _NBlosc
+
+from ..errors import AltarrError, CodecError, MetadataError
+from ._config import as_byte_view, check_bool, check_choice, check_int, check_keys
+from .base import BytesBytesCodec, BytesLike
+from .registry import register_codec
+
+__all__ = ["GzipCodec", "ZstdCodec", "BloscCodec"]
+
+
+class _NumcodecsCodec(BytesBytesCodec):
+    """Shared encode/decode plumbing: error wrapping and decoding into ``out``."""
+
+    _impl: Any
+
+    def _content_size(self, data: memoryview) -> int | None:
+        """Decoded size announced by the stream header, or ``None`` when unknown."""
+        return None
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        try:
+            return self._impl.encode(as_byte_view(data))
+        except AltarrError:
+            raise
+        except Exception as e:
+            raise CodecError(f"{self.name} compression failed: {e}", codec=self.name) from e
+
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        """Decompress ``data``; see the module docstring for ``out``."""
+        mv = as_byte_view(data)
+        if out is not None and out.flags.c_contiguous and self._content_size(mv) == out.nbytes:
+            try:
+                self._impl.decode(mv, out=out.reshape(-1).view(np.uint8))
+                return out
+            except Exception:  # fall through: the plain decode reports the problem precisely
+                pass
+        try:
+            return self._impl.decode(mv)
+        except Exception as e:
+            raise CodecError(f"{self.name} decompression failed: {e}", codec=self.name) from e
+
+
+@register_codec
+class GzipCodec(_NumcodecsCodec):
+    """Zarr v3 ``gzip`` (RFC 1952 gzip member; concatenated members are accepted on decode).
+
+    >>> GzipCodec(level=1).to_json()
+    {'name': 'gzip', 'configuration': {'level': 1}}
+    """
+
+    name: ClassVar[str] = "gzip"
+
+    def __init__(self, level: int = 5) -> None:
+        self.level = check_int(self.name, "level", level, lo=0, hi=9)
+        self._impl = _NGZip(level=self.level)
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> GzipCodec:
+        cfg = check_keys(cls.name, configuration, ["level"])
+        return cls(**cfg)
+
+    def configuration(self) -> dict[str, Any]:
+        return {"level": self.level}
+
+
+def _zstd_content_size(buf: memoryview) -> int | None:
+    """The Frame_Content_Size of a Zstandard frame header (RFC 8878, section 3.1.1.1), if present."""
+    if len(buf) < 6 or buf[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = buf[4]
+    fcs_flag, single_segment, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or len(buf) < pos + size:
+        return None
+    value = int.from_bytes(buf[pos : pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
+@register_codec
+class ZstdCodec(_NumcodecsCodec):
+    """Zarr v3 ``zstd`` (zarr-extensions): ``level`` in -131072..22 (0 = zstd's default), optional
+    frame ``checksum``.
+
+    >>> ZstdCodec().to_json()
+    {'name': 'zstd', 'configuration': {'level': 0, 'checksum': False}}
+    """
+
+    name: ClassVar[str] = "zstd"
+
+    def __init__(self, level: int = 0, checksum: bool = False) -> None:
+        self.level = check_int(self.name, "level", level, lo=-131072, hi=22)
+        self.checksum = check_bool(self.name, "checksum", checksum)
+        self._impl = _NZstd(level=self.level, checksum=self.checksum)
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> ZstdCodec:
+        cfg = check_keys(cls.name, configuration, ["level", "checksum"])
+        return cls(**cfg)
+
+    def configuration(self) -> dict[str, Any]:
+        return {"level": self.level, "checksum": self.checksum}
+
+    def _content_size(self, data: memoryview) -> int | None:
+        return _zstd_content_size(data)
+
+
+_CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
+_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+@register_codec
+class BloscCodec(_NumcodecsCodec):
+    """Zarr v3 ``blosc``: ``cname`` (lz4, lz4hc, blosclz, zstd, snappy, zlib), ``clevel`` 0..9,
+    ``shuffle`` (noshuffle, shuffle, bitshuffle), ``typesize`` (element size in bytes; required unless
+    ``noshuffle``), ``blocksize`` (0 = automatic).
+
+    >>> BloscCodec(shuffle="noshuffle").to_json()["configuration"]
+    {'cname': 'lz4', 'clevel': 5, 'shuffle': 'noshuffle', 'blocksize': 0}
+    """
+
+    name: ClassVar[str] = "blosc"
+
+    def __init__(
+        self,
+        cname: str = "lz4",
+        clevel: int = 5,
+        shuffle: str = "shuffle",
+        typesize: int | None = None,
+        blocksize: int = 0,
+    ) -> None:
+        self.cname = check_choice(self.name, "cname", cname, _CNAMES)
+        self.clevel = check_int(self.name, "clevel", clevel, lo=0, hi=9)
+        self.shuffle = check_choice(self.name, "shuffle", shuffle, tuple(_SHUFFLES))
+        if typesize is None:
+            if self.shuffle != "noshuffle":
+                raise MetadataError(
+                    f"codec 'blosc': field 'typesize' is required with shuffle={self.shuffle!r}",
+                    codec=self.name,
+                )
+        else:
+            typesize = check_int(self.name, "typesize", typesize, lo=1, hi=255)
+        self.typesize = typesize
+        self.blocksize = check_int(self.name, "blocksize", blocksize, lo=0)
+        self._impl = _NBlosc(
+            cname=self.cname,
+            clevel=self.clevel,
+            shuffle=_SHUFFLES[self.shuffle],
+            blocksize=self.blocksize,
+            typesize=self.typesize if self.typesize is not None else 1,
+        )
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> BloscCodec:
+        cfg = check_keys(cls.name, configuration, ["cname", "clevel", "shuffle", "typesize", "blocksize"])
+        return cls(**cfg)
+
+    def configuration(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {"cname": self.cname, "clevel": self.clevel, "shuffle": self.shuffle}
+        if self.typesize is not None:
+            cfg["typesize"] = self.typesize
+        cfg["blocksize"] = self.blocksize
+        return cfg
+
+    def _content_size(self, data: memoryview) -> int | None:
+        # Blosc 1 header: version, versionlz, flags, typesize, nbytes (uint32 LE), blocksize, cbytes.
+        return int.from_bytes(data[4:8], "little") if len(data) >= 16 else None

@@ -1,0 +1,147 @@
+"""The codec registry: Zarr v3 codec JSON -> :class:`~altarr.codecs.base.Codec` objects.
+
+Codec classes register themselves by their ``name`` with :func:`register_codec`;
+:func:`codec_from_json` builds a codec from any of the Zarr v3 forms of a codec description:
+
+* ``{"name": "gzip", "configuration": {"level": 5}}`` (the configuration may be omitted),
+* the Zarr v3.1 short-hand, a bare name string ``"crc32c"``,
+* either with ``"must_understand": false`` (allowed, but a codec can never be skipped: data encoded with
+  an unknown codec cannot be decoded, so an unknown codec always raises
+  :class:`~altarr.errors.UnknownCodecError`).
+
+Example:
+    >>> from altarr.codecs import codec_from_json
+    >>> codec_from_json("crc32c").to_json()
+    {'name': 'crc32c'}
+    >>> codec_from_json({"name": "gzip", "configuration": {"level": 1}})
+    GzipCodec({'level': 1})
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from ..errors import AltarrError, MetadataError, UnknownCodecError
+from .base import Codec
+
+__all__ = ["register_codec", "codec_from_json", "get_codec_class", "registered_codecs"]
+
+C = TypeVar("C", bound=type[Codec])
+
+_REGISTRY: dict[str, type[Codec]] = {}
+_LOCK = threading.Lock()
+#: Modules of this package written separately that register further codecs; imported on the first lookup
+#: of a name that is not registered yet (keeps ``import altarr.codecs`` free of import cycles).
+_PLUGIN_MODULES = ("altarr.codecs.zarr2", "altarr.codecs.n5")
+_plugins_loaded = False
+_ALLOWED_KEYS = frozenset({"name", "configuration", "must_understand"})
+
+
+def register_codec(cls: C, *, replace: bool = False) -> C:
+    """Register a codec class under ``cls.name``; usable as a class decorator.
+
+    Registering a *different* class under a name that is taken raises ``MetadataError`` unless
+    ``replace=True`` (a silent override would change how existing data decodes).
+
+    >>> from altarr.codecs import register_codec, Crc32cCodec
+    >>> register_codec(Crc32cCodec) is Crc32cCodec
+    True
+    """
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise MetadataError(f"codec class {cls!r} has no string 'name'")
+    with _LOCK:
+        old = _REGISTRY.get(name)
+        if old is not None and old is not cls and not replace:
+            raise MetadataError(
+                f"codec name {name!r} is already registered by {old.__module__}.{old.__qualname__}; "
+                f"pass replace=True to override it with {cls.__module__}.{cls.__qualname__}",
+                codec=name,
+            )
+        _REGISTRY[name] = cls
+    return cls
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:  # the module is optional; anything else is a real bug
+            if e.name != module:
+                raise
+
+
+def get_codec_class(name: str) -> type[Codec]:
+    """The class registered under ``name``; ``UnknownCodecError`` naming it if there is none.
+
+    >>> get_codec_class("bytes").__name__
+    'BytesCodec'
+    """
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        _load_plugins()
+        cls = _REGISTRY.get(name)
+    if cls is None:
+        raise UnknownCodecError(
+            f"unknown codec {name!r}: data encoded with it cannot be decoded "
+            f"(known codecs: {sorted(_REGISTRY)})",
+            codec=name,
+        )
+    return cls
+
+
+def registered_codecs() -> dict[str, type[Codec]]:
+    """A copy of the registry, name -> class."""
+    _load_plugins()
+    return dict(_REGISTRY)
+
+
+def codec_from_json(obj: Any) -> Codec:
+    """Build a codec from its Zarr v3 JSON description (object or short-hand name).
+
+    A :class:`Codec` instance is returned unchanged. Unknown names raise
+    :class:`~altarr.errors.UnknownCodecError` (whatever ``must_understand`` says); malformed descriptions
+    and bad configuration values raise :class:`~altarr.errors.MetadataError` naming the codec and the field.
+
+    >>> codec_from_json({"name": "bytes", "configuration": {"endian": "little"}})
+    BytesCodec({'endian': 'little'})
+    """
+    if isinstance(obj, Codec):
+        return obj
+    if isinstance(obj, str):
+        name, configuration = obj, None
+    elif isinstance(obj, Mapping):
+        name = obj.get("name")
+        if not isinstance(name, str):
+            raise MetadataError(f"a codec description needs a string 'name', got {dict(obj)!r}")
+        extra = sorted(str(k) for k in obj if k not in _ALLOWED_KEYS)
+        if extra:
+            raise MetadataError(
+                f"codec {name!r}: unknown field(s) {extra} in the codec description", codec=name
+            )
+        must = obj.get("must_understand", True)
+        if not isinstance(must, bool):
+            raise MetadataError(
+                f"codec {name!r}: 'must_understand' must be a boolean, got {must!r}", codec=name
+            )
+        configuration = obj.get("configuration")
+        if configuration is not None and not isinstance(configuration, Mapping):
+            raise MetadataError(
+                f"codec {name!r}: 'configuration' must be an object, got {configuration!r}", codec=name
+            )
+    else:
+        raise MetadataError(f"a codec description is an object or a name string, got {obj!r}")
+    cls = get_codec_class(name)
+    try:
+        return cls.from_config(dict(configuration) if configuration is not None else None)
+    except AltarrError:
+        raise
+    except (TypeError, ValueError, KeyError) as e:
+        raise MetadataError(f"codec {name!r}: bad configuration {configuration!r}: {e}", codec=name) from e

@@ -1,0 +1,348 @@
+"""The Zarr v3 ``sharding_indexed`` codec: the pure-bytes layer of sharding (no store access).
+
+A shard is one stored object holding a grid of inner chunks (``chunks_per_shard``, C order), each
+encoded with the inner chain ``codecs`` (which may itself end in another sharding codec: nested shards),
+plus an index of ``(offset, nbytes)`` uint64 pairs (offsets absolute within the object; both words
+``2**64-1`` for an empty chunk) encoded with the fixed-size chain ``index_codecs`` and placed at the
+``start`` or the ``end`` of the object.
+
+This module parses and builds indexes, slices a shard into raw chunk bytes without decoding them
+(:meth:`ShardingCodec.split`) and assembles a compact shard from raw chunk bytes
+(:meth:`ShardingCodec.assemble`), which is what lets the dataset layer rewrite a shard without
+re-encoding the chunks it does not touch.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.codecs import ShardingCodec
+    >>> sc = ShardingCodec(chunk_shape=(2, 2))
+    >>> cps = sc.chunks_per_shard((4, 4))
+    >>> cps, sc.index_nbytes(cps), sc.index_range(cps)
+    ((2, 2), 68, (-68, None))
+    >>> shard = sc.assemble([b"abcd", None, None, b"wxyz"], cps)
+    >>> [None if v is None else bytes(v) for v in sc.split(shard, cps)]
+    [b'abcd', None, None, b'wxyz']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import AltarrError, CodecError, CorruptShardError, GridError, MetadataError
+from ._config import as_byte_view, check_choice, check_keys, check_shape, nbytes_of
+from .base import ArrayBytesCodec, BytesLike, Codec
+from .bytes import BytesCodec, native_dtype
+from .chain import CodecChain
+from .crc32c import Crc32cCodec
+from .registry import register_codec
+
+__all__ = ["ShardingCodec", "EMPTY"]
+
+#: The index word marking an empty inner chunk (both offset and nbytes).
+EMPTY = 2**64 - 1
+_EMPTY_U64 = np.uint64(EMPTY)
+_U64 = np.dtype(np.uint64)
+
+
+def _as_chain(value: Any, field: str, default: list[Codec]) -> CodecChain:
+    if value is None:
+        return CodecChain(default)
+    try:
+        return CodecChain.from_json(value)
+    except MetadataError as e:
+        raise MetadataError(f"codec 'sharding_indexed': field {field!r}: {e.message}", codec=e.codec) from e
+
+
+@register_codec
+class ShardingCodec(ArrayBytesCodec):
+    """``sharding_indexed``: see the module docstring.
+
+    ``chunk_shape``: inner chunk shape; ``codecs``: inner chain (default ``[bytes little]``);
+    ``index_codecs``: index chain, must have a fixed encoded size (default ``[bytes little, crc32c]``);
+    ``index_location``: ``"start"`` or ``"end"``. Chains are given as :class:`CodecChain`, lists of codecs
+    or their JSON.
+
+    >>> ShardingCodec((32, 32)).index_nbytes((2, 2))
+    68
+    """
+
+    name: ClassVar[str] = "sharding_indexed"
+
+    def __init__(
+        self,
+        chunk_shape: Sequence[int],
+        codecs: CodecChain | Sequence[Any] | None = None,
+        index_codecs: CodecChain | Sequence[Any] | None = None,
+        index_location: str = "end",
+    ) -> None:
+        self.chunk_shape: tuple[int, ...] = check_shape(self.name, "chunk_shape", chunk_shape)
+        self.codecs: CodecChain = _as_chain(codecs, "codecs", [BytesCodec("little")])
+        self.index_codecs: CodecChain = _as_chain(
+            index_codecs, "index_codecs", [BytesCodec("little"), Crc32cCodec()]
+        )
+        self.index_location: str = check_choice(self.name, "index_location", index_location, ("start", "end"))
+        self._start = self.index_location == "start"
+        # The index chain sees arrays of shape (*chunks_per_shard, 2) and dtype uint64.
+        probe = (1,) * len(self.chunk_shape) + (2,)
+        try:
+            self.index_codecs.validate(probe, _U64)
+        except AltarrError as e:
+            raise MetadataError(
+                f"codec 'sharding_indexed': field 'index_codecs': {e.message}", codec=e.codec
+            ) from e
+        bad = self.index_codecs.variable_size_codec(probe, _U64)
+        if bad is not None:
+            raise MetadataError(
+                f"codec 'sharding_indexed': field 'index_codecs': codec {bad.name!r} has no fixed encoded size; "
+                "the shard index must have a fixed size (use e.g. bytes + crc32c, no compression)",
+                codec=bad.name,
+            )
+        try:
+            self.codecs.validate(self.chunk_shape)
+        except AltarrError as e:
+            raise MetadataError(
+                f"codec 'sharding_indexed': field 'codecs': {e.message}", codec=e.codec
+            ) from e
+        self._cps_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._index_nbytes_cache: dict[tuple[int, ...], int] = {}
+
+    # --- JSON ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> ShardingCodec:
+        cfg = check_keys(cls.name, configuration, ["chunk_shape", "codecs", "index_codecs", "index_location"])
+        for required in ("chunk_shape", "codecs", "index_codecs"):
+            if required not in cfg:
+                raise MetadataError(
+                    f"codec 'sharding_indexed': field {required!r} is required", codec=cls.name
+                )
+        return cls(
+            chunk_shape=cfg["chunk_shape"],
+            codecs=cfg["codecs"],
+            index_codecs=cfg["index_codecs"],
+            index_location=cfg.get("index_location", "end"),
+        )
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": self.codecs.to_json(),
+            "index_codecs": self.index_codecs.to_json(),
+            "index_location": self.index_location,
+        }
+
+    # --- grid ------------------------------------------------------------------------------------------
+    def chunks_per_shard(self, shard_shape: Sequence[int]) -> tuple[int, ...]:
+        """Inner chunks per shard along each dimension; ``GridError`` unless ``chunk_shape`` divides
+        ``shard_shape`` exactly.
+
+        >>> ShardingCodec((2, 3)).chunks_per_shard((4, 6))
+        (2, 2)
+        """
+        key = tuple(int(s) for s in shard_shape)
+        cps = self._cps_cache.get(key)
+        if cps is not None:
+            return cps
+        if len(key) != len(self.chunk_shape) or any(
+            s <= 0 or s % c for s, c in zip(key, self.chunk_shape, strict=False)
+        ):
+            raise GridError(
+                f"sharding_indexed: the inner chunk shape {self.chunk_shape} must divide the shard shape "
+                f"{key} exactly (same number of dimensions, each a whole multiple)",
+                codec=self.name,
+            )
+        cps = tuple(s // c for s, c in zip(key, self.chunk_shape, strict=True))
+        self._cps_cache[key] = cps
+        return cps
+
+    def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
+        """Check a shard shape (and dtype when given) against this codec and its inner chains."""
+        self.chunks_per_shard(shape)
+        self.codecs.validate(self.chunk_shape, dtype)
+
+    # --- index -----------------------------------------------------------------------------------------
+    def index_nbytes(self, cps: Sequence[int]) -> int:
+        """Encoded size of the index for ``cps`` chunks per shard (``16 * prod(cps)`` folded through
+        ``index_codecs``)."""
+        key = tuple(int(c) for c in cps)
+        n = self._index_nbytes_cache.get(key)
+        if n is None:
+            n = self.index_codecs.encoded_size((*key, 2), _U64)
+            assert n is not None  # checked at construction
+            self._index_nbytes_cache[key] = n
+        return n
+
+    def index_range(self, cps: Sequence[int]) -> tuple[int | None, int | None]:
+        """The index's byte range as a store range request: ``(0, n)`` at the start, ``(-n, None)`` (a
+        suffix) at the end."""
+        n = self.index_nbytes(cps)
+        return (0, n) if self._start else (-n, None)
+
+    def decode_index(self, data: BytesLike, cps: Sequence[int], object_size: int | None = None) -> np.ndarray:
+        """Decode (and verify, e.g. crc32c) an index: a writable native ``uint64`` array of shape
+        ``(*cps, 2)`` holding ``(offset, nbytes)``; empty entries have both words ``2**64-1``.
+
+        With ``object_size`` every non-empty entry must lie inside the object's data region
+        (``offset >= index size`` for a start index, ``offset + nbytes <= object_size``), else
+        ``CorruptShardError`` naming the inner chunk and the byte range.
+        """
+        cps = tuple(int(c) for c in cps)
+        n = self.index_nbytes(cps)
+        got = nbytes_of(data)
+        if got != n:
+            raise CorruptShardError(
+                f"shard index: expected {n} bytes for {cps} chunks per shard, got {got}", codec=self.name
+            )
+        try:
+            decoded = self.index_codecs.decode(data, (*cps, 2), _U64)
+        except CodecError as e:
+            raise type(e)(f"shard index: {e.message}", **e._context()) from e
+        index = np.array(decoded, dtype=np.uint64, copy=True)
+        offsets, nbytes = index[..., 0], index[..., 1]
+        empty = (offsets == _EMPTY_U64) | (nbytes == _EMPTY_U64)
+        index[empty] = _EMPTY_U64
+        if object_size is not None:
+            size = np.uint64(object_size)
+            lo = np.uint64(n if self._start else 0)
+            bad = ~empty & ((offsets < lo) | (offsets > size) | (nbytes > size - np.minimum(offsets, size)))
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                off, nb = int(offsets[where]), int(nbytes[where])
+                raise CorruptShardError(
+                    f"shard index entry of inner chunk {where} points at bytes [{off}, {off + nb}), outside "
+                    f"the data region [{int(lo)}, {object_size}) of a {object_size}-byte shard",
+                    chunk=where,
+                    byte_range=(off, off + nb),
+                    codec=self.name,
+                )
+        return index
+
+    def encode_index(self, index: np.ndarray) -> bytes:
+        """Encode a ``uint64`` index array of shape ``(*cps, 2)`` with ``index_codecs``."""
+        index = np.asarray(index)
+        if index.ndim != len(self.chunk_shape) + 1 or index.shape[-1] != 2:
+            raise CodecError(
+                f"shard index: expected an array of shape (*chunks_per_shard, 2), got {index.shape}",
+                codec=self.name,
+            )
+        return bytes(self.index_codecs.encode(index.astype(np.uint64, copy=False)))
+
+    # --- raw shard bytes -------------------------------------------------------------------------------
+    def assemble(self, chunks: Sequence[BytesLike | None], cps: Sequence[int]) -> bytes | None:
+        """Build a compact shard from raw encoded chunks (C order over the inner grid; ``None`` = empty):
+        payloads concatenated in order without gaps, then the index at the start or end. Returns ``None``
+        when every chunk is empty (no object should be written).
+
+        >>> sc = ShardingCodec((1,))
+        >>> len(sc.assemble([b"ab", b"c"], (2,)))   # 3 payload bytes + 2*16 index bytes + 4 crc bytes
+        39
+        """
+        cps = tuple(int(c) for c in cps)
+        count = math.prod(cps)
+        if len(chunks) != count:
+            raise GridError(
+                f"sharding_indexed: assemble needs {count} chunk entries for {cps} chunks per shard, "
+                f"got {len(chunks)}",
+                codec=self.name,
+            )
+        index = np.full((count, 2), _EMPTY_U64, dtype=np.uint64)
+        parts: list[Any] = []
+        where: list[int] = []
+        lengths: list[int] = []
+        for i, c in enumerate(chunks):
+            if c is None:
+                continue
+            v = as_byte_view(c)
+            parts.append(v)
+            where.append(i)
+            lengths.append(len(v))
+        if not parts:
+            return None
+        index_n = self.index_nbytes(cps)
+        lens = np.asarray(lengths, dtype=np.uint64)
+        ends = np.cumsum(lens, dtype=np.uint64)
+        base = np.uint64(index_n if self._start else 0)
+        index[where, 0] = ends - lens + base
+        index[where, 1] = lens
+        encoded_index = self.encode_index(index.reshape(*cps, 2))
+        if self._start:
+            parts.insert(0, encoded_index)
+        else:
+            parts.append(encoded_index)
+        return b"".join(parts)
+
+    def split(self, shard_bytes: BytesLike, cps: Sequence[int]) -> list[memoryview | None]:
+        """Every inner chunk's raw bytes (zero-copy slices of ``shard_bytes``, C order; ``None`` for empty
+        entries), following the index. A truncated object or an index entry outside it raises
+        ``CorruptShardError``; a bad index checksum raises ``ChecksumError``."""
+        cps = tuple(int(c) for c in cps)
+        mv = as_byte_view(shard_bytes)
+        size = len(mv)
+        n = self.index_nbytes(cps)
+        if size < n:
+            raise CorruptShardError(
+                f"shard of {size} bytes is shorter than its {n}-byte index (truncated object?)",
+                byte_range=(0, size),
+                codec=self.name,
+            )
+        raw_index = mv[:n] if self._start else mv[size - n :]
+        index = self.decode_index(raw_index, cps, object_size=size)
+        return [None if o == EMPTY else mv[o : o + nb] for o, nb in index.reshape(-1, 2).tolist()]
+
+    # --- whole-shard array codec -----------------------------------------------------------------------
+    def _slices(self, pos: tuple[int, ...]) -> tuple[slice, ...]:
+        return tuple(slice(p * c, (p + 1) * c) for p, c in zip(pos, self.chunk_shape, strict=True))
+
+    def encode(self, array: np.ndarray) -> bytes:
+        """Encode a whole shard (every inner chunk, fill-valued ones included) into a compact shard."""
+        array = np.asarray(array)
+        cps = self.chunks_per_shard(array.shape)
+        chunks = [self.codecs.encode(array[self._slices(pos)]) for pos in np.ndindex(*cps)]
+        shard = self.assemble(chunks, cps)
+        assert shard is not None
+        return shard
+
+    def decode(
+        self,
+        data: BytesLike,
+        shape: tuple[int, ...],
+        dtype: Any,
+        fill_value: Any = 0,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Decode a whole shard of ``shape``; empty inner chunks are ``fill_value``. With ``out`` (shape
+        ``shape``, native ``dtype``) every chunk is decoded straight into its part of ``out``."""
+        dtype = native_dtype(dtype)
+        shape = tuple(shape)
+        cps = self.chunks_per_shard(shape)
+        if out is None:
+            out = np.empty(shape, dtype=dtype)
+        elif out.shape != shape or out.dtype != dtype:
+            raise CodecError(
+                f"sharding_indexed: out has shape {out.shape} and dtype {out.dtype}, expected {shape} and {dtype}",
+                codec=self.name,
+            )
+        pieces = self.split(data, cps)
+        for pos, piece in zip(np.ndindex(*cps), pieces, strict=True):
+            view = out[self._slices(pos)]
+            if piece is None:
+                view[...] = fill_value
+                continue
+            try:
+                got = self.codecs.decode(piece, self.chunk_shape, dtype, out=view, fill_value=fill_value)
+            except AltarrError as e:
+                raise e.with_context(chunk=pos) from e
+            if got is not view:
+                if got.shape != view.shape:
+                    raise CodecError(
+                        f"sharding_indexed: inner chunk {pos} decoded to shape {got.shape}, expected {view.shape}",
+                        chunk=pos,
+                        codec=self.name,
+                    )
+                view[...] = got
+        return out
+
+    def encoded_size(self, shape: tuple[int, ...], dtype: Any) -> None:
+        return None
