@@ -1,0 +1,745 @@
+"""N5 chunk codecs: the N5 block format (``n5bytes``) and the N5 compressions.
+
+An N5 block is a big-endian header followed by the (compressed) big-endian payload::
+
+    mode      uint16   0 = default, 1 = varlength (numElements follows the sizes), 2 = object
+    ndim      uint16   (modes 0 and 1)
+    size[d]   uint32   x ndim, in N5 order (the reverse of NumPy order), the block's actual size
+    numElements uint32 (modes 1 and 2)
+    payload   the elements in N5 F-order == NumPy C-order over the reversed size, big-endian,
+              then passed through the compression (only the payload is compressed, never the header)
+
+Because N5 F-order over ``size`` is NumPy C-order over ``size[::-1]``, :class:`N5BlockCodec` works in
+NumPy order throughout: ``encode`` takes an array of NumPy shape ``s`` and writes ``s[::-1]`` into the
+header; ``decode`` returns an array of shape ``size[::-1]``. Edge blocks are stored truncated
+(``truncates_edges = True``): the header records the smaller size.
+
+The compressions are bytes->bytes codecs with two JSON forms: the N5 ``compression`` object
+(``{"type": "gzip", "level": -1, "useZlib": false}``, :meth:`N5Compression.to_n5_json`,
+:func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (``{"name": "gzip", "configuration":
+{...}}``, :meth:`~altarr.codecs.base.Codec.to_json`, :func:`n5_codec_from_json`). They live in their own
+small registry, separate from the Zarr v3 codec registry (N5's ``gzip`` is not Zarr's ``gzip``).
+
+``lz4`` is the lz4-java ``LZ4BlockOutputStream`` stream format, not the LZ4 frame format: a sequence of
+blocks, each ``"LZ4Block"`` magic, a token byte (method ``0x10`` raw / ``0x20`` LZ4, or-ed with the
+compression level ``max(0, ceil(log2(blockSize)) - 10)``), the compressed length, the decompressed
+length and an xxhash32 checksum (seed ``0x9747b28c``, masked with ``0x0FFFFFFF``) as little-endian
+int32, then the data; the stream ends with an empty block (lengths and checksum 0).
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.codecs.n5 import N5BlockCodec, compression_from_n5_json
+    >>> codec = N5BlockCodec(compression_from_n5_json({"type": "gzip", "level": 6}))
+    >>> a = np.arange(6, dtype="uint16").reshape(3, 2)
+    >>> data = codec.encode(a)
+    >>> bytes(data[:12]).hex()
+    '000000020000000200000003'
+    >>> np.array_equal(codec.decode(data, (3, 2), np.dtype("uint16")), a)
+    True
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from .base import ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
+
+__all__ = [
+    "N5_DATA_TYPES",
+    "N5BlockCodec",
+    "N5Compression",
+    "RawCompression",
+    "GzipCompression",
+    "Bzip2Compression",
+    "XzCompression",
+    "Lz4Compression",
+    "ZstdCompression",
+    "BloscCompression",
+    "IdentityCodec",
+    "register_n5_compression",
+    "compression_from_n5_json",
+    "n5_codec_from_json",
+    "n5_dtype",
+    "n5_data_type_name",
+    "parse_block_header",
+]
+
+#: N5 ``dataType`` names -> NumPy dtypes (native order; the codec handles the big-endian storage).
+N5_DATA_TYPES: dict[str, np.dtype] = {
+    name: np.dtype(name)
+    for name in (
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float32",
+        "float64",
+    )
+}
+
+MODE_DEFAULT = 0
+MODE_VARLENGTH = 1
+MODE_OBJECT = 2
+
+_U16 = struct.Struct(">H")
+_U32 = struct.Struct(">I")
+
+
+def n5_dtype(name: Any, *, key: str | None = None) -> np.dtype:
+    """The NumPy dtype of an N5 ``dataType`` name; ``object``/``string`` -> ``UnsupportedError``.
+
+    >>> n5_dtype("uint16")
+    dtype('uint16')
+    """
+    if name in ("object", "string"):
+        raise UnsupportedError(f"N5 dataType {name!r} (non-numeric blocks) is not supported", key=key)
+    try:
+        return N5_DATA_TYPES[name]
+    except (KeyError, TypeError):
+        raise MetadataError(
+            f"unknown N5 dataType {name!r}; expected one of {sorted(N5_DATA_TYPES)}", key=key
+        ) from None
+
+
+def n5_data_type_name(dtype: Any) -> str:
+    """The N5 ``dataType`` name of a NumPy dtype (``UnsupportedError`` if N5 has none, e.g. bool).
+
+    >>> n5_data_type_name(">i4")
+    'int32'
+    """
+    dt = np.dtype(dtype)
+    for name, candidate in N5_DATA_TYPES.items():
+        if dt.kind == candidate.kind and dt.itemsize == candidate.itemsize:
+            return name
+    raise UnsupportedError(f"N5 has no data type for {dt} (N5 supports {', '.join(N5_DATA_TYPES)})")
+
+
+# --------------------------------------------------------------------------------------------------------
+# compressions
+# --------------------------------------------------------------------------------------------------------
+_REGISTRY: dict[str, type[N5Compression]] = {}
+
+
+def register_n5_compression(cls: type[N5Compression]) -> type[N5Compression]:
+    """Class decorator: make an :class:`N5Compression` known to :func:`compression_from_n5_json`."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _check_int(params: dict[str, Any], name: str, default: int, lo: int, hi: int, type_: str) -> int:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise MetadataError(
+            f"N5 {type_} compression: {name!r} must be an integer in [{lo}, {hi}], got {value!r}"
+        )
+    return value
+
+
+class N5Compression(BytesBytesCodec):
+    """An N5 compression: a bytes->bytes codec with an N5 JSON form ``{"type": name, **params}``."""
+
+    #: The N5 ``type`` (also the N5 4.x codec ``name``).
+    name: ClassVar[str]
+
+    def params(self) -> dict[str, Any]:
+        """The N5 parameters (everything of the JSON object but ``type``)."""
+        return {}
+
+    def configuration(self) -> dict[str, Any] | None:
+        return self.params() or None
+
+    def to_n5_json(self) -> dict[str, Any]:
+        """The N5 ``compression`` object.
+
+        >>> GzipCompression(level=6).to_n5_json()
+        {'type': 'gzip', 'level': 6, 'useZlib': False}
+        """
+        return {"type": self.name, **self.params()}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        """Build from the N5 parameters (unknown parameters are ignored, as the Java library does)."""
+        return cls()
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> Codec:
+        return cls.from_params(dict(configuration or {}))
+
+    def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
+        """Encode a payload of elements of ``typesize`` bytes (blosc shuffles by element size)."""
+        return self.encode(data)
+
+    def _fail(self, what: str, err: BaseException | None = None) -> CorruptChunkError:
+        detail = f": {err}" if err is not None else ""
+        return CorruptChunkError(f"N5 {self.name} decompression failed ({what}){detail}", codec=self.name)
+
+
+@register_n5_compression
+class RawCompression(N5Compression):
+    """N5 ``raw``: no compression."""
+
+    name = "raw"
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def encoded_size(self, decoded_size: int) -> int | None:
+        return decoded_size
+
+
+@register_n5_compression
+class GzipCompression(N5Compression):
+    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` -1 = zlib's default (6).
+
+    The decoder accepts concatenated gzip members, as Java's commons-compress does.
+    """
+
+    name = "gzip"
+
+    def __init__(self, level: int = -1, use_zlib: bool = False) -> None:
+        if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
+            raise MetadataError(f"N5 gzip compression: 'level' must be an integer in [-1, 9], got {level!r}")
+        if not isinstance(use_zlib, bool):
+            raise MetadataError(f"N5 gzip compression: 'useZlib' must be a boolean, got {use_zlib!r}")
+        self.level = level
+        self.use_zlib = use_zlib
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(level=params.get("level", -1), use_zlib=params.get("useZlib", False))
+
+    def params(self) -> dict[str, Any]:
+        return {"level": self.level, "useZlib": self.use_zlib}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        level = 6 if self.level == -1 else self.level
+        wbits = 15 if self.use_zlib else 31  # 31 = gzip container (mtime 0, no file name)
+        c = zlib.compressobj(level, zlib.DEFLATED, wbits)
+        return c.compress(data) + c.flush()
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            if self.use_zlib:
+                return zlib.decompress(data)
+            return gzip.decompress(bytes(data))  # handles concatenated members
+        except (OSError, EOFError, zlib.error) as e:
+            raise self._fail("useZlib" if self.use_zlib else "gzip member", e) from e
+
+
+@register_n5_compression
+class Bzip2Compression(N5Compression):
+    """N5 ``bzip2`` (``blockSize`` 1-9, default 9)."""
+
+    name = "bzip2"
+
+    def __init__(self, block_size: int = 9) -> None:
+        self.block_size = _check_int({"blockSize": block_size}, "blockSize", 9, 1, 9, "bzip2")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(block_size=params.get("blockSize", 9))
+
+    def params(self) -> dict[str, Any]:
+        return {"blockSize": self.block_size}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return bz2.compress(data, self.block_size)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return bz2.decompress(data)
+        except (OSError, EOFError, ValueError) as e:
+            raise self._fail("bzip2 stream", e) from e
+
+
+@register_n5_compression
+class XzCompression(N5Compression):
+    """N5 ``xz`` (``preset`` 0-9, default 6): an .xz container with a CRC64 check."""
+
+    name = "xz"
+
+    def __init__(self, preset: int = 6) -> None:
+        self.preset = _check_int({"preset": preset}, "preset", 6, 0, 9, "xz")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(preset=params.get("preset", 6))
+
+    def params(self) -> dict[str, Any]:
+        return {"preset": self.preset}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return lzma.decompress(data, format=lzma.FORMAT_XZ)
+        except (lzma.LZMAError, EOFError) as e:
+            raise self._fail("xz stream", e) from e
+
+
+# lz4-java LZ4BlockOutputStream constants
+_LZ4_MAGIC = b"LZ4Block"
+_LZ4_HEADER = struct.Struct("<8sBiii")  # magic, token, compressed length, decompressed length, checksum
+_LZ4_LEVEL_BASE = 10
+_LZ4_METHOD_RAW = 0x10
+_LZ4_METHOD_LZ4 = 0x20
+_LZ4_SEED = 0x9747B28C
+_LZ4_CHECKSUM_MASK = 0x0FFFFFFF
+_LZ4_MIN_BLOCK = 64
+_LZ4_MAX_BLOCK = 1 << (_LZ4_LEVEL_BASE + 0x0F)
+
+
+def _lz4_checksum(block: BytesLike) -> int:
+    import xxhash
+
+    return xxhash.xxh32_intdigest(block, seed=_LZ4_SEED) & _LZ4_CHECKSUM_MASK
+
+
+@register_n5_compression
+class Lz4Compression(N5Compression):
+    """N5 ``lz4`` (``blockSize`` default 65536) in the lz4-java ``LZ4BlockOutputStream`` format.
+
+    >>> c = Lz4Compression()
+    >>> stream = bytes(c.encode(b"abc" * 10))
+    >>> stream[:8], hex(stream[8]), len(stream) - 21 - 21 - 30   # header + data + end mark
+    (b'LZ4Block', '0x16', 0)
+    """
+
+    name = "lz4"
+
+    def __init__(self, block_size: int = 65536) -> None:
+        self.block_size = _check_int(
+            {"blockSize": block_size}, "blockSize", 65536, _LZ4_MIN_BLOCK, _LZ4_MAX_BLOCK, "lz4"
+        )
+        self.level = max(0, (self.block_size - 1).bit_length() - _LZ4_LEVEL_BASE)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(block_size=params.get("blockSize", 65536))
+
+    def params(self) -> dict[str, Any]:
+        return {"blockSize": self.block_size}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        import lz4.block
+
+        view = memoryview(data).cast("B")
+        out = bytearray()
+        for start in range(0, len(view), self.block_size):
+            block = view[start : start + self.block_size]
+            check = _lz4_checksum(block)
+            compressed = lz4.block.compress(block, store_size=False)
+            if len(compressed) >= len(block):
+                method, payload = _LZ4_METHOD_RAW, bytes(block)
+            else:
+                method, payload = _LZ4_METHOD_LZ4, compressed
+            out += _LZ4_HEADER.pack(_LZ4_MAGIC, method | self.level, len(payload), len(block), _signed(check))
+            out += payload
+        out += _LZ4_HEADER.pack(_LZ4_MAGIC, _LZ4_METHOD_RAW | self.level, 0, 0, 0)  # end mark
+        return bytes(out)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        import lz4.block
+
+        view = memoryview(data).cast("B")
+        out = bytearray()
+        pos = 0
+        ended = False
+        while pos < len(view) or not ended:
+            if pos + _LZ4_HEADER.size > len(view):
+                raise self._fail(f"stream truncated at byte {pos}: missing block header or end mark")
+            magic, token, clen, dlen, check = _LZ4_HEADER.unpack_from(view, pos)
+            if magic != _LZ4_MAGIC:
+                raise self._fail(f"bad magic {bytes(magic)!r} at byte {pos}")
+            method = token & 0xF0
+            max_len = 1 << (_LZ4_LEVEL_BASE + (token & 0x0F))
+            if method not in (_LZ4_METHOD_RAW, _LZ4_METHOD_LZ4) or not 0 <= dlen <= max_len or clen < 0:
+                raise self._fail(
+                    f"bad block header at byte {pos} (token {token:#04x}, lengths {clen}/{dlen})"
+                )
+            if method == _LZ4_METHOD_RAW and clen != dlen:
+                raise self._fail(f"raw block at byte {pos} has compressed length {clen} != {dlen}")
+            pos += _LZ4_HEADER.size
+            if clen == 0 and dlen == 0:
+                if check != 0:
+                    raise self._fail(f"end mark at byte {pos - _LZ4_HEADER.size} has a non-zero checksum")
+                ended = True  # a following stream (concatenation) may start here
+                continue
+            ended = False
+            if pos + clen > len(view):
+                raise self._fail(f"block at byte {pos} needs {clen} bytes, only {len(view) - pos} left")
+            payload = view[pos : pos + clen]
+            pos += clen
+            if method == _LZ4_METHOD_RAW:
+                block = bytes(payload)
+            else:
+                try:
+                    block = lz4.block.decompress(payload, uncompressed_size=dlen)
+                except Exception as e:  # lz4.block.LZ4BlockError
+                    raise self._fail(f"LZ4 block ending at byte {pos}", e) from e
+                if len(block) != dlen:
+                    raise self._fail(
+                        f"LZ4 block ending at byte {pos} decoded to {len(block)} != {dlen} bytes"
+                    )
+            if _lz4_checksum(block) != (check & 0xFFFFFFFF):
+                raise ChecksumError(
+                    f"N5 lz4 block checksum mismatch (xxhash32) in block ending at byte {pos}",
+                    codec=self.name,
+                )
+            out += block
+        return bytes(out)
+
+
+def _signed(u32: int) -> int:
+    return u32 - (1 << 32) if u32 >= 1 << 31 else u32
+
+
+@register_n5_compression
+class ZstdCompression(N5Compression):
+    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): a zstd frame with the content size in its header."""
+
+    name = "zstd"
+
+    def __init__(self, level: int = 3) -> None:
+        self.level = _check_int({"level": level}, "level", 3, -131072, 22, "zstd")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(level=params.get("level", 3))
+
+    def params(self) -> dict[str, Any]:
+        return {"level": self.level}
+
+    def _codec(self) -> Any:
+        from numcodecs import Zstd
+
+        return Zstd(level=self.level)
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return self._codec().encode(data)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return self._codec().decode(data)
+        except Exception as e:  # numcodecs raises RuntimeError/ValueError
+            raise self._fail("zstd frame", e) from e
+
+
+_BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
+
+
+@register_n5_compression
+class BloscCompression(N5Compression):
+    """N5 ``blosc`` (n5-blosc): ``cname`` "blosclz", ``clevel`` 6, ``shuffle`` 0/1/2/-1 (int), ``blocksize``
+    0, ``nthreads`` 1. A c-blosc frame; the element size of the block is used as blosc's typesize."""
+
+    name = "blosc"
+
+    def __init__(
+        self, cname: str = "blosclz", clevel: int = 6, shuffle: int = 0, blocksize: int = 0, nthreads: int = 1
+    ) -> None:
+        if cname not in _BLOSC_CNAMES:
+            raise MetadataError(
+                f"N5 blosc compression: unknown 'cname' {cname!r}; expected one of {_BLOSC_CNAMES}"
+            )
+        self.cname = cname
+        self.clevel = _check_int({"clevel": clevel}, "clevel", 6, 0, 9, "blosc")
+        self.shuffle = _check_int({"shuffle": shuffle}, "shuffle", 0, -1, 2, "blosc")
+        self.blocksize = _check_int({"blocksize": blocksize}, "blocksize", 0, 0, 2**31 - 1, "blosc")
+        self.nthreads = _check_int({"nthreads": nthreads}, "nthreads", 1, 1, 1024, "blosc")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(
+            cname=params.get("cname", "blosclz"),
+            clevel=params.get("clevel", 6),
+            shuffle=params.get("shuffle", 0),
+            blocksize=params.get("blocksize", 0),
+            nthreads=params.get("nthreads", 1),
+        )
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "cname": self.cname,
+            "clevel": self.clevel,
+            "shuffle": self.shuffle,
+            "blocksize": self.blocksize,
+            "nthreads": self.nthreads,
+        }
+
+    def _codec(self) -> Any:
+        from numcodecs import Blosc
+
+        return Blosc(cname=self.cname, clevel=self.clevel, shuffle=self.shuffle, blocksize=self.blocksize)
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return self.encode_typed(data, 1)
+
+    def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
+        arr = np.frombuffer(data, dtype=np.uint8)
+        if typesize > 1 and arr.size % typesize == 0:
+            arr = arr.view(f"V{typesize}") if typesize not in (2, 4, 8) else arr.view(f"u{typesize}")
+        return self._codec().encode(arr)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return self._codec().decode(data)
+        except Exception as e:  # numcodecs raises RuntimeError on a bad frame
+            raise self._fail("blosc frame", e) from e
+
+
+class IdentityCodec(BytesBytesCodec):
+    """N5 4.x ``id`` data codec: passes bytes through unchanged."""
+
+    name = "id"
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def encoded_size(self, decoded_size: int) -> int | None:
+        return decoded_size
+
+
+def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compression:
+    """An N5 compression from its ``compression`` JSON object, or from a legacy ``compressionType`` string.
+
+    Unknown ``type`` -> :class:`~altarr.errors.UnknownCodecError` naming ``key``; bad parameters ->
+    :class:`~altarr.errors.MetadataError`.
+
+    >>> compression_from_n5_json({"type": "xz", "preset": 3}).params()
+    {'preset': 3}
+    >>> compression_from_n5_json("bzip2").params()
+    {'blockSize': 9}
+    """
+    if isinstance(obj, str):
+        obj = {"type": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise MetadataError(f"N5 'compression' must be an object with a string 'type', got {obj!r}", key=key)
+    cls = _REGISTRY.get(obj["type"])
+    if cls is None:
+        raise UnknownCodecError(
+            f"unknown N5 compression type {obj['type']!r}; known: {sorted(_REGISTRY)}",
+            key=key,
+            codec=obj["type"],
+        )
+    params = {k: v for k, v in obj.items() if k != "type"}
+    try:
+        return cls.from_params(params)
+    except MetadataError as e:
+        raise e.with_context(key=key, codec=cls.name) from e
+
+
+def _crc32c_codec() -> BytesBytesCodec:
+    from .crc32c import Crc32cCodec  # the Zarr v3 crc32c codec: N5 4.x uses the same wire format
+
+    return Crc32cCodec()
+
+
+#: Non-compression data codecs of N5 4.x ``codecs`` lists.
+_DATA_CODECS: dict[str, Callable[[], BytesBytesCodec]] = {"crc32c": _crc32c_codec, "id": IdentityCodec}
+
+
+def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
+    """An N5 4.x data (bytes->bytes) codec from its ``{"name": ..., "configuration": {...}}`` form:
+    the compressions (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``, ``blosc``) with their N5
+    parameters as configuration, plus ``crc32c`` and ``id``.
+
+    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": False}}).to_n5_json()
+    {'type': 'gzip', 'level': 6, 'useZlib': False}
+    """
+    if isinstance(obj, str):
+        obj = {"name": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise MetadataError(f"an N5 codec must be an object with a string 'name', got {obj!r}", key=key)
+    name, config = obj["name"], obj.get("configuration") or {}
+    if not isinstance(config, dict):
+        raise MetadataError(f"N5 codec {name!r}: 'configuration' must be an object", key=key, codec=name)
+    if name in _DATA_CODECS:
+        return _DATA_CODECS[name]()
+    if name in _REGISTRY:
+        return compression_from_n5_json({**config, "type": name}, key=key)
+    raise UnknownCodecError(
+        f"unknown N5 data codec {name!r}; known: {sorted([*_REGISTRY, *_DATA_CODECS])}", key=key, codec=name
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# the block codec
+# --------------------------------------------------------------------------------------------------------
+def parse_block_header(data: BytesLike) -> tuple[int, tuple[int, ...], int | None, int]:
+    """Parse an N5 block header: ``(mode, size in N5 order, numElements or None, header length)``.
+
+    >>> parse_block_header(bytes.fromhex("0000000200000005000000040000"))
+    (0, (5, 4), None, 12)
+    """
+    view = memoryview(data).cast("B")
+    try:
+        (mode,) = _U16.unpack_from(view, 0)
+        if mode == MODE_OBJECT:
+            (num,) = _U32.unpack_from(view, 2)
+            return mode, (), num, 6
+        if mode not in (MODE_DEFAULT, MODE_VARLENGTH):
+            raise CorruptChunkError(f"N5 block header has unknown mode {mode}", codec=N5BlockCodec.name)
+        (ndim,) = _U16.unpack_from(view, 2)
+        size = struct.unpack_from(f">{ndim}I", view, 4)
+        pos = 4 + 4 * ndim
+        num = None
+        if mode == MODE_VARLENGTH:
+            (num,) = _U32.unpack_from(view, pos)
+            pos += 4
+    except struct.error as e:
+        raise CorruptChunkError(
+            f"N5 block header truncated ({len(view)} bytes)",
+            codec=N5BlockCodec.name,
+            byte_range=(0, len(view)),
+        ) from e
+    return mode, tuple(size), num, pos
+
+
+class N5BlockCodec(ArrayBytesCodec):
+    """The N5 block format (N5 4.x name ``n5bytes``): big-endian header + compressed big-endian payload.
+
+    ``compression`` is one N5 compression or a sequence of N5 data codecs applied to the payload in order
+    (``raw``/``id`` entries are dropped, as the Java library does). Works in NumPy order (see the module
+    docstring). ``decode`` returns the block at the size recorded in its header.
+
+    >>> import numpy as np
+    >>> c = N5BlockCodec()
+    >>> bytes(c.encode(np.array([[1, 2, 3], [4, 5, 6]], dtype="uint16")[None])).hex()[:32]
+    '00000003000000030000000200000001'
+    """
+
+    name = "n5bytes"
+    truncates_edges = True
+
+    def __init__(
+        self,
+        compression: N5Compression | Sequence[BytesBytesCodec] | None = None,
+        *,
+        read_objects: bool = False,
+    ) -> None:
+        if compression is None:
+            codecs: list[BytesBytesCodec] = []
+        elif isinstance(compression, BytesBytesCodec):
+            codecs = [compression]
+        else:
+            codecs = list(compression)
+        self.data_codecs: tuple[BytesBytesCodec, ...] = tuple(
+            c for c in codecs if not isinstance(c, RawCompression | IdentityCodec)
+        )
+        #: When True, ``decode`` of a mode-2 ("object") block returns its raw payload bytes as a uint8
+        #: array instead of raising ``UnsupportedError``.
+        self.read_objects = read_objects
+
+    @property
+    def compression(self) -> N5Compression:
+        """The N5 ``compression`` of the legacy metadata: the first compression, or ``raw``."""
+        for c in self.data_codecs:
+            if isinstance(c, N5Compression):
+                return c
+        return RawCompression()
+
+    def codecs_json(self) -> list[dict[str, Any]]:
+        """This codec as an N5 4.x ``codecs`` list: ``n5bytes`` followed by its data codecs."""
+        return [self.to_json(), *(c.to_json() for c in self.data_codecs)]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.codecs_json() == self.codecs_json()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(repr(self.codecs_json()))
+
+    def __repr__(self) -> str:
+        return f"N5BlockCodec({list(self.data_codecs)!r})"
+
+    def _compress(self, payload: BytesLike, typesize: int) -> BytesLike:
+        for i, c in enumerate(self.data_codecs):
+            payload = (
+                c.encode_typed(payload, typesize)
+                if i == 0 and isinstance(c, N5Compression)
+                else c.encode(payload)
+            )
+        return payload
+
+    def _decompress(self, payload: BytesLike) -> BytesLike:
+        for c in reversed(self.data_codecs):
+            payload = c.decode(payload)
+        return payload
+
+    def encode(self, array: np.ndarray) -> BytesLike:
+        array = np.asarray(array)
+        n5_data_type_name(array.dtype)  # refuses non-N5 types
+        size = array.shape[::-1]
+        if any(s >= 2**32 for s in size) or array.ndim >= 2**16:
+            raise CorruptChunkError(
+                f"block of shape {array.shape} does not fit an N5 header", codec=self.name
+            )
+        header = struct.pack(f">HH{array.ndim}I", MODE_DEFAULT, array.ndim, *size)
+        payload = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(">"))
+        compressed = self._compress(memoryview(payload).cast("B"), array.dtype.itemsize)
+        return header + bytes(compressed)
+
+    def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        mode, size, num, hlen = parse_block_header(data)
+        view = memoryview(data).cast("B")
+        if mode == MODE_OBJECT:
+            if self.read_objects:
+                return np.frombuffer(bytes(self._decompress(view[hlen:])), dtype=np.uint8)
+            raise UnsupportedError(
+                "N5 object block (mode 2) cannot be read as a numeric array "
+                "(use N5BlockCodec(read_objects=True) for its raw bytes)",
+                codec=self.name,
+            )
+        np_shape = tuple(size[::-1])
+        if len(np_shape) != len(shape) or any(s > b for s, b in zip(np_shape, shape, strict=True)):
+            raise CorruptChunkError(
+                f"N5 block header size {list(size)} (N5 order) does not fit the block size "
+                f"{list(shape[::-1])} (N5 order) of the dataset",
+                codec=self.name,
+            )
+        count = int(np.prod(np_shape, dtype=np.int64))
+        if num is not None and num != count:
+            raise UnsupportedError(
+                f"N5 varlength block with numElements {num} != prod(size {list(size)}) = {count} "
+                "cannot be read as a numeric array",
+                codec=self.name,
+            )
+        payload = self._decompress(view[hlen:])
+        expected = count * dtype.itemsize
+        if len(payload) != expected:
+            raise CorruptChunkError(
+                f"N5 block payload has {len(payload)} bytes after decompression, expected {expected} "
+                f"({count} x {dtype.itemsize}-byte elements for size {list(size)})",
+                codec=self.name,
+            )
+        return np.frombuffer(payload, dtype=dtype.newbyteorder(">")).reshape(np_shape).astype(dtype)
+
+    def encoded_size(self, shape: tuple[int, ...], dtype: np.dtype) -> int | None:
+        size = 4 + 4 * len(shape) + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        for c in self.data_codecs:
+            s = c.encoded_size(size)
+            if s is None:
+                return None
+            size = s
+        return size

@@ -1,0 +1,188 @@
+"""The Zarr v2 chunk codec: ``order`` + ``filters`` + ``compressor`` of a ``.zarray`` as one codec.
+
+A Zarr v2 chunk is the full chunk (edge chunks padded) laid out in the array's ``order`` ("C" or "F")
+with the stored dtype (byte order included, e.g. ``>i4``), passed through the ``filters`` in order and
+then the ``compressor``. :class:`Zarr2ChunkCodec` is that whole pipeline as one array->bytes codec, so a
+Zarr v2 array's chain is ``CodecChain([Zarr2ChunkCodec(...)])``. Filters and compressors are numcodecs
+codecs (anything in the numcodecs registry). This codec is not a Zarr v3 codec and is not registered in
+the v3 registry; its ``to_json`` is for inspection only.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.codecs.zarr2 import Zarr2ChunkCodec
+    >>> c = Zarr2ChunkCodec(">i2", "F", None, {"id": "zlib", "level": 1})
+    >>> a = np.arange(6, dtype="int16").reshape(2, 3)
+    >>> np.array_equal(c.decode(c.encode(a), (2, 3), np.dtype("int16")), a)
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import CodecError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from .base import ArrayBytesCodec, BytesLike
+
+__all__ = ["Zarr2ChunkCodec", "numcodec_from_config", "check_zarr2_dtype"]
+
+#: NumPy kinds a Zarr v2 array may have in altarr (numbers, bools, datetimes). Objects, strings, bytes
+#: and structured types are refused.
+_SUPPORTED_KINDS = "biufcmM"
+
+
+def check_zarr2_dtype(dtype: Any, *, key: str | None = None) -> np.dtype:
+    """Parse a Zarr v2 ``dtype`` (typestr with byte order) and refuse what altarr does not support.
+
+    >>> check_zarr2_dtype(">f4")
+    dtype('>f4')
+    """
+    if isinstance(dtype, list):
+        raise UnsupportedError(f"Zarr v2 structured dtype {dtype!r} is not supported", key=key)
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as e:
+        raise MetadataError(f"invalid Zarr v2 dtype {dtype!r}", key=key) from e
+    if dt.kind not in _SUPPORTED_KINDS or dt.fields is not None or dt.subdtype is not None:
+        raise UnsupportedError(
+            f"Zarr v2 dtype {dt.str!r} (kind {dt.kind!r}: objects, strings, bytes or records) is not supported; "
+            "altarr handles booleans, integers, floats, complex numbers and datetimes",
+            key=key,
+        )
+    return dt
+
+
+def numcodec_from_config(config: Any, *, key: str | None = None, role: str = "compressor") -> Any:
+    """A numcodecs codec from its ``{"id": ..., ...}`` config (or an existing codec instance).
+
+    An unknown ``id`` raises :class:`~altarr.errors.UnknownCodecError` naming ``key`` and the id.
+
+    >>> numcodec_from_config({"id": "zlib", "level": 1})
+    Zlib(level=1)
+    """
+    import numcodecs
+    from numcodecs.abc import Codec as NumCodec
+
+    if isinstance(config, NumCodec):
+        return config
+    if not isinstance(config, dict) or not isinstance(config.get("id"), str):
+        raise MetadataError(
+            f"Zarr v2 {role} must be null or an object with a string 'id', got {config!r}", key=key
+        )
+    codec_id = config["id"]
+    try:
+        return numcodecs.get_codec(dict(config))
+    except ValueError as e:
+        if codec_id not in numcodecs.registry.codec_registry:
+            raise UnknownCodecError(
+                f"unknown Zarr v2 {role} codec id {codec_id!r} (not in the numcodecs registry)",
+                key=key,
+                codec=codec_id,
+            ) from e
+        raise MetadataError(
+            f"invalid Zarr v2 {role} configuration {config!r}: {e}", key=key, codec=codec_id
+        ) from e
+    except TypeError as e:
+        raise MetadataError(
+            f"invalid Zarr v2 {role} configuration {config!r}: {e}", key=key, codec=codec_id
+        ) from e
+
+
+class Zarr2ChunkCodec(ArrayBytesCodec):
+    """One Zarr v2 chunk: stored dtype and ``order``, then ``filters`` (in order), then ``compressor``.
+
+    ``dtype`` is the stored dtype (with its byte order); decoded arrays come back in native byte order.
+    ``filters`` / ``compressor`` are numcodecs codecs or their JSON configs (``None`` for none).
+    """
+
+    name = "zarr2_chunk"
+    truncates_edges = False
+
+    def __init__(
+        self,
+        dtype: Any,
+        order: str = "C",
+        filters: Sequence[Any] | None = None,
+        compressor: Any = None,
+    ) -> None:
+        self.dtype = check_zarr2_dtype(dtype)
+        if order not in ("C", "F"):
+            raise MetadataError(f"Zarr v2 'order' must be 'C' or 'F', got {order!r}")
+        self.order = order
+        self.filters = tuple(numcodec_from_config(f, role="filter") for f in (filters or ()))
+        self.compressor = None if compressor is None else numcodec_from_config(compressor)
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "dtype": self.dtype.str,
+            "order": self.order,
+            "filters": [f.get_config() for f in self.filters] or None,
+            "compressor": None if self.compressor is None else self.compressor.get_config(),
+        }
+
+    def _codec_name(self, codec: Any) -> str:
+        return f"{self.name}:{getattr(codec, 'codec_id', type(codec).__name__)}"
+
+    def encode(self, array: np.ndarray) -> BytesLike:
+        from numcodecs.compat import ensure_bytes, ensure_ndarray_like
+
+        chunk: Any = np.asarray(array).astype(self.dtype, order=self.order, copy=False)
+        for f in self.filters:
+            try:
+                chunk = f.encode(chunk)
+            except Exception as e:
+                raise CodecError(f"Zarr v2 filter failed to encode: {e}", codec=self._codec_name(f)) from e
+        if np.asarray(ensure_ndarray_like(chunk)).dtype == object:
+            raise UnsupportedError("Zarr v2 filters produced an object array", codec=self.name)
+        if self.compressor is not None:
+            try:
+                chunk = self.compressor.encode(chunk)
+            except Exception as e:
+                raise CodecError(
+                    f"Zarr v2 compressor failed to encode: {e}", codec=self._codec_name(self.compressor)
+                ) from e
+        if isinstance(chunk, np.ndarray):
+            # an uncompressed chunk is its buffer in the array's order
+            chunk = chunk.reshape(-1, order="A")
+        return ensure_bytes(chunk)
+
+    def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        from numcodecs.compat import ensure_ndarray_like
+
+        chunk: Any = data
+        if self.compressor is not None:
+            try:
+                chunk = self.compressor.decode(chunk)
+            except Exception as e:
+                raise CorruptChunkError(
+                    f"Zarr v2 chunk failed to decompress: {e}", codec=self._codec_name(self.compressor)
+                ) from e
+        for f in reversed(self.filters):
+            try:
+                chunk = f.decode(chunk)
+            except Exception as e:
+                raise CorruptChunkError(
+                    f"Zarr v2 filter failed to decode: {e}", codec=self._codec_name(f)
+                ) from e
+        arr = ensure_ndarray_like(chunk)
+        try:
+            flat = arr.reshape(-1, order="A").view(self.dtype)
+        except (TypeError, ValueError) as e:
+            raise CorruptChunkError(
+                f"Zarr v2 chunk of {arr.nbytes} bytes cannot be viewed as {self.dtype.str}", codec=self.name
+            ) from e
+        expected = int(np.prod(shape, dtype=np.int64))
+        if flat.size != expected:
+            raise CorruptChunkError(
+                f"Zarr v2 chunk decoded to {flat.size} elements, expected {expected} for chunk shape {tuple(shape)}",
+                codec=self.name,
+            )
+        out_dtype = np.dtype(dtype) if dtype is not None else self.dtype.newbyteorder("=")
+        return np.asarray(flat.reshape(shape, order=self.order)).astype(out_dtype, order="C")
+
+    def encoded_size(self, shape: tuple[int, ...], dtype: np.dtype) -> int | None:
+        if self.filters or self.compressor is not None:
+            return None
+        return int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
