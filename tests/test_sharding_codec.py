@@ -1,0 +1,422 @@
+"""The ``sharding_indexed`` byte layer: index layout, assemble/split, nesting, and interop with
+zarr-python and tensorstore (both read and write, for real)."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import crc32c
+import numpy as np
+import pytest
+import tensorstore as ts
+import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zarr.codecs import GzipCodec as ZGzip
+from zarr.codecs import ZstdCodec as ZZstd
+
+from altarr.codecs import (
+    EMPTY,
+    BytesCodec,
+    CodecChain,
+    Crc32cCodec,
+    GzipCodec,
+    ShardingCodec,
+    TransposeCodec,
+    ZstdCodec,
+    codec_from_json,
+)
+from altarr.errors import ChecksumError, CorruptChunkError, CorruptShardError, GridError, MetadataError
+
+
+def inner_slices(pos: tuple[int, ...], chunk: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(p * c, (p + 1) * c) for p, c in zip(pos, chunk, strict=True))
+
+
+def write_zarr3(
+    path: Path, shape: tuple[int, ...], shard: tuple[int, ...], dtype: str, codecs: list, fill=0
+) -> None:
+    meta = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(shape),
+        "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shard)}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill,
+        "codecs": codecs,
+    }
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "zarr.json").write_text(json.dumps(meta))
+
+
+def put(path: Path, key: str, data: bytes) -> None:
+    p = path / key
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(data)
+
+
+# --- the spec's worked example -------------------------------------------------------------------------
+def test_spec_example_index_layout(tmp_path: Path) -> None:
+    sc = ShardingCodec([32, 32], [BytesCodec("little")], [BytesCodec("little"), Crc32cCodec()])
+    cps = sc.chunks_per_shard((64, 64))
+    assert cps == (2, 2)
+    assert sc.index_nbytes(cps) == 16 * 4 + 4 == 68
+    assert sc.index_range(cps) == (-68, None)
+    a = (np.arange(64 * 64) % 251).astype("uint8").reshape(64, 64)
+    shard = sc.encode(a)
+    assert len(shard) == 4096 + 68
+    index = shard[-68:]
+    words = struct.unpack("<8Q", index[:64])
+    # (0,0) off,nb | (0,1) off,nb | (1,0) off,nb | (1,1) off,nb | checksum
+    assert words == (0, 1024, 1024, 1024, 2048, 1024, 3072, 1024)
+    assert struct.unpack("<I", index[64:])[0] == crc32c.crc32c(index[:64])
+    for i, pos in enumerate(np.ndindex(2, 2)):
+        assert shard[1024 * i : 1024 * (i + 1)] == a[inner_slices(pos, (32, 32))].tobytes()
+    # zarr-python writes the same chunks and index size (its payload order is Morton, ours C order)
+    z = zarr.create_array(
+        store=str(tmp_path / "z"),
+        shape=(64, 64),
+        chunks=(32, 32),
+        shards=(64, 64),
+        dtype="uint8",
+        compressors=None,
+    )
+    z[:] = a
+    theirs = (tmp_path / "z" / "c" / "0" / "0").read_bytes()
+    assert len(theirs) == len(shard)
+    assert [bytes(p) for p in sc.split(theirs, cps)] == [bytes(p) for p in sc.split(shard, cps)]
+
+
+# --- the n5-zarr mid_sharded fixture, built by hand -----------------------------------------------------
+MID_SHARDED_CODECS = [
+    {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": [2, 3],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "end",
+        },
+    }
+]
+
+
+def mid_sharded_object(a: np.ndarray) -> bytes:
+    c = {pos: a[inner_slices(pos, (2, 3))].tobytes() for pos in np.ndindex(2, 2)}
+    payload = c[(0, 0)] + c[(1, 0)] + c[(0, 1)] + c[(1, 1)]  # write order differs from index order
+    index = struct.pack("<8Q", 0, 6, 12, 6, 6, 6, 18, 6)  # (0,0) (0,1) (1,0) (1,1)
+    return payload + index
+
+
+def test_mid_sharded_fixture(tmp_path: Path) -> None:
+    a = np.arange(24, dtype="uint8").reshape(4, 6) * 3
+    obj = mid_sharded_object(a)
+    assert len(obj) == 88
+    chain = CodecChain.from_json(MID_SHARDED_CODECS)
+    assert chain.is_sharded
+    sc = chain.array_bytes
+    assert isinstance(sc, ShardingCodec) and sc.index_location == "end"
+    cps = sc.chunks_per_shard((4, 6))
+    assert sc.index_nbytes(cps) == 64
+    index = sc.decode_index(obj[-64:], cps, object_size=88)
+    assert index.tolist() == [[[0, 6], [12, 6]], [[6, 6], [18, 6]]]
+    pieces = sc.split(obj, cps)
+    for pos, piece in zip(np.ndindex(*cps), pieces, strict=True):
+        assert piece is not None
+        np.testing.assert_array_equal(sc.codecs.decode(piece, (2, 3), "uint8"), a[inner_slices(pos, (2, 3))])
+    np.testing.assert_array_equal(chain.decode(obj, (4, 6), "uint8"), a)
+    # zarr-python agrees with the hand-built object
+    write_zarr3(tmp_path, (4, 6), (4, 6), "uint8", MID_SHARDED_CODECS)
+    put(tmp_path, "c/0/0", obj)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path), mode="r")[:], a)
+    # re-assembling compacts in C order: same chunks, canonical layout, 88 bytes
+    again = sc.assemble(pieces, cps)
+    assert len(again) == 88 and again != obj
+    assert [bytes(p) for p in sc.split(again, cps)] == [bytes(p) for p in pieces]
+
+
+# --- start vs end, assemble/split -----------------------------------------------------------------------
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_start_and_end_locations(location: str) -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")], location)
+    cps = (4,)
+    chunks = [b"ab", None, b"cdef", b""]
+    shard = sc.assemble(chunks, cps)
+    n = sc.index_nbytes(cps)
+    assert n == 64 and len(shard) == 6 + 64
+    if location == "start":
+        assert sc.index_range(cps) == (0, 64)
+        words = struct.unpack("<8Q", shard[:64])
+        assert shard[64:] == b"abcdef"
+        assert words == (64, 2, EMPTY, EMPTY, 66, 4, 70, 0)
+    else:
+        assert sc.index_range(cps) == (-64, None)
+        words = struct.unpack("<8Q", shard[-64:])
+        assert shard[:6] == b"abcdef"
+        assert words == (0, 2, EMPTY, EMPTY, 2, 4, 6, 0)
+    got = sc.split(shard, cps)
+    assert [None if g is None else bytes(g) for g in got] == chunks
+    assert all(isinstance(g, memoryview) for g in got if g is not None)  # zero-copy slices
+
+
+def test_assemble_empty_shard_and_count() -> None:
+    sc = ShardingCodec([2, 2])
+    assert sc.assemble([None] * 4, (2, 2)) is None
+    with pytest.raises(GridError, match="4 chunk entries"):
+        sc.assemble([b"x"] * 3, (2, 2))
+
+
+def test_split_carries_untouched_chunks_as_bytes() -> None:
+    sc = ShardingCodec([4, 4], [BytesCodec("little"), ZstdCodec(3)])
+    a = np.arange(64, dtype="int64").reshape(8, 8)
+    shard = sc.encode(a)
+    pieces = sc.split(shard, (2, 2))
+    replacement = np.full((4, 4), -1, dtype="int64")
+    pieces[2] = sc.codecs.encode(replacement)
+    new = sc.assemble(pieces, (2, 2))
+    expected = a.copy()
+    expected[4:8, 0:4] = -1
+    np.testing.assert_array_equal(sc.decode(new, (8, 8), "int64"), expected)
+    old_raw, new_raw = sc.split(shard, (2, 2)), sc.split(new, (2, 2))
+    for i in (0, 1, 3):
+        assert bytes(old_raw[i]) == bytes(new_raw[i])
+
+
+def test_decode_fill_value_and_out() -> None:
+    sc = ShardingCodec([2, 2], [BytesCodec("big"), GzipCodec(1)])
+    a = np.arange(16, dtype="float32").reshape(4, 4)
+    pieces = [sc.codecs.encode(np.ascontiguousarray(a[inner_slices(p, (2, 2))])) for p in np.ndindex(2, 2)]
+    pieces[1] = None
+    shard = sc.assemble(pieces, (2, 2))
+    expected = a.copy()
+    expected[0:2, 2:4] = 7.5
+    np.testing.assert_array_equal(sc.decode(shard, (4, 4), "float32", fill_value=7.5), expected)
+    out = np.zeros((4, 4), "float32")
+    assert sc.decode(shard, (4, 4), "float32", fill_value=7.5, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    # through a chain: fill_value reaches the sharding codec
+    np.testing.assert_array_equal(CodecChain([sc]).decode(shard, (4, 4), "float32", fill_value=7.5), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    chunks=st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=12),
+    start=st.booleans(),
+    crc=st.booleans(),
+)
+def test_assemble_split_round_trip(chunks: list[bytes | None], start: bool, crc: bool) -> None:
+    index_codecs: list[Any] = [BytesCodec("big" if crc else "little")] + ([Crc32cCodec()] if crc else [])
+    sc = ShardingCodec([1], index_codecs=index_codecs, index_location="start" if start else "end")
+    cps = (len(chunks),)
+    shard = sc.assemble(chunks, cps)
+    if all(c is None for c in chunks):
+        assert shard is None
+        return
+    assert len(shard) == sum(len(c) for c in chunks if c is not None) + sc.index_nbytes(cps)
+    got = sc.split(shard, cps)
+    assert [None if g is None else bytes(g) for g in got] == chunks
+
+
+# --- nested sharding ------------------------------------------------------------------------------------
+def test_nested_sharding_round_trip() -> None:
+    chunk_chain = CodecChain([BytesCodec("little"), ZstdCodec(1)])
+    inner = ShardingCodec([4, 4], chunk_chain, index_location="end")
+    outer = ShardingCodec([8, 8], [inner], index_location="start")
+    a = np.arange(256, dtype="uint16").reshape(16, 16)
+    shard = outer.encode(a)
+    # build the same object bottom-up from raw chunk bytes
+    subs = []
+    for sp in np.ndindex(2, 2):
+        sub = a[inner_slices(sp, (8, 8))]
+        raw = [
+            chunk_chain.encode(np.ascontiguousarray(sub[inner_slices(cp, (4, 4))])) for cp in np.ndindex(2, 2)
+        ]
+        subs.append(inner.assemble(raw, (2, 2)))
+    assert outer.assemble(subs, (2, 2)) == shard
+    # and take it apart top-down
+    for sp, sub_bytes in zip(np.ndindex(2, 2), outer.split(shard, (2, 2)), strict=True):
+        for cp, raw in zip(np.ndindex(2, 2), inner.split(sub_bytes, (2, 2)), strict=True):
+            block = chunk_chain.decode(raw, (4, 4), "uint16")
+            np.testing.assert_array_equal(block, a[inner_slices(sp, (8, 8))][inner_slices(cp, (4, 4))])
+    np.testing.assert_array_equal(outer.decode(shard, (16, 16), "uint16"), a)
+    chain = CodecChain.from_json([outer.to_json()])
+    assert chain.is_sharded and chain.array_bytes.codecs.is_sharded
+    np.testing.assert_array_equal(chain.decode(shard, (16, 16), "uint16"), a)
+
+
+def test_nested_inner_shape_must_divide() -> None:
+    with pytest.raises(MetadataError, match="codecs"):
+        ShardingCodec([8, 8], [ShardingCodec([3, 3])])
+
+
+# --- zarr-python and tensorstore interop ----------------------------------------------------------------
+@pytest.mark.parametrize("compressor", [ZZstd(level=1), ZGzip(level=1), None])
+def test_read_shards_written_by_zarr_python(tmp_path: Path, compressor: Any) -> None:
+    shape, chunks, shards = (10, 13), (2, 3), (4, 6)
+    a = (np.arange(130, dtype="int16") - 60).reshape(shape)
+    z = zarr.create_array(
+        store=str(tmp_path),
+        shape=shape,
+        chunks=chunks,
+        shards=shards,
+        dtype="int16",
+        compressors=compressor,
+        fill_value=-5,
+    )
+    z[:] = a
+    meta = json.loads((tmp_path / "zarr.json").read_text())
+    chain = CodecChain.from_json(meta["codecs"])
+    assert chain.to_json() == meta["codecs"]
+    sc = chain.array_bytes
+    assert isinstance(sc, ShardingCodec)
+    cps = sc.chunks_per_shard(shards)
+    padded = np.full((12, 18), -5, dtype="int16")
+    padded[:10, :13] = a
+    seen_empty = 0
+    for si in np.ndindex(3, 3):
+        obj = (tmp_path / "c" / str(si[0]) / str(si[1])).read_bytes()
+        region = padded[inner_slices(si, shards)]
+        for cp, raw in zip(np.ndindex(*cps), sc.split(obj, cps), strict=True):
+            g = tuple(s * c + p for s, c, p in zip(si, cps, cp, strict=True))  # global chunk position
+            inside = all(gp * c < n for gp, c, n in zip(g, chunks, shape, strict=True))
+            if raw is None:
+                assert not inside  # zarr-python leaves chunks wholly outside the array out
+                seen_empty += 1
+                continue
+            np.testing.assert_array_equal(
+                sc.codecs.decode(raw, chunks, "int16"), region[inner_slices(cp, chunks)]
+            )
+        np.testing.assert_array_equal(chain.decode(obj, shards, "int16", fill_value=-5), region)
+    assert seen_empty > 0
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_shards_we_write_are_read_by_zarr_python_and_tensorstore(
+    tmp_path: Path, location: str, nested: bool
+) -> None:
+    shape, shard = (24, 20), (8, 10)
+    inner_chain = [TransposeCodec([1, 0]), BytesCodec("big"), GzipCodec(2), Crc32cCodec()]
+    if nested:
+        codecs: list[Any] = [
+            ShardingCodec([2, 5], inner_chain, index_location="start" if location == "end" else "end")
+        ]
+        sc = ShardingCodec([4, 5], codecs, index_location=location)
+    else:
+        sc = ShardingCodec([4, 5], inner_chain, index_location=location)
+    a = np.random.default_rng(3).standard_normal(shape).astype("float64")
+    write_zarr3(tmp_path, shape, shard, "float64", [sc.to_json()])
+    for si in np.ndindex(3, 2):
+        put(tmp_path, f"c/{si[0]}/{si[1]}", sc.encode(a[inner_slices(si, shard)]))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path), mode="r")[:], a)
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path)}}).result()
+    np.testing.assert_array_equal(t.read().result(), a)
+
+
+def test_zarr_python_reads_partial_shards_we_assemble(tmp_path: Path) -> None:
+    sc = codec_from_json(MID_SHARDED_CODECS[0])
+    a = np.arange(24, dtype="uint8").reshape(4, 6) + 1
+    pieces = [a[inner_slices(p, (2, 3))].tobytes() for p in np.ndindex(2, 2)]
+    pieces[0] = pieces[3] = None
+    write_zarr3(tmp_path, (4, 6), (4, 6), "uint8", MID_SHARDED_CODECS, fill=9)
+    put(tmp_path, "c/0/0", sc.assemble(pieces, (2, 2)))
+    expected = a.copy()
+    expected[0:2, 0:3] = expected[2:4, 3:6] = 9
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path), mode="r")[:], expected)
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+def _shard(location: str = "end", crc: bool = True) -> tuple[ShardingCodec, bytes]:
+    idx: list[Any] = [BytesCodec("little")] + ([Crc32cCodec()] if crc else [])
+    sc = ShardingCodec([2, 2], [BytesCodec("little")], idx, location)
+    return sc, sc.encode(np.arange(16, dtype="int32").reshape(4, 4))
+
+
+def test_truncated_shard() -> None:
+    sc, shard = _shard("end")
+    with pytest.raises(CorruptShardError, match="shorter than its 68-byte index"):
+        sc.split(shard[:50], (2, 2))
+    with pytest.raises(ChecksumError):  # the index is read from the wrong place
+        sc.split(shard[:-1], (2, 2))
+    sc, shard = _shard("start", crc=False)
+    with pytest.raises(CorruptShardError) as info:
+        sc.split(shard[:-1], (2, 2))
+    assert info.value.chunk == (1, 1)
+    assert info.value.byte_range == (64 + 48, 64 + 64)
+
+
+def test_bad_crc_in_index() -> None:
+    sc, shard = _shard("end")
+    bad = bytearray(shard)
+    bad[-10] ^= 0x01
+    with pytest.raises(ChecksumError, match="shard index") as info:
+        sc.split(bytes(bad), (2, 2))
+    assert info.value.codec == "crc32c"
+    with pytest.raises(ChecksumError):
+        sc.decode_index(bytes(bad[-68:]), (2, 2))
+
+
+def test_index_entry_outside_object() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")], "end")
+    index = np.array([[0, 4], [4, 100]], dtype="<u8")
+    obj = b"abcdefgh" + index.tobytes()
+    with pytest.raises(CorruptShardError) as info:
+        sc.split(obj, (2,))
+    assert info.value.chunk == (1,) and info.value.byte_range == (4, 104)
+    assert "inner chunk (1,)" in str(info.value)
+    # an offset overflowing uint64 arithmetic is caught too
+    huge = np.array([[0, 4], [2**64 - 2, 8]], dtype="<u8")
+    with pytest.raises(CorruptShardError):
+        sc.split(b"abcdefgh" + huge.tobytes(), (2,))
+    # a start index refuses offsets pointing into the index itself
+    sc_start = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")], "start")
+    index = np.array([[0, 4], [36, 4]], dtype="<u8")
+    with pytest.raises(CorruptShardError) as info:
+        sc_start.split(index.tobytes() + b"abcdefgh", (2,))
+    assert info.value.chunk == (0,)
+
+
+def test_half_empty_entries_are_normalised() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    index = np.array([[EMPTY, 4], [0, EMPTY], [0, 2]], dtype="<u8")
+    got = sc.decode_index(index.tobytes(), (3,), object_size=2 + 48)
+    assert got.tolist() == [[EMPTY, EMPTY], [EMPTY, EMPTY], [0, 2]]
+    assert got.flags.writeable and got.dtype == np.uint64
+    with pytest.raises(CorruptShardError, match="expected 48 bytes"):
+        sc.decode_index(index.tobytes()[:-1], (3,))
+    assert sc.encode_index(got) == np.array(got, dtype="<u8").tobytes()
+
+
+def test_chunk_decoding_to_wrong_size() -> None:
+    sc = ShardingCodec([2, 3], [BytesCodec()], [BytesCodec("little")])
+    pieces = [bytes(6), bytes(6), bytes(5), bytes(6)]
+    shard = sc.assemble(pieces, (2, 2))
+    with pytest.raises(CorruptChunkError, match="needs 6 bytes, got 5") as info:
+        sc.decode(shard, (4, 6), "uint8")
+    assert info.value.chunk == (1, 0)
+
+
+@pytest.mark.parametrize("bad", [GzipCodec(1), ZstdCodec(1)])
+def test_index_codecs_must_be_fixed_size(bad: Any) -> None:
+    with pytest.raises(MetadataError, match=bad.name) as info:
+        ShardingCodec([2, 2], index_codecs=[BytesCodec("little"), bad, Crc32cCodec()])
+    assert info.value.codec == bad.name
+    with pytest.raises(MetadataError, match="endian"):
+        ShardingCodec([2, 2], index_codecs=[BytesCodec(None)])
+
+
+def test_chunk_shape_must_divide_shard() -> None:
+    sc = ShardingCodec([2, 3])
+    with pytest.raises(GridError) as info:
+        sc.chunks_per_shard((4, 7))
+    assert "(2, 3)" in str(info.value) and "(4, 7)" in str(info.value)
+    with pytest.raises(GridError):
+        sc.chunks_per_shard((4,))
+    with pytest.raises(GridError):
+        sc.encode(np.zeros((5, 6)))
+    assert math.prod(sc.chunks_per_shard((8, 9))) == 12
