@@ -1,0 +1,181 @@
+"""Helpers shared by the format modules: JSON documents, shape validation, fill values, N-d keys.
+
+Everything here raises :class:`~altarr.errors.MetadataError` naming the metadata key and the field.
+
+Example:
+    >>> decode_float_fill("0x7fc00000", np.dtype("float32"), key="zarr.json")
+    nan
+    >>> encode_float_fill(np.float32("inf"))
+    'Infinity'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GridError, MetadataError
+from .base import join_key
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = [
+    "parse_json",
+    "fetch_documents",
+    "dump_json",
+    "check_shape",
+    "check_chunk_shape",
+    "normalize_levels",
+    "decode_float_fill",
+    "encode_float_fill",
+]
+
+
+def parse_json(data: bytes | bytearray | memoryview, key: str) -> dict[str, Any]:
+    """Parse a metadata document; it must be a JSON object."""
+    try:
+        doc = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise MetadataError(f"malformed JSON in metadata document: {e}", key=key) from e
+    if not isinstance(doc, dict):
+        raise MetadataError(f"metadata document must be a JSON object, got {type(doc).__name__}", key=key)
+    return doc
+
+
+def fetch_documents(store: Store, prefix: str, names: Sequence[str]) -> dict[str, bytes | None]:
+    """Read the metadata documents ``names`` (relative to ``prefix``) in one batched store request."""
+    keys = [join_key(prefix, n) for n in names]
+    values = store.get_ranges([(k, None, None) for k in keys])
+    return dict(zip(names, values, strict=True))
+
+
+def dump_json(doc: dict[str, Any], *, key: str, indent: int | None = 2, compact: bool = False) -> bytes:
+    """Serialize a metadata document (NaN/Infinity in user attributes are written as zarr-python does)."""
+    try:
+        if compact:
+            return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        return json.dumps(doc, indent=indent).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise MetadataError(f"metadata is not JSON-serializable: {e}", key=key) from e
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def check_shape(value: Any, *, key: str, field: str, positive: bool = False) -> tuple[int, ...]:
+    """A list of non-negative (or positive) integers."""
+    if not isinstance(value, list | tuple) or not all(_is_int(v) for v in value):
+        raise MetadataError(f"field {field!r} must be a list of integers, got {value!r}", key=key)
+    lo = 1 if positive else 0
+    if any(int(v) < lo for v in value):
+        raise MetadataError(f"field {field!r} must hold integers >= {lo}, got {list(value)!r}", key=key)
+    return tuple(int(v) for v in value)
+
+
+def check_chunk_shape(value: Any, ndim: int, *, key: str, field: str) -> tuple[int, ...]:
+    """Positive integers, one per dimension."""
+    shape = check_shape(value, key=key, field=field, positive=True)
+    if len(shape) != ndim:
+        raise MetadataError(f"field {field!r} has {len(shape)} dimensions, the array has {ndim}", key=key)
+    return shape
+
+
+def normalize_levels(
+    chunks: Sequence[int], shards: Sequence[int] | Sequence[Sequence[int]] | None, ndim: int, *, key: str
+) -> list[tuple[int, ...]]:
+    """Validate ``chunks`` and ``shards`` (one shape, or shapes from the innermost level outwards) and
+    return all block shapes, innermost (the chunk) first. Raises ``GridError`` when a level does not divide
+    the next one.
+
+    >>> normalize_levels((2, 2), [(4, 4), (8, 8)], 2, key="k")
+    [(2, 2), (4, 4), (8, 8)]
+    """
+    chunk = _shape_arg(chunks, ndim, key=key, what="chunks")
+    if shards is None:
+        return [chunk]
+    shards = list(shards)
+    if shards and all(_is_int(s) for s in shards):
+        shard_levels: list[Any] = [shards]
+    else:
+        shard_levels = shards
+    if not shard_levels:
+        raise GridError("'shards' must be a shape or a non-empty list of shapes", key=key)
+    levels = [chunk]
+    for i, s in enumerate(shard_levels):
+        shape = _shape_arg(s, ndim, key=key, what=f"shards[{i}]" if len(shard_levels) > 1 else "shards")
+        prev = levels[-1]
+        if any(b % a for a, b in zip(prev, shape, strict=True)):
+            raise GridError(
+                f"shard shape {shape} is not a multiple of the next inner level {prev} in every dimension",
+                key=key,
+            )
+        levels.append(shape)
+    return levels
+
+
+def _shape_arg(value: Any, ndim: int, *, key: str, what: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(int(v) for v in value)
+        ok = all(_is_int(v) or float(v) == int(v) for v in value)
+    except (TypeError, ValueError):
+        raise GridError(f"{what} must be a sequence of integers, got {value!r}", key=key) from None
+    if not ok or len(shape) != ndim or any(v <= 0 for v in shape):
+        raise GridError(
+            f"{what} must be {ndim} positive integers (one per dimension), got {value!r}", key=key
+        )
+    return shape
+
+
+_FLOAT_BITS = {2: (np.uint16, 4), 4: (np.uint32, 8), 8: (np.uint64, 16)}
+
+
+def decode_float_fill(value: Any, dtype: np.dtype, *, key: str, field: str = "fill_value") -> Any:
+    """A float fill value from JSON: a number, ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` or a hex bit
+    pattern (``"0x7fc00000"`` for a float32) of exactly the type's width."""
+    if _is_int(value) or isinstance(value, float):
+        with np.errstate(over="ignore"):
+            return dtype.type(value)
+    if isinstance(value, str):
+        special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+        if value in special:
+            return dtype.type(special[value])
+        if value.startswith("0x") and dtype.itemsize in _FLOAT_BITS:
+            utype, width = _FLOAT_BITS[dtype.itemsize]
+            digits = value[2:]
+            if len(digits) == width:
+                try:
+                    bits = int(digits, 16)
+                except ValueError:
+                    bits = None
+                if bits is not None:
+                    return np.array(bits, dtype=utype).view(dtype)[()]
+            raise MetadataError(
+                f"field {field!r}: hex fill value {value!r} must have {width} hex digits for {dtype}", key=key
+            )
+    raise MetadataError(
+        f"field {field!r}: {value!r} is not a valid {dtype} fill value (a number, 'NaN', 'Infinity', "
+        "'-Infinity' or a hex bit pattern)",
+        key=key,
+    )
+
+
+_CANONICAL_NAN = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
+
+
+def encode_float_fill(value: Any) -> Any:
+    """The JSON form of a float fill value (special values as strings; NaNs with a payload other than the
+    canonical quiet NaN as hex bit patterns, so they survive the round trip)."""
+    v = np.asarray(value)
+    if np.isnan(v):
+        utype, width = _FLOAT_BITS[v.dtype.itemsize]
+        bits = int(v.view(utype))
+        return "NaN" if bits == _CANONICAL_NAN[v.dtype.itemsize] else f"0x{bits:0{width}x}"
+    if np.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return float(v)

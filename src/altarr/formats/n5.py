@@ -1,0 +1,462 @@
+"""N5: ``attributes.json`` <-> :class:`~altarr.formats.base.DatasetSpec`, byte-compatible with Java N5.
+
+**Dimension order.** N5 writes every shape and position in F order (``[x, y, z]``, first dimension
+fastest); altarr users always see NumPy (C) order. This module reverses at the boundary: a dataset with
+N5 ``dimensions [7, 5]`` and ``blockSize [5, 4]`` has ``spec.shape == (5, 7)`` and
+``spec.outer_chunks == (4, 5)``; the block at NumPy grid position ``(i, j)`` is stored under the key
+``j/i`` (the N5 position, ``/``-joined); and a block's payload is directly a C-order array of its
+reversed header size. (z5py and zarr-python 2's N5 store do the same; tensorstore's ``n5`` driver keeps
+N5 order.)
+
+**Metadata.** ``dimensions``, ``blockSize``, ``dataType`` and ``compression`` (the legacy
+``compressionType`` string is read too) live in the same JSON object as the user attributes;
+:meth:`N5Format.read_attributes` strips them and :meth:`N5Format.write_attributes` keeps them. The
+container root records the format version (``{"n5": "4.0.0"}``); a major version above 4 is refused. N5
+has no fill value: missing blocks read as 0 (a numeric N5 4.x ``defaultValue`` is honoured when present).
+
+**N5 4.x ``codecs``.** When present, ``codecs`` wins over ``compression`` (as in the Java reader):
+element 0 is the block codec (``n5bytes``; ``bytes`` with ``endian``, default big; or
+``sharding_indexed``, whose ``chunk_shape`` is in N5 order and whose inner ``codecs``/``index_codecs`` use
+N5 codec names), the rest are data codecs (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``,
+``blosc``, ``crc32c``, ``id``).
+
+**Writing sharded N5.** ``create_array(shards=...)`` writes ``dataType``, ``blockSize``, ``dimensions``
+and ``codecs`` = ``[sharding_indexed(chunk_shape=<chunk, N5 order>, codecs=[n5bytes, <compression>],
+index_codecs=[bytes(big)], index_location=end)]`` (nested once per shard level), which is the layout of
+the Java library's shard tests (inner ``n5bytes``, big-endian ``bytes`` index without ``crc32c``, index at
+the end). ``blockSize`` is the **outermost (shard) size**: it is the only place the shard size is
+recorded, and the Java reader takes the outer grid from ``blockSize`` and the inner sizes from each
+``sharding_indexed`` ``chunk_shape`` (the Java 4.0 *writer* only writes the legacy keys with the level-0
+block size — a known FIXME that loses the sharding — so it is not followed here). ``compression`` is
+deliberately **not** written for sharded datasets: a legacy reader that ignores ``codecs`` then fails
+loudly instead of misreading shard objects as N5 blocks. Unsharded datasets get exactly the legacy keys,
+in the order Java N5 writes them (``dataType``, ``compression``, ``blockSize``, ``dimensions``), as
+compact JSON.
+
+Example:
+    >>> from altarr.formats.n5 import parse_n5_attributes
+    >>> spec = parse_n5_attributes({"dataType": "uint8", "compression": {"type": "raw"},
+    ...                             "blockSize": [5, 4], "dimensions": [7, 5]})
+    >>> spec.shape, spec.outer_chunks, spec.chunk_key((0, 1))
+    ((5, 7), (4, 5), '1/0')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, normalize_levels, parse_json
+from .base import DatasetSpec, Format, join_key
+
+if TYPE_CHECKING:
+    from ..codecs.base import BytesBytesCodec
+    from ..codecs.chain import CodecChain
+    from ..codecs.n5 import N5Compression
+    from ..stores.base import Store
+
+__all__ = [
+    "N5Format",
+    "parse_n5_attributes",
+    "check_version",
+    "n5_compression",
+    "N5_VERSION",
+    "ATTRIBUTES_KEY",
+    "DATASET_KEYS",
+]
+
+ATTRIBUTES_KEY = "attributes.json"
+VERSION_KEY = "n5"
+#: The N5 format version altarr writes (and the highest major version it reads).
+N5_VERSION = "4.0.0"
+#: Keys of a dataset's attributes.json that belong to the format, not to the user.
+DATASET_KEYS = (
+    "dimensions",
+    "blockSize",
+    "dataType",
+    "compression",
+    "compressionType",
+    "codecs",
+    "defaultValue",
+)
+_ARRAY_MARKERS = ("dimensions", "blockSize", "dataType")
+
+
+def check_version(root_doc: dict[str, Any] | None, *, key: str = ATTRIBUTES_KEY) -> str | None:
+    """The container version of a root ``attributes.json`` (``None`` when absent); a major version above 4
+    raises :class:`~altarr.errors.UnsupportedError`.
+
+    >>> check_version({"n5": "2.5.1"})
+    '2.5.1'
+    """
+    if root_doc is None or VERSION_KEY not in root_doc:
+        return None
+    version = root_doc[VERSION_KEY]
+    try:
+        major = int(str(version).split(".")[0])
+    except ValueError:
+        raise MetadataError(f"field 'n5': malformed version {version!r}", key=key) from None
+    if not isinstance(version, str):
+        raise MetadataError(f"field 'n5' must be a version string, got {version!r}", key=key)
+    if major > int(N5_VERSION.split(".")[0]):
+        raise UnsupportedError(
+            f"N5 container version {version} is newer than the supported {N5_VERSION} (major version > 4)",
+            key=key,
+        )
+    return version
+
+
+def n5_compression(compressor: Any) -> N5Compression:
+    """An N5 compression from a ``create_array`` compressor argument: a name (``"raw"``/``None``/``"none"``,
+    ``"gzip"``, ``"bzip2"``, ``"xz"``, ``"lz4"``, ``"zstd"``, ``"blosc"``, each with the N5 defaults), an N5
+    ``{"type": ...}`` object, an N5 4.x ``{"name": ..., "configuration": ...}`` object, or an instance.
+
+    >>> n5_compression("gzip").to_n5_json()
+    {'type': 'gzip', 'level': -1, 'useZlib': False}
+    """
+    from ..codecs.n5 import N5Compression, RawCompression, compression_from_n5_json, n5_codec_from_json
+
+    if compressor is None or compressor == "none":
+        return RawCompression()
+    if isinstance(compressor, N5Compression):
+        return compressor
+    if isinstance(compressor, str):
+        return compression_from_n5_json({"type": compressor})
+    if isinstance(compressor, dict) and "type" in compressor:
+        return compression_from_n5_json(compressor)
+    if isinstance(compressor, dict) and "name" in compressor:
+        codec = n5_codec_from_json(compressor)
+        if not isinstance(codec, N5Compression):
+            raise MetadataError(f"{compressor!r} is not an N5 compression")
+        return codec
+    raise MetadataError(f"compressor must be an N5 compression name or object, got {compressor!r}")
+
+
+# --- N5 4.x codecs --------------------------------------------------------------------------------------
+def _codec_obj(obj: Any, key: str, field: str) -> tuple[str, dict[str, Any]]:
+    if isinstance(obj, str):
+        return obj, {}
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise MetadataError(
+            f"field {field!r}: a codec must be an object with a string 'name', got {obj!r}", key=key
+        )
+    config = obj.get("configuration") or {}
+    if not isinstance(config, dict):
+        raise MetadataError(
+            f"field {field!r}: codec {obj['name']!r} has a non-object 'configuration'", key=key
+        )
+    return obj["name"], config
+
+
+def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
+    """An N5 4.x codec list (block codec first, then data codecs) as a CodecChain in NumPy order."""
+    from ..codecs.bytes import BytesCodec
+    from ..codecs.chain import CodecChain
+    from ..codecs.n5 import N5BlockCodec, n5_codec_from_json
+    from ..codecs.sharding import ShardingCodec
+
+    if not isinstance(value, list) or not value:
+        raise MetadataError(f"field {field!r} must be a non-empty list of codecs, got {value!r}", key=key)
+    name, config = _codec_obj(value[0], key, field)
+    data: list[BytesBytesCodec] = [n5_codec_from_json(c, key=key) for c in value[1:]]
+    try:
+        if name == "n5bytes":
+            return CodecChain([N5BlockCodec(data)])
+        if name == "bytes":
+            endian = config.get("endian", "big")  # Java's RawBlockCodecInfo defaults to big-endian
+            return CodecChain([BytesCodec(endian), *data])
+        if name == "sharding_indexed":
+            for required in ("chunk_shape", "codecs", "index_codecs"):
+                if required not in config:
+                    raise MetadataError(f"field {field!r}: sharding_indexed needs {required!r}", key=key)
+            n5_shape = check_shape(
+                config["chunk_shape"], key=key, field=f"{field}.sharding_indexed.chunk_shape", positive=True
+            )
+            sharding = ShardingCodec(
+                chunk_shape=n5_shape[::-1],
+                codecs=_n5_chain(config["codecs"], key, f"{field}.sharding_indexed.codecs"),
+                index_codecs=_n5_chain(config["index_codecs"], key, f"{field}.sharding_indexed.index_codecs"),
+                index_location=config.get("index_location", "end"),
+            )
+            return CodecChain([sharding, *data])
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
+    raise UnknownCodecError(
+        f"field {field!r}: unknown N5 block codec {name!r} (expected n5bytes, bytes or sharding_indexed)",
+        key=key,
+        codec=name,
+    )
+
+
+def _codecs_json(levels_n5: list[list[int]], compression: N5Compression) -> list[dict[str, Any]]:
+    """The N5 4.x ``codecs`` list for blocks of ``levels_n5[0]`` nested in shards (N5 order, inner first)."""
+    from ..codecs.n5 import RawCompression
+
+    codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
+    if not isinstance(compression, RawCompression):
+        codecs.append(compression.to_json())
+    for i in range(1, len(levels_n5)):
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(levels_n5[i - 1]),
+                    "codecs": codecs,
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
+                    "index_location": "end",
+                },
+            }
+        ]
+    return codecs
+
+
+# --- parsing --------------------------------------------------------------------------------------------
+def parse_n5_attributes(doc: dict[str, Any], *, key: str = ATTRIBUTES_KEY, root: bool = False) -> DatasetSpec:
+    """Validate a dataset's ``attributes.json`` and build the spec (NumPy order; see the module docstring).
+    ``root`` marks the container root, whose ``"n5"`` version key is not a user attribute."""
+    from ..codecs.chain import CodecChain
+    from ..codecs.n5 import N5BlockCodec, compression_from_n5_json, n5_dtype
+
+    missing = [f for f in _ARRAY_MARKERS if f not in doc]
+    if missing:
+        raise MetadataError(f"N5 dataset attributes miss required field(s) {missing}", key=key)
+    dims = check_shape(doc["dimensions"], key=key, field="dimensions")
+    if not dims:
+        raise UnsupportedError("0-dimensional N5 datasets are not supported", key=key)
+    block = check_chunk_shape(doc["blockSize"], len(dims), key=key, field="blockSize")
+    dtype = n5_dtype(doc["dataType"], key=key)
+    if "codecs" in doc:
+        chain = _n5_chain(doc["codecs"], key, "codecs")
+    else:
+        if "compression" in doc:
+            compression = compression_from_n5_json(doc["compression"], key=key)
+        elif "compressionType" in doc:
+            if not isinstance(doc["compressionType"], str):
+                raise MetadataError("field 'compressionType' must be a string", key=key)
+            compression = compression_from_n5_json(doc["compressionType"], key=key)
+        else:
+            raise MetadataError("N5 dataset attributes need 'compression' (or 'codecs')", key=key)
+        chain = CodecChain([N5BlockCodec(compression)])
+    shape = dims[::-1]
+    outer = block[::-1]
+    try:
+        chain.validate(outer, dtype)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
+    fill = doc.get("defaultValue", 0)
+    if isinstance(fill, bool) or not isinstance(fill, int | float):
+        fill = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        fill_value = dtype.type(fill)
+    strip = set(DATASET_KEYS) | ({VERSION_KEY} if root else set())
+    return DatasetSpec(
+        format="n5",
+        shape=shape,
+        dtype=dtype,
+        outer_chunks=outer,
+        codecs=chain,
+        fill_value=fill_value,
+        chunk_key=_chunk_key,
+        attributes={k: v for k, v in doc.items() if k not in strip},
+        dimension_names=None,
+        metadata={ATTRIBUTES_KEY: doc},
+    )
+
+
+def _chunk_key(pos: tuple[int, ...]) -> str:
+    return "/".join(str(int(p)) for p in reversed(pos))
+
+
+def is_array_document(doc: dict[str, Any]) -> bool:
+    """Whether an ``attributes.json`` describes a dataset (has any of dimensions/blockSize/dataType)."""
+    return any(k in doc for k in _ARRAY_MARKERS)
+
+
+class N5Format(Format):
+    """The N5 format (``attributes.json``); see the module docstring for the order conventions."""
+
+    name = "n5"
+    metadata_key = ATTRIBUTES_KEY
+
+    def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
+        values = store.get_ranges([(k, None, None) for k in keys])
+        docs = [None if v is None else parse_json(v, k) for k, v in zip(keys, values, strict=True)]
+        return docs[0], docs[-1]
+
+    def node_kind(self, store: Store, prefix: str) -> str | None:
+        node, root = self._batch(store, prefix)
+        return self.kind_of(node, root, prefix)
+
+    def kind_of(self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str) -> str | None:
+        """Kind of a node from its parsed document and the root's (checks the container version)."""
+        check_version(root, key=ATTRIBUTES_KEY)
+        if node is None:
+            return None
+        if is_array_document(node):
+            return "array"
+        if prefix or VERSION_KEY in node:
+            return "group"
+        return None
+
+    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
+        node, root = self._batch(store, prefix)
+        return self.spec_from_documents(node, root, prefix)
+
+    def spec_from_documents(
+        self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str
+    ) -> DatasetSpec:
+        """Build the spec from the parsed node and root documents."""
+        key = join_key(prefix, ATTRIBUTES_KEY)
+        check_version(root, key=ATTRIBUTES_KEY)
+        if node is None:
+            raise MetadataError("no N5 dataset here (attributes.json is missing)", key=key)
+        return parse_n5_attributes(node, key=key, root=not prefix)
+
+    # --- writing --------------------------------------------------------------------------------------
+    def array_attributes(
+        self,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        key: str = ATTRIBUTES_KEY,
+    ) -> dict[str, Any]:
+        """The format keys :meth:`create_array` writes (in Java N5's order), without user attributes."""
+        from ..codecs.n5 import n5_data_type_name
+
+        try:
+            data_type = n5_data_type_name(np.dtype(dtype))
+            compression = n5_compression(compressor)
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        except TypeError as e:
+            raise MetadataError(f"invalid dtype {dtype!r}", key=key) from e
+        shape = check_shape(list(shape), key=key, field="shape")
+        if not shape:
+            raise UnsupportedError("0-dimensional N5 datasets are not supported", key=key)
+        levels = normalize_levels(chunks, shards, len(shape), key=key)
+        if fill_value is not None and np.asarray(fill_value) != 0:
+            raise UnsupportedError(
+                f"N5 has no fill value (missing blocks read as 0); fill_value={fill_value!r} cannot be stored",
+                key=key,
+            )
+        n5_levels = [list(level[::-1]) for level in levels]
+        if len(levels) == 1:
+            return {
+                "dataType": data_type,
+                "compression": compression.to_n5_json(),
+                "blockSize": n5_levels[0],
+                "dimensions": list(shape[::-1]),
+            }
+        return {
+            "dataType": data_type,
+            "blockSize": n5_levels[-1],
+            "dimensions": list(shape[::-1]),
+            "codecs": _codecs_json(n5_levels, compression),
+        }
+
+    def _ensure_root(self, store: Store, root: dict[str, Any] | None) -> None:
+        """Record the container version at the root when it is missing (refusing newer containers)."""
+        check_version(root, key=ATTRIBUTES_KEY)
+        if root is None or VERSION_KEY not in root:
+            doc = {VERSION_KEY: N5_VERSION, **(root or {})}
+            store.set(ATTRIBUTES_KEY, dump_json(doc, key=ATTRIBUTES_KEY, compact=True))
+
+    def create_array(
+        self,
+        store: Store,
+        prefix: str,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        attributes: dict[str, Any] | None = None,
+        dimension_names: Sequence[str | None] | None = None,
+        **options: Any,
+    ) -> DatasetSpec:
+        """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
+        order. ``compressor`` takes N5 names (default ``"zstd"``, level 3) or N5 JSON objects. N5 has no
+        dimension names: they are refused (``UnsupportedError``) rather than dropped.
+
+        >>> N5Format().array_attributes(shape=[5, 7], dtype="uint8", chunks=[4, 5], compressor="raw")
+        {'dataType': 'uint8', 'compression': {'type': 'raw'}, 'blockSize': [5, 4], 'dimensions': [7, 5]}
+        """
+        key = join_key(prefix, ATTRIBUTES_KEY)
+        if options:
+            raise MetadataError(f"unknown N5 option(s) {sorted(options)}", key=key)
+        if dimension_names is not None and any(n is not None for n in dimension_names):
+            raise UnsupportedError("N5 has no dimension names", key=key)
+        doc = self.array_attributes(
+            shape=shape,
+            dtype=dtype,
+            chunks=chunks,
+            shards=shards,
+            compressor=compressor,
+            fill_value=fill_value,
+            key=key,
+        )
+        user = self._check_user_attributes(attributes, key, root=not prefix)
+        node, root = self._batch(store, prefix)
+        if prefix:
+            self._ensure_root(store, root)
+            full = {**doc, **user}
+        else:
+            check_version(root, key=ATTRIBUTES_KEY)
+            full = {VERSION_KEY: N5_VERSION, **doc, **user}
+        spec = parse_n5_attributes(full, key=key, root=not prefix)
+        store.set(key, dump_json(full, key=key, compact=True))
+        return spec
+
+    @staticmethod
+    def _check_user_attributes(attributes: dict[str, Any] | None, key: str, *, root: bool) -> dict[str, Any]:
+        attrs = dict(attributes or {})
+        reserved = set(DATASET_KEYS) | ({VERSION_KEY} if root else set())
+        clash = sorted(reserved & set(attrs))
+        if clash:
+            raise MetadataError(f"attribute name(s) {clash} are reserved by the N5 format", key=key)
+        return attrs
+
+    def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
+        node, _ = self._batch(store, prefix)
+        if node is None:
+            if prefix:
+                return {}  # an N5 group may be a bare directory without attributes.json
+            raise MetadataError("no N5 container here (attributes.json is missing)", key=ATTRIBUTES_KEY)
+        strip = set(DATASET_KEYS) if is_array_document(node) else set()
+        if not prefix:
+            strip.add(VERSION_KEY)
+        return {k: v for k, v in node.items() if k not in strip}
+
+    def write_attributes(self, store: Store, prefix: str, attributes: dict[str, Any]) -> None:
+        key = join_key(prefix, ATTRIBUTES_KEY)
+        node, _ = self._batch(store, prefix)
+        node = node or {}
+        keep = set(DATASET_KEYS) if is_array_document(node) else set()
+        if not prefix:
+            keep.add(VERSION_KEY)
+        user = self._check_user_attributes(attributes, key, root=not prefix)
+        doc = {k: v for k, v in node.items() if k in keep}
+        doc.update(user)
+        store.set(key, dump_json(doc, key=key, compact=True))
+
+    def create_group(self, store: Store, prefix: str, attributes: dict[str, Any] | None = None) -> None:
+        key = join_key(prefix, ATTRIBUTES_KEY)
+        user = self._check_user_attributes(attributes, key, root=not prefix)
+        if not prefix:
+            existing = fetch_documents(store, "", [ATTRIBUTES_KEY])[ATTRIBUTES_KEY]
+            check_version(None if existing is None else parse_json(existing, key), key=key)
+            store.set(key, dump_json({VERSION_KEY: N5_VERSION, **user}, key=key, compact=True))
+            return
+        _, root = self._batch(store, prefix)
+        self._ensure_root(store, root)
+        store.set(key, dump_json(user, key=key, compact=True))

@@ -1,0 +1,423 @@
+"""Zarr v2: ``.zarray`` / ``.zattrs`` / ``.zgroup`` (and consolidated ``.zmetadata``) <-> DatasetSpec.
+
+A Zarr v2 array stores full-size (padded) chunks under keys ``0.1.2`` (or ``0/1/2`` with
+``"dimension_separator": "/"``; ``0`` for a 0-d array). Its chunk pipeline (stored dtype with byte order,
+``order`` C or F, numcodecs ``filters`` and ``compressor``) is one
+:class:`~altarr.codecs.zarr2.Zarr2ChunkCodec`, so ``spec.codecs`` is ``CodecChain([Zarr2ChunkCodec(...)])``.
+Users get the native byte order whatever the stored one. Objects, strings and records are refused with
+:class:`~altarr.errors.UnsupportedError`. A ``null`` fill value is kept as ``null`` in the metadata; the
+spec then uses the type's zero (missing chunks read as zeros, as zarr-python does).
+
+``_ARRAY_DIMENSIONS`` (the xarray convention) in ``.zattrs`` gives ``spec.dimension_names``;
+``create_array(dimension_names=...)`` writes it.
+
+Example:
+    >>> from altarr.formats.zarr2 import parse_zarray
+    >>> spec = parse_zarray({"zarr_format": 2, "shape": [4, 6], "chunks": [2, 3], "dtype": ">i2",
+    ...                      "compressor": {"id": "zlib", "level": 1}, "fill_value": None, "order": "F",
+    ...                      "filters": None})
+    >>> spec.dtype, spec.chunk_key((1, 1)), spec.fill_value
+    (dtype('int16'), '1.1', np.int16(0))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import AltarrError, MetadataError, UnsupportedError
+from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
+from .base import DatasetSpec, Format, join_key
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = [
+    "Zarr2Format",
+    "parse_zarray",
+    "consolidate_metadata",
+    "read_consolidated_metadata",
+    "decode_fill_value",
+    "encode_fill_value",
+    "compressor_config",
+]
+
+ZARRAY = ".zarray"
+ZATTRS = ".zattrs"
+ZGROUP = ".zgroup"
+ZMETADATA = ".zmetadata"
+DIMENSIONS_ATTR = "_ARRAY_DIMENSIONS"
+
+
+def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = ZARRAY) -> Any:
+    """The spec fill value (a NumPy scalar; the type's zero for ``null``) from the ``.zarray`` one.
+
+    >>> decode_fill_value("-Infinity", np.dtype("<f4"))
+    np.float32(-inf)
+    """
+    dtype = np.dtype(dtype).newbyteorder("=")
+    if value is None:
+        return np.zeros((), dtype=dtype)[()]
+    try:
+        if dtype.kind == "f" and isinstance(value, str):
+            special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+            if value not in special:
+                raise ValueError(f"unknown float string {value!r}")
+            return dtype.type(special[value])
+        if dtype.kind == "c":
+            if isinstance(value, list) and len(value) == 2:
+                re, im = (decode_fill_value(v, np.dtype(f"f{dtype.itemsize // 2}"), key=key) for v in value)
+                return dtype.type(complex(re, im))
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return dtype.type(value)
+            raise ValueError("expected [real, imaginary]")
+        if dtype.kind == "b":
+            if not isinstance(value, bool | int):
+                raise ValueError("expected a boolean")
+            return np.bool_(value)
+        if dtype.kind in "iumM":
+            if isinstance(value, bool) or not isinstance(value, int | float) or float(value) != int(value):
+                raise ValueError("expected an integer")
+            iv = int(value)
+            if dtype.kind in "mM":
+                return np.array(iv, dtype="i8").view(dtype)[()]
+            info = np.iinfo(dtype)
+            if not info.min <= iv <= info.max:
+                raise ValueError(f"{iv} is out of range")
+            return dtype.type(iv)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("expected a number")
+        return dtype.type(value)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise MetadataError(
+            f"field 'fill_value': {value!r} is not a valid {dtype} fill value ({e})", key=key
+        ) from e
+
+
+def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
+    """The ``.zarray`` JSON form of a fill value (``None`` stays ``null``).
+
+    >>> encode_fill_value(float("nan"), np.dtype("f8")), encode_fill_value(3, np.dtype("u1"))
+    ('NaN', 3)
+    """
+    if value is None:
+        return None
+    dtype = np.dtype(dtype)
+    try:
+        scalar = np.asarray(value).astype(dtype) if dtype.kind in "mM" else np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
+    if scalar.shape != ():
+        raise MetadataError(f"fill value must be a scalar, got {value!r}")
+    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
+        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind in "mM":
+        return int(scalar.view("i8"))
+    if dtype.kind == "f":
+        return _encode_float(float(scalar))
+    if dtype.kind == "c":
+        return [_encode_float(float(scalar.real)), _encode_float(float(scalar.imag))]
+    raise UnsupportedError(f"fill values of {dtype} are not supported")
+
+
+def _encode_float(v: float) -> Any:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+def parse_zarray(
+    doc: dict[str, Any], attrs: dict[str, Any] | None = None, *, key: str = ZARRAY, attrs_key: str = ZATTRS
+) -> DatasetSpec:
+    """Validate a ``.zarray`` document (plus its ``.zattrs``) and build the spec."""
+    from ..codecs.chain import CodecChain
+    from ..codecs.zarr2 import Zarr2ChunkCodec, check_zarr2_dtype, numcodec_from_config
+
+    if doc.get("zarr_format") != 2:
+        raise MetadataError(f"field 'zarr_format' must be 2, got {doc.get('zarr_format')!r}", key=key)
+    missing = [f for f in ("shape", "chunks", "dtype", "compressor", "fill_value", "order") if f not in doc]
+    if missing:
+        raise MetadataError(f"required field(s) {missing} missing", key=key)
+    shape = check_shape(doc["shape"], key=key, field="shape")
+    chunks = check_chunk_shape(doc["chunks"], len(shape), key=key, field="chunks")
+    stored = check_zarr2_dtype(doc["dtype"], key=key)
+    order = doc["order"]
+    if order not in ("C", "F"):
+        raise MetadataError(f"field 'order' must be 'C' or 'F', got {order!r}", key=key)
+    filters = doc.get("filters")
+    if filters is not None and not isinstance(filters, list):
+        raise MetadataError(f"field 'filters' must be null or a list, got {filters!r}", key=key)
+    filter_codecs = [numcodec_from_config(f, key=key, role="filter") for f in filters or []]
+    compressor = doc["compressor"]
+    comp = None if compressor is None else numcodec_from_config(compressor, key=key)
+    sep = doc.get("dimension_separator", ".")
+    if sep not in (".", "/"):
+        raise MetadataError(f"field 'dimension_separator' must be '.' or '/', got {sep!r}", key=key)
+    dtype = stored.newbyteorder("=")
+    fill_value = decode_fill_value(doc["fill_value"], stored, key=key)
+    try:
+        codec = Zarr2ChunkCodec(stored, order, filter_codecs, comp)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
+
+    def chunk_key(pos: tuple[int, ...]) -> str:
+        return sep.join(str(int(p)) for p in pos) if pos else "0"
+
+    attributes = dict(attrs or {})
+    names = attributes.get(DIMENSIONS_ATTR)
+    dimension_names = None
+    if isinstance(names, list) and len(names) == len(shape) and all(isinstance(n, str) for n in names):
+        dimension_names = tuple(names)
+    metadata: dict[str, Any] = {ZARRAY: doc}
+    if attrs is not None:
+        metadata[ZATTRS] = attrs
+    return DatasetSpec(
+        format="zarr2",
+        shape=shape,
+        dtype=dtype,
+        outer_chunks=chunks,
+        codecs=CodecChain([codec]),
+        fill_value=fill_value,
+        chunk_key=chunk_key,
+        attributes=attributes,
+        dimension_names=dimension_names,
+        metadata=metadata,
+    )
+
+
+def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None:
+    """The ``.zarray`` ``compressor`` of a compressor argument: ``"zstd"`` (level 3), ``"zlib"`` (level 5),
+    ``"gzip"`` (level 5), ``"blosc"`` (lz4, clevel 5, byte shuffle), ``None``/``"none"``, a numcodecs config
+    dict or a numcodecs codec.
+
+    >>> compressor_config("zlib", np.dtype("f4"))
+    {'id': 'zlib', 'level': 5}
+    """
+    from ..codecs.zarr2 import numcodec_from_config
+
+    if compressor is None or compressor == "none":
+        return None
+    if isinstance(compressor, str):
+        presets = {
+            "zstd": {"id": "zstd", "level": 3},
+            "zlib": {"id": "zlib", "level": 5},
+            "gzip": {"id": "gzip", "level": 5},
+            "blosc": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0},
+        }
+        if compressor not in presets:
+            from ..errors import UnknownCodecError
+
+            raise UnknownCodecError(
+                f"unknown compressor {compressor!r} for Zarr v2; use one of {sorted(presets)}, None, "
+                "or a numcodecs config dict",
+                codec=compressor,
+            )
+        compressor = presets[compressor]
+    return numcodec_from_config(compressor).get_config()
+
+
+def read_consolidated_metadata(store: Store, prefix: str = "") -> dict[str, Any] | None:
+    """The ``metadata`` mapping of ``<prefix>/.zmetadata`` (relative key -> document), or ``None``."""
+    key = join_key(prefix, ZMETADATA)
+    data = store.get(key)
+    if data is None:
+        return None
+    doc = parse_json(data, key)
+    meta = doc.get("metadata")
+    if doc.get("zarr_consolidated_format") != 1 or not isinstance(meta, dict):
+        raise MetadataError("not a consolidated metadata document (zarr_consolidated_format 1)", key=key)
+    return meta
+
+
+def consolidate_metadata(store: Store, prefix: str = "") -> dict[str, Any]:
+    """Gather every ``.zarray``/``.zgroup``/``.zattrs`` under ``prefix`` into ``<prefix>/.zmetadata``
+    (zarr-python's consolidated format 1) and return the written document.
+
+    >>> # consolidate_metadata(store)  -> {"zarr_consolidated_format": 1, "metadata": {".zgroup": ...}}
+    """
+    names = (ZARRAY, ZGROUP, ZATTRS)
+    keys = sorted(k for k in store.list(prefix) if k.rsplit("/", 1)[-1] in names)
+    values = store.get_ranges([(k, None, None) for k in keys])
+    start = len(prefix) + 1 if prefix else 0
+    metadata: dict[str, Any] = {}
+    for k, v in zip(keys, values, strict=True):
+        if v is not None:
+            metadata[k[start:]] = parse_json(v, k)
+    doc = {"zarr_consolidated_format": 1, "metadata": metadata}
+    key = join_key(prefix, ZMETADATA)
+    store.set(key, dump_json(doc, key=key, indent=4))
+    return doc
+
+
+class Zarr2Format(Format):
+    """The Zarr v2 format (``.zarray``, ``.zattrs``, ``.zgroup``)."""
+
+    name = "zarr2"
+    metadata_key = ZARRAY
+
+    def node_kind(self, store: Store, prefix: str) -> str | None:
+        docs = fetch_documents(store, prefix, [ZARRAY, ZGROUP])
+        if docs[ZARRAY] is not None:
+            return "array"
+        return "group" if docs[ZGROUP] is not None else None
+
+    def open_array(
+        self, store: Store, prefix: str, *, consolidated: dict[str, Any] | None = None
+    ) -> DatasetSpec:
+        """Read ``.zarray`` and ``.zattrs`` in one batched request (or take them from ``consolidated``, the
+        ``metadata`` mapping of a root ``.zmetadata`` whose keys are relative to the store root)."""
+        if consolidated is not None and join_key(prefix, ZARRAY) in consolidated:
+            docs: dict[str, Any] = {
+                ZARRAY: consolidated[join_key(prefix, ZARRAY)],
+                ZATTRS: consolidated.get(join_key(prefix, ZATTRS)),
+            }
+        else:
+            raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
+            docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
+        return self.spec_from_documents(docs, prefix)
+
+    def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
+        """Build the spec from parsed documents ``{".zarray": doc, ".zattrs": doc or None}``."""
+        key = join_key(prefix, ZARRAY)
+        if docs.get(ZARRAY) is None:
+            raise MetadataError("no Zarr v2 array here (.zarray is missing)", key=key)
+        attrs = docs.get(ZATTRS)
+        if attrs is not None and not isinstance(attrs, dict):
+            raise MetadataError(".zattrs must be a JSON object", key=join_key(prefix, ZATTRS))
+        return parse_zarray(docs[ZARRAY], attrs, key=key, attrs_key=join_key(prefix, ZATTRS))
+
+    def array_metadata(
+        self,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        filters: Sequence[Any] | None = None,
+        order: str = "C",
+        dimension_separator: str = ".",
+        key: str = ZARRAY,
+    ) -> dict[str, Any]:
+        """The ``.zarray`` document :meth:`create_array` writes (without writing it)."""
+        from ..codecs.zarr2 import check_zarr2_dtype, numcodec_from_config
+
+        try:
+            dt = check_zarr2_dtype(dtype, key=key)
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        if dt.itemsize > 1 and dt.byteorder == "=":
+            dt = dt.newbyteorder("<" if np.little_endian else ">")
+        shape = check_shape(list(shape), key=key, field="shape")
+        chunks = check_chunk_shape(list(chunks), len(shape), key=key, field="chunks")
+        if order not in ("C", "F"):
+            raise MetadataError(f"order must be 'C' or 'F', got {order!r}", key=key)
+        if dimension_separator not in (".", "/"):
+            raise MetadataError(
+                f"dimension_separator must be '.' or '/', got {dimension_separator!r}", key=key
+            )
+        try:
+            comp = compressor_config(compressor, dt)
+            filter_configs = [numcodec_from_config(f, role="filter").get_config() for f in filters or []]
+            fill = encode_fill_value(fill_value, dt)
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        doc: dict[str, Any] = {
+            "chunks": list(chunks),
+            "compressor": comp,
+            "dtype": dt.str,
+            "fill_value": fill,
+            "filters": filter_configs or None,
+            "order": order,
+            "shape": list(shape),
+            "zarr_format": 2,
+        }
+        if dimension_separator != ".":
+            doc["dimension_separator"] = dimension_separator
+        return doc
+
+    def create_array(
+        self,
+        store: Store,
+        prefix: str,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        attributes: dict[str, Any] | None = None,
+        dimension_names: Sequence[str | None] | None = None,
+        **options: Any,
+    ) -> DatasetSpec:
+        """Write ``.zarray`` (and ``.zattrs``) for a new array. Options: ``filters`` (numcodecs configs),
+        ``order`` ("C"/"F"), ``dimension_separator`` ("."/"/"). Zarr v2 has no sharding.
+
+        >>> from altarr.formats.zarr2 import Zarr2Format
+        >>> Zarr2Format().array_metadata(shape=[4], dtype="f4", chunks=[2], compressor=None)["dtype"]
+        '<f4'
+        """
+        key = join_key(prefix, ZARRAY)
+        if shards is not None:
+            raise UnsupportedError("Zarr v2 has no sharding (use format='zarr3' or 'n5')", key=key)
+        unknown = sorted(set(options) - {"filters", "order", "dimension_separator"})
+        if unknown:
+            raise MetadataError(f"unknown Zarr v2 option(s) {unknown}", key=key)
+        doc = self.array_metadata(
+            shape=shape,
+            dtype=dtype,
+            chunks=chunks,
+            compressor=compressor,
+            fill_value=fill_value,
+            key=key,
+            **options,
+        )
+        attrs = dict(attributes or {})
+        if dimension_names is not None:
+            names = list(dimension_names)
+            if len(names) != len(doc["shape"]) or not all(isinstance(n, str) for n in names):
+                raise MetadataError(
+                    f"dimension_names must be {len(doc['shape'])} strings for Zarr v2 (stored as "
+                    f"{DIMENSIONS_ATTR}), got {dimension_names!r}",
+                    key=key,
+                )
+            attrs[DIMENSIONS_ATTR] = names
+        spec = parse_zarray(doc, attrs, key=key)
+        items = [(key, dump_json(doc, key=key, indent=4))]
+        if attrs:
+            items.append((join_key(prefix, ZATTRS), dump_json(attrs, key=join_key(prefix, ZATTRS), indent=4)))
+        store.set_many(items)
+        return spec
+
+    def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
+        docs = fetch_documents(store, prefix, [ZATTRS, ZARRAY, ZGROUP])
+        if docs[ZARRAY] is None and docs[ZGROUP] is None:
+            raise MetadataError(
+                "no Zarr v2 node here (.zarray/.zgroup missing)", key=join_key(prefix, ZARRAY)
+            )
+        if docs[ZATTRS] is None:
+            return {}
+        return parse_json(docs[ZATTRS], join_key(prefix, ZATTRS))
+
+    def write_attributes(self, store: Store, prefix: str, attributes: dict[str, Any]) -> None:
+        key = join_key(prefix, ZATTRS)
+        store.set(key, dump_json(dict(attributes), key=key, indent=4))
+
+    def create_group(self, store: Store, prefix: str, attributes: dict[str, Any] | None = None) -> None:
+        items = [
+            (join_key(prefix, ZGROUP), dump_json({"zarr_format": 2}, key=join_key(prefix, ZGROUP), indent=4))
+        ]
+        if attributes:
+            key = join_key(prefix, ZATTRS)
+            items.append((key, dump_json(dict(attributes), key=key, indent=4)))
+        store.set_many(items)

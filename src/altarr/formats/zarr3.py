@@ -1,0 +1,622 @@
+"""Zarr v3: ``zarr.json`` array and group metadata <-> :class:`~altarr.formats.base.DatasetSpec`.
+
+Reads every core data type (``bool``, ``int8``-``int64``, ``uint8``-``uint64``, ``float16/32/64``,
+``complex64/128``, ``r<N>`` raw bits as NumPy void), fill values in all their JSON forms (numbers,
+``"NaN"``, ``"Infinity"``, ``"-Infinity"``, hex bit patterns such as ``"0x7fc00000"``, complex numbers
+as 2-element arrays, raw bits as byte lists), the ``regular`` chunk grid, the ``default`` and ``v2`` chunk
+key encodings, ``dimension_names``, ``attributes`` and ``storage_transformers``. Fields and extension
+objects altarr does not know make opening fail unless they say ``"must_understand": false``, as the
+specification requires.
+
+:meth:`Zarr3Format.create_array` writes an unsharded chain ``[bytes(little), <compressor>]``, or, with
+``shards``, ``sharding_indexed`` with ``index_codecs [bytes(little), crc32c]``, nested once per shard level
+(``shards`` as a list of shapes, innermost level first).
+
+Example:
+    >>> from altarr.formats.zarr3 import parse_array_metadata
+    >>> spec = parse_array_metadata({
+    ...     "zarr_format": 3, "node_type": "array", "shape": [10, 10], "data_type": "float32",
+    ...     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [5, 5]}},
+    ...     "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+    ...     "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
+    >>> spec.outer_chunks, spec.chunk_key((1, 0)), spec.fill_value
+    ((5, 5), 'c/1/0', nan)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from ._common import (
+    check_chunk_shape,
+    check_shape,
+    decode_float_fill,
+    dump_json,
+    encode_float_fill,
+    fetch_documents,
+    normalize_levels,
+    parse_json,
+)
+from .base import DatasetSpec, Format, join_key
+
+if TYPE_CHECKING:
+    from ..codecs.chain import CodecChain
+    from ..stores.base import Store
+
+__all__ = [
+    "Zarr3Format",
+    "parse_array_metadata",
+    "data_type_name",
+    "dtype_from_data_type",
+    "decode_fill_value",
+    "encode_fill_value",
+    "compressor_json",
+    "chunk_key_function",
+]
+
+METADATA_KEY = "zarr.json"
+
+_CORE_TYPES = {
+    name: np.dtype(name)
+    for name in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    )
+}
+_ARRAY_FIELDS = {
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+}
+_GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadata"}
+
+
+# --- data types and fill values -----------------------------------------------------------------------------
+def dtype_from_data_type(value: Any, *, key: str = METADATA_KEY) -> np.dtype:
+    """The NumPy dtype of a Zarr v3 ``data_type`` (a core name, ``r<N>``, or ``{"name": ...}``).
+
+    >>> dtype_from_data_type("r16")
+    dtype('V2')
+    """
+    name = value
+    if isinstance(value, dict):
+        name = value.get("name")
+        if value.get("configuration") not in (None, {}):
+            raise UnknownCodecError(
+                f"field 'data_type': data type {name!r} with a configuration is not supported", key=key
+            )
+    if not isinstance(name, str):
+        raise MetadataError(f"field 'data_type' must be a string, got {value!r}", key=key)
+    if name in _CORE_TYPES:
+        return _CORE_TYPES[name]
+    if name.startswith("r") and name[1:].isdigit():
+        bits = int(name[1:])
+        if bits <= 0 or bits % 8:
+            raise MetadataError(
+                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits", key=key
+            )
+        return np.dtype(f"V{bits // 8}")
+    if name in ("string", "bytes", "variable_length_bytes", "variable_length_utf8"):
+        raise UnsupportedError(f"field 'data_type': variable-length type {name!r} is not supported", key=key)
+    raise UnknownCodecError(f"field 'data_type': unknown data type {name!r}", key=key, codec=name)
+
+
+def data_type_name(dtype: Any) -> str:
+    """The Zarr v3 ``data_type`` of a NumPy dtype (any byte order).
+
+    >>> data_type_name(">f4"), data_type_name("V3")
+    ('float32', 'r24')
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "V" and dt.fields is None and dt.subdtype is None:
+        return f"r{dt.itemsize * 8}"
+    for name, candidate in _CORE_TYPES.items():
+        if dt.kind == candidate.kind and dt.itemsize == candidate.itemsize:
+            return name
+    raise UnsupportedError(
+        f"Zarr v3 has no core data type for {dt} (supported: {', '.join(_CORE_TYPES)}, r<N>)"
+    )
+
+
+def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = METADATA_KEY) -> Any:
+    """A NumPy scalar of ``dtype`` from the JSON ``fill_value``.
+
+    >>> decode_fill_value([1.0, "-Infinity"], np.dtype("complex64"))
+    np.complex64(1-infj)
+    """
+    dtype = np.dtype(dtype)
+    if value is None:
+        raise MetadataError("field 'fill_value' is required (null is not allowed in Zarr v3)", key=key)
+    kind = dtype.kind
+    if kind == "b":
+        if not isinstance(value, bool):
+            raise MetadataError(f"field 'fill_value' must be true or false for bool, got {value!r}", key=key)
+        return np.bool_(value)
+    if kind in "iu":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MetadataError(f"field 'fill_value' must be an integer for {dtype}, got {value!r}", key=key)
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise MetadataError(f"field 'fill_value' {value} is out of range for {dtype}", key=key)
+        return dtype.type(value)
+    if kind == "f":
+        if isinstance(value, bool):
+            raise MetadataError(f"field 'fill_value' must be a number for {dtype}, got {value!r}", key=key)
+        return decode_float_fill(value, dtype, key=key)
+    if kind == "c":
+        if not isinstance(value, list) or len(value) != 2:
+            raise MetadataError(
+                f"field 'fill_value' must be a [real, imaginary] pair for {dtype}, got {value!r}", key=key
+            )
+        part = np.dtype(f"f{dtype.itemsize // 2}")
+        re, im = (decode_float_fill(v, part, key=key) for v in value)
+        out = np.zeros((), dtype=dtype)
+        out.real, out.imag = re, im
+        return out[()]
+    if kind == "V":
+        if (
+            not isinstance(value, list)
+            or len(value) != dtype.itemsize
+            or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        ):
+            raise MetadataError(
+                f"field 'fill_value' must be a list of {dtype.itemsize} byte values for r{dtype.itemsize * 8}, "
+                f"got {value!r}",
+                key=key,
+            )
+        return np.frombuffer(bytes(value), dtype=dtype)[0]
+    raise UnsupportedError(f"fill values of {dtype} are not supported", key=key)  # pragma: no cover
+
+
+def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
+    """The JSON form of a fill value for ``dtype`` (``None`` means the type's zero).
+
+    >>> encode_fill_value(float("nan"), np.dtype("float64")), encode_fill_value(1 + 2j, np.dtype("complex64"))
+    ('NaN', [1.0, 2.0])
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind == "V":
+        if value is None or (isinstance(value, int | np.integer) and value == 0):
+            return [0] * dtype.itemsize
+        raw = bytes(value) if isinstance(value, bytes | bytearray | list | tuple) else None
+        if raw is None and isinstance(value, np.void):
+            raw = value.tobytes()
+        if raw is None or len(raw) != dtype.itemsize:
+            raise MetadataError(f"fill value for {dtype} must be {dtype.itemsize} bytes, got {value!r}")
+        return list(raw)
+    if value is None:
+        value = np.zeros((), dtype=dtype)[()]
+    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
+        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
+    try:
+        scalar = np.asarray(value, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
+    if scalar.shape != ():
+        raise MetadataError(f"fill value must be a scalar, got {value!r}")
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind == "f":
+        return encode_float_fill(scalar)
+    if dtype.kind == "c":
+        return [encode_float_fill(scalar.real), encode_float_fill(scalar.imag)]
+    raise UnsupportedError(f"fill values of {dtype} are not supported")  # pragma: no cover
+
+
+# --- chunk keys -------------------------------------------------------------------------------------------
+def chunk_key_function(
+    encoding: Any, *, key: str = METADATA_KEY
+) -> tuple[Callable[[tuple[int, ...]], str], dict]:
+    """The key function of a ``chunk_key_encoding`` and its normalized JSON.
+
+    >>> fn, js = chunk_key_function({"name": "v2"})
+    >>> fn((1, 2)), fn(()), js
+    ('1.2', '0', {'name': 'v2', 'configuration': {'separator': '.'}})
+    """
+    if isinstance(encoding, str):
+        encoding = {"name": encoding}
+    if not isinstance(encoding, dict) or not isinstance(encoding.get("name"), str):
+        raise MetadataError(
+            f"field 'chunk_key_encoding' must be an object with a 'name', got {encoding!r}", key=key
+        )
+    _check_extension_keys(encoding, "chunk_key_encoding", key)
+    name = encoding["name"]
+    config = encoding.get("configuration") or {}
+    if not isinstance(config, dict):
+        raise MetadataError("field 'chunk_key_encoding.configuration' must be an object", key=key)
+    if name not in ("default", "v2"):
+        raise UnknownCodecError(f"field 'chunk_key_encoding': unknown encoding {name!r}", key=key, codec=name)
+    unknown = sorted(set(config) - {"separator"})
+    if unknown:
+        raise MetadataError(f"field 'chunk_key_encoding.configuration': unknown field(s) {unknown}", key=key)
+    sep = config.get("separator", "/" if name == "default" else ".")
+    if sep not in ("/", "."):
+        raise MetadataError(
+            f"field 'chunk_key_encoding.configuration.separator' must be '/' or '.', got {sep!r}", key=key
+        )
+    if name == "default":
+
+        def chunk_key(pos: tuple[int, ...]) -> str:
+            return "c" + "".join(f"{sep}{int(p)}" for p in pos)
+
+    else:
+
+        def chunk_key(pos: tuple[int, ...]) -> str:
+            return sep.join(str(int(p)) for p in pos) if pos else "0"
+
+    return chunk_key, {"name": name, "configuration": {"separator": sep}}
+
+
+def _check_extension_keys(obj: dict[str, Any], field: str, key: str) -> None:
+    extra = sorted(set(obj) - {"name", "configuration", "must_understand"})
+    if extra:
+        raise MetadataError(f"field {field!r}: unknown member(s) {extra}", key=key)
+
+
+# --- parsing ----------------------------------------------------------------------------------------------
+def _check_common(doc: dict[str, Any], key: str, node_type: str | None = None) -> str:
+    if doc.get("zarr_format") != 3:
+        raise MetadataError(f"field 'zarr_format' must be 3, got {doc.get('zarr_format')!r}", key=key)
+    kind = doc.get("node_type")
+    if kind not in ("array", "group"):
+        raise MetadataError(f"field 'node_type' must be 'array' or 'group', got {kind!r}", key=key)
+    if node_type is not None and kind != node_type:
+        raise MetadataError(f"node is a {kind}, not an {node_type}", key=key)
+    allowed = _ARRAY_FIELDS if kind == "array" else _GROUP_FIELDS
+    for field, value in doc.items():
+        if field in allowed:
+            continue
+        if isinstance(value, dict) and value.get("must_understand") is False:
+            continue  # an extension field that may be ignored
+        raise MetadataError(
+            f'unknown field {field!r} (extension fields must say "must_understand": false to be ignored)',
+            key=key,
+        )
+    attrs = doc.get("attributes", {})
+    if not isinstance(attrs, dict):
+        raise MetadataError(f"field 'attributes' must be an object, got {type(attrs).__name__}", key=key)
+    return kind
+
+
+def _codec_chain(value: Any, key: str) -> CodecChain:
+    from ..codecs.chain import CodecChain
+
+    if not isinstance(value, list) or not value:
+        raise MetadataError(f"field 'codecs' must be a non-empty list, got {value!r}", key=key)
+    try:
+        return CodecChain.from_json(value)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
+
+
+def _validate_chain(chain: CodecChain, shape: tuple[int, ...], dtype: np.dtype, key: str) -> None:
+    """Check the chain against the block shape it encodes (shard shapes divide, ``bytes`` endianness)."""
+    try:
+        chain.validate(shape, dtype)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
+
+
+def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> DatasetSpec:
+    """Validate a Zarr v3 array document and build its spec (``key`` names it in errors)."""
+    _check_common(doc, key, "array")
+    missing = [
+        f
+        for f in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs")
+        if f not in doc
+    ]
+    if missing:
+        raise MetadataError(f"required field(s) {missing} missing", key=key)
+    shape = check_shape(doc["shape"], key=key, field="shape")
+    dtype = dtype_from_data_type(doc["data_type"], key=key)
+
+    grid = doc["chunk_grid"]
+    if not isinstance(grid, dict) or not isinstance(grid.get("name"), str):
+        raise MetadataError(f"field 'chunk_grid' must be an object with a 'name', got {grid!r}", key=key)
+    _check_extension_keys(grid, "chunk_grid", key)
+    if grid["name"] != "regular":
+        raise UnknownCodecError(
+            f"field 'chunk_grid': unknown chunk grid {grid['name']!r}", key=key, codec=grid["name"]
+        )
+    config = grid.get("configuration")
+    if not isinstance(config, dict) or "chunk_shape" not in config:
+        raise MetadataError("field 'chunk_grid.configuration.chunk_shape' is required", key=key)
+    chunk_shape = check_chunk_shape(
+        config["chunk_shape"], len(shape), key=key, field="chunk_grid.configuration.chunk_shape"
+    )
+    chunk_key, _ = chunk_key_function(doc["chunk_key_encoding"], key=key)
+    fill_value = decode_fill_value(doc["fill_value"], dtype, key=key)
+
+    transformers = doc.get("storage_transformers", [])
+    if not isinstance(transformers, list):
+        raise MetadataError("field 'storage_transformers' must be a list", key=key)
+    for t in transformers:
+        if isinstance(t, dict) and t.get("must_understand") is False:
+            continue
+        name = t.get("name") if isinstance(t, dict) else t
+        raise UnknownCodecError(
+            f"field 'storage_transformers': storage transformer {name!r} is not supported",
+            key=key,
+            codec=str(name),
+        )
+
+    names = doc.get("dimension_names")
+    if names is not None:
+        if (
+            not isinstance(names, list)
+            or len(names) != len(shape)
+            or not all(n is None or isinstance(n, str) for n in names)
+        ):
+            raise MetadataError(
+                f"field 'dimension_names' must be a list of {len(shape)} strings or nulls, got {names!r}",
+                key=key,
+            )
+        names = tuple(names)
+
+    chain = _codec_chain(doc["codecs"], key)
+    _validate_chain(chain, chunk_shape, dtype, key)
+    return DatasetSpec(
+        format="zarr3",
+        shape=shape,
+        dtype=dtype,
+        outer_chunks=chunk_shape,
+        codecs=chain,
+        fill_value=fill_value,
+        chunk_key=chunk_key,
+        attributes=dict(doc.get("attributes", {})),
+        dimension_names=names,
+        metadata={METADATA_KEY: doc},
+    )
+
+
+# --- creation helpers -------------------------------------------------------------------------------------
+def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
+    """The bytes->bytes codec list of a compressor argument: ``"zstd"`` (level 3), ``"gzip"`` (level 5),
+    ``"blosc"`` (lz4, clevel 5, shuffle, typesize = itemsize), ``None``/``"none"``, a codec JSON object
+    or a codec instance (or a list of those).
+
+    >>> compressor_json("gzip", np.dtype("f8"))
+    [{'name': 'gzip', 'configuration': {'level': 5}}]
+    """
+    from ..codecs.base import Codec
+    from ..codecs.registry import codec_from_json
+
+    if compressor is None or compressor == "none":
+        return []
+    if isinstance(compressor, list | tuple):
+        return [c for item in compressor for c in compressor_json(item, dtype)]
+    if isinstance(compressor, str):
+        presets = {
+            "zstd": {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+            "gzip": {"name": "gzip", "configuration": {"level": 5}},
+            "blosc": {
+                "name": "blosc",
+                "configuration": {
+                    "cname": "lz4",
+                    "clevel": 5,
+                    "shuffle": "shuffle",
+                    "typesize": dtype.itemsize,
+                    "blocksize": 0,
+                },
+            },
+        }
+        if compressor not in presets:
+            raise UnknownCodecError(
+                f"unknown compressor {compressor!r} for Zarr v3; use one of {sorted(presets)}, None, "
+                "or a codec JSON object",
+                codec=compressor,
+            )
+        obj: Any = presets[compressor]
+    elif isinstance(compressor, dict | Codec):
+        obj = compressor
+    else:
+        raise MetadataError(f"compressor must be a name, None or a codec JSON object, got {compressor!r}")
+    codec = codec_from_json(obj)
+    return [codec.to_json()]
+
+
+def _sharded_codecs(
+    levels: list[tuple[int, ...]], inner: list[dict[str, Any]], index_location: str
+) -> list[dict[str, Any]]:
+    codecs = inner
+    for i in range(1, len(levels)):
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(levels[i - 1]),
+                    "codecs": codecs,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"},
+                    ],
+                    "index_location": index_location,
+                },
+            }
+        ]
+    return codecs
+
+
+class Zarr3Format(Format):
+    """The Zarr v3 format (``zarr.json``)."""
+
+    name = "zarr3"
+    metadata_key = METADATA_KEY
+
+    # --- reading --------------------------------------------------------------------------------------
+    def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
+        data = fetch_documents(store, prefix, [METADATA_KEY])[METADATA_KEY]
+        return None if data is None else parse_json(data, join_key(prefix, METADATA_KEY))
+
+    def _require(self, store: Store, prefix: str) -> dict[str, Any]:
+        doc = self._read(store, prefix)
+        if doc is None:
+            raise MetadataError(
+                "no Zarr v3 node here (zarr.json is missing)", key=join_key(prefix, METADATA_KEY)
+            )
+        return doc
+
+    def node_kind(self, store: Store, prefix: str) -> str | None:
+        doc = self._read(store, prefix)
+        return None if doc is None else self.kind_of(doc, join_key(prefix, METADATA_KEY))
+
+    def kind_of(self, doc: dict[str, Any], key: str) -> str:
+        """``"array"`` or ``"group"`` of a parsed ``zarr.json`` (validated)."""
+        return _check_common(doc, key)
+
+    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
+        return self.spec_from_documents({METADATA_KEY: self._require(store, prefix)}, prefix)
+
+    def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
+        """Build the spec from already fetched, parsed documents (``{"zarr.json": doc}``)."""
+        return parse_array_metadata(docs[METADATA_KEY], key=join_key(prefix, METADATA_KEY))
+
+    # --- writing --------------------------------------------------------------------------------------
+    def array_metadata(
+        self,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        attributes: dict[str, Any] | None = None,
+        dimension_names: Sequence[str | None] | None = None,
+        index_location: str = "end",
+        chunk_key_separator: str = "/",
+        key: str = METADATA_KEY,
+    ) -> dict[str, Any]:
+        """The ``zarr.json`` document :meth:`create_array` writes (without writing it)."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as e:
+            raise MetadataError(f"invalid dtype {dtype!r}", key=key) from e
+        data_type = data_type_name(dt)
+        shape = check_shape(list(shape), key=key, field="shape")
+        levels = normalize_levels(chunks, shards, len(shape), key=key)
+        if index_location not in ("start", "end"):
+            raise MetadataError(f"index_location must be 'start' or 'end', got {index_location!r}", key=key)
+        _, cke = chunk_key_function(
+            {"name": "default", "configuration": {"separator": chunk_key_separator}}, key=key
+        )
+        try:
+            inner = [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                *compressor_json(compressor, dt),
+            ]
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        doc: dict[str, Any] = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(shape),
+            "data_type": data_type,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(levels[-1])}},
+            "chunk_key_encoding": cke,
+            "fill_value": _encode_fill(fill_value, dt, key),
+            "codecs": _sharded_codecs(levels, inner, index_location),
+            "attributes": dict(attributes or {}),
+        }
+        if dimension_names is not None:
+            names = list(dimension_names)
+            if len(names) != len(shape) or not all(n is None or isinstance(n, str) for n in names):
+                raise MetadataError(
+                    f"dimension_names must be {len(shape)} strings or None, got {dimension_names!r}", key=key
+                )
+            doc["dimension_names"] = names
+        return doc
+
+    def create_array(
+        self,
+        store: Store,
+        prefix: str,
+        *,
+        shape: Sequence[int],
+        dtype: Any,
+        chunks: Sequence[int],
+        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
+        compressor: Any = "zstd",
+        fill_value: Any = 0,
+        attributes: dict[str, Any] | None = None,
+        dimension_names: Sequence[str | None] | None = None,
+        **options: Any,
+    ) -> DatasetSpec:
+        """Write ``zarr.json`` for a new array and return its spec. Options: ``index_location`` ("end"),
+        ``chunk_key_separator`` ("/").
+
+        >>> from altarr.formats.zarr3 import Zarr3Format
+        >>> doc = Zarr3Format().array_metadata(shape=[8], dtype="u2", chunks=[2], shards=[4])
+        >>> doc["codecs"][0]["configuration"]["chunk_shape"], doc["chunk_grid"]["configuration"]
+        ([2], {'chunk_shape': [4]})
+        """
+        key = join_key(prefix, METADATA_KEY)
+        unknown = sorted(set(options) - {"index_location", "chunk_key_separator"})
+        if unknown:
+            raise MetadataError(f"unknown Zarr v3 option(s) {unknown}", key=key)
+        doc = self.array_metadata(
+            shape=shape,
+            dtype=dtype,
+            chunks=chunks,
+            shards=shards,
+            compressor=compressor,
+            fill_value=fill_value,
+            attributes=attributes,
+            dimension_names=dimension_names,
+            key=key,
+            **options,
+        )
+        spec = parse_array_metadata(doc, key=key)  # validates what we are about to write
+        store.set(key, dump_json(doc, key=key))
+        return spec
+
+    def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
+        key = join_key(prefix, METADATA_KEY)
+        doc = self._require(store, prefix)
+        _check_common(doc, key)
+        return dict(doc.get("attributes", {}))
+
+    def write_attributes(self, store: Store, prefix: str, attributes: dict[str, Any]) -> None:
+        key = join_key(prefix, METADATA_KEY)
+        doc = self._require(store, prefix)
+        _check_common(doc, key)
+        doc["attributes"] = dict(attributes)
+        store.set(key, dump_json(doc, key=key))
+
+    def create_group(self, store: Store, prefix: str, attributes: dict[str, Any] | None = None) -> None:
+        key = join_key(prefix, METADATA_KEY)
+        doc = {"zarr_format": 3, "node_type": "group", "attributes": dict(attributes or {})}
+        store.set(key, dump_json(doc, key=key))
+
+
+def _encode_fill(value: Any, dtype: np.dtype, key: str) -> Any:
+    try:
+        return encode_fill_value(value, dtype)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
