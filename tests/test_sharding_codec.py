@@ -21,6 +21,7 @@ from zarr.codecs import ZstdCodec as ZZstd
 
 from altarr.codecs import (
     EMPTY,
+    BloscCodec,
     BytesCodec,
     CodecChain,
     Crc32cCodec,
@@ -420,3 +421,20 @@ def test_chunk_shape_must_divide_shard() -> None:
     with pytest.raises(GridError):
         sc.encode(np.zeros((5, 6)))
     assert math.prod(sc.chunks_per_shard((8, 9))) == 12
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+    + ["float16", "float32", "float64", "complex64", "complex128"],
+)
+def test_sharding_round_trip_every_dtype(dtype: str) -> None:
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal((6, 8)) * 50).astype(dtype)
+    inner = [TransposeCodec([1, 0]), BytesCodec("big"), BloscCodec("lz4", 5, "shuffle", typesize=a.itemsize)]
+    sc = ShardingCodec([4, 3], inner, index_location="start")  # in the transposed (8, 6) space
+    chain = CodecChain([TransposeCodec([1, 0]), sc, Crc32cCodec()])  # transpose outside the shard too
+    enc = chain.encode(a)
+    got = chain.decode(enc, a.shape, dtype)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, a)
