@@ -27,8 +27,8 @@ Example:
     >>> s.set("a/b", b"0123456789")
     >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("missing", None, None)])
     [b'23', b'789', None]
-    >>> s.stats.reads
-    2
+    >>> s.stats.reads  # a range and a suffix of one key cannot merge (the size is unknown): 3 requests
+    3
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 
-from ..errors import InvalidKeyError
+from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["Store", "StoreStats", "RangeRequest", "normalize_key"]
+__all__ = ["Store", "StoreStats", "RangeRequest", "normalize_key", "DEFAULT_COALESCE_GAP"]
 
 RangeRequest = tuple[str, int | None, int | None]
 
@@ -127,6 +127,17 @@ class Store(ABC):
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
 
+    def stat(self, key: str) -> tuple[int, float | int | str] | None:
+        """``(size, version_token)`` of an object, or ``None`` if it does not exist (counts a size query).
+
+        The version token changes whenever the object is replaced (a file's modification time and inode,
+        an object store's ETag, a per-key write counter in memory); compare tokens for equality only.
+        Callers use it to validate cached data such as shard indexes. This default, for stores that
+        cannot tell versions, returns the size as the token (a weak check).
+        """
+        size = self.size(key)
+        return None if size is None else (size, size)
+
     # --- writes ---------------------------------------------------------------------------------------
     @abstractmethod
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
@@ -158,11 +169,16 @@ class Store(ABC):
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
         """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it."""
 
+    def _require_writable(self, key: str | None, operation: str) -> None:
+        """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""
+        if self.read_only:
+            raise ReadOnlyError(f"cannot {operation}: the store is read-only ({self!r})", key=key)
+
     # --- misc -----------------------------------------------------------------------------------------
     def with_read_only(self) -> Store:  # pragma: no cover - overridden where meaningful
         return self
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (thread pools, file handles)."""
 
     def __enter__(self) -> Store:

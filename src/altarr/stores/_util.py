@@ -1,0 +1,35 @@
+"""Small helpers shared by the store implementations (not public)."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["as_byte_view", "as_bytes", "default_workers"]
+
+
+def as_byte_view(value: object) -> memoryview:
+    """A flat, C-contiguous byte view of ``value`` (bytes, bytearray, memoryview, NumPy array, ...).
+
+    Raises ``TypeError`` for an object that does not export a buffer. A non-contiguous buffer is copied.
+    """
+    mv = memoryview(value)  # type: ignore[arg-type]
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def as_bytes(value: object) -> bytes:
+    """``value`` as an immutable ``bytes`` object (no copy when it already is one)."""
+    if type(value) is bytes:
+        return value
+    return as_byte_view(value).tobytes()
+
+
+def default_workers() -> int:
+    """The number of CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)

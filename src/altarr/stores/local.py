@@ -1,0 +1,492 @@
+"""A store over a directory of the local file system.
+
+Keys map to files under the root (``a/b/c`` -> ``<root>/a/b/c``). Reads are positional (``os.pread``
+on a file descriptor, no seek, no buffered file object), and a batch runs concurrently on one thread pool
+per store (created on first use, shut down by :meth:`LocalStore.close`); a batch of one request runs
+inline. Writes go to a temporary file in the target's directory, optionally fsync'ed, then
+``os.replace`` it over the target (atomic: readers see the old or the new object). A key can never
+resolve outside the root: keys are normalized, directories are checked with ``realpath`` (once each), and
+a symlink as the last component is opened only if it points inside the root.
+
+Example:
+    >>> import tempfile
+    >>> s = LocalStore(tempfile.mkdtemp())
+    >>> s.set("a/b", b"0123456789")
+    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("nope", None, None)])
+    [b'23', b'789', None]
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat as _stat
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from ..errors import InvalidKeyError, StoreError
+from ._util import as_byte_view, default_workers
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+
+__all__ = ["LocalStore", "TEMP_SUFFIX"]
+
+#: Temporary files of in-flight writes end with this suffix; listings skip them.
+TEMP_SUFFIX = ".altarr-tmp"
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+# Bounded reads longer than this are clipped to the file size first (one fstat), so a request such as
+# (key, 0, 2**62) does not allocate its nominal length.
+_CLIP_ABOVE = 1 << 20
+
+
+def _oserror_message(what: str, e: OSError) -> str:
+    return f"{what} failed: {e.strerror or e}"
+
+
+def _pread_all(fd: int, n: int, offset: int) -> bytes:
+    """Up to ``n`` bytes at ``offset`` (fewer only at end of file)."""
+    data = os.pread(fd, n, offset)
+    if len(data) == n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n:
+        chunk = os.pread(fd, n - got, offset + got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _read_fd(fd: int, start: int | None, stop: int | None) -> bytes | None:
+    """One merged request (see :mod:`.coalesce` for the four shapes) on an open descriptor.
+
+    ``None`` when the descriptor is not a regular file (the key names a folder)."""
+    if start is not None and stop is not None:
+        n = stop - start
+        if 0 < n <= _CLIP_ABOVE:
+            try:
+                return os.pread(fd, n, start)
+            except IsADirectoryError:
+                return None
+    st = os.fstat(fd)
+    if not _stat.S_ISREG(st.st_mode):
+        return None
+    size = st.st_size
+    if start is None:
+        off, end = 0, size
+    elif start < 0:
+        off, end = max(size + start, 0), size
+    else:
+        off = start
+        end = size if stop is None else min(stop, size)
+    if end <= off:
+        return b""
+    return _pread_all(fd, end - off, off)
+
+
+def _write_all(fd: int, mv: memoryview) -> None:
+    off, n = 0, mv.nbytes
+    while off < n:
+        off += os.write(fd, mv[off:])
+
+
+class LocalStore(Store):
+    """Files under a root directory. See the module docstring.
+
+    Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
+    ``max_workers`` (thread pool size for batches; default: the cores available), ``fsync`` (fsync each
+    written file and its directory before returning), ``coalesce_gap``/``max_coalesced_size`` (request
+    merging, see :func:`~altarr.stores.coalesce.coalesce_ranges`).
+
+    The :meth:`stat` version token is ``"<mtime_ns>:<inode>"``: every write replaces the file by a new
+    inode, so the token changes even when two writes fall within the file system's timestamp granularity.
+
+    >>> import tempfile
+    >>> s = LocalStore(tempfile.mkdtemp())
+    >>> s.set("x/y", b"abc"); s.size("x/y"), list(s.list())
+    (3, ['x/y'])
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        read_only: bool = False,
+        max_workers: int | None = None,
+        *,
+        fsync: bool = False,
+        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
+    ) -> None:
+        super().__init__()
+        self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+        self.read_only = bool(read_only)
+        if max_workers is not None and max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        self.max_workers = max_workers or default_workers()
+        self.fsync = bool(fsync)
+        self.coalesce_gap = coalesce_gap
+        self.max_coalesced_size = max_coalesced_size
+        self._root_sep = self.root.rstrip(os.sep) + os.sep
+        self._real_root = os.path.realpath(self.root)
+        self._real_root_sep = self._real_root.rstrip(os.sep) + os.sep
+        # Parent folders (as keys) already checked to be real directories inside the root.
+        self._safe_dirs: set[str] = set()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        ro = ", read_only=True" if self.read_only else ""
+        return f"LocalStore({self.root!r}{ro})"
+
+    def __reduce__(self):
+        kwargs = {
+            "read_only": self.read_only,
+            "max_workers": self.max_workers,
+            "fsync": self.fsync,
+            "coalesce_gap": self.coalesce_gap,
+            "max_coalesced_size": self.max_coalesced_size,
+        }
+        return (_rebuild, (self.root, kwargs))
+
+    # --- paths and safety -----------------------------------------------------------------------------
+    def _fspath(self, key: str) -> str:
+        if not key:
+            return self.root
+        if os.sep != "/":  # pragma: no cover - Windows
+            key = key.replace("/", os.sep)
+        return self._root_sep + key
+
+    def _check_inside(self, path: str, key: str) -> None:
+        real = os.path.realpath(path)
+        if real != self._real_root and not real.startswith(self._real_root_sep):
+            raise InvalidKeyError(
+                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
+            )
+
+    def _check_parent(self, key: str, path: str, create: bool = False) -> None:
+        """Check that the folder holding ``key`` resolves inside the root; create it if asked."""
+        parent_key = key.rpartition("/")[0]
+        if parent_key in self._safe_dirs:
+            return
+        parent = os.path.dirname(path)
+        self._check_inside(parent, key)
+        if create:
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as e:
+                raise StoreError(_oserror_message(f"creating folder {parent!r}", e), key=key) from e
+            self._check_inside(parent, key)  # a racing symlink swap
+        if os.path.isdir(parent):
+            self._safe_dirs.add(parent_key)
+
+    def _open(self, key: str) -> int | None:
+        """A read descriptor for ``key``, or ``None`` if it does not exist."""
+        path = self._fspath(key)
+        self._check_parent(key, path)
+        try:
+            return os.open(path, _READ_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise StoreError(_oserror_message("opening", e), key=key) from e
+        # The last component is a symlink: follow it only if it stays inside the root.
+        self._check_inside(path, key)
+        try:
+            return os.open(path, _READ_FLAGS & ~_O_NOFOLLOW)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(_oserror_message("opening", e), key=key) from e
+
+    def _lstat(self, key: str) -> os.stat_result | None:
+        path = self._fspath(key)
+        self._check_parent(key, path)
+        try:
+            st = os.stat(path, follow_symlinks=False)
+            if _stat.S_ISLNK(st.st_mode):
+                self._check_inside(path, key)
+                st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(_oserror_message("stat", e), key=key) from e
+        return st if _stat.S_ISREG(st.st_mode) else None
+
+    # --- pool -----------------------------------------------------------------------------------------
+    def _executor(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._pool_lock:
+                pool = self._pool
+                if pool is None:
+                    pool = self._pool = ThreadPoolExecutor(
+                        self.max_workers, thread_name_prefix="altarr-local"
+                    )
+        return pool
+
+    def close(self) -> None:
+        """Shut down the thread pool (a later batch starts a new one)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    # --- reads ----------------------------------------------------------------------------------------
+    def _read_group(self, key: str, items: list[tuple[int, int | None, int | None]]) -> list[bytes | None]:
+        fd = self._open(key)
+        if fd is None:
+            return [None] * len(items)
+        try:
+            return [self._read_one(fd, key, s, e) for _, s, e in items]
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read_one(fd: int, key: str, start: int | None, stop: int | None) -> bytes | None:
+        try:
+            return _read_fd(fd, start, stop)
+        except OSError as e:
+            raise StoreError(_oserror_message("reading", e), key=key, byte_range=(start, stop)) from e
+
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        if not requests:
+            return []
+        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
+        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        merged = plan.requests
+        results: list[bytes | None] = [None] * len(merged)
+        if len(merged) == 1:
+            key, s, e = merged[0]
+            results[0] = self._read_group(key, [(0, s, e)])[0]
+        else:
+            groups: dict[str, list[tuple[int, int | None, int | None]]] = {}
+            for m, (key, s, e) in enumerate(merged):
+                groups.setdefault(key, []).append((m, s, e))
+            if self.max_workers == 1:
+                for key, items in groups.items():
+                    for (m, _, _), r in zip(items, self._read_group(key, items), strict=True):
+                        results[m] = r
+            elif len(groups) == len(merged) or len(groups) >= self.max_workers:
+                self._read_by_key(groups, results)
+            else:
+                self._read_by_request(groups, results)
+        self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
+        return plan.split(results)
+
+    def _read_by_key(self, groups: dict, results: list) -> None:
+        pool = self._executor()
+        keys = list(groups)
+        for key, out in zip(keys, pool.map(lambda k: self._read_group(k, groups[k]), keys), strict=True):
+            for (m, _, _), r in zip(groups[key], out, strict=True):
+                results[m] = r
+
+    def _read_by_request(self, groups: dict, results: list) -> None:
+        """Few keys, many requests each: open each file once, read its ranges in parallel."""
+        fds: dict[str, int | None] = {}
+        try:
+            for key in groups:
+                fds[key] = self._open(key)
+            pool = self._executor()
+            futures = {}
+            for key, items in groups.items():
+                fd = fds[key]
+                for m, s, e in items:
+                    if fd is not None:
+                        futures[m] = pool.submit(self._read_one, fd, key, s, e)
+            wait(list(futures.values()))
+        finally:
+            for fd in fds.values():
+                if fd is not None:
+                    os.close(fd)
+        for m, f in futures.items():
+            results[m] = f.result()
+
+    def size(self, key: str) -> int | None:
+        key = normalize_key(key)
+        self.stats.add(size_queries=1)
+        st = self._lstat(key)
+        return None if st is None else st.st_size
+
+    def stat(self, key: str) -> tuple[int, float | int | str] | None:
+        key = normalize_key(key)
+        self.stats.add(size_queries=1)
+        st = self._lstat(key)
+        return None if st is None else (st.st_size, f"{st.st_mtime_ns}:{st.st_ino}")
+
+    # --- writes ---------------------------------------------------------------------------------------
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        key = normalize_key(key)
+        self._require_writable(key, "write")
+        if not key:
+            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        mv = as_byte_view(value)
+        path = self._fspath(key)
+        parent = os.path.dirname(path)
+        name = os.path.basename(path)
+        tmp = os.path.join(parent, f".{name[:100]}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
+        self._check_parent(key, path, create=True)
+        fd = None
+        for attempt in range(3):
+            try:
+                fd = os.open(tmp, _TEMP_FLAGS, 0o666)
+                break
+            except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
+                if attempt == 2:
+                    raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+                self._safe_dirs.discard(key.rpartition("/")[0])
+                self._check_parent(key, path, create=True)
+            except OSError as e:
+                raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+        assert fd is not None
+        try:
+            try:
+                _write_all(fd, mv)
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(e, OSError):
+                raise StoreError(_oserror_message("writing", e), key=key) from e
+            raise
+        if self.fsync:
+            self._fsync_dir(parent, key)
+        self.stats.add(writes=1, bytes_written=mv.nbytes)
+
+    @staticmethod
+    def _fsync_dir(path: str, key: str) -> None:
+        try:
+            dfd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
+        except OSError:  # pragma: no cover - platforms without directory descriptors
+            return
+        try:
+            os.fsync(dfd)
+        except OSError as e:  # pragma: no cover - depends on the file system
+            raise StoreError(_oserror_message("fsync of the folder", e), key=key) from e
+        finally:
+            os.close(dfd)
+
+    def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
+        """Write many objects concurrently on the store's thread pool (each write atomic)."""
+        if len(items) <= 1 or self.max_workers == 1:
+            for key, value in items:
+                self.set(key, value)
+            return
+        self._require_writable(None, "write")
+        futures = [self._executor().submit(self.set, key, value) for key, value in items]
+        wait(futures)
+        for f in futures:
+            f.result()
+
+    def delete(self, key: str) -> bool:
+        key = normalize_key(key)
+        self._require_writable(key, "delete")
+        if not key:
+            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        path = self._fspath(key)
+        self._check_parent(key, path)
+        self.stats.add(deletes=1)
+        try:
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return False
+        except OSError as e:
+            if e.errno == errno.EPERM and os.path.isdir(path):  # macOS: unlink(dir) -> EPERM
+                return False
+            raise StoreError(_oserror_message("deleting", e), key=key) from e
+        self._prune(key)
+        return True
+
+    def _prune(self, key: str) -> None:
+        """Remove now-empty folders above ``key``, up to (not including) the root."""
+        parent_key = key.rpartition("/")[0]
+        while parent_key:
+            try:
+                os.rmdir(self._fspath(parent_key))
+            except OSError:
+                break
+            self._safe_dirs.discard(parent_key)
+            parent_key = parent_key.rpartition("/")[0]
+
+    def delete_many(self, keys: Sequence[str]) -> list[bool]:
+        if len(keys) <= 1 or self.max_workers == 1:
+            return [self.delete(k) for k in keys]
+        self._require_writable(None, "delete")
+        return list(self._executor().map(self.delete, keys))
+
+    # --- listing --------------------------------------------------------------------------------------
+    def _folder(self, prefix: str) -> tuple[str, str]:
+        prefix = normalize_key(prefix)
+        top = self._fspath(prefix)
+        if prefix:
+            self._check_inside(top, prefix)
+        return prefix, top
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        prefix, top = self._folder(prefix)
+        self.stats.add(lists=1)
+        return self._walk(prefix, top)
+
+    def _walk(self, prefix: str, top: str) -> Iterator[str]:
+        def onerror(e: OSError) -> None:
+            if not isinstance(e, FileNotFoundError | NotADirectoryError):
+                raise StoreError(_oserror_message("listing", e), key=prefix or None) from e
+
+        n = len(top) + 1
+        for dirpath, dirnames, filenames in os.walk(top, onerror=onerror):
+            dirnames.sort()
+            rel = dirpath[n:]
+            if os.sep != "/":  # pragma: no cover - Windows
+                rel = rel.replace(os.sep, "/")
+            parts = [p for p in (prefix, rel) if p]
+            base = "/".join(parts) + "/" if parts else ""
+            for f in sorted(filenames):
+                if not f.endswith(TEMP_SUFFIX):
+                    yield base + f
+
+    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+        prefix, top = self._folder(prefix)
+        self.stats.add(lists=1)
+        keys: list[str] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    if entry.is_dir():
+                        dirs.append(entry.name)
+                    elif entry.is_file() and not entry.name.endswith(TEMP_SUFFIX):
+                        keys.append(entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        except OSError as e:
+            raise StoreError(_oserror_message("listing", e), key=prefix or None) from e
+        return sorted(keys), sorted(dirs)
+
+    def with_read_only(self) -> LocalStore:
+        """A read-only store over the same root."""
+        return LocalStore(
+            self.root,
+            True,
+            self.max_workers,
+            fsync=self.fsync,
+            coalesce_gap=self.coalesce_gap,
+            max_coalesced_size=self.max_coalesced_size,
+        )
+
+
+def _rebuild(root: str, kwargs: dict) -> LocalStore:
+    return LocalStore(root, **kwargs)

@@ -1,0 +1,183 @@
+"""An in-memory, dict-backed store (thread-safe, counted like the others).
+
+Example:
+    >>> s = MemoryStore()
+    >>> s.set("a/b", b"0123456789")
+    >>> s.get_ranges([("a/b", 0, 2), ("a/b", 5, 7)])
+    [b'01', b'56']
+    >>> s.stats.reads  # the two ranges are 3 bytes apart: one merged request
+    1
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+
+from ..errors import InvalidKeyError
+from ._util import as_bytes
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+
+__all__ = ["MemoryStore"]
+
+
+class _Shared:
+    """The state shared by a store and its read-only views."""
+
+    __slots__ = ("data", "versions", "lock", "counter")
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+        self.versions: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.counter = itertools.count(1)
+
+
+class MemoryStore(Store):
+    """Objects kept as immutable ``bytes`` in a dict. Reads see a consistent object per key.
+
+    ``coalesce_gap``/``max_coalesced_size`` tune request merging (see :func:`coalesce_ranges`), so request
+    counts match the other stores. The version token of :meth:`stat` is a store-wide write counter.
+
+    >>> s = MemoryStore()
+    >>> s.set("x", b"abc"); s.stat("x")
+    (3, 1)
+    """
+
+    def __init__(
+        self,
+        read_only: bool = False,
+        *,
+        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
+        _shared: _Shared | None = None,
+    ) -> None:
+        super().__init__()
+        self.read_only = bool(read_only)
+        self.coalesce_gap = coalesce_gap
+        self.max_coalesced_size = max_coalesced_size
+        self._shared = _shared if _shared is not None else _Shared()
+
+    def __repr__(self) -> str:
+        ro = ", read_only=True" if self.read_only else ""
+        return f"MemoryStore(<{len(self._shared.data)} objects>{ro})"
+
+    def __reduce__(self):  # pickles a snapshot of the objects (a copy, not a shared view)
+        sh = self._shared
+        with sh.lock:
+            state = (dict(sh.data), dict(sh.versions), next(sh.counter))
+        return (_rebuild, (state, self.read_only, self.coalesce_gap, self.max_coalesced_size))
+
+    # --- reads ----------------------------------------------------------------------------------------
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        if not requests:
+            return []
+        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
+        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        data = self._shared.data
+        objects: dict[str, bytes | None] = {}
+        results: list[memoryview | None] = []
+        nbytes = 0
+        for key, start, stop in plan.requests:
+            if key in objects:
+                obj = objects[key]
+            else:
+                obj = objects[key] = data.get(key)
+            if obj is None:
+                results.append(None)
+                continue
+            view = memoryview(obj)[start:stop]
+            nbytes += view.nbytes
+            results.append(view)
+        self.stats.add(reads=len(plan.requests), bytes_read=nbytes)
+        return plan.split(results)
+
+    def get(self, key: str) -> bytes | None:
+        key = normalize_key(key)
+        obj = self._shared.data.get(key)
+        self.stats.add(reads=1, bytes_read=0 if obj is None else len(obj))
+        return obj
+
+    def size(self, key: str) -> int | None:
+        key = normalize_key(key)
+        self.stats.add(size_queries=1)
+        obj = self._shared.data.get(key)
+        return None if obj is None else len(obj)
+
+    def stat(self, key: str) -> tuple[int, float | int | str] | None:
+        key = normalize_key(key)
+        self.stats.add(size_queries=1)
+        sh = self._shared
+        with sh.lock:
+            obj = sh.data.get(key)
+            return None if obj is None else (len(obj), sh.versions[key])
+
+    # --- writes ---------------------------------------------------------------------------------------
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        key = normalize_key(key)
+        self._require_writable(key, "write")
+        if not key:
+            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        if type(value) is not bytes:
+            value = as_bytes(value)
+        sh = self._shared
+        with sh.lock:
+            sh.data[key] = value
+            sh.versions[key] = next(sh.counter)
+        self.stats.add(writes=1, bytes_written=len(value))
+
+    def delete(self, key: str) -> bool:
+        key = normalize_key(key)
+        self._require_writable(key, "delete")
+        sh = self._shared
+        with sh.lock:
+            existed = sh.data.pop(key, None) is not None
+            sh.versions.pop(key, None)
+        self.stats.add(deletes=1)
+        return existed
+
+    # --- listing --------------------------------------------------------------------------------------
+    def _keys_under(self, prefix: str) -> list[str]:
+        prefix = normalize_key(prefix)
+        with self._shared.lock:
+            keys = list(self._shared.data)
+        if not prefix:
+            return sorted(keys)
+        p = prefix + "/"
+        return sorted(k for k in keys if k.startswith(p))
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        self.stats.add(lists=1)
+        return iter(self._keys_under(prefix))
+
+    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+        self.stats.add(lists=1)
+        prefix = normalize_key(prefix)
+        n = len(prefix) + 1 if prefix else 0
+        keys: list[str] = []
+        dirs: set[str] = set()
+        for k in self._keys_under(prefix):
+            head, sep, _ = k[n:].partition("/")
+            if sep:
+                dirs.add(head)
+            else:
+                keys.append(head)
+        return keys, sorted(dirs)
+
+    def with_read_only(self) -> MemoryStore:
+        """A read-only view of the same objects."""
+        return MemoryStore(
+            True,
+            coalesce_gap=self.coalesce_gap,
+            max_coalesced_size=self.max_coalesced_size,
+            _shared=self._shared,
+        )
+
+
+def _rebuild(state: tuple, read_only: bool, gap: int, max_size: int) -> MemoryStore:
+    shared = _Shared()
+    shared.data, shared.versions, start = state
+    shared.counter = itertools.count(start)
+    return MemoryStore(read_only, coalesce_gap=gap, max_coalesced_size=max_size, _shared=shared)
