@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="altarr: chunked, compressed N-D arrays.")
-console = Console()
+console = Console(width=140)
 
 
 def _stats_row(table: Table, step: str, stats: dict[str, int], seconds: float, note: str = "") -> None:
@@ -55,17 +55,31 @@ def demo(
         f"[bold]altarr demo[/bold]: a {shape} uint16 array in {shards} shards of {chunks} chunks "
         f"(zstd), Zarr v3 sharding_indexed, at {path}"
     )
-    values = (np.arange(np.prod(shape), dtype=np.uint32) % 65521).astype(np.uint16).reshape(shape)
-    ds = aa.create_dataset(str(path), shape=shape, dtype="uint16", chunks=chunks, shards=shards,
-                           compressor="zstd", attributes={"description": "altarr demo"}, overwrite=True)
+    z, y, x = np.indices(shape, dtype=np.uint16)
+    values = (z // 4 * 100 + y // 8 * 10 + x // 16).astype(np.uint16)  # smooth, so zstd has work to do
+    ds = aa.create_dataset(
+        str(path),
+        shape=shape,
+        dtype="uint16",
+        chunks=chunks,
+        shards=shards,
+        compressor="zstd",
+        attributes={"description": "altarr demo"},
+        overwrite=True,
+    )
     stats = ds.store.stats
     table = Table("step", "reads", "bytes read", "writes", "bytes written", "size queries", "ms", "check")
 
     stats.reset()
     t = time.perf_counter()
     ds[...] = values
-    _stats_row(table, "write the whole array", stats.as_dict(), time.perf_counter() - t,
-               f"{len(list(ds.store.list(ds.path))) - 1} shard objects")
+    _stats_row(
+        table,
+        "write the whole array",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        f"{len(list(ds.store.list(ds.path))) - 1} shard objects",
+    )
 
     wanted = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (2, 1, 0)]  # four chunks of shard (0, 0, 0)
     stats.reset()
@@ -75,8 +89,13 @@ def demo(
         np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
         for w, a in zip(wanted, got, strict=True)
     )
-    _stats_row(table, "read_chunks: 4 chunks of 1 shard", stats.as_dict(), time.perf_counter() - t,
-               "equal" if ok else "MISMATCH")
+    _stats_row(
+        table,
+        "read_chunks: 4 chunks of 1 shard",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        "equal" if ok else "MISMATCH",
+    )
 
     spread = [(0, 0, 0), (3, 2, 3), (5, 4, 4), (2, 3, 1)]  # one chunk in each of 4 shards
     stats.reset()
@@ -86,33 +105,54 @@ def demo(
         np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
         for w, a in zip(spread, got, strict=True)
     )
-    _stats_row(table, "read_chunks: 1 chunk in each of 4 shards", stats.as_dict(), time.perf_counter() - t,
-               "equal" if ok else "MISMATCH")
+    _stats_row(
+        table,
+        "read_chunks: 1 chunk in each of 4 shards",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        "equal" if ok else "MISMATCH",
+    )
 
     stats.reset()
     t = time.perf_counter()
     region = ds[10:50, 30:90, 150:]
     ok = np.array_equal(region, values[10:50, 30:90, 150:])
-    _stats_row(table, "region read ds[10:50, 30:90, 150:]", stats.as_dict(), time.perf_counter() - t,
-               "equal" if ok else "MISMATCH")
+    _stats_row(
+        table,
+        "region read ds[10:50, 30:90, 150:]",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        "equal" if ok else "MISMATCH",
+    )
 
     stats.reset()
     t = time.perf_counter()
     ds.write_chunks([(0, 0, 0)], [np.zeros(chunks, dtype=np.uint16) + 7])
-    _stats_row(table, "write_chunks: 1 chunk into an existing shard", stats.as_dict(),
-               time.perf_counter() - t, "1 read + 1 write, siblings kept as bytes")
+    _stats_row(
+        table,
+        "write_chunks: 1 chunk into an existing shard",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        "1 read + 1 write, siblings kept as bytes",
+    )
 
     stats.reset()
     t = time.perf_counter()
     existed = ds.delete_chunks([(5, 4, 4)])
-    _stats_row(table, "delete_chunks: 1 chunk", stats.as_dict(), time.perf_counter() - t,
-               f"existed={existed[0]}")
+    _stats_row(
+        table, "delete_chunks: 1 chunk", stats.as_dict(), time.perf_counter() - t, f"existed={existed[0]}"
+    )
 
     stats.reset()
     t = time.perf_counter()
     missing = ds.read_chunks([(5, 4, 4)])[0]
-    _stats_row(table, "read the deleted chunk", stats.as_dict(), time.perf_counter() - t,
-               "None" if missing is None else "still there?!")
+    _stats_row(
+        table,
+        "read the deleted chunk",
+        stats.as_dict(),
+        time.perf_counter() - t,
+        "None" if missing is None else "still there?!",
+    )
     console.print(table)
     on_disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
     console.print(f"{values.nbytes:,} bytes of values stored in {on_disk:,} bytes on disk.")
@@ -160,8 +200,12 @@ def copy(
     src = aa.open_dataset(source)
     t = time.perf_counter()
     dst = aa.copy_dataset(
-        src, destination, format=format, shards=_shape(shards) if shards else "same",
-        compressor=None if compressor == "none" else compressor, overwrite=overwrite,
+        src,
+        destination,
+        format=format,
+        shards=_shape(shards) if shards else "same",
+        compressor=None if compressor == "none" else compressor,
+        overwrite=overwrite,
     )
     console.print(f"copied {src!r} -> {dst!r} in {time.perf_counter() - t:.2f} s")
 

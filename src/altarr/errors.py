@@ -9,8 +9,8 @@ behaviour.
 Example:
     >>> from altarr.errors import ChecksumError
     >>> err = ChecksumError("crc32c mismatch", key="c/0/0", codec="crc32c")
-    >>> str(err)
-    'crc32c mismatch [key='c/0/0', codec='crc32c']'
+    >>> print(err)
+    crc32c mismatch [key='c/0/0', codec='crc32c']
 """
 
 from __future__ import annotations

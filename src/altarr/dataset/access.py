@@ -145,7 +145,10 @@ class DatasetAccess:
         """Decode one chunk's bytes into an array of its clipped shape."""
         full = self.grid.chunks
         try:
-            a = self.chunk_chain.decode(data, full, self.dtype)
+            if self.truncates:
+                a = self.chunk_chain.decode(data, full, self.dtype)
+            else:  # decode straight into a fresh writable array: users get arrays they own
+                a = self.chunk_chain.decode(data, full, self.dtype, out=np.empty(full, self.dtype))
         except AltarrError as e:
             raise e.with_context(key=key, chunk=chunk) from e
         clipped = self._clipped(chunk)
@@ -304,7 +307,7 @@ class DatasetAccess:
                 try:
                     indexes[id(n)] = sc.decode_index(d, cps, object_size=n.length)
                 except AltarrError as e:
-                    raise e.with_context(key=n.key) from e
+                    raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             alive.append(n)
         alive_ids = {id(n) for n in alive}
         alive += [n for n in nodes if n.mem is not None and id(n) not in alive_ids]
@@ -314,7 +317,7 @@ class DatasetAccess:
                 try:
                     index = sc.decode_index(self._index_bytes(sc, cps, n.mem), cps, object_size=len(n.mem))
                 except AltarrError as e:
-                    raise e.with_context(key=n.key) from e
+                    raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             else:
                 index = indexes[id(n)]
             groups: dict[Chunk, list[Chunk]] = {}

@@ -1,0 +1,168 @@
+"""Bad input raises altarr.errors exceptions naming the key (and chunk, byte range, codec) (issue 2)."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import crc32c
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.errors import (
+    AltarrError,
+    ChecksumError,
+    CorruptChunkError,
+    CorruptShardError,
+    GridError,
+    InvalidKeyError,
+    MetadataError,
+)
+from altarr.stores import MemoryStore
+
+
+def sharded(store=None, compressor=None, **kw):
+    store = store or MemoryStore()
+    ds = aa.create_dataset(
+        store, shape=(8, 8), dtype="uint16", chunks=(4, 4), shards=(8, 8), compressor=compressor, **kw
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
+    return ds
+
+
+def index_of(blob: bytes, n: int = 4):
+    """(offset, nbytes) pairs of a shard with a bytes(little)+crc32c index at the end."""
+    raw = blob[-(16 * n + 4) : -4]
+    return [struct.unpack_from("<QQ", raw, 16 * i) for i in range(n)]
+
+
+def with_index(blob: bytes, entries, n: int = 4) -> bytes:
+    raw = b"".join(struct.pack("<QQ", o, nb) for o, nb in entries)
+    return blob[: -(16 * n + 4)] + raw + struct.pack("<I", crc32c.crc32c(raw))
+
+
+def test_truncated_shard():
+    ds = sharded()
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    ds.store.set(key, blob[: len(blob) // 3])
+    with pytest.raises(AltarrError) as info:
+        ds.read_chunks([(0, 0)])
+    assert info.value.key == key
+    assert key in str(info.value)
+    with pytest.raises(AltarrError, match=key):  # a whole-shard read too
+        ds[...]
+    # a shard shorter than its own index
+    ds.store.set(key, blob[:10])
+    with pytest.raises(CorruptShardError, match="truncated") as info:
+        ds.read_chunks([(0, 0)])
+    assert info.value.key == key
+
+
+def test_index_checksum_mismatch():
+    ds = sharded()
+    key = ds.chunk_key((0, 0))
+    blob = bytearray(ds.store.get(key))
+    blob[-10] ^= 0xFF
+    ds.store.set(key, bytes(blob))
+    with pytest.raises(ChecksumError) as info:
+        ds.read_chunks([(1, 1)])
+    assert info.value.key == key and info.value.codec == "crc32c"
+    with pytest.raises(ChecksumError):  # a write needing the old shard refuses it too, and writes nothing
+        ds.write_chunk((0, 0), np.zeros((4, 4), "uint16") + 9)
+    assert ds.store.get(key) == bytes(blob)
+
+
+def test_index_entry_past_the_end():
+    ds = sharded()
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    entries = index_of(blob)
+    entries[3] = (entries[3][0], len(blob) * 10)
+    ds.store.set(key, with_index(blob, entries))
+    with pytest.raises(CorruptShardError) as info:
+        ds.read_chunks([(1, 1)])
+    err = info.value
+    assert err.key == key and err.byte_range is not None and err.byte_range[1] > len(blob)
+    with pytest.raises(CorruptShardError) as info:  # whole-shard path: the chunk is named
+        ds[...]
+    assert info.value.key == key and info.value.chunk == (1, 1)
+
+
+def test_chunk_decoding_to_the_wrong_size():
+    ds = sharded()
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    entries = index_of(blob)
+    entries[2] = (entries[2][0], entries[2][1] - 6)  # 26 bytes cannot hold a 4x4 uint16 chunk
+    ds.store.set(key, with_index(blob, entries))
+    with pytest.raises(CorruptChunkError) as info:
+        ds.read_chunks([(1, 0)])
+    assert info.value.key == key and info.value.chunk == (1, 0)
+    np.testing.assert_array_equal(ds.read_chunk((0, 0)), np.arange(64).reshape(8, 8)[:4, :4] + 1)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda m: "{not json",
+        lambda m: json.dumps({**m, "shape": "big"}),
+        lambda m: json.dumps({k: v for k, v in m.items() if k != "data_type"}),
+        lambda m: json.dumps({**m, "data_type": "float128"}),
+        lambda m: json.dumps({**m, "codecs": [{"name": "no-such-codec"}]}),
+        lambda m: json.dumps({**m, "some_extension": {"name": "x"}}),
+    ],
+)
+def test_malformed_zarr_json(mutate):
+    ds = sharded()
+    meta = json.loads(ds.store.get("zarr.json"))
+    ds.store.set("zarr.json", mutate(meta).encode())
+    with pytest.raises(MetadataError, match="zarr.json"):
+        aa.open_dataset(ds.store)
+
+
+def test_unknown_extension_that_need_not_be_understood_is_accepted():
+    ds = sharded()
+    meta = json.loads(ds.store.get("zarr.json"))
+    meta["some_extension"] = {"name": "x", "must_understand": False}
+    ds.store.set("zarr.json", json.dumps(meta).encode())
+    assert aa.open_dataset(ds.store).shape == (8, 8)
+
+
+def test_chunk_shape_must_divide_the_shard_shape():
+    with pytest.raises(GridError):
+        aa.create_dataset(MemoryStore(), shape=(10, 10), dtype="u1", chunks=(3, 3), shards=(8, 8))
+
+
+def test_keys_cannot_escape_the_root(tmp_path):
+    inside = tmp_path / "root"
+    with pytest.raises(InvalidKeyError):
+        aa.create_dataset(aa.LocalStore(inside), path="../escape", shape=(2,), dtype="u1", chunks=(1,))
+    assert not (tmp_path / "escape").exists()
+
+
+def test_failed_write_leaves_old_data_intact(monkeypatch):
+    ds = sharded(compressor="zstd")
+    before = {k: ds.store.get(k) for k in ds.store.list("")}
+    # a value that cannot be cast: nothing is encoded, nothing written
+    with pytest.raises((ValueError, TypeError)):
+        ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4)), np.array([["x"] * 4] * 4, dtype=object)])
+    # an encoder failing midway through a batch: nothing is written either
+    from altarr.codecs.compress import ZstdCodec
+
+    calls = {"n": 0}
+    original = ZstdCodec.encode
+
+    def failing(self, data):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk on fire")
+        return original(self, data)
+
+    monkeypatch.setattr(ZstdCodec, "encode", failing)
+    with pytest.raises(AltarrError, match="disk on fire|zstd"):
+        ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4), "u2") + 5, np.zeros((4, 4), "u2") + 6])
+    assert {k: ds.store.get(k) for k in ds.store.list("")} == before
+    monkeypatch.undo()
+    np.testing.assert_array_equal(ds[...], np.arange(64).reshape(8, 8) + 1)
