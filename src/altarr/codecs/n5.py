@@ -476,13 +476,17 @@ class BloscCompression(N5Compression):
         )
 
     def params(self) -> dict[str, Any]:
-        return {
+        params: dict[str, Any] = {
             "cname": self.cname,
             "clevel": self.clevel,
             "shuffle": self.shuffle,
             "blocksize": self.blocksize,
-            "nthreads": self.nthreads,
         }
+        # ``nthreads`` is a run-time setting, not part of the data format; it is written only when it is not
+        # n5-blosc's default (1), because tensorstore's n5 driver refuses metadata that carries it.
+        if self.nthreads != 1:
+            params["nthreads"] = self.nthreads
+        return params
 
     def _codec(self) -> Any:
         from numcodecs import Blosc
@@ -696,7 +700,7 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         header = struct.pack(f">HH{array.ndim}I", MODE_DEFAULT, array.ndim, *size)
         payload = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(">"))
-        compressed = self._compress(memoryview(payload).cast("B"), array.dtype.itemsize)
+        compressed = self._compress(memoryview(payload.reshape(-1).view(np.uint8)), array.dtype.itemsize)
         return header + bytes(compressed)
 
     def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
