@@ -1,0 +1,388 @@
+"""N5 metadata: legacy and N5 4.x ``codecs`` forms, sharded layout, attributes, versions, bad input."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from altarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
+from altarr.codecs.n5 import GzipCompression, N5BlockCodec, RawCompression, XzCompression
+from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.formats import detect_format, get_format
+from altarr.formats.n5 import parse_n5_attributes
+from altarr.stores import MemoryStore
+
+N5 = get_format("n5")
+
+
+def _doc(store, key):
+    return json.loads(store.get(key))
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"dataType": "uint8", "compressionType": "raw", "blockSize": [5, 4], "dimensions": [7, 5]},  # 1.5.0
+        {"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [5, 4], "dimensions": [7, 5]},
+        {
+            "dataType": "uint8",
+            "codecs": [{"name": "n5bytes"}],
+            "blockSize": [5, 4],
+            "dimensions": [7, 5],
+            "compression": {"type": "gzip"},  # codecs win over compression, as in the Java reader
+        },
+    ],
+    ids=["compressionType", "compression", "codecs"],
+)
+def test_java_fixture_metadata_forms(doc):
+    spec = parse_n5_attributes(doc, key="raw/attributes.json")
+    assert spec.format == "n5"
+    assert spec.shape == (5, 7) and spec.outer_chunks == (4, 5) and spec.dtype == np.dtype("uint8")
+    assert spec.codecs.array_bytes == N5BlockCodec(RawCompression())
+    assert spec.fill_value == 0 and spec.attributes == {}
+    assert [spec.chunk_key(p) for p in [(0, 0), (0, 1), (1, 0)]] == ["0/0", "1/0", "0/1"]
+
+
+def test_three_d_keys_reverse_positions():
+    spec = parse_n5_attributes(
+        {
+            "dataType": "int16",
+            "compression": {"type": "xz"},
+            "blockSize": [3, 5, 7],
+            "dimensions": [6, 15, 35],
+        }
+    )
+    assert spec.shape == (35, 15, 6) and spec.outer_chunks == (7, 5, 3)
+    assert spec.chunk_key((4, 2, 1)) == "1/2/4"
+    assert spec.codecs.array_bytes.compression == XzCompression()
+
+
+def test_codecs_with_data_codecs_and_bytes_block_codec():
+    spec = parse_n5_attributes(
+        {
+            "dataType": "uint16",
+            "blockSize": [4, 4],
+            "dimensions": [8, 8],
+            "codecs": [
+                {"name": "n5bytes"},
+                {"name": "gzip", "configuration": {"level": 6}},
+                {"name": "crc32c"},
+            ],
+        }
+    )
+    ab = spec.codecs.array_bytes
+    assert isinstance(ab, N5BlockCodec) and ab.data_codecs == (GzipCompression(6), Crc32cCodec())
+    spec = parse_n5_attributes(
+        {"dataType": "uint16", "blockSize": [4, 4], "dimensions": [8, 8], "codecs": [{"name": "bytes"}]}
+    )
+    assert spec.codecs.array_bytes == BytesCodec("big")  # Java's default endianness for "bytes"
+    assert not spec.codecs.array_bytes.truncates_edges
+
+
+def test_sharding_codecs_are_reversed_to_numpy_order():
+    doc = {
+        "dataType": "uint8",
+        "blockSize": [8, 4],  # outer = shard size, N5 order
+        "dimensions": [24, 12],
+        "codecs": [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [2, 1],
+                    "codecs": [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 3}}],
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "big"}},
+                        {"name": "crc32c"},
+                    ],
+                },
+            }
+        ],
+    }
+    spec = parse_n5_attributes(doc)
+    assert spec.shape == (12, 24) and spec.outer_chunks == (4, 8)
+    sc = spec.codecs.array_bytes
+    assert isinstance(sc, ShardingCodec)
+    assert sc.chunk_shape == (1, 2) and sc.index_location == "end"  # index_location defaults to end
+    assert sc.codecs.array_bytes == N5BlockCodec(GzipCompression(3))
+    assert sc.index_codecs.codecs == (BytesCodec("big"), Crc32cCodec())
+
+
+def test_sharding_chunk_shape_must_divide_the_block_size():
+    doc = {
+        "dataType": "uint8",
+        "blockSize": [8, 8],
+        "dimensions": [24, 24],
+        "codecs": [
+            {
+                "name": "sharding_indexed",
+                "configuration": {"chunk_shape": [3, 2], "codecs": ["n5bytes"], "index_codecs": ["bytes"]},
+            }
+        ],
+    }
+    with pytest.raises(GridError) as ei:
+        parse_n5_attributes(doc, key="ds/attributes.json")
+    assert ei.value.key == "ds/attributes.json"
+
+
+@pytest.mark.parametrize(
+    "doc, error, match",
+    [
+        ({"dataType": "uint8", "blockSize": [2]}, MetadataError, "dimensions"),
+        ({"dataType": "uint8", "blockSize": [2], "dimensions": [4]}, MetadataError, "'compression'"),
+        ({"dataType": "uint9", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": [4]}, MetadataError, "uint9"),
+        ({"dataType": "object", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": [4]}, UnsupportedError, "object"),
+        ({"dataType": "string", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": [4]}, UnsupportedError, "string"),
+        ({"dataType": "uint8", "compression": {"type": "zip"}, "blockSize": [2], "dimensions": [4]}, UnknownCodecError, "zip"),
+        ({"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [2, 2], "dimensions": [4]}, MetadataError, "blockSize"),
+        ({"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [0], "dimensions": [4]}, MetadataError, "blockSize"),
+        ({"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": [-4]}, MetadataError, "dimensions"),
+        ({"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": "4"}, MetadataError, "dimensions"),
+        ({"dataType": "uint8", "codecs": [{"name": "zfp"}], "blockSize": [2], "dimensions": [4]}, UnknownCodecError, "zfp"),
+        ({"dataType": "uint8", "codecs": [], "blockSize": [2], "dimensions": [4]}, MetadataError, "codecs"),
+        ({"dataType": "uint8", "codecs": ["n5bytes", {"name": "lzw"}], "blockSize": [2], "dimensions": [4]}, UnknownCodecError, "lzw"),
+    ],
+)  # fmt: skip
+def test_bad_metadata_names_the_key(doc, error, match):
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"4.0.0"}')
+    store.set("a/ds/attributes.json", json.dumps(doc).encode())
+    with pytest.raises(error, match=match) as ei:
+        N5.open_array(store, "a/ds")
+    assert ei.value.key == "a/ds/attributes.json"
+
+
+def test_malformed_json_names_the_key():
+    store = MemoryStore()
+    store.set("ds/attributes.json", b'{"dataType": "uint8", ')
+    with pytest.raises(MetadataError, match="malformed JSON") as ei:
+        N5.open_array(store, "ds")
+    assert ei.value.key == "ds/attributes.json"
+    store.set("ds/attributes.json", b"[1, 2]")
+    with pytest.raises(MetadataError, match="JSON object"):
+        N5.open_array(store, "ds")
+
+
+def test_missing_dataset_names_the_key():
+    with pytest.raises(MetadataError, match="attributes.json is missing") as ei:
+        N5.open_array(MemoryStore(), "nothing/here")
+    assert ei.value.key == "nothing/here/attributes.json"
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+def test_create_unsharded_writes_java_layout_and_root_version():
+    store = MemoryStore()
+    spec = N5.create_array(
+        store,
+        "g/ds",
+        shape=(5, 7),
+        dtype="int32",
+        chunks=(4, 5),
+        compressor="gzip",
+        attributes={"unit": "nm"},
+    )
+    assert store.get("g/ds/attributes.json") == (
+        b'{"dataType":"int32","compression":{"type":"gzip","level":-1,"useZlib":false},'
+        b'"blockSize":[5,4],"dimensions":[7,5],"unit":"nm"}'
+    )
+    assert _doc(store, "attributes.json") == {"n5": "4.0.0"}
+    assert spec.shape == (5, 7) and spec.attributes == {"unit": "nm"}
+    assert N5.open_array(store, "g/ds").codecs == spec.codecs
+
+
+@pytest.mark.parametrize(
+    "compressor, expected",
+    [
+        (None, {"type": "raw"}),
+        ("none", {"type": "raw"}),
+        ("zstd", {"type": "zstd", "level": 3}),
+        ("bzip2", {"type": "bzip2", "blockSize": 9}),
+        ("xz", {"type": "xz", "preset": 6}),
+        ("lz4", {"type": "lz4", "blockSize": 65536}),
+        ("blosc", {"type": "blosc", "cname": "blosclz", "clevel": 6, "shuffle": 0, "blocksize": 0}),
+        ({"type": "gzip", "level": 9, "useZlib": True}, {"type": "gzip", "level": 9, "useZlib": True}),
+        ({"name": "xz", "configuration": {"preset": 1}}, {"type": "xz", "preset": 1}),
+        (XzCompression(2), {"type": "xz", "preset": 2}),
+    ],
+)
+def test_create_compressors(compressor, expected):
+    store = MemoryStore()
+    N5.create_array(store, "ds", shape=(4,), dtype="uint8", chunks=(2,), compressor=compressor)
+    assert _doc(store, "ds/attributes.json")["compression"] == expected
+
+
+def test_create_unknown_compressor():
+    with pytest.raises(UnknownCodecError, match="snappy") as ei:
+        N5.create_array(MemoryStore(), "ds", shape=(4,), dtype="uint8", chunks=(2,), compressor="snappy")
+    assert ei.value.key == "ds/attributes.json"
+
+
+def test_create_sharded_writes_codecs_and_outer_block_size():
+    store = MemoryStore()
+    spec = N5.create_array(
+        store, "ds", shape=(24, 12), dtype="uint16", chunks=(2, 1), shards=(8, 4), compressor="gzip"
+    )
+    doc = _doc(store, "ds/attributes.json")
+    assert doc == {
+        "dataType": "uint16",
+        "blockSize": [4, 8],
+        "dimensions": [12, 24],
+        "codecs": [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [1, 2],
+                    "codecs": [
+                        {"name": "n5bytes"},
+                        {"name": "gzip", "configuration": {"level": -1, "useZlib": False}},
+                    ],
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
+                    "index_location": "end",
+                },
+            }
+        ],
+    }
+    assert "compression" not in doc  # legacy readers must not mistake shards for blocks
+    assert spec.outer_chunks == (8, 4)
+    assert spec.codecs.array_bytes.chunk_shape == (2, 1)
+    assert N5.open_array(store, "ds").codecs == spec.codecs
+
+
+def test_create_nested_shards():
+    store = MemoryStore()
+    spec = N5.create_array(
+        store, "ds", shape=(24, 24, 24), dtype="int8", chunks=(3, 3, 3), shards=[(6, 6, 6), (24, 24, 24)]
+    )
+    doc = _doc(store, "ds/attributes.json")
+    outer = doc["codecs"][0]["configuration"]
+    inner = outer["codecs"][0]["configuration"]
+    assert doc["blockSize"] == [24, 24, 24] and outer["chunk_shape"] == [6, 6, 6]
+    assert inner["chunk_shape"] == [3, 3, 3]
+    assert inner["codecs"] == [{"name": "n5bytes"}, {"name": "zstd", "configuration": {"level": 3}}]
+    assert spec.codecs.array_bytes.codecs.array_bytes.chunk_shape == (3, 3, 3)
+    with pytest.raises(GridError, match="not a multiple"):
+        N5.create_array(store, "bad", shape=(24,), dtype="int8", chunks=(3,), shards=[(6,), (16,)])
+
+
+def test_java_shard_test_sizes():
+    # Java ShardTest.writeShardDataSizeTest: dims [24,24], shard [8,8], block [2,2], uint8, inner n5bytes +
+    # raw, index bytes big-endian at the end: 4 blocks -> 320 bytes, 2 -> 288, 1 -> 272.
+    store = MemoryStore()
+    spec = N5.create_array(
+        store, "ds", shape=(24, 24), dtype="uint8", chunks=(2, 2), shards=(8, 8), compressor="raw"
+    )
+    sc = spec.codecs.array_bytes
+    cps = sc.chunks_per_shard(spec.outer_chunks)
+    assert cps == (4, 4)
+    block = bytes(sc.codecs.encode(np.full((2, 2), 7, dtype="uint8")))
+    assert block == bytes.fromhex("0000 0002 00000002 00000002") + b"\x07" * 4
+    for n, size in [(4, 320), (2, 288), (1, 272)]:
+        chunks = [block if i < n else None for i in range(16)]
+        shard = sc.assemble(chunks, cps)
+        assert len(shard) == size
+        index = struct.unpack(">32Q", shard[-256:])
+        assert index[:2] == (0, 16)  # offset, nbytes of chunk (0, 0), big-endian
+        assert index[-2:] == (2**64 - 1, 2**64 - 1)
+
+
+def test_create_refusals():
+    store = MemoryStore()
+    with pytest.raises(UnsupportedError, match="no data type"):
+        N5.create_array(store, "a", shape=(4,), dtype="bool", chunks=(2,))
+    with pytest.raises(UnsupportedError, match="fill value"):
+        N5.create_array(store, "a", shape=(4,), dtype="uint8", chunks=(2,), fill_value=3)
+    with pytest.raises(UnsupportedError, match="dimension names"):
+        N5.create_array(store, "a", shape=(4,), dtype="uint8", chunks=(2,), dimension_names=["x"])
+    with pytest.raises(UnsupportedError, match="0-dimensional"):
+        N5.create_array(store, "a", shape=(), dtype="uint8", chunks=())
+    with pytest.raises(MetadataError, match="reserved"):
+        N5.create_array(store, "a", shape=(4,), dtype="uint8", chunks=(2,), attributes={"dimensions": 1})
+    with pytest.raises(GridError):
+        N5.create_array(store, "a", shape=(4,), dtype="uint8", chunks=(2, 2))
+    assert store.get("a/attributes.json") is None
+
+
+def test_dataset_at_the_root_keeps_the_version():
+    store = MemoryStore()
+    spec = N5.create_array(store, "", shape=(4,), dtype="uint8", chunks=(2,), attributes={"a": 1})
+    doc = _doc(store, "attributes.json")
+    assert doc["n5"] == "4.0.0" and doc["dimensions"] == [4]
+    assert spec.attributes == {"a": 1}
+    assert N5.read_attributes(store, "") == {"a": 1}
+    assert detect_format(store, "")[1] == "array"
+
+
+# --- attributes and groups -------------------------------------------------------------------------------
+def test_attributes_live_beside_the_dataset_keys():
+    store = MemoryStore()
+    N5.create_array(
+        store, "ds", shape=(4,), dtype="uint8", chunks=(2,), compressor="raw", attributes={"x": 1}
+    )
+    assert N5.read_attributes(store, "ds") == {"x": 1}
+    N5.write_attributes(store, "ds", {"y": [1, 2], "z": {"k": "v"}})
+    doc = _doc(store, "ds/attributes.json")
+    assert doc == {
+        "dataType": "uint8",
+        "compression": {"type": "raw"},
+        "blockSize": [2],
+        "dimensions": [4],
+        "y": [1, 2],
+        "z": {"k": "v"},
+    }
+    assert N5.read_attributes(store, "ds") == {"y": [1, 2], "z": {"k": "v"}}
+    with pytest.raises(MetadataError, match="reserved"):
+        N5.write_attributes(store, "ds", {"blockSize": 3})
+
+
+def test_groups_and_root_version():
+    store = MemoryStore()
+    N5.create_group(store, "", {"title": "t"})
+    assert _doc(store, "attributes.json") == {"n5": "4.0.0", "title": "t"}
+    assert N5.read_attributes(store, "") == {"title": "t"}
+    N5.write_attributes(store, "", {"title": "u"})
+    assert _doc(store, "attributes.json") == {"n5": "4.0.0", "title": "u"}
+    N5.create_group(store, "a/b", {"k": 1})
+    assert _doc(store, "a/b/attributes.json") == {"k": 1}
+    assert N5.node_kind(store, "a/b") == "group" and N5.node_kind(store, "") == "group"
+    assert N5.node_kind(store, "a/c") is None
+    with pytest.raises(MetadataError, match="reserved"):
+        N5.create_group(store, "", {"n5": "9"})
+
+
+def test_group_creation_adds_the_version_to_an_existing_root():
+    store = MemoryStore()
+    store.set("attributes.json", b'{"owner":"me"}')
+    N5.create_group(store, "sub")
+    assert _doc(store, "attributes.json") == {"n5": "4.0.0", "owner": "me"}
+    store.set("attributes.json", b'{"n5":"7.1.0"}')
+    with pytest.raises(UnsupportedError, match="7.1.0"):
+        N5.create_group(store, "sub2")
+    with pytest.raises(UnsupportedError):
+        N5.create_array(store, "ds", shape=(2,), dtype="uint8", chunks=(2,))
+
+
+def test_old_versions_are_read():
+    store = MemoryStore()
+    for version in ("1.5.0", "2.5.1", "3.1.3", "4.0.0"):
+        store.set("attributes.json", json.dumps({"n5": version}).encode())
+        store.set(
+            "raw/attributes.json",
+            b'{"dataType":"uint8","compressionType":"raw","blockSize":[5,4],"dimensions":[7,5]}',
+        )
+        assert N5.open_array(store, "raw").shape == (5, 7)
+
+
+def test_default_value_is_the_fill_value():
+    spec = parse_n5_attributes(
+        {
+            "dataType": "float32",
+            "compression": {"type": "raw"},
+            "blockSize": [2],
+            "dimensions": [4],
+            "defaultValue": 1.5,
+        }
+    )
+    assert spec.fill_value == np.float32(1.5) and "defaultValue" not in spec.attributes
