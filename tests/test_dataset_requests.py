@@ -258,3 +258,20 @@ def test_index_location(store, location):
     got = ds.read_chunks(chunks[:2])
     assert store.stats.reads == 2
     np.testing.assert_array_equal(got[1], chunk_values(ds, chunks[1]))
+
+
+def test_concurrent_writers_to_one_shard_lose_nothing(store):
+    """Threads writing different chunks of the same shards at once (dask's threaded scheduler does
+    this) must not drop each other's chunks: zarr-python#3682."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=(16, 16))
+    coords = [(i, j) for i in range(16) for j in range(16)]
+
+    def write(c):
+        ds.write_chunk(c, np.full((2, 2), c[0] * 16 + c[1] + 1, "uint16"))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, coords))
+    for c, a in zip(coords, ds.read_chunks(coords), strict=True):
+        assert a is not None and (a == c[0] * 16 + c[1] + 1).all(), c

@@ -36,6 +36,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError
 from ..formats.base import DatasetSpec, join_key
 from .grid import NestedGrid
+from .locks import shard_locks
 from .parallel import pmap
 
 if TYPE_CHECKING:
@@ -372,8 +373,18 @@ class DatasetAccess:
         if not updates:
             return {}
         if not self.sharded:
-            return self._apply_unsharded(updates)
-        return self._apply_sharded(updates)
+            needs_read = [c for c, u in updates.items() if isinstance(u, Merge)]
+            with shard_locks(self._lock_namespace, [self.key(c) for c in needs_read]):
+                return self._apply_unsharded(updates)
+        keys = [self.key(pos) for pos in self.group_by_shard(list(updates))]
+        with shard_locks(self._lock_namespace, keys):
+            return self._apply_sharded(updates)
+
+    @property
+    def _lock_namespace(self) -> object:
+        """Identity of the store for the in-process shard locks: stores over the same files share it."""
+        ident = getattr(self.store, "identity", None)
+        return ident if ident is not None else id(self.store)
 
     def _new_bytes(self, chunk: Chunk, update: Any, old: tuple[str, Any] | None) -> Any:
         if update is None:
