@@ -1,0 +1,543 @@
+"""Zarr v3 metadata: data types, fill values, keys, extensions, creation, and interop with zarr-python and
+tensorstore (metadata + single chunks/shards)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pytest
+import tensorstore as ts
+import zarr
+
+from altarr.codecs import BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, ZstdCodec
+from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.formats import get_format
+from altarr.formats.zarr3 import decode_fill_value, encode_fill_value, parse_array_metadata
+from altarr.stores import LocalStore, MemoryStore
+
+Z3 = get_format("zarr3")
+KEY = "arr/zarr.json"
+
+
+def base_doc(**changes):
+    doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [10, 7],
+        "data_type": "int16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    doc.update(changes)
+    return doc
+
+
+# --- data types and fill values ---------------------------------------------------------------------------
+FILL_CASES = [
+    ("bool", True, np.bool_(True)),
+    ("int8", -128, np.int8(-128)),
+    ("int16", 32767, np.int16(32767)),
+    ("int32", -5, np.int32(-5)),
+    ("int64", -(2**63), np.int64(-(2**63))),
+    ("uint8", 255, np.uint8(255)),
+    ("uint16", 7, np.uint16(7)),
+    ("uint32", 2**32 - 1, np.uint32(2**32 - 1)),
+    ("uint64", 2**64 - 1, np.uint64(2**64 - 1)),
+    ("float16", 1.5, np.float16(1.5)),
+    ("float32", -0.25, np.float32(-0.25)),
+    ("float64", 1e300, np.float64(1e300)),
+    ("float64", "Infinity", np.float64(math.inf)),
+    ("float32", "-Infinity", np.float32(-math.inf)),
+    ("float16", "0x7c00", np.float16(math.inf)),
+    ("float32", "0x3f800000", np.float32(1.0)),
+    ("float64", "0x4000000000000000", np.float64(2.0)),
+    ("complex64", [1.0, -2.5], np.complex64(1 - 2.5j)),
+    ("complex128", ["Infinity", 0.5], np.complex128(complex(math.inf, 0.5))),
+]
+
+
+@pytest.mark.parametrize("data_type, fill, expected", FILL_CASES)
+def test_fill_values(data_type, fill, expected):
+    spec = parse_array_metadata(base_doc(data_type=data_type, fill_value=fill), key=KEY)
+    assert spec.dtype == np.dtype(data_type)
+    assert spec.fill_value.dtype == np.dtype(data_type)
+    assert spec.fill_value == expected
+    # and back to JSON: the canonical forms
+    assert decode_fill_value(encode_fill_value(spec.fill_value, spec.dtype), spec.dtype) == expected
+
+
+@pytest.mark.parametrize(
+    "data_type, bits", [("float16", 0x7E00), ("float32", 0x7FC00000), ("float64", 0x7FF8 << 48)]
+)
+def test_nan_fill_values(data_type, bits):
+    dt = np.dtype(data_type)
+    for form in ("NaN", f"0x{bits:0{dt.itemsize * 2}x}"):
+        fv = parse_array_metadata(base_doc(data_type=data_type, fill_value=form)).fill_value
+        assert np.isnan(fv) and fv.dtype == dt
+    assert encode_fill_value(np.nan, dt) == "NaN"
+    # a NaN with a payload survives as its bit pattern
+    payload = np.array(bits | 1, dtype=f"u{dt.itemsize}").view(dt)[()]
+    js = encode_fill_value(payload, dt)
+    assert js.startswith("0x")
+    back = decode_fill_value(js, dt)
+    assert back.tobytes() == payload.tobytes()
+
+
+def test_raw_bits_type():
+    spec = parse_array_metadata(base_doc(data_type="r24", fill_value=[1, 2, 3]))
+    assert spec.dtype == np.dtype("V3") and spec.fill_value.tobytes() == b"\x01\x02\x03"
+    assert encode_fill_value(spec.fill_value, spec.dtype) == [1, 2, 3]
+
+
+def test_complex_nan_fill():
+    fv = parse_array_metadata(base_doc(data_type="complex128", fill_value=["NaN", "-Infinity"])).fill_value
+    assert np.isnan(fv.real) and fv.imag == -math.inf
+    assert encode_fill_value(fv, np.dtype("complex128")) == ["NaN", "-Infinity"]
+
+
+@pytest.mark.parametrize(
+    "data_type, fill, match",
+    [
+        ("int8", 128, "out of range"),
+        ("uint8", -1, "out of range"),
+        ("int16", 1.5, "integer"),
+        ("int16", "1", "integer"),
+        ("int16", True, "integer"),
+        ("bool", 1, "true or false"),
+        ("float32", "nan", "not a valid"),
+        ("float32", "0x7fc0", "8 hex digits"),
+        ("float32", "0xZZZZZZZZ", "8 hex digits"),
+        ("float64", True, "number"),
+        ("complex64", 1.0, "pair"),
+        ("complex64", [1.0], "pair"),
+        ("r16", [1, 2, 3], "2 byte values"),
+        ("int32", None, "required"),
+    ],
+)
+def test_bad_fill_values(data_type, fill, match):
+    with pytest.raises(MetadataError, match=match) as ei:
+        parse_array_metadata(base_doc(data_type=data_type, fill_value=fill), key=KEY)
+    assert ei.value.key == KEY
+
+
+def test_data_type_errors():
+    with pytest.raises(UnknownCodecError, match="bfloat16") as ei:
+        parse_array_metadata(base_doc(data_type="bfloat16"), key=KEY)
+    assert ei.value.key == KEY
+    with pytest.raises(UnsupportedError, match="string"):
+        parse_array_metadata(base_doc(data_type="string"), key=KEY)
+    with pytest.raises(MetadataError, match="multiple of 8"):
+        parse_array_metadata(base_doc(data_type="r12"), key=KEY)
+    with pytest.raises(MetadataError, match="data_type"):
+        parse_array_metadata(base_doc(data_type=5), key=KEY)
+    # the object form of a core type is fine
+    assert parse_array_metadata(base_doc(data_type={"name": "int16"})).dtype == np.dtype("int16")
+
+
+# --- keys, names, attributes --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "encoding, pos, key",
+    [
+        ({"name": "default", "configuration": {"separator": "/"}}, (1, 23), "c/1/23"),
+        ({"name": "default", "configuration": {"separator": "."}}, (1, 23), "c.1.23"),
+        ({"name": "default"}, (0, 4), "c/0/4"),
+        ("default", (2, 0), "c/2/0"),
+        ({"name": "v2"}, (1, 23), "1.23"),
+        ({"name": "v2", "configuration": {"separator": "/"}}, (1, 23), "1/23"),
+    ],
+)
+def test_chunk_key_encodings(encoding, pos, key):
+    assert parse_array_metadata(base_doc(chunk_key_encoding=encoding)).chunk_key(pos) == key
+
+
+def test_zero_dimensional_keys():
+    doc = base_doc(shape=[], chunk_grid={"name": "regular", "configuration": {"chunk_shape": []}})
+    assert parse_array_metadata(doc).chunk_key(()) == "c"
+    assert parse_array_metadata({**doc, "chunk_key_encoding": {"name": "v2"}}).chunk_key(()) == "0"
+
+
+def test_chunk_key_encoding_errors():
+    with pytest.raises(UnknownCodecError, match="hash"):
+        parse_array_metadata(base_doc(chunk_key_encoding={"name": "hash"}), key=KEY)
+    with pytest.raises(MetadataError, match="separator"):
+        parse_array_metadata(
+            base_doc(chunk_key_encoding={"name": "default", "configuration": {"separator": "-"}})
+        )
+
+
+def test_dimension_names_and_attributes():
+    spec = parse_array_metadata(base_doc(dimension_names=["y", None], attributes={"a": [1, 2]}))
+    assert spec.dimension_names == ("y", None) and spec.attributes == {"a": [1, 2]}
+    for bad in (["y"], ["y", 3], "yx"):
+        with pytest.raises(MetadataError, match="dimension_names"):
+            parse_array_metadata(base_doc(dimension_names=bad), key=KEY)
+    with pytest.raises(MetadataError, match="attributes"):
+        parse_array_metadata(base_doc(attributes=[1]), key=KEY)
+
+
+# --- extensions ---------------------------------------------------------------------------------------------
+def test_unknown_fields_fail_unless_must_understand_false():
+    with pytest.raises(MetadataError, match="'my_ext'") as ei:
+        parse_array_metadata(base_doc(my_ext={"name": "x"}), key=KEY)
+    assert ei.value.key == KEY
+    with pytest.raises(MetadataError, match="'flag'"):
+        parse_array_metadata(base_doc(flag=True), key=KEY)
+    spec = parse_array_metadata(base_doc(my_ext={"name": "x", "must_understand": False}))
+    assert spec.shape == (10, 7)
+
+
+def test_storage_transformers():
+    assert parse_array_metadata(base_doc(storage_transformers=[])).shape == (10, 7)
+    with pytest.raises(UnknownCodecError, match="storage transformer 'chunk-manifest'") as ei:
+        parse_array_metadata(base_doc(storage_transformers=[{"name": "chunk-manifest"}]), key=KEY)
+    assert ei.value.key == KEY
+    optional = [{"name": "cache-hint", "must_understand": False}]
+    assert parse_array_metadata(base_doc(storage_transformers=optional)).shape == (10, 7)
+
+
+def test_unknown_codec_names_key_and_codec():
+    doc = base_doc(codecs=[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zfp"}])
+    with pytest.raises(UnknownCodecError, match="zfp") as ei:
+        parse_array_metadata(doc, key=KEY)
+    assert ei.value.key == KEY and ei.value.codec == "zfp"
+    doc["codecs"][1]["must_understand"] = False  # a codec can never be skipped
+    with pytest.raises(UnknownCodecError):
+        parse_array_metadata(doc, key=KEY)
+
+
+def test_unknown_chunk_grid():
+    with pytest.raises(UnknownCodecError, match="rectilinear"):
+        parse_array_metadata(base_doc(chunk_grid={"name": "rectilinear", "configuration": {}}), key=KEY)
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"zarr_format": 2}, "zarr_format"),
+        ({"node_type": "group"}, "group"),
+        ({"node_type": "blob"}, "node_type"),
+        ({"shape": [10, -1]}, "shape"),
+        ({"shape": [10.5, 7]}, "shape"),
+        ({"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}}}, "chunk_shape"),
+        ({"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 0]}}}, "chunk_shape"),
+        ({"chunk_grid": {"name": "regular"}}, "chunk_shape"),
+        ({"chunk_grid": "regular"}, "chunk_grid"),
+        ({"codecs": []}, "codecs"),
+        ({"codecs": [{"name": "gzip"}]}, "array->bytes"),
+        ({"codecs": [{"name": "bytes"}]}, "endian"),  # int16 needs an endian
+    ],
+)
+def test_malformed_documents_name_key_and_field(change, match):
+    with pytest.raises(MetadataError, match=match) as ei:
+        parse_array_metadata(base_doc(**change), key=KEY)
+    assert ei.value.key == KEY
+
+
+@pytest.mark.parametrize(
+    "field", ["shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs"]
+)
+def test_missing_required_field(field):
+    doc = base_doc()
+    del doc[field]
+    with pytest.raises(MetadataError, match=field) as ei:
+        parse_array_metadata(doc, key=KEY)
+    assert ei.value.key == KEY
+
+
+def test_malformed_json_names_the_key():
+    store = MemoryStore()
+    store.set(KEY, b'{"zarr_format": 3,')
+    with pytest.raises(MetadataError, match="malformed JSON") as ei:
+        Z3.open_array(store, "arr")
+    assert ei.value.key == KEY
+
+
+def test_sharding_chunk_shape_must_divide_the_shard():
+    doc = base_doc(
+        chunk_grid={"name": "regular", "configuration": {"chunk_shape": [8, 4]}},
+        codecs=[{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [3, 4], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}],
+    )  # fmt: skip
+    with pytest.raises(GridError) as ei:
+        parse_array_metadata(doc, key=KEY)
+    assert ei.value.key == KEY
+
+
+# --- creation -----------------------------------------------------------------------------------------------
+def test_create_unsharded():
+    store = MemoryStore()
+    spec = Z3.create_array(
+        store,
+        "arr",
+        shape=(10, 7),
+        dtype="float32",
+        chunks=(4, 4),
+        fill_value=float("nan"),
+        attributes={"a": 1},
+    )
+    raw = store.get(KEY)
+    doc = json.loads(raw)
+    assert raw.decode() == json.dumps(doc, indent=2)
+    assert doc == {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [10, 7],
+        "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "NaN",
+        "codecs": [
+            {"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+        ],
+        "attributes": {"a": 1},
+    }
+    assert spec.codecs.codecs == (BytesCodec("little"), ZstdCodec(level=3))
+    assert np.isnan(spec.fill_value) and spec.metadata == {"zarr.json": doc}
+
+
+def test_create_sharded_and_nested():
+    store = MemoryStore()
+    spec = Z3.create_array(
+        store, "arr", shape=(64, 64), dtype="uint16", chunks=(4, 4), shards=(16, 32), compressor="gzip"
+    )
+    doc = json.loads(store.get(KEY))
+    assert doc["chunk_grid"]["configuration"]["chunk_shape"] == [16, 32]
+    assert doc["codecs"] == [
+        {
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": [4, 4],
+                "codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "gzip", "configuration": {"level": 5}},
+                ],
+                "index_codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "crc32c"},
+                ],
+                "index_location": "end",
+            },
+        }
+    ]
+    sc = spec.codecs.array_bytes
+    assert isinstance(sc, ShardingCodec) and sc.codecs.codecs == (BytesCodec("little"), GzipCodec(5))
+    assert sc.index_codecs.codecs == (BytesCodec("little"), Crc32cCodec())
+
+    spec = Z3.create_array(
+        store,
+        "n",
+        shape=(64, 64),
+        dtype="uint16",
+        chunks=(2, 2),
+        shards=[(4, 8), (16, 32)],
+        index_location="start",
+    )
+    outer = spec.codecs.array_bytes
+    inner = outer.codecs.array_bytes
+    assert spec.outer_chunks == (16, 32) and outer.chunk_shape == (4, 8) and inner.chunk_shape == (2, 2)
+    assert outer.index_location == inner.index_location == "start"
+    assert isinstance(inner.codecs.array_bytes, BytesCodec)
+
+
+@pytest.mark.parametrize(
+    "chunks, shards",
+    [((4, 4), (6, 8)), ((2, 2), [(4, 4), (6, 8)]), ((4, 4), (8,)), ((0, 4), None), ((4, 4), [])],
+)
+def test_create_bad_grids(chunks, shards):
+    store = MemoryStore()
+    with pytest.raises(GridError) as ei:
+        Z3.create_array(store, "arr", shape=(64, 64), dtype="uint8", chunks=chunks, shards=shards)
+    assert ei.value.key == KEY
+    assert store.get(KEY) is None
+
+
+@pytest.mark.parametrize(
+    "compressor, expected",
+    [
+        (None, []),
+        ("none", []),
+        ("zstd", [{"name": "zstd", "configuration": {"level": 3, "checksum": False}}]),
+        ("gzip", [{"name": "gzip", "configuration": {"level": 5}}]),
+        (
+            "blosc",
+            [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 8, "blocksize": 0}}],
+        ),
+        ({"name": "gzip", "configuration": {"level": 1}}, [{"name": "gzip", "configuration": {"level": 1}}]),
+        (ZstdCodec(level=7), [{"name": "zstd", "configuration": {"level": 7, "checksum": False}}]),
+    ],
+)  # fmt: skip
+def test_create_compressors(compressor, expected):
+    doc = Z3.array_metadata(shape=[4], dtype="float64", chunks=[2], compressor=compressor)
+    assert doc["codecs"] == [{"name": "bytes", "configuration": {"endian": "little"}}, *expected]
+
+
+def test_create_errors():
+    store = MemoryStore()
+    with pytest.raises(UnknownCodecError, match="lzma"):
+        Z3.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), compressor="lzma")
+    with pytest.raises(UnsupportedError, match="no core data type"):
+        Z3.create_array(store, "arr", shape=(4,), dtype="U3", chunks=(2,))
+    with pytest.raises(MetadataError, match="dimension_names"):
+        Z3.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), dimension_names=["a", "b"])
+    with pytest.raises(MetadataError, match="cannot be represented"):
+        Z3.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), fill_value=300)
+    with pytest.raises(MetadataError, match="unknown Zarr v3 option"):
+        Z3.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), order="F")
+    with pytest.raises(MetadataError, match="index_location"):
+        Z3.create_array(
+            store, "arr", shape=(4,), dtype="u1", chunks=(2,), shards=(4,), index_location="middle"
+        )
+    assert store.get(KEY) is None
+
+
+def test_create_options_separator_and_names():
+    store = MemoryStore()
+    spec = Z3.create_array(
+        store, "arr", shape=(4, 4), dtype="bool", chunks=(2, 2), fill_value=True, chunk_key_separator=".",
+        dimension_names=["y", None],
+    )  # fmt: skip
+    doc = json.loads(store.get(KEY))
+    assert doc["fill_value"] is True and doc["dimension_names"] == ["y", None]
+    assert spec.chunk_key((1, 0)) == "c.1.0"
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "complex64", "complex128"]
+)
+def test_metadata_round_trip_every_type(dtype):
+    store = MemoryStore()
+    dt = np.dtype(dtype)
+    fill = {"b": True, "i": -3, "u": 3, "f": -np.inf, "c": complex(np.nan, 2)}[dt.kind]
+    created = Z3.create_array(store, "arr", shape=(5, 3), dtype=dtype, chunks=(2, 2), fill_value=fill)
+    opened = Z3.open_array(store, "arr")
+    assert opened.dtype == created.dtype == dt
+    assert opened.fill_value.tobytes() == created.fill_value.tobytes() == np.asarray(fill, dt).tobytes()
+    assert opened.codecs == created.codecs and opened.outer_chunks == (2, 2)
+
+
+# --- groups -------------------------------------------------------------------------------------------------
+def test_groups_and_attributes():
+    store = MemoryStore()
+    Z3.create_group(store, "g", {"x": 1})
+    assert json.loads(store.get("g/zarr.json")) == {
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"x": 1},
+    }
+    assert Z3.node_kind(store, "g") == "group" and Z3.node_kind(store, "h") is None
+    assert Z3.read_attributes(store, "g") == {"x": 1}
+    Z3.write_attributes(store, "g", {"y": 2})
+    assert Z3.read_attributes(store, "g") == {"y": 2}
+    Z3.create_array(store, "g/a", shape=(2,), dtype="u1", chunks=(2,), attributes={"k": "v"})
+    assert Z3.node_kind(store, "g/a") == "array"
+    Z3.write_attributes(store, "g/a", {"k": "w"})
+    assert Z3.open_array(store, "g/a").attributes == {"k": "w"}
+    with pytest.raises(MetadataError, match="missing"):
+        Z3.read_attributes(store, "nope")
+    store.set("bad/zarr.json", b'{"zarr_format": 3, "node_type": "group", "extra": 1}')
+    with pytest.raises(MetadataError, match="'extra'"):
+        Z3.node_kind(store, "bad")
+
+
+# --- interop -------------------------------------------------------------------------------------------------
+def test_zarr_python_reads_our_metadata_and_chunks(tmp_path):
+    store = LocalStore(tmp_path)
+    spec = Z3.create_array(
+        store, "arr", shape=(10, 7), dtype="float32", chunks=(4, 4), fill_value=-1.0,
+        dimension_names=["y", "x"], attributes={"units": "m"}, compressor="gzip",
+    )  # fmt: skip
+    a = np.arange(70, dtype="float32").reshape(10, 7)
+    for pos in [(0, 0), (2, 1)]:  # (2, 1) is an edge chunk: stored padded
+        padded = np.full(spec.outer_chunks, -1.0, dtype="float32")
+        part = a[pos[0] * 4 : pos[0] * 4 + 4, pos[1] * 4 : pos[1] * 4 + 4]
+        padded[: part.shape[0], : part.shape[1]] = part
+        store.set("arr/" + spec.chunk_key(pos), bytes(spec.codecs.encode(padded)))
+    z = zarr.open_array(str(tmp_path / "arr"), mode="r")
+    assert z.metadata.dimension_names == ("y", "x") and z.attrs["units"] == "m"
+    got = z[:]
+    np.testing.assert_array_equal(got[:4, :4], a[:4, :4])
+    np.testing.assert_array_equal(got[8:, 4:], a[8:, 4:])
+    assert (got[4:8] == -1).all()
+
+
+def test_we_read_zarr_python_sharded_array(tmp_path):
+    a = np.arange(10 * 7, dtype="float32").reshape(10, 7)
+    z = zarr.create_array(
+        str(tmp_path / "arr"), shape=(10, 7), chunks=(4, 4), shards=(8, 4), dtype="f4", fill_value=np.nan,
+        dimension_names=["y", "x"],
+    )  # fmt: skip
+    z[:] = a
+    store = LocalStore(tmp_path)
+    spec = Z3.open_array(store, "arr")
+    assert spec.outer_chunks == (8, 4) and spec.dimension_names == ("y", "x") and np.isnan(spec.fill_value)
+    shard = store.get("arr/" + spec.chunk_key((1, 1)))
+    out = spec.codecs.decode(shard, spec.outer_chunks, spec.dtype, fill_value=spec.fill_value)
+    np.testing.assert_array_equal(out[:2, :3], a[8:10, 4:7])
+    assert np.isnan(out[2:]).all()  # inner chunk (3, 1) is outside the array: empty in the index
+
+
+@pytest.mark.parametrize("compressor", ["zstd", "gzip", "blosc", None])
+def test_tensorstore_reads_our_nested_shard(tmp_path, compressor):
+    store = LocalStore(tmp_path)
+    spec = Z3.create_array(
+        store,
+        "arr",
+        shape=(16, 16),
+        dtype="int32",
+        chunks=(2, 2),
+        shards=[(4, 8), (8, 16)],
+        compressor=compressor,
+    )
+    a = np.arange(256, dtype="int32").reshape(16, 16)
+    store.set("arr/" + spec.chunk_key((1, 0)), bytes(spec.codecs.encode(a[8:16, :])))
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path / "arr")}}).result()
+    got = t.read().result()
+    np.testing.assert_array_equal(got[8:], a[8:])
+    assert (got[:8] == 0).all()
+
+
+def test_we_read_tensorstore_array(tmp_path):
+    t = ts.open(
+        {
+            "driver": "zarr3",
+            "kvstore": {"driver": "file", "path": str(tmp_path / "arr")},
+            "metadata": {
+                "shape": [6, 5],
+                "data_type": "uint16",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+                "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
+                "fill_value": 9,
+                "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "zstd", "configuration": {"level": 1}}],
+            },
+        },
+        create=True,
+    ).result()  # fmt: skip
+    a = np.arange(30, dtype="uint16").reshape(6, 5)
+    t.write(a).result()
+    store = LocalStore(tmp_path)
+    spec = Z3.open_array(store, "arr")
+    assert spec.fill_value == 9 and spec.chunk_key((1, 0)) == "1.0"
+    chunk = spec.codecs.decode(store.get("arr/1.0"), (4, 4), spec.dtype)
+    np.testing.assert_array_equal(chunk[:2, :4], a[4:6, :4])
+
+
+def test_zarr_python_documents_parse():
+    # every array document zarr-python writes for the core types parses, and the fill value agrees
+    for dtype, fill in [
+        ("bool", True),
+        ("int64", -7),
+        ("uint32", 9),
+        ("float16", np.inf),
+        ("complex64", 1 - 1j),
+    ]:
+        z = zarr.create_array(store={}, shape=(3,), chunks=(2,), dtype=dtype, fill_value=fill)
+        doc = json.loads(json.dumps(z.metadata.to_dict(), default=str))
+        spec = parse_array_metadata(copy.deepcopy(doc))
+        assert spec.fill_value == np.asarray(fill, dtype=dtype)
