@@ -210,16 +210,18 @@ class LocalStore(Store):
     def _lstat(self, key: str) -> os.stat_result | None:
         path = self._fspath(key)
         self._check_parent(key, path)
-        try:
-            st = os.stat(path, follow_symlinks=False)
-            if _stat.S_ISLNK(st.st_mode):
-                self._check_inside(path, key)
-                st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(_oserror_message("stat", e), key=key) from e
-        return st if _stat.S_ISREG(st.st_mode) else None
+        follow = False
+        while True:
+            try:
+                st = os.stat(path, follow_symlinks=follow)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as e:
+                raise StoreError(_oserror_message("stat", e), key=key) from e
+            if follow or not _stat.S_ISLNK(st.st_mode):
+                return st if _stat.S_ISREG(st.st_mode) else None
+            self._check_inside(path, key)  # a symlink: follow it only inside the root
+            follow = True
 
     # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:

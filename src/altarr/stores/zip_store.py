@@ -132,6 +132,8 @@ class ZipStore(Store):
                     continue
                 try:
                     results.append(self._read(info, key, start, stop, inflated))
+                except StoreError:
+                    raise
                 except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as e:
                     raise StoreError(
                         f"reading from zip archive failed: {e}", key=key, byte_range=(start, stop)

@@ -1,0 +1,638 @@
+"""The behavioural suite of the store layer, run over every store kind: in memory, local files, fsspec's
+memory file system, and a real S3 protocol server (moto, on the loopback interface)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
+from altarr.stores import FsspecStore, LocalStore, MemoryStore, Store, ZipStore, store_from_url
+
+# --- a local S3 server ---------------------------------------------------------------------------------
+_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "NO_PROXY": "127.0.0.1,localhost",
+    "no_proxy": "127.0.0.1,localhost",
+}
+BUCKET = "altarr-test"
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A moto S3 server on 127.0.0.1 (a free port) with one bucket; yields the endpoint URL."""
+    pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    saved = {k: os.environ.get(k) for k in _AWS_ENV}
+    os.environ.update(_AWS_ENV)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def s3_options(endpoint: str) -> dict:
+    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint}}
+
+
+KINDS = ["memory", "local", "fsspec-memory", "s3"]
+
+
+@pytest.fixture(params=KINDS)
+def any_store(request, tmp_path):
+    """A fresh, empty store of each kind."""
+    kind = request.param
+    if kind == "memory":
+        store: Store = MemoryStore()
+    elif kind == "local":
+        store = LocalStore(tmp_path / "root")
+    elif kind == "fsspec-memory":
+        store = FsspecStore(f"memory://altarr-tests/{uuid.uuid4().hex}")
+    else:
+        endpoint = request.getfixturevalue("s3_endpoint")
+        store = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(endpoint))
+    yield store
+    store.close()
+
+
+DATA = bytes(range(256)) * 4  # 1024 bytes
+
+
+# --- reads ---------------------------------------------------------------------------------------------
+def test_set_get_roundtrip_and_missing(any_store):
+    any_store.set("a/b/c", DATA)
+    any_store.stats.reset()
+    assert any_store.get("a/b/c") == DATA
+    assert any_store.get("a/b/missing") is None
+    assert any_store.get("nowhere") is None
+    s = any_store.stats
+    assert (s.reads, s.bytes_read) == (3, len(DATA))
+
+
+def test_ranges_follow_slice_semantics(any_store):
+    any_store.set("k", DATA)
+    any_store.set("empty", b"")
+    reqs = [
+        ("k", 0, 10),
+        ("k", 1000, 2000),  # clipped at the end
+        ("k", 5000, 6000),  # entirely past the end
+        ("k", 1024, None),
+        ("k", 1000, None),
+        ("k", -7, None),
+        ("k", -5000, None),  # suffix longer than the object: the whole object
+        ("k", 10, 10),  # empty
+        ("k", 30, 20),  # stop before start: empty
+        ("k", 3, -1000),  # negative stop past the start: empty
+        ("k", 100, -900),
+        ("k", -30, -10),
+        ("k", None, None),
+        ("empty", None, None),
+        ("empty", 0, 10),
+        ("empty", -4, None),
+        ("missing", 0, 10),
+        ("missing", -4, None),
+        ("missing", 4, 4),
+    ]
+    got = any_store.get_ranges(reqs)
+    want = [None if k == "missing" else {"k": DATA, "empty": b""}[k][s:e] for k, s, e in reqs]
+    assert got == want
+    assert all(r is None or type(r) is bytes for r in got)
+
+
+def test_empty_range_of_missing_key_is_none(any_store):
+    any_store.set("k", DATA)
+    assert any_store.get_ranges([("k", 7, 7), ("nope", 7, 7)]) == [b"", None]
+
+
+def test_ten_nearby_ranges_are_one_read(any_store):
+    any_store.set("shard", DATA * 100)
+    any_store.stats.reset()
+    reqs = [("shard", i * 5000, i * 5000 + 100) for i in range(10)]
+    got = any_store.get_ranges(reqs)
+    assert got == [(DATA * 100)[s:e] for _, s, e in reqs]
+    assert any_store.stats.reads == 1
+    assert any_store.stats.bytes_read == 45100  # the merged span
+
+
+def test_far_apart_ranges_are_separate_reads(tmp_path):
+    store = MemoryStore(coalesce_gap=1000)
+    store.set("shard", DATA * 100)
+    reqs = [("shard", i * 20000, i * 20000 + 10) for i in range(5)]
+    assert store.get_ranges(reqs) == [(DATA * 100)[s:e] for _, s, e in reqs]
+    assert store.stats.reads == 5 and store.stats.bytes_read == 50
+
+
+def test_far_apart_ranges_every_store(any_store):
+    big = os.urandom(600_000)
+    any_store.set("big", big)
+    any_store.stats.reset()
+    reqs = [("big", 0, 16), ("big", 200_000, 200_016), ("big", 400_000, 400_016), ("big", 599_990, 600_000)]
+    assert any_store.get_ranges(reqs) == [big[s:e] for _, s, e in reqs]
+    assert any_store.stats.reads == 4
+    assert any_store.stats.bytes_read == 16 * 3 + 10
+
+
+def test_missing_key_is_one_read_and_none(any_store):
+    assert any_store.get_range("absent", 0, 100) is None
+    assert (any_store.stats.reads, any_store.stats.bytes_read) == (1, 0)
+
+
+def test_suffix_ranges_count(any_store):
+    any_store.set("s", DATA)
+    any_store.stats.reset()
+    got = any_store.get_ranges([("s", -4, None), ("s", -16, None), ("s", -2000, None)])
+    assert got == [DATA[-4:], DATA[-16:], DATA]
+    assert any_store.stats.reads == 1  # suffixes merge into the longest
+    any_store.stats.reset()
+    assert any_store.get_ranges([("s", 0, 4), ("s", -4, None)]) == [DATA[:4], DATA[-4:]]
+    assert any_store.stats.reads == 2  # a range and a suffix cannot merge
+    assert any_store.stats.size_queries == 0  # served natively
+
+
+def test_whole_object_absorbs_ranges(any_store):
+    any_store.set("w", DATA)
+    any_store.stats.reset()
+    got = any_store.get_ranges([("w", 3, 9), ("w", None, None), ("w", -3, None)])
+    assert got == [DATA[3:9], DATA, DATA[-3:]]
+    assert any_store.stats.reads == 1 and any_store.stats.bytes_read == len(DATA)
+
+
+def test_results_in_request_order_many_keys(any_store):
+    objs = {f"c/{i}/{j}": os.urandom(50 + i * 7 + j) for i in range(4) for j in range(4)}
+    any_store.set_many(list(objs.items()))
+    keys = sorted(objs, reverse=True) + ["c/9/9"]
+    got = any_store.get_ranges([(k, 1, 20) for k in keys])
+    assert got == [objs[k][1:20] if k in objs else None for k in keys]
+    assert any_store.stats.reads == len(keys)
+
+
+def test_concurrent_reads_from_threads(any_store):
+    objs = {f"t/{i}": os.urandom(3000 + i) for i in range(16)}
+    any_store.set_many(list(objs.items()))
+    any_store.stats.reset()
+    rng = np.random.default_rng(0)
+    batches = []
+    for _ in range(24):
+        keys = rng.choice(sorted(objs), size=5)
+        batches.append(
+            [(str(k), int(s), int(s) + 100) for k, s in zip(keys, rng.integers(0, 3000, 5), strict=True)]
+        )
+
+    def run(batch):
+        return any_store.get_ranges(batch)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, batches))
+    for batch, res in zip(batches, results, strict=True):
+        assert res == [objs[k][s:e] for k, s, e in batch]
+    assert any_store.stats.reads > 0
+
+
+def test_size_exists_stat(any_store):
+    any_store.set("x/y", DATA)
+    any_store.stats.reset()
+    assert any_store.size("x/y") == len(DATA)
+    assert any_store.size("x/none") is None
+    assert any_store.exists("x/y") and not any_store.exists("x")  # a folder is not an object
+    assert any_store.stats.size_queries == 4
+    size, token = any_store.stat("x/y")
+    assert size == len(DATA)
+    assert isinstance(token, int | float | str)
+    assert any_store.stat("x/y") == (size, token)  # stable while unchanged
+    any_store.set("x/y", DATA[::-1])  # same size, other content
+    assert any_store.stat("x/y")[1] != token
+    assert any_store.stat("x/none") is None
+
+
+# --- writes --------------------------------------------------------------------------------------------
+def test_write_counts_and_value_types(any_store):
+    arr = np.arange(12, dtype="<u2").reshape(3, 4)
+    any_store.set("a", bytearray(b"abc"))
+    any_store.set("b", memoryview(b"0123456789")[2:5])
+    any_store.set("c", arr)
+    any_store.set("d", arr[:, ::2])  # not contiguous
+    s = any_store.stats
+    assert (s.writes, s.bytes_written) == (4, 3 + 3 + 24 + 12)
+    assert any_store.get("a") == b"abc"
+    assert any_store.get("b") == b"234"
+    assert any_store.get("c") == arr.tobytes()
+    assert any_store.get("d") == arr[:, ::2].tobytes()
+    with pytest.raises(TypeError):
+        any_store.set("e", object())
+    assert any_store.get("e") is None
+
+
+def test_overwrite_and_delete(any_store):
+    any_store.set("d/e/f", b"one")
+    any_store.set("d/e/f", b"two!")
+    assert any_store.get("d/e/f") == b"two!"
+    assert any_store.delete("d/e/f") is True
+    assert any_store.delete("d/e/f") is False
+    assert any_store.get("d/e/f") is None
+    assert any_store.stats.deletes >= 1
+    assert list(any_store.list()) == []
+
+
+def test_set_many_delete_many_delete_prefix(any_store):
+    items = [(f"g/{i}", bytes([i]) * 10) for i in range(10)] + [("h/0", b"x")]
+    any_store.set_many(items)
+    assert any_store.stats.writes == 11
+    assert any_store.delete_many(["g/0", "g/1", "g/none"]) == [True, True, False]
+    assert any_store.delete_prefix("g") == 8
+    assert list(any_store.list()) == ["h/0"]
+
+
+def test_listing(any_store):
+    for k in ["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"]:
+        any_store.set(k, b"1")
+    any_store.stats.reset()
+    assert sorted(any_store.list()) == sorted(["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"])
+    assert sorted(any_store.list("a")) == ["a/.zattrs", "a/b/c", "a/b/d", "a/e"]
+    assert sorted(any_store.list("a/b/")) == ["a/b/c", "a/b/d"]
+    assert list(any_store.list("nothing")) == []
+    assert list(any_store.list("g")) == []  # a key is not a folder
+    assert any_store.list_dir("") == (["g"], ["a", "ab"])
+    assert any_store.list_dir("a") == ([".zattrs", "e"], ["b"])
+    assert any_store.list_dir("zz") == ([], [])
+    assert any_store.stats.lists == 8
+
+
+def test_read_only_refuses_writes(any_store):
+    any_store.set("k", b"v")
+    ro = any_store.with_read_only()
+    assert ro.read_only
+    assert ro.get("k") == b"v"
+    with pytest.raises(ReadOnlyError) as info:
+        ro.set("k", b"w")
+    assert info.value.key == "k"
+    with pytest.raises(ReadOnlyError):
+        ro.delete("k")
+    with pytest.raises(ReadOnlyError):
+        ro.set_many([("k", b"w"), ("j", b"w")])
+    assert any_store.get("k") == b"v"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/../../x", "/etc/passwd", "a/./b", "a\\b", "x\x00y"])
+def test_key_escape_attempts_raise(any_store, bad):
+    for call in (
+        lambda: any_store.get(bad),
+        lambda: any_store.get_ranges([("ok", 0, 1), (bad, 0, 1)]),
+        lambda: any_store.size(bad),
+        lambda: any_store.set(bad, b"x"),
+        lambda: any_store.delete(bad),
+        lambda: list(any_store.list(bad)),
+    ):
+        with pytest.raises(InvalidKeyError):
+            call()
+
+
+def test_keys_are_normalized(any_store):
+    any_store.set("a//b/", b"x")
+    assert any_store.get("a/b") == b"x"
+    assert list(any_store.list()) == ["a/b"]
+
+
+def test_stats_reset_and_dict(any_store):
+    any_store.set("k", b"abc")
+    any_store.get("k")
+    assert any_store.stats.as_dict()["writes"] == 1
+    any_store.stats.reset()
+    assert set(any_store.stats.as_dict().values()) == {0}
+
+
+def test_pickle_roundtrip(any_store):
+    any_store.set("p", b"pickled")
+    clone = pickle.loads(pickle.dumps(any_store))
+    assert type(clone) is type(any_store)
+    assert clone.get("p") == b"pickled"
+    assert clone.read_only == any_store.read_only
+
+
+# --- LocalStore specifics ------------------------------------------------------------------------------
+def _files(root) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_local_layout_parents_and_pruning(tmp_path):
+    root = tmp_path / "root"
+    s = LocalStore(root)
+    assert not root.exists()  # created on the first write
+    s.set("a/b/c/d", b"1")
+    s.set("a/x", b"2")
+    assert (root / "a" / "b" / "c" / "d").read_bytes() == b"1"
+    s.delete("a/b/c/d")
+    assert not (root / "a" / "b").exists()  # empty folders pruned
+    assert (root / "a").is_dir()  # still holds a/x
+    s.delete("a/x")
+    assert root.is_dir() and not any(root.iterdir())  # the root stays
+
+
+def test_local_symlink_out_of_root_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"secret")
+    root = tmp_path / "root"
+    root.mkdir()
+    os.symlink(outside / "secret", root / "link")
+    os.symlink(outside, root / "dirlink")
+    s = LocalStore(root)
+    for call in (
+        lambda: s.get("link"),
+        lambda: s.get_range("link", -3, None),
+        lambda: s.size("link"),
+        lambda: s.stat("link"),
+        lambda: s.get("dirlink/secret"),
+        lambda: s.set("dirlink/new", b"x"),
+        lambda: s.set("dirlink/sub/new", b"x"),
+        lambda: s.delete("dirlink/secret"),
+        lambda: list(s.list("dirlink")),
+    ):
+        with pytest.raises(InvalidKeyError):
+            call()
+    assert sorted(os.listdir(outside)) == ["secret"]
+    assert (outside / "secret").read_bytes() == b"secret"
+
+
+def test_local_symlink_inside_root_is_followed(tmp_path):
+    s = LocalStore(tmp_path)
+    s.set("data/real", b"content")
+    os.symlink(tmp_path / "data" / "real", tmp_path / "alias")
+    assert s.get("alias") == b"content"
+    assert s.get_range("alias", 1, 3) == b"on"
+    assert s.size("alias") == 7
+
+
+def test_local_failed_replace_keeps_old_object_and_no_temp(tmp_path, monkeypatch):
+    s = LocalStore(tmp_path)
+    s.set("k/v", b"old")
+
+    def boom(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(StoreError) as info:
+        s.set("k/v", b"new content")
+    assert info.value.key == "k/v"
+    assert isinstance(info.value.__cause__, OSError)
+    monkeypatch.undo()
+    assert s.get("k/v") == b"old"
+    assert _files(tmp_path) == ["k/v"]
+
+
+def test_local_write_failing_midway_keeps_old_object(tmp_path, monkeypatch):
+    s = LocalStore(tmp_path)
+    s.set("k", b"old")
+    real_write = os.write
+    calls = []
+
+    def half_then_fail(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    with pytest.raises(StoreError):
+        s.set("k", b"x" * 1000)
+    monkeypatch.undo()
+    assert len(calls) == 2
+    assert s.get("k") == b"old"
+    assert _files(tmp_path) == ["k"]
+    assert s.stats.writes == 1
+
+
+def test_local_bad_value_leaves_nothing(tmp_path):
+    s = LocalStore(tmp_path)
+    s.set("k", b"old")
+    with pytest.raises(TypeError):
+        s.set("k", 12345)
+    assert s.get("k") == b"old" and _files(tmp_path) == ["k"]
+
+
+def test_local_os_errors_become_store_errors(tmp_path, monkeypatch):
+    s = LocalStore(tmp_path)
+    s.set("file", b"x")
+    with pytest.raises(StoreError) as info:  # a parent that is a file
+        s.set("file/child", b"y")
+    assert info.value.key == "file/child"
+    assert s.get("file/child") is None  # reading through a file: missing
+    real_open = os.open
+
+    def denied(path, flags, *args, **kwargs):
+        if str(path).endswith("file"):
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    with pytest.raises(StoreError) as info:
+        s.get("file")
+    assert info.value.key == "file" and isinstance(info.value.__cause__, PermissionError)
+
+
+def test_local_folder_key_reads_as_missing(tmp_path):
+    s = LocalStore(tmp_path)
+    s.set("dir/k", b"x")
+    assert s.get("dir") is None
+    assert s.get_range("dir", 0, 5) is None
+    assert s.size("dir") is None
+    assert s.delete("dir") is False
+
+
+def test_local_huge_range_is_clipped(tmp_path):
+    s = LocalStore(tmp_path)
+    s.set("k", DATA)
+    assert s.get_range("k", 10, 2**62) == DATA[10:]
+
+
+def test_local_listing_skips_temp_files(tmp_path):
+    s = LocalStore(tmp_path)
+    s.set("a/b", b"1")
+    (tmp_path / "a" / ".b.123abc.altarr-tmp").write_bytes(b"partial")
+    assert list(s.list()) == ["a/b"]
+    assert s.list_dir("a") == (["b"], [])
+
+
+def test_local_pool_is_lazy_and_single_requests_run_inline(tmp_path):
+    s = LocalStore(tmp_path, max_workers=4)
+    s.set_many([("x", b"1")])
+    s.get("x")
+    s.get_ranges([("x", 0, 1), ("x", 0, 1)])  # merges into one request
+    assert s._pool is None
+    s.set_many([(f"k{i}", bytes([i])) for i in range(8)])
+    assert s.get_ranges([(f"k{i}", None, None) for i in range(8)]) == [bytes([i]) for i in range(8)]
+    assert s._pool is not None
+    s.close()
+    assert s._pool is None
+    assert s.get_ranges([("k1", None, None), ("k2", None, None)]) == [b"\x01", b"\x02"]  # pool recreated
+    s.close()
+
+
+def test_local_few_keys_many_ranges_in_parallel(tmp_path):
+    s = LocalStore(tmp_path, max_workers=4, coalesce_gap=0)
+    big = os.urandom(100_000)
+    s.set("shard", big)
+    reqs = [("shard", i * 1000, i * 1000 + 10) for i in range(100)]
+    assert s.get_ranges(reqs) == [big[a:b] for _, a, b in reqs]
+    assert s.stats.reads == 100
+    s.close()
+
+
+def test_local_fsync_and_concurrent_writers(tmp_path):
+    s = LocalStore(tmp_path, fsync=True)
+    values = [bytes([i]) * 5000 for i in range(8)]
+    threads = [threading.Thread(target=s.set, args=("same/key", v)) for v in values]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert s.get("same/key") in values  # one whole value, never a mix
+    assert _files(tmp_path) == ["same/key"]
+
+
+# --- FsspecStore specifics -----------------------------------------------------------------------------
+def test_fsspec_suffix_without_native_support_counts_both():
+    s = FsspecStore(f"memory://altarr-tests/{uuid.uuid4().hex}", native_suffix=False)
+    s.set("k", DATA)
+    s.set("e", b"")
+    s.stats.reset()
+    assert s.get_ranges([("k", -10, None), ("k", -5, -2), ("e", -3, None), ("m", -3, None)]) == [
+        DATA[-10:],
+        DATA[-5:-2],
+        b"",
+        None,
+    ]
+    assert s.stats.size_queries == 3 and s.stats.reads == 1
+
+
+def test_fsspec_instance_and_path(tmp_path):
+    import fsspec
+
+    fs = fsspec.filesystem("file")
+    s = FsspecStore(fs, str(tmp_path / "sub"))
+    s.set("a/b", b"xyz")  # parent folders created
+    assert (tmp_path / "sub" / "a" / "b").read_bytes() == b"xyz"
+    assert s.get_ranges([("a/b", -2, None), ("a/zz", None, None)]) == [b"yz", None]
+    assert list(s.list()) == ["a/b"]
+    assert s.delete("a/b") and not s.delete("a/b")
+    with pytest.raises(TypeError):
+        FsspecStore(fs, "x", anon=True)
+
+
+def test_fsspec_url_with_path():
+    base = f"memory://altarr-tests/{uuid.uuid4().hex}"
+    s = FsspecStore(base, "inner/node")
+    s.set("k", b"1")
+    assert FsspecStore(base).get("inner/node/k") == b"1"
+
+
+# --- ZipStore ------------------------------------------------------------------------------------------
+def test_zip_write_then_read(tmp_path):
+    import zipfile
+
+    path = tmp_path / "a.zip"
+    with ZipStore(path, mode="w") as z:
+        z.set("arr/c/0", DATA)
+        z.set("arr/zarr.json", b"{}")
+        z.set("arr/zarr.json", b'{"v": 2}')  # rewritten: the newest member wins
+        assert z.get("arr/zarr.json") == b'{"v": 2}'
+        with pytest.raises(Exception, match="cannot delete"):
+            z.delete("arr/c/0")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("arr/c/1", DATA * 3)  # a compressed member
+    z = ZipStore(path)
+    assert z.read_only
+    reqs = [
+        ("arr/c/0", 5, 9),
+        ("arr/c/0", -3, None),
+        ("arr/c/1", 1000, 1010),
+        ("arr/c/1", -2, None),
+        ("no", 0, 1),
+    ]
+    assert z.get_ranges(reqs) == [DATA[5:9], DATA[-3:], (DATA * 3)[1000:1010], (DATA * 3)[-2:], None]
+    assert z.stats.reads == 5
+    assert z.get("arr/zarr.json") == b'{"v": 2}'
+    assert z.size("arr/c/1") == 3 * len(DATA) and z.size("arr") is None
+    assert z.stat("arr/c/0")[0] == len(DATA)
+    assert sorted(z.list()) == ["arr/c/0", "arr/c/1", "arr/zarr.json"]
+    assert z.list_dir("arr") == (["zarr.json"], ["c"])
+    with pytest.raises(ReadOnlyError):
+        z.set("x", b"1")
+    with pytest.raises(ReadOnlyError):
+        z.delete("x")
+    z2 = pickle.loads(pickle.dumps(z))
+    assert z2.get("arr/c/0") == DATA
+    z.close()
+    z2.close()
+
+
+def test_zip_written_by_zarr_is_readable(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    path = tmp_path / "z.zip"
+    zs = zarr.storage.ZipStore(path, mode="w")
+    a = zarr.create_array(zs, shape=(10, 10), chunks=(5, 5), dtype="i4", compressors=None)
+    a[:] = np.arange(100, dtype="i4").reshape(10, 10)
+    zs.close()
+    s, prefix = store_from_url(str(path))
+    assert isinstance(s, ZipStore) and prefix == ""
+    assert s.get("c/1/1") == np.arange(100, dtype="i4").reshape(10, 10)[5:, 5:].tobytes()
+    assert b'"zarr_format": 3' in s.get("zarr.json").replace(b" ", b"").replace(b'":', b'": ')
+    s.close()
+
+
+def test_zip_missing_archive_is_store_error(tmp_path):
+    with pytest.raises(StoreError):
+        ZipStore(tmp_path / "nope.zip")
+
+
+# --- store_from_url ------------------------------------------------------------------------------------
+def test_store_from_url_kinds(tmp_path):
+    s, p = store_from_url(str(tmp_path / "d"))
+    assert isinstance(s, LocalStore) and s.read_only and p == ""
+    s, p = store_from_url(tmp_path / "d", mode="w")
+    assert isinstance(s, LocalStore) and not s.read_only
+    s, p = store_from_url(f"file://{tmp_path}/d", mode="r+")
+    assert isinstance(s, LocalStore) and s.root == str(tmp_path / "d") and not s.read_only
+    s, p = store_from_url("memory://altarr-tests/url", mode="a")
+    assert isinstance(s, FsspecStore) and not s.read_only
+    m = MemoryStore()
+    assert store_from_url(m) == (m, "")
+    with pytest.raises(ValueError):
+        store_from_url(str(tmp_path), mode="rw")
+
+
+def test_store_from_url_zip_with_inner_prefix(tmp_path):
+    path = tmp_path / "x.zip"
+    z, p = store_from_url(str(path), mode="w")
+    assert isinstance(z, ZipStore) and p == ""
+    z.set("group/arr/zarr.json", b"{}")
+    z.close()
+    z, p = store_from_url(f"{path}/group/arr")
+    assert isinstance(z, ZipStore) and z.read_only and p == "group/arr"
+    assert z.get(p + "/zarr.json") == b"{}"
+    z.close()
+    z, _ = store_from_url(str(path), mode="a")
+    z.set("more", b"1")
+    z.close()
+    with pytest.raises(StoreError):
+        store_from_url(str(path), mode="w-")
