@@ -1,0 +1,37 @@
+"""Lazy arrays: NumPy-compatible arrays fetched chunk by chunk through a user ``fetch(chunks)``.
+
+Public names (re-exported by :mod:`altarr`): :func:`altarr`, :class:`LazyArray`, :func:`extract`,
+:func:`plan`, :func:`stats`, :func:`reset`, :func:`is_altarr`, :func:`set_options`,
+:func:`get_options`, :func:`open`, :func:`zarr_v2`, :func:`example_zarr`.
+
+Modules: ``array`` (LazyArray and the public functions), ``indexing`` (selection planning), ``cache``
+(byte-budget LRU, single flight), ``fetching`` (fetch contract), ``reduce`` (streamed reductions),
+``elementwise`` (lazy ufunc expressions), ``numpy_api`` (NEP 13/18 dispatch), ``options``, ``sources``
+(datasets, Zarr v2 demo, CF unpacking), ``recipes`` (pickling).
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.lazy import altarr, stats
+    >>> x = altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
+    >>> float(x[1:3, 1:3].sum()), stats(x)["fetch_calls"]
+    (4.0, 1)
+"""
+
+from .array import LazyArray, altarr, extract, is_altarr, plan, reset, stats
+from .options import get_options, set_options
+from .sources import example_zarr, open, zarr_v2
+
+__all__ = [
+    "altarr",
+    "LazyArray",
+    "extract",
+    "plan",
+    "stats",
+    "reset",
+    "is_altarr",
+    "set_options",
+    "get_options",
+    "open",
+    "zarr_v2",
+    "example_zarr",
+]

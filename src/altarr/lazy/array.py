@@ -1,0 +1,754 @@
+"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand, and its constructor.
+
+A lazy array is a *recipe* (shape, chunk shape, dtype, dims, coords and a source: a user ``fetch`` or a
+lazy elementwise expression over other lazy arrays). Indexing plans the touched chunks first and
+fetches the missing ones in one call through the shared byte-budget cache; reductions stream in
+batches; elementwise ufuncs build lazy expressions; anything else materializes through one guarded
+path.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> def fetch(chunks):  # 10x7 array in 4x3 chunks, each value its own C-order position
+    ...     return [np.arange(70.0).reshape(10, 7)[4 * i : 4 * i + 4, 3 * j : 3 * j + 3] for i, j in chunks]
+    >>> x = aa.altarr((10, 7), (4, 3), fetch)
+    >>> x[1, 2:5]
+    array([ 9., 10., 11.])
+    >>> float(x.sum())
+    2415.0
+    >>> aa.stats(x)["fetch_calls"]
+    2
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from ..errors import GridError, MaterializeError, ReadOnlyError
+from . import options
+from .cache import CACHE
+from .fetching import COUNTER_NAMES, FetchSource
+from .indexing import Plan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
+
+__all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
+
+#: Version of the pickled recipe layout (bumped when it changes; old versions keep loading).
+RECIPE_VERSION = 1
+
+
+def _format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _check_dtype(dtype: Any) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.kind not in "biufc":
+        raise TypeError(f"altarr arrays hold bool or numeric values; dtype {dt} is not supported")
+    return dt
+
+
+def _normalize_geometry(shape: Any, chunks: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if isinstance(shape, int | np.integer):
+        shape = (shape,)
+    try:
+        shp = tuple(int(s) for s in shape)
+    except TypeError as e:
+        raise GridError(f"shape must be an int or a sequence of ints, got {shape!r}") from e
+    if any(s < 0 for s in shp):
+        raise GridError(f"shape must not be negative, got {shp}")
+    if isinstance(chunks, int | np.integer):
+        chk = (int(chunks),) * len(shp)
+    else:
+        try:
+            chk = tuple(int(c) for c in chunks)
+        except TypeError as e:
+            raise GridError(f"chunks must be an int or a sequence of ints, got {chunks!r}") from e
+        if len(chk) == 1 and len(shp) != 1:
+            chk = chk * len(shp)
+    if len(chk) != len(shp):
+        raise GridError(f"chunks {chk} do not match the {len(shp)} dimensions of shape {shp}")
+    if any(c < 1 for c in chk):
+        raise GridError(f"chunk sizes must be >= 1, got {chk}")
+    return shp, chk
+
+
+def _normalize_dims(dims: Any, ndim: int) -> tuple[str, ...] | None:
+    if dims is None:
+        return None
+    if isinstance(dims, str):
+        dims = (dims,)
+    out = tuple(str(d) for d in dims)
+    if len(out) != ndim:
+        raise ValueError(f"dims {out} must name each of the {ndim} dimensions")
+    if len(set(out)) != ndim:
+        raise ValueError(f"dims must be unique, got {out}")
+    return out
+
+
+def _normalize_coords(
+    coords: Any, dims: tuple[str, ...] | None, shape: tuple[int, ...]
+) -> dict[str, Any] | None:
+    if coords is None:
+        return None
+    if not isinstance(coords, Mapping):
+        if dims is None or len(coords) != len(dims):
+            raise ValueError("coords must be a mapping {dim: values} or one sequence per dimension")
+        coords = dict(zip(dims, coords, strict=True))
+    out: dict[str, Any] = {}
+    for name, values in coords.items():
+        if dims is not None and name in dims:
+            arr = np.asarray(values)
+            n = shape[dims.index(name)]
+            if arr.ndim != 1 or len(arr) != n:
+                raise ValueError(f"coordinate {name!r} must be 1-D with {n} values, got shape {arr.shape}")
+            out[str(name)] = arr
+        else:
+            out[str(name)] = values
+    return out
+
+
+class _IndexerProxy:
+    """``x.oindex``, ``x.vindex`` and ``x.flat``: objects whose ``[...]`` plans one indexing form."""
+
+    __slots__ = ("_array", "_planner")
+
+    def __init__(self, array: LazyArray, planner: Callable[..., Plan]) -> None:
+        self._array = array
+        self._planner = planner
+
+    def __getitem__(self, key: Any) -> Any:
+        a = self._array
+        key = a._convert_key(key)
+        p = self._planner(key, a.shape, a.chunks)
+        a._count("extract_subset")
+        return a._execute(p)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise ReadOnlyError("lazy arrays are read-only")
+
+
+class LazyArray(NDArrayOperatorsMixin):
+    """A read-only, NumPy-compatible array whose values are fetched chunk by chunk on demand.
+
+    Build one with :func:`altarr` (any ``fetch`` function) or :func:`altarr.open` (a dataset). Attributes:
+    ``shape``, ``dtype``, ``chunks`` (the chunk shape), ``ndim``, ``size``, ``nbytes``, ``dims``,
+    ``coords``, ``nchunks`` (chunks along each dimension).
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr((6,), 4, lambda c: [np.arange(4.0 * i, min(4.0 * i + 4, 6)) for (i,) in c])
+        >>> x[::-2]
+        array([5., 3., 1.])
+        >>> aa.is_altarr(x), aa.is_altarr(x[:2])
+        (True, False)
+    """
+
+    _is_lazy_array = True
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        chunks: tuple[int, ...],
+        dtype: np.dtype,
+        source: Any,
+        dims: tuple[str, ...] | None = None,
+        coords: dict[str, Any] | None = None,
+    ) -> None:
+        self._shape = tuple(shape)
+        self._chunks = tuple(chunks)
+        self._dtype = np.dtype(dtype)
+        self._source = source
+        self._dims = dims
+        self._coords = coords
+
+    # --- attributes ------------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array shape."""
+        return self._shape
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The chunk shape (edge chunks are clipped)."""
+        return self._chunks
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type."""
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the whole array would take in memory."""
+        return self.size * self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._dtype.itemsize
+
+    @property
+    def dims(self) -> tuple[str, ...] | None:
+        """Dimension names, or ``None``."""
+        return self._dims
+
+    @property
+    def coords(self) -> dict[str, Any] | None:
+        """Coordinates by name, or ``None``."""
+        return self._coords
+
+    @property
+    def nchunks(self) -> tuple[int, ...]:
+        """Number of chunks along each dimension."""
+        return nchunks_of(self._shape, self._chunks)
+
+    @property
+    def oindex(self) -> _IndexerProxy:
+        """Orthogonal (outer) indexing: one subscript per dimension, cartesian product (NEP 21)."""
+        return _IndexerProxy(self, plan_outer)
+
+    @property
+    def vindex(self) -> _IndexerProxy:
+        """Vectorized (point) indexing: arrays broadcast together, their dimensions first (NEP 21)."""
+        return _IndexerProxy(self, plan_vector)
+
+    @property
+    def flat(self) -> _IndexerProxy:
+        """C-order linear indexing: ``x.flat[i]``, ``x.flat[a:b:c]``, ``x.flat[int_array]``."""
+        return _IndexerProxy(self, plan_flat)
+
+    # --- internals ---------------------------------------------------------------------------------------
+    def _leaves(self) -> list[FetchSource]:
+        return self._source.leaves()
+
+    def _count(self, name: str, amount: int = 1) -> None:
+        for leaf in self._leaves():
+            leaf.counters.add(name, amount)
+
+    def _convert_key(self, key: Any) -> Any:
+        """Lazy arrays used as indices (``x[x > 0]``) are materialized first (under the guard)."""
+        if isinstance(key, tuple):
+            if any(isinstance(k, LazyArray) for k in key):
+                return tuple(k._materialize() if isinstance(k, LazyArray) else k for k in key)
+            return key
+        return key._materialize() if isinstance(key, LazyArray) else key
+
+    def _execute(self, p: Plan) -> Any:
+        """Fetch the plan's missing chunks (one call when they fit the cache budget) and assemble."""
+        work = p.new_work(self._dtype)
+        coords = p.coords
+        if len(coords):
+            src = self._source
+            budget = options._get("cache_bytes")
+            missing = src.row_missing_nbytes(coords)
+            if int(missing.sum()) <= budget:
+                for i, chunk in enumerate(src.get_chunks(coords, store=True)):
+                    p.place(work, i, chunk)
+            else:  # bigger than the cache: stream in budget-sized batches, cache nothing
+                for rows in _batches_by_bytes(missing, budget):
+                    chunks = src.get_chunks(coords[rows], store=False)
+                    for i, chunk in zip(rows, chunks, strict=True):
+                        p.place(work, i, chunk)
+                    del chunks
+        return p.finish(work)
+
+    def _materialize(self) -> np.ndarray:
+        """The whole array as NumPy, refused above ``max_materialize`` elements before any fetch."""
+        limit = options._get("max_materialize")
+        if self.size > limit:
+            raise MaterializeError(
+                f"refusing to materialize a lazy array of {self.size:,} elements (shape {self._shape}, "
+                f"{_format_bytes(self.nbytes)}, {int(np.prod(self.nchunks, dtype=np.int64)):,} chunks): "
+                f"more than max_materialize={limit:,}. Select a part first (x[...], x.oindex[...], "
+                f"altarr.extract(x, ...)), use a streamed reduction (x.sum(), np.mean(x, axis=0)), "
+                f"convert with x.to_dask(), or raise the limit with altarr.set_options(max_materialize=...)"
+            )
+        self._count("materialize")
+        return np.asarray(self._execute(plan_numpy(Ellipsis, self._shape, self._chunks)))
+
+    # --- NumPy protocols --------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        """NumPy indexing (basic and advanced, exactly NumPy's semantics); returns NumPy data."""
+        key = self._convert_key(key)
+        p = plan_numpy(key, self._shape, self._chunks)
+        self._count("extract_subset")
+        return self._execute(p)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise ReadOnlyError("lazy arrays are read-only")
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a lazy array cannot be viewed as a NumPy array without a copy (copy=False)")
+        arr = self._materialize()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            arr = arr.astype(dtype)
+        return arr
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from .numpy_api import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from .numpy_api import array_function
+
+        return array_function(func, types, args, kwargs)
+
+    def to_numpy(self) -> np.ndarray:
+        """The whole array as NumPy (guarded by ``max_materialize``)."""
+        return self._materialize()
+
+    # --- reductions (streamed) --------------------------------------------------------------------------
+    def sum(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = np._NoValue,
+        where: Any = True,
+    ) -> Any:
+        """Streamed sum (NumPy signature)."""
+        from . import reduce
+
+        return reduce.ufunc_reduce(
+            self, np.add, axis, dtype, out, keepdims, initial, where, default_axis=None
+        )
+
+    def prod(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = np._NoValue,
+        where: Any = True,
+    ) -> Any:
+        """Streamed product (NumPy signature)."""
+        from . import reduce
+
+        return reduce.ufunc_reduce(
+            self, np.multiply, axis, dtype, out, keepdims, initial, where, default_axis=None
+        )
+
+    def min(
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = np._NoValue,
+        where: Any = True,
+    ) -> Any:
+        """Streamed minimum (NumPy signature)."""
+        from . import reduce
+
+        return reduce.ufunc_reduce(
+            self, np.minimum, axis, None, out, keepdims, initial, where, default_axis=None
+        )
+
+    def max(
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = np._NoValue,
+        where: Any = True,
+    ) -> Any:
+        """Streamed maximum (NumPy signature)."""
+        from . import reduce
+
+        return reduce.ufunc_reduce(
+            self, np.maximum, axis, None, out, keepdims, initial, where, default_axis=None
+        )
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
+        """Streamed ``any``; stops at the first batch that decides it."""
+        from . import reduce
+
+        return reduce.any_all(self, "any", axis, out, keepdims, where)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
+        """Streamed ``all``; stops at the first batch that decides it."""
+        from . import reduce
+
+        return reduce.any_all(self, "all", axis, out, keepdims, where)
+
+    def mean(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        *,
+        where: Any = True,
+    ) -> Any:
+        """Streamed mean (NumPy signature)."""
+        from . import reduce
+
+        return reduce.mean(self, axis, dtype, out, keepdims, where, nan=False)
+
+    def var(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: float = 0,
+        keepdims: bool = False,
+        *,
+        where: Any = True,
+        mean: Any = np._NoValue,
+        correction: Any = np._NoValue,
+    ) -> Any:
+        """Streamed variance (Chan et al. pairwise merge; NumPy signature)."""
+        from . import reduce
+
+        return reduce.var(
+            self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=False
+        )
+
+    def std(
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: float = 0,
+        keepdims: bool = False,
+        *,
+        where: Any = True,
+        mean: Any = np._NoValue,
+        correction: Any = np._NoValue,
+    ) -> Any:
+        """Streamed standard deviation (NumPy signature)."""
+        from . import reduce
+
+        return reduce.var(
+            self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=True
+        )
+
+    def count_nonzero(self, axis: Any = None, *, keepdims: bool = False) -> Any:
+        """Streamed count of non-zero values."""
+        from . import reduce
+
+        return reduce.count_nonzero(self, axis, keepdims)
+
+    def nonzero(self) -> tuple[np.ndarray, ...]:
+        """Indices of the non-zero values, streamed (C order, like NumPy)."""
+        from . import reduce
+
+        return reduce.nonzero(self)
+
+    def astype(self, dtype: Any, copy: bool = True) -> LazyArray:
+        """A lazy cast to ``dtype`` (values converted chunk by chunk when read)."""
+        from .elementwise import cast
+
+        return cast(self, _check_dtype(dtype))
+
+    # --- extras -----------------------------------------------------------------------------------------
+    def to_dask(self, chunks: Any = None) -> Any:
+        """A dask array over this lazy array, one task per (batch of) chunk(s); needs ``dask``."""
+        from ..integrations.dask_array import to_dask
+
+        return to_dask(self, chunks=chunks)
+
+    def to_xarray(
+        self, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
+    ) -> Any:
+        """An ``xarray.DataArray`` with this array's dims and coords, still lazy; needs ``xarray``."""
+        from ..integrations.xarray_data import to_xarray
+
+        return to_xarray(self, name=name, attrs=attrs, dask=dask)
+
+    # --- container protocol -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self._shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        """Rows along the first axis, fetched one chunk-row (one planned call) at a time."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d array")
+        step = self._chunks[0]
+        for r0 in range(0, self._shape[0], step):
+            block = self[r0 : r0 + step]
+            yield from block
+
+    def __contains__(self, value: Any) -> bool:
+        return bool((self == value).any())
+
+    def _scalar(self, kind: Callable[[Any], Any]) -> Any:
+        if self.size != 1:
+            raise TypeError(
+                f"only arrays of one element can be converted to Python scalars (size {self.size})"
+            )
+        return kind(self._materialize().reshape(()))
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
+        return bool(self._materialize().reshape(()))
+
+    def __float__(self) -> float:
+        return self._scalar(float)
+
+    def __int__(self) -> int:
+        return self._scalar(int)
+
+    def __complex__(self) -> complex:
+        return self._scalar(complex)
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iu":
+            raise TypeError("only integer arrays with one element can be converted to an index")
+        return self._scalar(int)
+
+    # --- repr, copies, pickling -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        n_total = int(np.prod(self.nchunks, dtype=np.int64))
+        cached = sum(CACHE.owner_stats(leaf.token)["chunks_cached"] for leaf in self._leaves())
+        dims = f" dims={self._dims}" if self._dims else ""
+        return (
+            f"<altarr.LazyArray shape={self._shape} dtype={self._dtype} chunks={self._chunks}{dims} "
+            f"nchunks={n_total} cached={cached} {self._source.describe()}>"
+        )
+
+    __str__ = __repr__
+
+    def __copy__(self) -> LazyArray:
+        return LazyArray(self._shape, self._chunks, self._dtype, self._source, self._dims, self._coords)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyArray:
+        # A deep copy of the recipe: dims/coords copied, the source (fetch, cache, counters) shared.
+        return LazyArray(
+            self._shape,
+            self._chunks,
+            self._dtype,
+            self._source,
+            self._dims,
+            _copy.deepcopy(self._coords, memo),
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from .recipes import rebuild_lazy_array
+
+        return (
+            rebuild_lazy_array,
+            (
+                RECIPE_VERSION,
+                self._shape,
+                self._chunks,
+                self._dtype.str,
+                self._dims,
+                self._coords,
+                self._source,
+            ),
+        )
+
+    def __dask_tokenize__(self) -> Any:
+        return ("altarr.LazyArray", self._shape, self._chunks, self._dtype.str, self._source.dask_token())
+
+
+def _batches_by_bytes(missing: np.ndarray, budget: int) -> Iterator[list[int]]:
+    rows: list[int] = []
+    acc = 0
+    for i, b in enumerate(missing.tolist()):
+        if rows and acc + b > budget:
+            yield rows
+            rows, acc = [], 0
+        rows.append(i)
+        acc += b
+    if rows:
+        yield rows
+
+
+# --- public functions --------------------------------------------------------------------------------------
+def altarr(
+    shape: int | Sequence[int],
+    chunks: int | Sequence[int],
+    fetch: Callable[[np.ndarray], Any],
+    dtype: Any = "float64",
+    dims: Sequence[str] | None = None,
+    coords: Mapping[str, Any] | Sequence[Any] | None = None,
+) -> LazyArray:
+    """A lazy array whose chunks come from ``fetch``.
+
+    Args:
+        shape: the array shape.
+        chunks: the chunk shape; an int is used for every dimension.
+        fetch: ``fetch(chunks)`` gets an ``int64`` array ``(n, ndim)`` of 0-based chunk coordinates and
+            returns ``n`` array-likes in row order, each the chunk's values clipped at the array edge (in
+            the clipped shape or flat in C order). May be ``async def``. See the fetch contract in
+            ``docs/lazy-arrays.md``.
+        dtype: any NumPy bool or numeric dtype.
+        dims: optional dimension names.
+        coords: optional coordinates, ``{dim: 1-D values}``.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> def fetch(chunks):
+        ...     return [np.full(3, float(i)) for (i,) in chunks]
+        >>> x = aa.altarr(9, 3, fetch, dims=["t"])
+        >>> x[[0, 4, 8]]
+        array([0., 1., 2.])
+    """
+    if not callable(fetch):
+        raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
+    shp, chk = _normalize_geometry(shape, chunks)
+    dt = _check_dtype(dtype)
+    dm = _normalize_dims(dims, len(shp))
+    cd = _normalize_coords(coords, dm, shp)
+    return LazyArray(shp, chk, dt, FetchSource(fetch, shp, chk, dt), dm, cd)
+
+
+def _require(x: Any) -> LazyArray:
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"expected a lazy array (altarr.LazyArray), got {type(x).__name__}")
+    return x
+
+
+def _hyperslab_key(x: LazyArray, subscripts: Sequence[Any]) -> tuple[Any, ...]:
+    if len(subscripts) > x.ndim:
+        raise GridError(f"{len(subscripts)} subscripts for a {x.ndim}-dimensional array")
+    key = tuple(slice(None) if s is None else s for s in subscripts)
+    for s in key:
+        if s is Ellipsis:
+            raise GridError("extract/plan take one subscript per dimension; use None for a whole dimension")
+    return key + (slice(None),) * (x.ndim - len(key))
+
+
+def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
+    """A hyperslab: the cartesian product of per-dimension subscripts, read with one planned fetch.
+
+    Each subscript is an int, a slice, an integer array or a boolean mask; a missing subscript (or
+    ``None``) means the whole dimension. With ``drop=True`` an integer subscript drops its dimension
+    (NumPy style); with ``drop=False`` every dimension is kept.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
+        >>> aa.extract(x, [0, 3], 1).shape, aa.extract(x, [0, 3], 1, drop=False).shape
+        ((2,), (2, 1))
+    """
+    x = _require(x)
+    key = x._convert_key(_hyperslab_key(x, subscripts))
+    p = plan_outer(key, x.shape, x.chunks, keep_dims=not drop)
+    x._count("hyperslab")
+    return np.asarray(x._execute(p))
+
+
+def plan(x: LazyArray, *subscripts: Any) -> Any:
+    """The chunks a hyperslab would touch, as a pandas DataFrame, computed without reading anything.
+
+    One row per touched chunk (C order) with columns ``chunk_<d>`` (chunk coordinates), ``start_<d>``
+    (0-based first element) and ``extent_<d>`` (clipped chunk length) for every dimension ``<d>`` (its
+    name when the array has ``dims``, else its number), then ``elements`` (selected elements in that
+    chunk), ``nbytes`` (decoded chunk bytes) and ``cached``. Subscripts as in :func:`extract`.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr((10, 7), (4, 3), lambda c: [np.zeros(12)] * len(c))
+        >>> aa.plan(x, slice(3, 5), 1)[["chunk_0", "chunk_1", "start_0", "extent_0"]].values.tolist()
+        [[0, 0, 0, 4], [1, 0, 4, 4]]
+    """
+    import pandas as pd
+
+    x = _require(x)
+    key = x._convert_key(_hyperslab_key(x, subscripts))
+    p = plan_outer(key, x.shape, x.chunks)
+    names = list(x.dims) if x.dims else [str(d) for d in range(x.ndim)]
+    coords = p.coords
+    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
+    start = coords * chunk_arr
+    extent = np.minimum(chunk_arr, np.asarray(x.shape, dtype=np.int64) - start)
+    cols: dict[str, Any] = {}
+    for d, name in enumerate(names):
+        cols[f"chunk_{name}"] = coords[:, d]
+    for d, name in enumerate(names):
+        cols[f"start_{name}"] = start[:, d]
+    for d, name in enumerate(names):
+        cols[f"extent_{name}"] = extent[:, d]
+    cols["elements"] = p.row_elements()
+    cols["nbytes"] = extent.prod(axis=1) * x.dtype.itemsize
+    leaves = x._leaves()
+    cached = np.ones(len(coords), dtype=bool)
+    for leaf in leaves:
+        cached &= np.asarray(CACHE.contains(leaf.keys(coords)), dtype=bool) if len(coords) else cached
+    cols["cached"] = cached
+    return pd.DataFrame(cols)
+
+
+def stats(x: LazyArray) -> dict[str, int]:
+    """Counters of a lazy array (shared with its copies).
+
+    Keys: ``extract_subset`` (planned index calls), ``hyperslab`` (:func:`extract` calls), ``reduce``
+    (streamed reductions), ``materialize``, ``fetch_calls``, ``chunks_fetched``, ``bytes_fetched``,
+    ``cache_hits``, ``cache_misses``, ``chunks_cached``, ``cache_bytes``, ``cache_budget``, ``evictions``.
+    For a lazy expression over several arrays the counts are summed over its sources.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr(8, 4, lambda c: [np.zeros(4)] * len(c))
+        >>> _ = x[0]; _ = x[1]
+        >>> s = aa.stats(x); s["extract_subset"], s["fetch_calls"], s["chunks_cached"]
+        (2, 1, 1)
+    """
+    x = _require(x)
+    out = dict.fromkeys(COUNTER_NAMES, 0)
+    out.update(chunks_cached=0, cache_bytes=0, evictions=0)
+    for leaf in x._leaves():
+        for name, value in leaf.counters.snapshot().items():
+            out[name] += value
+        for name, value in CACHE.owner_stats(leaf.token).items():
+            out[name] += value
+    out["cache_budget"] = options._get("cache_bytes")
+    return out
+
+
+def reset(x: LazyArray, cache: bool = True) -> None:
+    """Zero the counters of ``x`` (and its copies); with ``cache`` also drop its cached chunks.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr(8, 4, lambda c: [np.zeros(4)] * len(c))
+        >>> _ = x[0]; aa.reset(x)
+        >>> aa.stats(x)["fetch_calls"], aa.stats(x)["chunks_cached"]
+        (0, 0)
+    """
+    x = _require(x)
+    for leaf in x._leaves():
+        leaf.counters.reset()
+        CACHE.reset_evictions(leaf.token)
+        if cache:
+            CACHE.drop_owner(leaf.token)
+
+
+def is_altarr(x: Any) -> bool:
+    """Whether ``x`` is a lazy array (a subset result, being NumPy data, is not).
+
+    Example:
+        >>> import altarr as aa
+        >>> aa.is_altarr([1, 2])
+        False
+    """
+    return isinstance(x, LazyArray)

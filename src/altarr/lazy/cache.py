@@ -1,0 +1,184 @@
+"""The decoded-chunk cache: one process-wide LRU with a byte budget, thread-safe, single-flight.
+
+Entries are keyed by ``(owner, chunk_coords)`` where ``owner`` is the token of one fetch source (an
+array made by :func:`altarr.altarr` and all its copies share one). The budget (option ``cache_bytes``)
+bounds the bytes of all entries together; inserting past it evicts least-recently-used entries of any
+owner. Per-owner counts, bytes and evictions feed :func:`altarr.stats`.
+
+Single flight: :meth:`ChunkCache.claim` hands out, for every requested key, either the cached array,
+a :class:`Flight` another thread is already fetching (wait on it), or a new :class:`Flight` that the
+caller must fetch and then :meth:`ChunkCache.complete`. So when several threads ask for one chunk at
+once, only one fetch of it is in flight.
+
+Example:
+    >>> import numpy as np
+    >>> c = ChunkCache()
+    >>> kind, _ = c.claim([(1, (0, 0))])[0]
+    >>> kind
+    'mine'
+    >>> c.complete([(1, (0, 0))], [np.zeros(4)], store=True, budget=1024)
+    >>> c.owner_stats(1)
+    {'chunks_cached': 1, 'cache_bytes': 32, 'evictions': 0}
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ChunkCache", "Flight", "CACHE"]
+
+Key = tuple[Hashable, tuple[int, ...]]
+
+
+class Flight:
+    """One chunk being fetched by some thread; others wait on it."""
+
+    __slots__ = ("event", "value", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.value: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+    def wait(self) -> np.ndarray | None:
+        """Wait for the fetch to finish; the value, or ``None`` if the fetching thread failed."""
+        self.event.wait()
+        return None if self.error is not None else self.value
+
+
+class ChunkCache:
+    """A byte-budget LRU of decoded chunks shared by every lazy array of the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Key, tuple[np.ndarray, int]] = OrderedDict()
+        self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
+        self._inflight: dict[Key, Flight] = {}
+        self._total = 0
+
+    # --- queries ---------------------------------------------------------------------------------------
+    def contains(self, keys: Sequence[Key]) -> list[bool]:
+        """Whether each key is cached (does not touch the LRU order)."""
+        with self._lock:
+            entries = self._entries
+            return [k in entries for k in keys]
+
+    def owner_stats(self, owner: Hashable) -> dict[str, int]:
+        """Entries, bytes and evictions of one owner."""
+        with self._lock:
+            count, nbytes, evictions = self._owners.get(owner, (0, 0, 0))
+        return {"chunks_cached": count, "cache_bytes": nbytes, "evictions": evictions}
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes held by all entries."""
+        return self._total
+
+    # --- single-flight fetching ------------------------------------------------------------------------
+    def claim(self, keys: Sequence[Key]) -> list[tuple[str, Any]]:
+        """For each key: ``("hit", array)``, ``("wait", Flight)`` or ``("mine", Flight)``.
+
+        A ``"mine"`` flight must be finished with :meth:`complete` or :meth:`fail` by the caller.
+        """
+        out: list[tuple[str, Any]] = []
+        with self._lock:
+            entries, inflight = self._entries, self._inflight
+            for key in keys:
+                entry = entries.get(key)
+                if entry is not None:
+                    entries.move_to_end(key)
+                    out.append(("hit", entry[0]))
+                    continue
+                flight = inflight.get(key)
+                if flight is not None:
+                    out.append(("wait", flight))
+                    continue
+                flight = inflight[key] = Flight()
+                out.append(("mine", flight))
+        return out
+
+    def complete(
+        self, keys: Sequence[Key], values: Sequence[np.ndarray], *, store: bool, budget: int
+    ) -> None:
+        """Publish fetched values to waiters and, if ``store``, insert them (evicting LRU entries)."""
+        with self._lock:
+            for key, value in zip(keys, values, strict=True):
+                flight = self._inflight.pop(key, None)
+                if flight is not None:
+                    flight.value = value
+                    flight.event.set()
+                if store:
+                    self._insert(key, value, budget)
+
+    def fail(self, keys: Sequence[Key], error: BaseException) -> None:
+        """Release the flights of a failed fetch; waiters then fetch for themselves."""
+        with self._lock:
+            for key in keys:
+                flight = self._inflight.pop(key, None)
+                if flight is not None:
+                    flight.error = error
+                    flight.event.set()
+
+    # --- maintenance -----------------------------------------------------------------------------------
+    def _insert(self, key: Key, value: np.ndarray, budget: int) -> None:
+        nbytes = int(value.nbytes)
+        if nbytes > budget or key in self._entries:
+            return
+        while self._total + nbytes > budget and self._entries:
+            self._evict_one()
+        self._entries[key] = (value, nbytes)
+        self._total += nbytes
+        rec = self._owners.setdefault(key[0], [0, 0, 0])
+        rec[0] += 1
+        rec[1] += nbytes
+
+    def _evict_one(self) -> None:
+        key, (_, nbytes) = self._entries.popitem(last=False)
+        self._total -= nbytes
+        rec = self._owners[key[0]]
+        rec[0] -= 1
+        rec[1] -= nbytes
+        rec[2] += 1
+
+    def shrink(self, budget: int) -> None:
+        """Evict least-recently-used entries until the cache holds at most ``budget`` bytes."""
+        with self._lock:
+            while self._total > budget and self._entries:
+                self._evict_one()
+
+    def drop_owner(self, owner: Hashable, *, forget: bool = False) -> None:
+        """Remove every entry of ``owner`` (not counted as evictions); ``forget`` also drops its record."""
+        with self._lock:
+            doomed = [k for k in self._entries if k[0] == owner]
+            for key in doomed:
+                _, nbytes = self._entries.pop(key)
+                self._total -= nbytes
+            rec = self._owners.get(owner)
+            if rec is not None:
+                rec[0] = rec[1] = 0
+                if forget:
+                    del self._owners[owner]
+
+    def reset_evictions(self, owner: Hashable) -> None:
+        """Zero the eviction counter of ``owner``."""
+        with self._lock:
+            rec = self._owners.get(owner)
+            if rec is not None:
+                rec[2] = 0
+
+    def clear(self) -> None:
+        """Drop every entry of every owner."""
+        with self._lock:
+            self._entries.clear()
+            self._total = 0
+            for rec in self._owners.values():
+                rec[0] = rec[1] = 0
+
+
+#: The process-wide cache used by every lazy array.
+CACHE = ChunkCache()

@@ -1,0 +1,227 @@
+"""Lazy elementwise computation: ufuncs, operators and ``np.where``-like functions as lazy expressions.
+
+``x * 2 + 1``, ``x > 0``, ``np.isnan(x)``, ``np.where(x > 0, x, 0)`` over lazy arrays of one shape and
+chunk grid (plus scalars, and NumPy arrays that broadcast to that shape without enlarging it) give lazy
+arrays whose source is an :class:`ElementwiseSource`: reading a chunk of the result reads that chunk of
+every underlying lazy array (each distinct source once, in one batched fetch) and applies the function.
+So ``np.isnan(x).any()`` streams with early exit and ``(x > t).sum(axis=0)`` never materializes.
+
+Result dtypes follow NumPy's own rules: the function is applied once to empty arrays of the operand
+dtypes (Python scalars stay weakly typed, NEP 50).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr(6, 3, lambda c: [np.array([1.0, np.nan, 3.0])] * len(c))
+    >>> y = np.isnan(x)
+    >>> aa.is_altarr(y), y.dtype, bool(y.any())
+    (True, dtype('bool'), True)
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ElementwiseSource", "make_elementwise", "cast"]
+
+
+def _is_lazy(v: Any) -> bool:
+    return getattr(type(v), "_is_lazy_array", False)
+
+
+def _name(func: Any) -> str:
+    return getattr(func, "__name__", None) or type(func).__name__
+
+
+class ElementwiseSource:
+    """The source of a lazy elementwise expression: ``func(*args, **kwargs)`` applied chunk by chunk."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out_index: int | None,
+        shape: tuple[int, ...],
+        chunks: tuple[int, ...],
+        dtype: Any,
+    ) -> None:
+        self.func = func
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs)
+        self.out_index = out_index
+        self.shape = tuple(shape)
+        self.chunks = tuple(chunks)
+        self.dtype = np.dtype(dtype)
+        self._chunks_arr = np.asarray(self.chunks, dtype=np.int64)
+        self._shape_arr = np.asarray(self.shape, dtype=np.int64)
+        self._leaves: list[Any] | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            ElementwiseSource,
+            (self.func, self.args, self.kwargs, self.out_index, self.shape, self.chunks, self.dtype.str),
+        )
+
+    def __copy__(self) -> ElementwiseSource:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ElementwiseSource:
+        return self
+
+    def leaves(self) -> list[Any]:
+        """The distinct fetch sources under this expression."""
+        if self._leaves is None:
+            seen: dict[int, Any] = {}
+            for a in self.args:
+                if _is_lazy(a):
+                    for leaf in a._source.leaves():
+                        seen.setdefault(id(leaf), leaf)
+            self._leaves = list(seen.values())
+        return self._leaves
+
+    def describe(self) -> str:
+        parts = []
+        for a in self.args:
+            if _is_lazy(a):
+                parts.append("<lazy>")
+            elif isinstance(a, np.ndarray) and a.ndim:
+                parts.append(f"<ndarray {a.shape}>")
+            else:
+                parts.append(repr(a))
+        idx = f"[{self.out_index}]" if self.out_index is not None else ""
+        return f"expr={_name(self.func)}({', '.join(parts)}){idx}"
+
+    def dask_token(self) -> Any:
+        toks = []
+        for a in self.args:
+            if _is_lazy(a):
+                toks.append(a.__dask_tokenize__())
+            elif isinstance(a, np.ndarray):
+                toks.append(("ndarray", a.shape, a.dtype.str, a.tobytes() if a.size <= 4096 else id(a)))
+            else:
+                toks.append(repr(a))
+        return (
+            "altarr-expr",
+            _name(self.func),
+            tuple(toks),
+            repr(sorted(self.kwargs.items())),
+            self.out_index,
+        )
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(coords), dtype=np.int64)
+        for leaf in self.leaves():
+            total += leaf.row_missing_nbytes(coords)
+        return total
+
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        """Chunks of the expression: each leaf's chunks fetched once (batched), then evaluated."""
+        values = {id(leaf): leaf.get_chunks(coords, store=store) for leaf in self.leaves()}
+        start = coords * self._chunks_arr
+        stop = np.minimum(start + self._chunks_arr, self._shape_arr)
+        out = []
+        for i in range(len(coords)):
+            region = tuple(slice(a, b) for a, b in zip(start[i].tolist(), stop[i].tolist(), strict=True))
+            out.append(self._eval(i, region, values))
+        return out
+
+    def _eval(self, i: int, region: tuple[slice, ...], values: dict[int, list[np.ndarray]]) -> np.ndarray:
+        vals = []
+        for a in self.args:
+            if _is_lazy(a):
+                src = a._source
+                vals.append(
+                    src._eval(i, region, values) if isinstance(src, ElementwiseSource) else values[id(src)][i]
+                )
+            elif isinstance(a, np.ndarray) and a.ndim:
+                vals.append(np.broadcast_to(a, self.shape)[region])
+            else:
+                vals.append(a)
+        res = self.func(*vals, **self.kwargs)
+        if self.out_index is not None:
+            res = res[self.out_index]
+        res = np.asarray(res)
+        if res.dtype != self.dtype:
+            res = res.astype(self.dtype)
+        ext = tuple(s.stop - s.start for s in region)
+        if res.shape != ext:
+            res = np.broadcast_to(res, ext)
+        return res
+
+
+def _operand(a: Any, shape: tuple[int, ...]) -> tuple[bool, Any, Any]:
+    """(ok, operand kept in the recipe, sample for dtype resolution)."""
+    if _is_lazy(a):
+        return True, a, np.empty((0,), a.dtype)
+    if isinstance(a, bool | numbers.Number) and not isinstance(a, np.ndarray):
+        return True, a, a
+    if a is None:
+        return True, a, a
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "biufc":
+        return False, None, None
+    if arr.ndim == 0:
+        return True, arr, arr
+    try:
+        if tuple(np.broadcast_shapes(arr.shape, shape)) != tuple(shape):
+            return False, None, None
+    except ValueError:
+        return False, None, None
+    return True, arr, np.empty((0,), arr.dtype)
+
+
+def make_elementwise(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], nout: int = 1
+) -> Any:
+    """A lazy array (or a tuple of ``nout`` of them) for ``func(*args, **kwargs)``, or ``None`` when the
+    operands are not lazy arrays of one shape and chunk grid (plus scalars / broadcastable arrays)."""
+    from .array import LazyArray
+
+    lazies = [a for a in args if _is_lazy(a)]
+    if not lazies:
+        return None
+    ref = lazies[0]
+    if any(a.shape != ref.shape or a.chunks != ref.chunks for a in lazies):
+        return None
+    kept: list[Any] = []
+    samples: list[Any] = []
+    for a in args:
+        ok, op, sample = _operand(a, ref.shape)
+        if not ok:
+            return None
+        kept.append(op)
+        samples.append(sample)
+    try:
+        with np.errstate(all="ignore"):
+            probe = func(*samples, **kwargs)
+    except Exception:
+        return None
+    results = [probe] if nout == 1 else list(probe)
+    out = []
+    for k, r in enumerate(results):
+        dt = np.asarray(r).dtype
+        if dt.kind not in "biufc":
+            return None
+        src = ElementwiseSource(
+            func, tuple(kept), kwargs, None if nout == 1 else k, ref.shape, ref.chunks, dt
+        )
+        out.append(LazyArray(ref.shape, ref.chunks, dt, src, ref.dims, ref.coords))
+    return out[0] if nout == 1 else tuple(out)
+
+
+def _astype(chunk: np.ndarray, dtype: str) -> np.ndarray:
+    return chunk.astype(dtype)
+
+
+def cast(x: Any, dtype: np.dtype) -> Any:
+    """A lazy ``x.astype(dtype)``."""
+    from .array import LazyArray
+
+    if dtype == x.dtype:
+        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
+    src = ElementwiseSource(_astype, (x,), {"dtype": dtype.str}, None, x.shape, x.chunks, dtype)
+    return LazyArray(x.shape, x.chunks, dtype, src, x.dims, x.coords)

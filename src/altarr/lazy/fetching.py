@@ -1,0 +1,282 @@
+"""The fetch contract: calling a user ``fetch(chunks)``, sync or async, and validating what it returns.
+
+``fetch`` gets an ``int64`` array of shape ``(n, ndim)`` (0-based chunk coordinates, one row per chunk)
+and returns a sequence of ``n`` array-likes in row order, each holding that chunk's values clipped at
+the array edge, in the chunk's clipped shape or flat in C order. Values of another dtype are coerced as
+``numpy.asarray(v).astype(dtype)`` would. A broken contract raises :class:`~altarr.errors.FetchError`
+naming the chunk; an exception raised inside ``fetch`` propagates unchanged (with a note naming the
+chunks it was asked for).
+
+:class:`FetchSource` is the leaf of every lazy array: the fetch function, the array geometry, the
+counters, and the link to the shared cache.
+
+Example:
+    >>> import numpy as np
+    >>> fetch = lambda c: [np.ones(3 if i == 0 else 2) for (i,) in c]
+    >>> src = FetchSource(fetch, shape=(5,), chunks=(3,), dtype=np.dtype("f8"))
+    >>> [a.tolist() for a in src.get_chunks(np.array([[1]]), store=False)]
+    [[1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import itertools
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import FetchError
+from . import options
+from .cache import CACHE
+
+__all__ = ["FetchSource", "Counters", "run_awaitable", "COUNTER_NAMES"]
+
+#: Counters kept per fetch source (zeroed by :func:`altarr.reset`).
+COUNTER_NAMES = (
+    "extract_subset",
+    "hyperslab",
+    "reduce",
+    "materialize",
+    "fetch_calls",
+    "chunks_fetched",
+    "bytes_fetched",
+    "cache_hits",
+    "cache_misses",
+)
+
+_tokens = itertools.count(1)
+
+
+class Counters:
+    """Thread-safe operation and I/O counters of one fetch source."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values = dict.fromkeys(COUNTER_NAMES, 0)
+
+    def add(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._values[name] += amount
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._values)
+
+    def reset(self) -> None:
+        with self._lock:
+            for name in self._values:
+                self._values[name] = 0
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def run_awaitable(awaitable: Any) -> Any:
+    """Run an awaitable to completion from synchronous code.
+
+    With no event loop running in this thread, ``asyncio.run`` is used; inside a running loop (Jupyter,
+    an async application) the awaitable runs in a helper thread with its own loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(awaitable))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, _await(awaitable)).result()
+
+
+def _describe_chunks(coords: np.ndarray, limit: int = 4) -> str:
+    rows = [tuple(int(v) for v in r) for r in coords[:limit]]
+    more = f" and {len(coords) - limit} more" if len(coords) > limit else ""
+    return ", ".join(map(str, rows)) + more
+
+
+class FetchSource:
+    """The leaf of a lazy array: ``fetch``, geometry, counters and the cache owner token.
+
+    Copies of a lazy array share one source (so one cache and one set of counters); unpickling makes a
+    fresh source with an empty cache and zeroed counters.
+    """
+
+    def __init__(
+        self, fetch: Callable[..., Any], shape: tuple[int, ...], chunks: tuple[int, ...], dtype: np.dtype
+    ):
+        self.fetch = fetch
+        self.shape = tuple(int(s) for s in shape)
+        self.chunks = tuple(int(c) for c in chunks)
+        self.dtype = np.dtype(dtype)
+        self.ndim = len(self.shape)
+        self.token: Hashable = ("altarr-source", next(_tokens))
+        self.counters = Counters()
+        self._shape_arr = np.asarray(self.shape, dtype=np.int64)
+        self._chunks_arr = np.asarray(self.chunks, dtype=np.int64)
+        # Free this source's cache entries when it is garbage-collected.
+        weakref.finalize(self, CACHE.drop_owner, self.token, forget=True)
+
+    # --- pickling: the recipe only --------------------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FetchSource, (self.fetch, self.shape, self.chunks, self.dtype.str))
+
+    def __copy__(self) -> FetchSource:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FetchSource:
+        return self
+
+    def leaves(self) -> list[FetchSource]:
+        return [self]
+
+    def describe(self) -> str:
+        name = getattr(self.fetch, "__qualname__", None) or type(self.fetch).__name__
+        return f"fetch={name}"
+
+    def dask_token(self) -> Any:
+        tok = getattr(self.fetch, "__dask_tokenize__", None)
+        return ("altarr-fetch", tok()) if callable(tok) else self.token
+
+    # --- geometry --------------------------------------------------------------------------------------
+    def extents(self, coords: np.ndarray) -> np.ndarray:
+        """Clipped chunk shapes, ``(n, ndim)``."""
+        start = coords * self._chunks_arr
+        return np.minimum(self._chunks_arr, self._shape_arr - start)
+
+    def keys(self, coords: np.ndarray) -> list[tuple[Hashable, tuple[int, ...]]]:
+        tok = self.token
+        return [(tok, tuple(row)) for row in coords.tolist()]
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        """Bytes each row would cost to fetch (0 where cached)."""
+        if len(coords) == 0:
+            return np.zeros(0, dtype=np.int64)
+        nbytes = self.extents(coords).prod(axis=1) * self.dtype.itemsize
+        cached = np.asarray(CACHE.contains(self.keys(coords)), dtype=bool)
+        return np.where(cached, 0, nbytes)
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        """The chunks at ``coords`` (rows of unique chunk coordinates), in row order.
+
+        Cached chunks are used as they are; the missing ones are fetched in one call (chunks another
+        thread is fetching right now are waited for, not fetched twice). With ``store`` the fetched
+        chunks are inserted into the cache, otherwise they are handed back and dropped.
+        """
+        n = len(coords)
+        if n == 0:
+            return []
+        keys = self.keys(coords)
+        claims = CACHE.claim(keys)
+        out: list[np.ndarray | None] = [None] * n
+        mine: list[int] = []
+        waits: list[tuple[int, Any]] = []
+        for i, (kind, obj) in enumerate(claims):
+            if kind == "hit":
+                out[i] = obj
+            elif kind == "wait":
+                waits.append((i, obj))
+            else:
+                mine.append(i)
+        hits = n - len(mine) - len(waits)
+        if hits:
+            self.counters.add("cache_hits", hits)
+        if mine:
+            self.counters.add("cache_misses", len(mine))
+            my_keys = [keys[i] for i in mine]
+            try:
+                values = self._fetch_validated(coords[mine])
+            except BaseException as e:
+                CACHE.fail(my_keys, e)
+                raise
+            CACHE.complete(my_keys, values, store=store, budget=options._get("cache_bytes"))
+            for i, v in zip(mine, values, strict=True):
+                out[i] = v
+        retry: list[int] = []
+        for i, flight in waits:
+            value = flight.wait()
+            if value is None:
+                retry.append(i)
+            else:
+                out[i] = value
+        if retry:  # the thread we waited for failed: fetch those ourselves
+            values = self._fetch_validated(coords[retry])
+            if store:
+                CACHE.complete(
+                    [keys[i] for i in retry], values, store=True, budget=options._get("cache_bytes")
+                )
+            for i, v in zip(retry, values, strict=True):
+                out[i] = v
+        return out  # type: ignore[return-value]
+
+    def _fetch_validated(self, coords: np.ndarray) -> list[np.ndarray]:
+        request = np.array(coords, dtype=np.int64, order="C", copy=True)
+        self.counters.add("fetch_calls")
+        try:
+            result = self.fetch(request)
+            if inspect.isawaitable(result):
+                result = run_awaitable(result)
+        except Exception as e:
+            e.add_note(f"altarr: raised by fetch() asked for chunks {_describe_chunks(coords)}")
+            raise
+        values = validate(result, coords, self.extents(coords), self.dtype)
+        self.counters.add("chunks_fetched", len(values))
+        self.counters.add("bytes_fetched", sum(v.nbytes for v in values))
+        return values
+
+
+def validate(result: Any, coords: np.ndarray, extents: np.ndarray, dtype: np.dtype) -> list[np.ndarray]:
+    """Check a fetch result against the contract; return arrays of the clipped shapes and ``dtype``.
+
+    Example:
+        >>> validate([[1, 2, 3]], np.array([[0]]), np.array([[3]]), np.dtype("f4"))[0].dtype
+        dtype('float32')
+    """
+    n = len(coords)
+    if not hasattr(result, "__len__") and hasattr(result, "__iter__") and not isinstance(result, str | bytes):
+        result = list(result)  # a generator of chunks
+    if (isinstance(result, np.ndarray) and result.ndim == 0) or not hasattr(result, "__len__"):
+        raise FetchError(
+            f"fetch returned {type(result).__name__}, expected a sequence of {n} arrays (one per chunk row)",
+            chunk=coords[0],
+        )
+    got = len(result)
+    if got != n:
+        first_bad = coords[min(got, n - 1)]
+        raise FetchError(
+            f"fetch returned {got} values for {n} requested chunks ({_describe_chunks(coords)})",
+            chunk=first_bad,
+        )
+    out: list[np.ndarray] = []
+    for i, value in enumerate(result):
+        ext = tuple(int(e) for e in extents[i])
+        try:
+            arr = np.asarray(value)
+            if arr.dtype != dtype:
+                arr = arr.astype(dtype)
+        except Exception as e:  # ValueError, TypeError, OverflowError from NumPy's conversion
+            raise FetchError(
+                f"fetch returned a value that cannot be converted to {dtype} ({type(value).__name__}: {e})",
+                chunk=coords[i],
+            ) from e
+        if arr.shape != ext:
+            size = int(np.prod(ext))
+            if arr.ndim == 1 and arr.size == size:
+                arr = arr.reshape(ext)
+            else:
+                raise FetchError(
+                    f"fetch returned shape {arr.shape} for a chunk of clipped shape {ext}; "
+                    f"expected that shape or {size} values flat in C order",
+                    chunk=coords[i],
+                )
+        out.append(arr)
+    return out
+
+
+def chunk_shapes_of(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
+    """Number of chunks along each dimension."""
+    return tuple(-(-s // c) if s else 0 for s, c in zip(shape, chunks, strict=True))

@@ -1,0 +1,346 @@
+"""NumPy protocol dispatch for lazy arrays: ``__array_ufunc__`` (NEP 13) and ``__array_function__`` (NEP 18).
+
+* ufunc ``__call__`` (``x + 1``, ``x > 0``, ``np.isnan(x)``) gives a lazy elementwise array when the
+  operands allow it (lazy arrays of one shape and chunk grid, scalars, broadcastable NumPy arrays);
+* ufunc ``reduce`` of a reorderable ufunc (``np.add.reduce(x, axis=1)``) is a streamed reduction;
+* NumPy functions with a lazy implementation (reductions, ``nan*``, ``count_nonzero``, ``nonzero``,
+  ``flatnonzero``, ``argwhere``, ``where``, ``clip``, ``round``, ``nan_to_num``, ``real``, ``imag``,
+  ``isclose``, ``astype``) use it;
+* everything else runs NumPy's own implementation, which converts lazy arguments through
+  ``__array__``: the single materialization path, refused above ``max_materialize`` elements.
+
+Objects of other array types that implement the protocols themselves (dask, xarray, ...) get
+``NotImplemented`` so that they can handle the operation.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((2, 3), (1, 3), lambda c: [np.arange(3.0)] * len(c))
+    >>> np.sum(x, axis=1).tolist(), aa.is_altarr(x * 2 + 1), np.where(x > 0, x, -1)[0].tolist()
+    ([3.0, 3.0], True, [-1.0, 1.0, 2.0])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ReadOnlyError
+from . import reduce
+from .elementwise import make_elementwise
+
+__all__ = ["array_ufunc", "array_function", "HANDLED_FUNCTIONS"]
+
+HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+
+_NoValue = np._NoValue
+
+
+def _lazy(v: Any) -> bool:
+    return getattr(type(v), "_is_lazy_array", False)
+
+
+def _foreign(v: Any) -> bool:
+    """An object of another array library that handles NumPy protocols itself."""
+    if _lazy(v) or isinstance(v, np.ndarray | np.generic):
+        return False
+    return hasattr(type(v), "__array_ufunc__") and type(v).__array_ufunc__ is not None
+
+
+def _to_numpy(v: Any) -> Any:
+    if _lazy(v):
+        return v._materialize()
+    if isinstance(v, list | tuple):
+        return type(v)(_to_numpy(e) for e in v)
+    return v
+
+
+_LAZY_UFUNC_KWARGS = {"dtype", "casting", "signature", "order", "subok"}
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``LazyArray.__array_ufunc__``."""
+    out = kwargs.get("out") or ()
+    if any(_foreign(v) for v in inputs + tuple(out)):
+        return NotImplemented
+    if any(_lazy(o) for o in out):
+        raise ReadOnlyError("lazy arrays are read-only; they cannot be a ufunc's out=")
+    if method == "__call__" and ufunc.signature is None and not out and kwargs.get("where", True) is True:
+        kw = {k: v for k, v in kwargs.items() if k != "where"}
+        if set(kw) <= _LAZY_UFUNC_KWARGS:
+            kw.pop("order", None)
+            kw.pop("subok", None)
+            res = make_elementwise(ufunc, inputs, kw, nout=ufunc.nout)
+            if res is not None:
+                return res
+    elif (
+        method == "reduce"
+        and ufunc in reduce.REORDERABLE
+        and len(inputs) == 1
+        and _lazy(inputs[0])
+        and set(kwargs) <= {"axis", "dtype", "out", "keepdims", "initial", "where"}
+    ):
+        return reduce.ufunc_reduce(
+            inputs[0],
+            ufunc,
+            kwargs.get("axis", 0),
+            kwargs.get("dtype"),
+            out[0] if out else None,
+            kwargs.get("keepdims", False),
+            kwargs.get("initial", _NoValue),
+            kwargs.get("where", True),
+        )
+    converted = tuple(_to_numpy(v) for v in inputs)
+    kw = {k: _to_numpy(v) for k, v in kwargs.items()}
+    return getattr(ufunc, method)(*converted, **kw)
+
+
+def array_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``LazyArray.__array_function__``."""
+    for t in types:
+        if not (getattr(t, "_is_lazy_array", False) or issubclass(t, np.ndarray)):
+            return NotImplemented
+    impl = HANDLED_FUNCTIONS.get(func)
+    if impl is not None:
+        res = impl(*args, **kwargs)
+        if res is not NotImplemented:
+            return res
+    implementation = getattr(func, "_implementation", None)
+    if implementation is not None:
+        # NumPy's own code: it reaches our methods where it uses them, else __array__ (guarded).
+        return implementation(*args, **kwargs)
+    return func(*_to_numpy(args), **{k: _to_numpy(v) for k, v in kwargs.items()})
+
+
+def _or_ni(res: Any) -> Any:
+    # never `res or NotImplemented`: bool() of a lazy array would materialize it
+    return NotImplemented if res is None else res
+
+
+def _implements(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(impl: Callable[..., Any]) -> Callable[..., Any]:
+        for f in funcs:
+            if f is not None:
+                HANDLED_FUNCTIONS[f] = impl
+        return impl
+
+    return deco
+
+
+# --- reductions ----------------------------------------------------------------------------------------
+def _reduction(name: str, ufunc: np.ufunc) -> Callable[..., Any]:
+    def impl(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: Any = False,
+        initial: Any = _NoValue,
+        where: Any = True,
+    ) -> Any:
+        if not _lazy(a):
+            return NotImplemented
+        return reduce.ufunc_reduce(a, ufunc, axis, dtype, out, keepdims, initial, where)
+
+    impl.__name__ = name
+    return impl
+
+
+_implements(np.sum)(_reduction("sum", np.add))
+_implements(np.prod)(_reduction("prod", np.multiply))
+
+
+def _minmax(ufunc: np.ufunc) -> Callable[..., Any]:
+    def impl(
+        a: Any,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: Any = False,
+        initial: Any = _NoValue,
+        where: Any = True,
+    ) -> Any:
+        if not _lazy(a):
+            return NotImplemented
+        return reduce.ufunc_reduce(a, ufunc, axis, None, out, keepdims, initial, where)
+
+    return impl
+
+
+_implements(np.min, np.amin)(_minmax(np.minimum))
+_implements(np.max, np.amax)(_minmax(np.maximum))
+
+
+@_implements(np.any)
+def _any(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True) -> Any:
+    return reduce.any_all(a, "any", axis, out, keepdims, where) if _lazy(a) else NotImplemented
+
+
+@_implements(np.all)
+def _all(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True) -> Any:
+    return reduce.any_all(a, "all", axis, out, keepdims, where) if _lazy(a) else NotImplemented
+
+
+@_implements(np.mean)
+def _mean(
+    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True
+) -> Any:
+    return reduce.mean(a, axis, dtype, out, keepdims, where, nan=False) if _lazy(a) else NotImplemented
+
+
+@_implements(np.nanmean)
+def _nanmean(
+    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True
+) -> Any:
+    return reduce.mean(a, axis, dtype, out, keepdims, where, nan=True) if _lazy(a) else NotImplemented
+
+
+def _var_like(nan: bool, sqrt: bool) -> Callable[..., Any]:
+    def impl(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        ddof: Any = 0,
+        keepdims: Any = False,
+        *,
+        where: Any = True,
+        mean: Any = _NoValue,
+        correction: Any = _NoValue,
+    ) -> Any:
+        if not _lazy(a):
+            return NotImplemented
+        return reduce.var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=nan, sqrt=sqrt)
+
+    return impl
+
+
+_implements(np.var)(_var_like(False, False))
+_implements(np.std)(_var_like(False, True))
+_implements(np.nanvar)(_var_like(True, False))
+_implements(np.nanstd)(_var_like(True, True))
+
+
+def _nan_sumprod(which: str) -> Callable[..., Any]:
+    def impl(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: Any = False,
+        initial: Any = _NoValue,
+        where: Any = True,
+    ) -> Any:
+        if not _lazy(a):
+            return NotImplemented
+        return reduce.nan_reduce(a, which, axis, dtype, out, keepdims, initial, where)
+
+    return impl
+
+
+def _nan_minmax(which: str) -> Callable[..., Any]:
+    def impl(
+        a: Any,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: Any = False,
+        initial: Any = _NoValue,
+        where: Any = True,
+    ) -> Any:
+        if not _lazy(a):
+            return NotImplemented
+        return reduce.nan_reduce(a, which, axis, None, out, keepdims, initial, where)
+
+    return impl
+
+
+_implements(np.nansum)(_nan_sumprod("nansum"))
+_implements(np.nanprod)(_nan_sumprod("nanprod"))
+_implements(np.nanmin)(_nan_minmax("nanmin"))
+_implements(np.nanmax)(_nan_minmax("nanmax"))
+
+
+@_implements(np.count_nonzero)
+def _count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return reduce.count_nonzero(a, axis, keepdims) if _lazy(a) else NotImplemented
+
+
+@_implements(np.nonzero)
+def _nonzero(a: Any) -> Any:
+    return reduce.nonzero(a) if _lazy(a) else NotImplemented
+
+
+@_implements(np.flatnonzero)
+def _flatnonzero(a: Any) -> Any:
+    if not _lazy(a):
+        return NotImplemented
+    if a.ndim == 0:
+        return np.flatnonzero(a._materialize())
+    idx = reduce.nonzero(a)
+    return np.ravel_multi_index(idx, a.shape).astype(np.intp) if a.ndim else idx[0]
+
+
+@_implements(np.argwhere)
+def _argwhere(a: Any) -> Any:
+    if not _lazy(a):
+        return NotImplemented
+    if a.ndim == 0:
+        return np.argwhere(a._materialize())
+    return np.stack(reduce.nonzero(a), axis=1)
+
+
+# --- elementwise functions -----------------------------------------------------------------------------
+@_implements(np.where)
+def _where(condition: Any, *xy: Any) -> Any:
+    if not xy:
+        return reduce.nonzero(condition) if _lazy(condition) else NotImplemented
+    if len(xy) != 2:
+        return NotImplemented
+    return _or_ni(make_elementwise(np.where, (condition, *xy), {}))
+
+
+@_implements(np.clip)
+def _clip(a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None, **kwargs: Any) -> Any:
+    lo = kwargs.pop("min", _NoValue) if a_min is _NoValue else a_min
+    hi = kwargs.pop("max", _NoValue) if a_max is _NoValue else a_max
+    lo = None if lo is _NoValue else lo
+    hi = None if hi is _NoValue else hi
+    if out is not None or kwargs:
+        return NotImplemented
+    return _or_ni(make_elementwise(np.clip, (a, lo, hi), {}))
+
+
+@_implements(np.round, getattr(np, "around", None))
+def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    if out is not None:
+        return NotImplemented
+    return _or_ni(make_elementwise(np.round, (a,), {"decimals": decimals}))
+
+
+@_implements(np.nan_to_num)
+def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    kw = {"nan": nan, "posinf": posinf, "neginf": neginf}
+    return _or_ni(make_elementwise(np.nan_to_num, (x,), kw))
+
+
+@_implements(np.real)
+def _real(val: Any) -> Any:
+    return _or_ni(make_elementwise(np.real, (val,), {}))
+
+
+@_implements(np.imag)
+def _imag(val: Any) -> Any:
+    return _or_ni(make_elementwise(np.imag, (val,), {}))
+
+
+@_implements(np.isclose)
+def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    kw = {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
+    return _or_ni(make_elementwise(np.isclose, (a, b), kw))
+
+
+if hasattr(np, "astype"):
+
+    @_implements(np.astype)
+    def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+        return x.astype(dtype) if _lazy(x) else NotImplemented

@@ -1,0 +1,111 @@
+"""Process-wide options of the lazy-array layer.
+
+Three options steer every lazy array:
+
+* ``cache_bytes`` (default 256 MiB): byte budget of the decoded-chunk LRU cache shared by all lazy arrays;
+* ``batch_chunks`` (default 64): chunks per fetch call in streamed reductions;
+* ``max_materialize`` (default 1e6): largest number of elements an implicit conversion to NumPy
+  (``np.asarray(x)``, ``np.sort(x)``, ...) may produce before it is refused with
+  :class:`~altarr.errors.MaterializeError`.
+
+:func:`set_options` changes them globally and, used as a context manager, restores the previous values
+on exit.
+
+Example:
+    >>> import altarr as aa
+    >>> with aa.set_options(batch_chunks=8):
+    ...     aa.get_options()["batch_chunks"]
+    8
+    >>> aa.get_options()["batch_chunks"]
+    64
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["set_options", "get_options", "DEFAULTS"]
+
+#: Default values of every option.
+DEFAULTS: dict[str, int] = {
+    "cache_bytes": 256 * 2**20,
+    "batch_chunks": 64,
+    "max_materialize": 1_000_000,
+}
+
+_lock = threading.Lock()
+_options: dict[str, int] = dict(DEFAULTS)
+
+
+def _validate(name: str, value: Any) -> int:
+    if name not in DEFAULTS:
+        raise ValueError(f"unknown altarr option {name!r}; valid options are {sorted(DEFAULTS)}")
+    if isinstance(value, bool):
+        raise TypeError(f"option {name!r} must be a number, got {value!r}")
+    try:
+        as_int = int(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"option {name!r} must be a number, got {value!r}") from e
+    if as_int != value:
+        raise ValueError(f"option {name!r} must be a whole number, got {value!r}")
+    minimum = 1 if name == "batch_chunks" else 0
+    if as_int < minimum:
+        raise ValueError(f"option {name!r} must be >= {minimum}, got {value!r}")
+    return as_int
+
+
+def get_options() -> dict[str, int]:
+    """A copy of the current options.
+
+    Example:
+        >>> sorted(get_options())
+        ['batch_chunks', 'cache_bytes', 'max_materialize']
+    """
+    with _lock:
+        return dict(_options)
+
+
+def _get(name: str) -> int:
+    return _options[name]
+
+
+class set_options:  # noqa: N801 - used like a function, as xarray.set_options is
+    """Set options globally; as a context manager, restore the previous values on exit.
+
+    Args:
+        cache_bytes: byte budget of the shared decoded-chunk cache.
+        batch_chunks: chunks per fetch call in streamed reductions (>= 1).
+        max_materialize: largest number of elements an implicit NumPy conversion may produce.
+
+    Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
+
+    Example:
+        >>> import altarr as aa
+        >>> _ = aa.set_options(max_materialize=10_000)      # global
+        >>> with aa.set_options(cache_bytes=2**20):         # scoped
+        ...     pass
+        >>> _ = aa.set_options(max_materialize=1_000_000)
+    """
+
+    def __init__(self, **options: Any) -> None:
+        new = {name: _validate(name, value) for name, value in options.items()}
+        with _lock:
+            self._previous = {name: _options[name] for name in new}
+            _options.update(new)
+        _after_change()
+
+    def __enter__(self) -> set_options:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _options.update(self._previous)
+        _after_change()
+
+
+def _after_change() -> None:
+    # Imported here: the cache module reads the options, not the other way round.
+    from .cache import CACHE
+
+    CACHE.shrink(_get("cache_bytes"))

@@ -1,0 +1,50 @@
+"""Recipes: what a pickled lazy array holds, and how it is rebuilt.
+
+Pickling a lazy array saves its *recipe*, never its values, cache or counters:
+``(RECIPE_VERSION, shape, chunks, dtype.str, dims, coords, source)`` where the source is either the
+user ``fetch`` (pickled by reference with plain :mod:`pickle`, so it must be a module-level function or
+an instance of a module-level class) or a lazy elementwise expression (its function, arguments and
+keyword arguments). An unpickled array starts with an empty cache and zeroed counters.
+
+The safe pattern for ``fetch`` is a *fetch factory*: a small callable class that holds a path or URL and
+parameters, opens its resource lazily on first call and drops open handles when pickled (see
+:class:`altarr.lazy.sources.DatasetFetch` and ``docs/lazy-arrays.md``). Closures and lambdas do not
+pickle with plain ``pickle``; with ``cloudpickle`` they carry everything their cells reference, data
+included.
+
+Example:
+    >>> import pickle, numpy as np, altarr as aa
+    >>> x = aa.altarr((4,), 2, np.ones)  # np.ones(coords) happens to satisfy nothing useful
+    >>> y = pickle.loads(pickle.dumps(x))
+    >>> y.shape, y.chunks, aa.stats(y)["fetch_calls"]
+    ((4,), (2,), 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+
+__all__ = ["rebuild_lazy_array"]
+
+
+def rebuild_lazy_array(
+    version: int,
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: str,
+    dims: tuple[str, ...] | None,
+    coords: dict[str, Any] | None,
+    source: Any,
+) -> Any:
+    """Rebuild a pickled lazy array (recipe version 1)."""
+    from .array import RECIPE_VERSION, LazyArray
+
+    if version > RECIPE_VERSION:
+        raise UnsupportedError(
+            f"this lazy-array recipe has version {version}; this altarr reads versions <= {RECIPE_VERSION}"
+        )
+    return LazyArray(tuple(shape), tuple(chunks), np.dtype(dtype), source, dims, coords)
