@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +150,11 @@ def parse_zarray(
         raise MetadataError(f"required field(s) {missing} missing", key=key)
     shape = check_shape(doc["shape"], key=key, field="shape")
     chunks = check_chunk_shape(doc["chunks"], len(shape), key=key, field="chunks")
+    if isinstance(doc["dtype"], str) and not re.fullmatch(r"[<>|][a-zA-Z]\d*(\[\w+\])?", doc["dtype"]):
+        raise MetadataError(
+            f"field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got {doc['dtype']!r}",
+            key=key,
+        )
     stored = check_zarr2_dtype(doc["dtype"], key=key)
     order = doc["order"]
     if order not in ("C", "F"):

@@ -1,0 +1,328 @@
+"""Zarr v2: the chunk codec, .zarray/.zattrs/.zgroup metadata, consolidated metadata, and interop with
+zarr-python (zarr_format=2) and tensorstore's ``zarr`` driver."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numcodecs
+import numpy as np
+import pytest
+import tensorstore as ts
+import zarr
+
+from altarr.codecs.zarr2 import Zarr2ChunkCodec
+from altarr.errors import CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.formats import detect_format, get_format, open_node
+from altarr.formats.zarr2 import consolidate_metadata, parse_zarray, read_consolidated_metadata
+from altarr.stores import LocalStore, MemoryStore
+
+Z2 = get_format("zarr2")
+KEY = "arr/.zarray"
+
+
+def zarray(**changes):
+    doc = {
+        "zarr_format": 2,
+        "shape": [5, 7],
+        "chunks": [2, 3],
+        "dtype": "<i4",
+        "compressor": {"id": "zlib", "level": 1},
+        "fill_value": 0,
+        "order": "C",
+        "filters": None,
+    }
+    doc.update(changes)
+    return doc
+
+
+# --- the chunk codec ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("stored", ["<i2", ">i2", ">f8", "<c8", "|u1", "|b1", ">u8", "<M8[ns]"])
+def test_chunk_codec_byte_layout(stored, order):
+    dt = np.dtype(stored)
+    a = (np.arange(12).reshape(3, 4) % 2 == 0) if dt.kind == "b" else np.arange(12).reshape(3, 4)
+    a = np.asarray(a).astype(dt.newbyteorder("="))
+    codec = Zarr2ChunkCodec(stored, order, None, None)
+    data = bytes(codec.encode(a))
+    assert data == a.astype(dt).tobytes(order=order)  # raw: stored byte order and memory order
+    out = codec.decode(data, (3, 4), a.dtype)
+    assert out.dtype.isnative and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, a)
+
+
+def test_chunk_codec_filters_and_compressor_match_numcodecs():
+    filters = [{"id": "delta", "dtype": "<i4"}, {"id": "shuffle", "elementsize": 4}]
+    codec = Zarr2ChunkCodec("<i4", "C", filters, {"id": "zstd", "level": 1})
+    a = np.arange(20, dtype="int32").reshape(4, 5) * 3
+    data = bytes(codec.encode(a))
+    buf = numcodecs.Zstd(level=1).decode(data)
+    buf = numcodecs.Shuffle(elementsize=4).decode(buf)
+    np.testing.assert_array_equal(numcodecs.Delta("<i4").decode(buf), a.ravel())
+    np.testing.assert_array_equal(codec.decode(data, (4, 5), np.dtype("int32")), a)
+
+
+def test_chunk_codec_errors():
+    codec = Zarr2ChunkCodec("<i4", "C", None, {"id": "zlib"})
+    data = bytes(codec.encode(np.arange(6, dtype="int32").reshape(2, 3)))
+    with pytest.raises(CorruptChunkError, match="decompress") as ei:
+        codec.decode(data[:-4], (2, 3), np.dtype("int32"))
+    assert "zlib" in ei.value.codec
+    with pytest.raises(CorruptChunkError, match="expected 12"):
+        codec.decode(data, (3, 4), np.dtype("int32"))
+    raw = Zarr2ChunkCodec("<i4", "C", None, None)
+    with pytest.raises(CorruptChunkError, match="cannot be viewed"):
+        raw.decode(b"abcde", (1,), np.dtype("int32"))
+    with pytest.raises(UnknownCodecError, match="'nope'"):
+        Zarr2ChunkCodec("<i4", "C", [{"id": "nope"}], None)
+    with pytest.raises(UnsupportedError):
+        Zarr2ChunkCodec("|O", "C", None, None)
+
+
+# --- metadata -----------------------------------------------------------------------------------------------
+def test_parse_basic_and_keys():
+    spec = parse_zarray(zarray(), {"_ARRAY_DIMENSIONS": ["y", "x"], "units": "m"}, key=KEY)
+    assert spec.format == "zarr2" and spec.shape == (5, 7) and spec.outer_chunks == (2, 3)
+    assert spec.dtype == np.dtype("int32") and spec.fill_value == 0
+    assert spec.chunk_key((2, 1)) == "2.1"
+    assert spec.dimension_names == ("y", "x") and spec.attributes["units"] == "m"
+    assert not spec.codecs.array_bytes.truncates_edges
+    assert parse_zarray(zarray(dimension_separator="/")).chunk_key((2, 1)) == "2/1"
+    zero_d = parse_zarray(zarray(shape=[], chunks=[]))
+    assert zero_d.chunk_key(()) == "0"
+
+
+@pytest.mark.parametrize(
+    "dtype, fill, expected",
+    [
+        ("<f8", "NaN", math.nan),
+        (">f4", "Infinity", math.inf),
+        ("<f4", "-Infinity", -math.inf),
+        ("<f8", 1.25, 1.25),
+        ("<i8", None, 0),
+        ("|u1", 255, 255),
+        ("|b1", True, True),
+        ("|b1", None, False),
+        ("<c16", [1.0, "NaN"], complex(1, math.nan)),
+        ("<M8[s]", 5, np.datetime64(5, "s")),
+    ],
+)
+def test_fill_values(dtype, fill, expected):
+    spec = parse_zarray(zarray(dtype=dtype, fill_value=fill))
+    assert spec.dtype.isnative and spec.fill_value.dtype == spec.dtype
+    np.testing.assert_array_equal(spec.fill_value, np.asarray(expected, dtype=spec.dtype))
+
+
+@pytest.mark.parametrize(
+    "changes, error, match",
+    [
+        ({"zarr_format": 3}, MetadataError, "zarr_format"),
+        ({"dtype": "|O"}, UnsupportedError, "objects, strings"),
+        ({"dtype": "<U4"}, UnsupportedError, "U4"),
+        ({"dtype": "|S3"}, UnsupportedError, "S3"),
+        ({"dtype": [["a", "<i4"]]}, UnsupportedError, "structured"),
+        ({"dtype": "int"}, MetadataError, "dtype"),
+        ({"compressor": {"id": "snappy9"}}, UnknownCodecError, "snappy9"),
+        ({"filters": [{"id": "nope"}]}, UnknownCodecError, "nope"),
+        ({"compressor": "zlib"}, MetadataError, "compressor"),
+        ({"order": "K"}, MetadataError, "order"),
+        ({"dimension_separator": "-"}, MetadataError, "dimension_separator"),
+        ({"fill_value": "NaN"}, MetadataError, "fill_value"),
+        ({"fill_value": 2**40}, MetadataError, "fill_value"),
+        ({"chunks": [2]}, MetadataError, "chunks"),
+        ({"shape": [5, "7"]}, MetadataError, "shape"),
+    ],
+)
+def test_bad_zarray_names_the_key(changes, error, match):
+    with pytest.raises(error, match=match) as ei:
+        parse_zarray(zarray(**changes), key=KEY)
+    assert ei.value.key == KEY
+    if error is UnknownCodecError:
+        assert ei.value.codec == match
+
+
+def test_missing_fields_and_malformed_json():
+    doc = zarray()
+    del doc["order"]
+    with pytest.raises(MetadataError, match="order") as ei:
+        parse_zarray(doc, key=KEY)
+    assert ei.value.key == KEY
+    store = MemoryStore()
+    store.set(KEY, b"{not json")
+    with pytest.raises(MetadataError, match="malformed JSON") as ei:
+        Z2.open_array(store, "arr")
+    assert ei.value.key == KEY
+
+
+def test_create_array_documents():
+    store = MemoryStore()
+    spec = Z2.create_array(
+        store, "arr", shape=(5, 7), dtype=">u2", chunks=(2, 3), compressor="zlib", fill_value=None,
+        order="F", dimension_separator="/", filters=[{"id": "delta", "dtype": ">u2"}],
+        dimension_names=["y", "x"], attributes={"k": 1},
+    )  # fmt: skip
+    doc = json.loads(store.get(KEY))
+    assert doc == {
+        "chunks": [2, 3],
+        "compressor": {"id": "zlib", "level": 5},
+        "dtype": ">u2",
+        "fill_value": None,
+        "filters": [{"id": "delta", "dtype": ">u2", "astype": ">u2"}],
+        "order": "F",
+        "shape": [5, 7],
+        "zarr_format": 2,
+        "dimension_separator": "/",
+    }
+    assert json.loads(store.get("arr/.zattrs")) == {"k": 1, "_ARRAY_DIMENSIONS": ["y", "x"]}
+    assert spec.dtype == np.dtype("uint16") and spec.chunk_key((1, 2)) == "1/2"
+    assert Z2.open_array(store, "arr").codecs == spec.codecs
+
+
+@pytest.mark.parametrize(
+    "compressor, expected",
+    [
+        ("zstd", {"id": "zstd", "level": 3, "checksum": False}),
+        ("gzip", {"id": "gzip", "level": 5}),
+        ("zlib", {"id": "zlib", "level": 5}),
+        ("blosc", {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}),
+        (None, None),
+        ({"id": "lzma", "preset": 1}, {"id": "lzma", "format": 1, "check": -1, "preset": 1, "filters": None}),
+        (numcodecs.BZ2(level=2), {"id": "bz2", "level": 2}),
+    ],
+)
+def test_create_compressors(compressor, expected):
+    doc = Z2.array_metadata(shape=[4], dtype="f4", chunks=[2], compressor=compressor)
+    assert doc["compressor"] == expected and doc["dtype"] == "<f4"
+
+
+def test_create_refusals():
+    store = MemoryStore()
+    with pytest.raises(UnsupportedError, match="sharding"):
+        Z2.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), shards=(4,))
+    with pytest.raises(UnsupportedError):
+        Z2.create_array(store, "arr", shape=(4,), dtype="U2", chunks=(2,))
+    with pytest.raises(UnknownCodecError, match="snappy"):
+        Z2.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), compressor="snappy")
+    with pytest.raises(MetadataError, match="option"):
+        Z2.create_array(store, "arr", shape=(4,), dtype="u1", chunks=(2,), index_location="end")
+    assert store.get(KEY) is None
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "complex128"]
+)
+def test_metadata_round_trip_every_type(dtype):
+    store = MemoryStore()
+    dt = np.dtype(dtype)
+    fill = {"b": True, "i": -3, "u": 3, "f": np.nan, "c": complex(2, -np.inf)}[dt.kind]
+    created = Z2.create_array(store, "arr", shape=(5, 3), dtype=dtype, chunks=(2, 2), fill_value=fill)
+    opened = Z2.open_array(store, "arr")
+    assert opened.dtype == created.dtype == dt
+    np.testing.assert_array_equal(opened.fill_value, np.asarray(fill, dt))
+
+
+def test_groups_attributes_and_consolidation(tmp_path):
+    store = LocalStore(tmp_path)
+    Z2.create_group(store, "", {"title": "root"})
+    Z2.create_group(store, "g")
+    Z2.create_array(store, "g/a", shape=(4,), dtype="<i2", chunks=(2,), attributes={"u": 1})
+    assert Z2.node_kind(store, "g") == "group" and Z2.node_kind(store, "g/a") == "array"
+    assert Z2.node_kind(store, "x") is None
+    assert Z2.read_attributes(store, "") == {"title": "root"} and Z2.read_attributes(store, "g") == {}
+    Z2.write_attributes(store, "g", {"v": 2})
+    assert Z2.read_attributes(store, "g") == {"v": 2}
+    with pytest.raises(MetadataError):
+        Z2.read_attributes(store, "missing")
+    doc = consolidate_metadata(store)
+    assert set(doc["metadata"]) == {
+        ".zgroup",
+        ".zattrs",
+        "g/.zgroup",
+        "g/.zattrs",
+        "g/a/.zarray",
+        "g/a/.zattrs",
+    }
+    meta = read_consolidated_metadata(store)
+    assert meta == doc["metadata"]
+    store.stats.reset()
+    spec = Z2.open_array(store, "g/a", consolidated=meta)
+    assert store.stats.reads == 0 and spec.attributes == {"u": 1}
+    # zarr-python reads our consolidated metadata
+    g = zarr.open_consolidated(str(tmp_path), zarr_format=2)
+    assert g.attrs["title"] == "root" and g["g/a"].shape == (4,)
+
+
+# --- interop ------------------------------------------------------------------------------------------------
+ZARR_CASES = [
+    (">i4", "F", numcodecs.Zlib(1), [numcodecs.Delta(dtype=">i4")], None, "/"),
+    ("<f8", "C", numcodecs.Blosc("zstd", 3, numcodecs.Blosc.BITSHUFFLE), None, np.nan, "."),
+    ("|u1", "C", None, None, 7, "."),
+    ("<c8", "F", numcodecs.GZip(3), None, 1 + 1j, "."),
+    ("<u8", "C", numcodecs.LZMA(preset=1), [numcodecs.Shuffle(elementsize=8)], 0, "/"),
+]
+
+
+@pytest.mark.parametrize("dtype, order, compressor, filters, fill, sep", ZARR_CASES)
+def test_we_read_zarr_python_v2(tmp_path, dtype, order, compressor, filters, fill, sep):
+    a = (np.arange(35).reshape(5, 7) * 3).astype(dtype)
+    z = zarr.create(
+        shape=(5, 7), chunks=(2, 3), dtype=dtype, store=str(tmp_path / "arr"), zarr_format=2, order=order,
+        compressor=compressor, filters=filters, fill_value=fill, dimension_separator=sep,
+    )  # fmt: skip
+    z[:] = a
+    store = LocalStore(tmp_path)
+    fmt, kind = detect_format(store, "arr")
+    assert (fmt.name, kind) == ("zarr2", "array")
+    spec = fmt.open_array(store, "arr")
+    for pos in [(0, 0), (2, 2)]:  # (2, 2) is an edge chunk, stored padded
+        chunk = spec.codecs.decode(store.get("arr/" + spec.chunk_key(pos)), spec.outer_chunks, spec.dtype)
+        assert chunk.shape == (2, 3) and chunk.dtype.isnative
+        part = a[pos[0] * 2 : pos[0] * 2 + 2, pos[1] * 3 : pos[1] * 3 + 3]
+        np.testing.assert_array_equal(chunk[: part.shape[0], : part.shape[1]], part)
+
+
+@pytest.mark.parametrize("dtype, order, compressor, filters, fill, sep", ZARR_CASES)
+def test_zarr_python_v2_reads_ours(tmp_path, dtype, order, compressor, filters, fill, sep):
+    a = (np.arange(35).reshape(5, 7) * 3).astype(dtype)
+    store = LocalStore(tmp_path)
+    spec = Z2.create_array(
+        store, "arr", shape=(5, 7), dtype=dtype, chunks=(2, 3), compressor=compressor.get_config() if compressor else None,
+        filters=[f.get_config() for f in filters or []], order=order, fill_value=fill, dimension_separator=sep,
+    )  # fmt: skip
+    for i in range(3):
+        for j in range(3):
+            padded = np.zeros((2, 3), dtype=spec.dtype)
+            part = a[i * 2 : i * 2 + 2, j * 3 : j * 3 + 3]
+            padded[: part.shape[0], : part.shape[1]] = part
+            store.set("arr/" + spec.chunk_key((i, j)), bytes(spec.codecs.encode(padded)))
+    z = zarr.open_array(str(tmp_path / "arr"), mode="r", zarr_format=2)
+    np.testing.assert_array_equal(z[:], a)
+
+
+def test_tensorstore_zarr_v2_both_ways(tmp_path):
+    a = np.arange(35, dtype=">i2").reshape(5, 7)
+    store = LocalStore(tmp_path)
+    spec = Z2.create_array(
+        store, "ours", shape=(5, 7), dtype=">i2", chunks=(5, 7), compressor="zlib", order="F"
+    )
+    store.set("ours/" + spec.chunk_key((0, 0)), bytes(spec.codecs.encode(a)))
+    t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(tmp_path / "ours")}}).result()
+    np.testing.assert_array_equal(t.read().result(), a)
+
+    t = ts.open(
+        {
+            "driver": "zarr",
+            "kvstore": {"driver": "file", "path": str(tmp_path / "theirs")},
+            "metadata": {"shape": [5, 7], "chunks": [4, 4], "dtype": "<f4", "order": "F",
+                         "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
+                         "fill_value": "NaN"},
+        },
+        create=True,
+    ).result()  # fmt: skip
+    b = np.arange(35, dtype="float32").reshape(5, 7)
+    t[:4, :4].write(b[:4, :4]).result()
+    node = open_node(store, "theirs")
+    assert node.kind == "array" and np.isnan(node.spec.fill_value)
+    chunk = node.spec.codecs.decode(store.get("theirs/0.0"), (4, 4), node.spec.dtype)
+    np.testing.assert_array_equal(chunk, b[:4, :4])
