@@ -636,3 +636,41 @@ def test_store_from_url_zip_with_inner_prefix(tmp_path):
     z.close()
     with pytest.raises(StoreError):
         store_from_url(str(path), mode="w-")
+
+
+# --- any request set, through a real store -------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["memory", "local", "fsspec-memory"])
+def test_random_request_sets_match_slicing(kind, tmp_path):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    objects = {"a": os.urandom(3000), "b/c": os.urandom(70), "e": b""}
+    if kind == "memory":
+        store: Store = MemoryStore(coalesce_gap=100, max_coalesced_size=1000)
+    elif kind == "local":
+        store = LocalStore(tmp_path, max_workers=3, coalesce_gap=100, max_coalesced_size=1000)
+    else:
+        store = FsspecStore(
+            f"memory://altarr-tests/{uuid.uuid4().hex}", coalesce_gap=100, max_coalesced_size=1000
+        )
+    store.set_many(list(objects.items()))
+    bound = st.one_of(st.none(), st.integers(-3500, 3500))
+
+    @st.composite
+    def req(draw):
+        key = draw(st.sampled_from(["a", "b/c", "e", "missing"]))
+        start, stop = draw(bound), draw(bound)
+        if start is not None and start < 0 and stop is not None and stop >= 0:
+            stop = None
+        return key, start, stop
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(req(), max_size=30))
+    def check(reqs):
+        store.stats.reset()
+        got = store.get_ranges(reqs)
+        assert got == [objects[k][s:e] if k in objects else None for k, s, e in reqs]
+        assert store.stats.reads <= len(reqs)
+
+    check()
+    store.close()

@@ -123,6 +123,19 @@ def coalesce_ranges(
     >>> coalesce_ranges([("a", 0, 10), ("a", 20, 30), ("a", 1000, 1010)], gap=100).requests
     [('a', 0, 30), ('a', 1000, 1010)]
     """
+    n = len(requests)
+    if n == 0 or all(r[1] is None and r[2] is None for r in requests):
+        # Fast path (unsharded reads): whole objects only; one request per distinct key.
+        first: dict[str, int] = {}
+        wholes: list[RangeRequest] = []
+        whole_parts: list[tuple[int, int | None, int | None, bool]] = []
+        for r in requests:
+            m = first.get(r[0])
+            if m is None:
+                m = first[r[0]] = len(wholes)
+                wholes.append((r[0], None, None))
+            whole_parts.append((m, None, None, True))
+        return CoalescePlan(wholes, whole_parts)
     # Per key, the original indices by kind: whole, suffix, positive range.
     by_key: dict[str, list] = {}
     # Normalized form of each original: (kind, a, b) with kind 0 = whole-like (served from a whole object

@@ -284,33 +284,52 @@ class LocalStore(Store):
         self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
         return plan.split(results)
 
-    def _read_by_key(self, groups: dict, results: list) -> None:
-        pool = self._executor()
-        keys = list(groups)
-        for key, out in zip(keys, pool.map(lambda k: self._read_group(k, groups[k]), keys), strict=True):
-            for (m, _, _), r in zip(groups[key], out, strict=True):
+    def _read_keys(self, keys: list[str], groups: dict, results: list) -> None:
+        for key in keys:
+            items = groups[key]
+            for (m, _, _), r in zip(items, self._read_group(key, items), strict=True):
                 results[m] = r
 
+    def _read_by_key(self, groups: dict, results: list) -> None:
+        """Many keys: a few tasks per worker, each reading a contiguous run of keys (a task per key would
+        cost more in thread hand-offs than reading a small file)."""
+        keys = list(groups)
+        n_tasks = min(len(keys), 2 * self.max_workers)
+        step = -(-len(keys) // n_tasks)
+        runs = [keys[i : i + step] for i in range(0, len(keys), step)]
+        futures = [self._executor().submit(self._read_keys, run, groups, results) for run in runs[1:]]
+        try:
+            self._read_keys(runs[0], groups, results)  # the calling thread takes a share too
+        finally:
+            wait(futures)
+        for f in futures:
+            f.result()
+
     def _read_by_request(self, groups: dict, results: list) -> None:
-        """Few keys, many requests each: open each file once, read its ranges in parallel."""
+        """Few keys, many requests each: open each file once, read its ranges in parallel runs."""
         fds: dict[str, int | None] = {}
         try:
             for key in groups:
                 fds[key] = self._open(key)
-            pool = self._executor()
-            futures = {}
-            for key, items in groups.items():
-                fd = fds[key]
-                for m, s, e in items:
-                    if fd is not None:
-                        futures[m] = pool.submit(self._read_one, fd, key, s, e)
-            wait(list(futures.values()))
+            work = [(fds[key], key, m, s, e) for key, items in groups.items() for m, s, e in items]
+            n_tasks = min(len(work), 2 * self.max_workers)
+            step = -(-len(work) // n_tasks)
+            runs = [work[i : i + step] for i in range(0, len(work), step)]
+            futures = [self._executor().submit(self._read_run, run, results) for run in runs[1:]]
+            try:
+                self._read_run(runs[0], results)
+            finally:
+                wait(futures)
         finally:
             for fd in fds.values():
                 if fd is not None:
                     os.close(fd)
-        for m, f in futures.items():
-            results[m] = f.result()
+        for f in futures:
+            f.result()
+
+    def _read_run(self, run: list, results: list) -> None:
+        for fd, key, m, s, e in run:
+            results[m] = None if fd is None else self._read_one(fd, key, s, e)
 
     def size(self, key: str) -> int | None:
         key = normalize_key(key)
