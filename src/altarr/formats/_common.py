@@ -4,7 +4,7 @@ Everything here raises :class:`~altarr.errors.MetadataError` naming the metadata
 
 Example:
     >>> decode_float_fill("0x7fc00000", np.dtype("float32"), key="zarr.json")
-    nan
+    np.float32(nan)
     >>> encode_float_fill(np.float32("inf"))
     'Infinity'
 """

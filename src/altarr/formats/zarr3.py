@@ -20,7 +20,7 @@ Example:
     ...     "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
     ...     "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
     >>> spec.outer_chunks, spec.chunk_key((1, 0)), spec.fill_value
-    ((5, 5), 'c/1/0', nan)
+    ((5, 5), 'c/1/0', np.float32(nan))
 """
 
 from __future__ import annotations
