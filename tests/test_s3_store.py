@@ -176,7 +176,10 @@ def test_batched_writes_and_reads_of_many_keys(store):
     got = store.get_ranges([(k, None, None) for k, _ in items])
     assert got == [v for _, v in items]
     assert rec.methods() == ["GET"] * 40 and store.stats.reads == 40
+    rec.clear()
     assert store.delete_prefix("c") == 40
+    assert rec.methods() == ["GET", "POST"]  # one listing, one bulk delete
+    assert store.stats.deletes == 40
     assert list(store.list()) == []
 
 
