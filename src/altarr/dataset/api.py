@@ -15,7 +15,7 @@ from itertools import product
 from typing import Any
 
 from ..errors import AltarrError, ExistsError, MetadataError
-from ..formats import detect_format, get_format
+from ..formats import detect_format, get_format, open_node
 from ..formats.base import Format
 from ..stores import store_from_url
 from ..stores.base import Store
@@ -37,10 +37,10 @@ def _store(path_or_url: str | Store, mode: str, path: str, storage_options: dict
 
 def _open_node(store: Store, prefix: str, mode: str, fmt: Format | None = None) -> Dataset | Group:
     """Open whatever node is at ``prefix`` (a child is opened in its own format, whatever its parent's)."""
-    found, kind = detect_format(store, prefix)
-    if kind == "array":
-        return Dataset(store, prefix, found.open_array(store, prefix), found, mode=mode)
-    return Group(store, prefix, found, mode=mode)
+    node = open_node(store, prefix)
+    if node.kind == "array":
+        return Dataset(store, prefix, node.spec, node.format, mode=mode)
+    return Group(store, prefix, node.format, mode=mode)
 
 
 def open_dataset(
@@ -63,11 +63,10 @@ def open_dataset(
     (3,)
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    fmt, kind = detect_format(store, prefix)
-    if kind != "array":
+    node = open_node(store, prefix)  # detection and parsing from one batched request
+    if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
-    spec = fmt.open_array(store, prefix)
-    return Dataset(store, prefix, spec, fmt, mode=mode, write_empty_chunks=write_empty_chunks)
+    return Dataset(store, prefix, node.spec, node.format, mode=mode, write_empty_chunks=write_empty_chunks)
 
 
 def _node_exists(store: Store, prefix: str) -> bool:
