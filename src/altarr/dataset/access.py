@@ -25,7 +25,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +44,7 @@ from .parallel import pmap
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["DatasetAccess", "Merge"]
+__all__ = ["DatasetAccess", "IndexCache", "Merge"]
 
 Chunk = tuple[int, ...]
 _EMPTY = np.uint64(2**64 - 1)
@@ -70,6 +72,85 @@ class _Node:
     start: int = 0
     length: int | None = None  # None: the whole object, length unknown
     mem: memoryview | None = None
+
+
+class IndexCache:
+    """Decoded shard indexes kept across calls, each tied to the version of the object it came from.
+
+    An entry is used only after the object's current version (``store.stat``: a file's mtime and inode,
+    a memory store's write counter) is checked to equal the one the index was read with, once per
+    object per call, so a read never uses a stale index, whoever rewrote the shard. The dataset's own
+    writes drop the entries of the shards they touch. The cache is on only for stores whose ``stat`` is
+    cheap and whose ranged reads report versions (local files, memory); on object stores a version check
+    would cost as much as reading the index again. Bounded to ``max_bytes`` of index arrays (LRU).
+    """
+
+    def __init__(self, store: Store, max_bytes: int = 32 << 20) -> None:
+        self.store = store
+        self.enabled = bool(getattr(store, "cheap_stat", False)) and hasattr(store, "get_ranges_versioned")
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
+        self._by_key: dict[str, set[tuple[str, int, int]]] = {}
+        self._nbytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def read(self, requests: list) -> tuple[list, list]:
+        """Ranged reads, with the version of each object when the cache is on."""
+        if not requests:
+            return [], []
+        if self.enabled:
+            return self.store.get_ranges_versioned(requests)  # type: ignore[attr-defined]
+        return self.store.get_ranges(requests), [None] * len(requests)
+
+    def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            entry = self._entries.get((key, level, start))
+        if entry is None:
+            return None
+        if key not in tokens:  # one version check per object per call
+            st = self.store.stat(key)
+            tokens[key] = None if st is None else st[1]
+        if tokens[key] is None or tokens[key] != entry[0]:
+            self.forget([key])
+            return None
+        with self._lock:
+            if (key, level, start) in self._entries:
+                self._entries.move_to_end((key, level, start))
+            self.hits += 1
+        return entry[1]
+
+    def put(self, key: str, level: int, start: int, version: Any, index: np.ndarray) -> None:
+        if not self.enabled or version is None:
+            return
+        ck = (key, level, start)
+        with self._lock:
+            old = self._entries.pop(ck, None)
+            if old is not None:
+                self._nbytes -= old[1].nbytes
+            self._entries[ck] = (version, index)
+            self._by_key.setdefault(key, set()).add(ck)
+            self._nbytes += index.nbytes
+            while self._nbytes > self.max_bytes and self._entries:
+                (k, lv, st), (_, idx) = self._entries.popitem(last=False)
+                self._nbytes -= idx.nbytes
+                self._by_key.get(k, set()).discard((k, lv, st))
+
+    def forget(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                for ck in self._by_key.pop(key, ()):
+                    entry = self._entries.pop(ck, None)
+                    if entry is not None:
+                        self._nbytes -= entry[1].nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._by_key.clear()
+            self._nbytes = 0
 
 
 def _levels_of(spec: DatasetSpec) -> tuple[list[tuple[int, ...]], list[ShardingCodec], CodecChain]:
@@ -113,6 +194,7 @@ class DatasetAccess:
         self.truncates = bool(getattr(chunk_chain.array_bytes, "truncates_edges", False))
         self.write_empty_chunks = write_empty_chunks
         self.fill_value = spec.fill_value
+        self.index_cache = IndexCache(store)
 
     # --- keys and grouping -----------------------------------------------------------------------------
     @property
@@ -239,8 +321,9 @@ class DatasetAccess:
         top = self.grid.nlevels - 1
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
+        tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
         for level in range(top, 0, -1):
-            nodes = self._descend(nodes, level, result)
+            nodes = self._descend(nodes, level, tokens)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
         if pending:
@@ -259,18 +342,27 @@ class DatasetAccess:
             result[n.pos] = (n.key, n.mem)
         return result
 
-    def _descend(self, nodes: list[_Node], level: int, result: dict) -> list[_Node]:
+    def _descend(self, nodes: list[_Node], level: int, tokens: dict[str, Any]) -> list[_Node]:
         """Read the index of every level-``level`` node (or the whole node) and return its children."""
         sc = self.sharding[level]
         assert sc is not None
         cps = self.grid.per_block(level)
         n_idx = sc.index_nbytes(cps)
+        cache = self.index_cache
         # which nodes need I/O, and what to ask for
         requests, targets = [], []
+        indexes: dict[int, np.ndarray] = {}
+        alive: list[_Node] = []
         for n in nodes:
             if n.mem is not None:
                 continue
             whole = len(n.chunks) >= WHOLE_SHARD_FRACTION * self.grid.n_chunks_in(n.pos, level)
+            if not whole:
+                cached = cache.get(n.key, level, n.start, tokens)
+                if cached is not None:
+                    indexes[id(n)] = cached
+                    alive.append(n)
+                    continue
             if whole:
                 rng = (None, None) if n.length is None else (n.start, n.start + n.length)
             elif n.length is None:
@@ -281,10 +373,9 @@ class DatasetAccess:
                 rng = (n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, *rng))
             targets.append((n, whole))
-        datas = self.store.get_ranges(requests) if requests else []
-        indexes: dict[int, np.ndarray] = {}
-        alive: list[_Node] = []
-        for (n, whole), req, d in zip(targets, requests, datas, strict=True):
+        datas, versions = cache.read(requests)
+        for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
+            tokens.setdefault(n.key, version)
             if d is None:
                 if n.length is None:  # a missing shard: all its chunks are absent
                     continue
@@ -309,6 +400,7 @@ class DatasetAccess:
                     indexes[id(n)] = sc.decode_index(d, cps, object_size=n.length)
                 except AltarrError as e:
                     raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
+                cache.put(n.key, level, n.start, version, indexes[id(n)])
             alive.append(n)
         alive_ids = {id(n) for n in alive}
         alive += [n for n in nodes if n.mem is not None and id(n) not in alive_ids]
@@ -453,10 +545,13 @@ class DatasetAccess:
                 to_set.append((keys[pos], shard))
             elif pos not in old_objects or old_objects[pos] is not None:
                 to_delete.append(keys[pos])
-        if to_set:
-            self.store.set_many(to_set)
-        if to_delete:
-            self.store.delete_many(to_delete)
+        try:
+            if to_set:
+                self.store.set_many(to_set)
+            if to_delete:
+                self.store.delete_many(to_delete)
+        finally:
+            self.index_cache.forget(keys.values())
         return {c: old_raw[c] is not None for c in updates}
 
     def _split_down(
