@@ -674,3 +674,35 @@ def test_random_request_sets_match_slicing(kind, tmp_path):
 
     check()
     store.close()
+
+
+_FORKED: dict = {}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_local_pool_survives_fork(tmp_path):
+    import multiprocessing
+
+    s = LocalStore(tmp_path, max_workers=2)
+    s.set_many([(f"k{i}", bytes([i])) for i in range(4)])
+    assert s.get_ranges([(f"k{i}", None, None) for i in range(4)]) == [bytes([i]) for i in range(4)]
+    assert s._pool is not None
+    _FORKED["store"] = s  # inherited by the child as it is, pool included (not pickled)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_read_four_in_child, args=(queue,))
+    child.start()
+    try:
+        out = queue.get(timeout=20)
+    finally:
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+        _FORKED.clear()
+        s.close()
+    assert out == [bytes([i]) for i in range(4)]
+
+
+def _read_four_in_child(queue):
+    store = _FORKED["store"]
+    queue.put(store.get_ranges([(f"k{i}", None, None) for i in range(4)]))

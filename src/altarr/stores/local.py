@@ -140,6 +140,7 @@ class LocalStore(Store):
         # Parent folders (as keys) already checked to be real directories inside the root.
         self._safe_dirs: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -226,20 +227,21 @@ class LocalStore(Store):
     # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:
         pool = self._pool
-        if pool is None:
+        if pool is None or self._pool_pid != os.getpid():
             with self._pool_lock:
                 pool = self._pool
-                if pool is None:
+                if pool is None or self._pool_pid != os.getpid():  # none yet, or inherited through fork
                     pool = self._pool = ThreadPoolExecutor(
                         self.max_workers, thread_name_prefix="altarr-local"
                     )
+                    self._pool_pid = os.getpid()
         return pool
 
     def close(self) -> None:
         """Shut down the thread pool (a later batch starts a new one)."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
+        if pool is not None and self._pool_pid == os.getpid():
             pool.shutdown(wait=True)
 
     # --- reads ----------------------------------------------------------------------------------------
