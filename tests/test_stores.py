@@ -706,3 +706,47 @@ def test_local_pool_survives_fork(tmp_path):
 def _read_four_in_child(queue):
     store = _FORKED["store"]
     queue.put(store.get_ranges([(f"k{i}", None, None) for i in range(4)]))
+
+
+def test_versioned_reads_match_stat(any_store, tmp_path):
+    any_store.set("v/a", DATA)
+    any_store.set("v/b", b"xyz")
+    reqs = [("v/a", 0, 10), ("v/b", None, None), ("v/a", -5, None), ("v/none", 0, 1)]
+    datas, versions = any_store.get_ranges_versioned(reqs)
+    assert datas == [DATA[:10], b"xyz", DATA[-5:], None]
+    assert len(versions) == 4 and versions[3] is None
+    if any_store.cheap_stat:
+        assert versions[0] == versions[2] == any_store.stat("v/a")[1]
+        assert versions[1] == any_store.stat("v/b")[1]
+        any_store.set("v/b", b"XYZ")
+        _, again = any_store.get_ranges_versioned([("v/b", 0, 1)])
+        assert again[0] == any_store.stat("v/b")[1] != versions[1]
+    else:  # object stores: a version check costs a round trip, none is reported
+        assert versions == [None] * 4
+
+
+def test_local_versioned_reads_in_parallel_paths(tmp_path):
+    s = LocalStore(tmp_path, max_workers=3, coalesce_gap=0)
+    big = os.urandom(50_000)
+    s.set_many([("one", big), ("two", big[::-1])])
+    reqs = [(k, i * 1000, i * 1000 + 10) for i in range(20) for k in ("one", "two")]  # few keys, many ranges
+    datas, versions = s.get_ranges_versioned(reqs)
+    assert datas == [(big if k == "one" else big[::-1])[a:b] for k, a, b in reqs]
+    assert versions == [s.stat(k)[1] for k, _, _ in reqs]
+    many = [(f"m{i}", bytes([i])) for i in range(10)]
+    s.set_many(many)
+    datas, versions = s.get_ranges_versioned([(k, None, None) for k, _ in many] + [("gone", None, None)])
+    assert datas == [v for _, v in many] + [None]
+    assert versions == [s.stat(k)[1] for k, _ in many] + [None]
+    s.close()
+
+
+def test_zip_versioned_reads(tmp_path):
+    path = tmp_path / "v.zip"
+    with ZipStore(path, mode="w") as z:
+        z.set("a", b"123")
+        datas, versions = z.get_ranges_versioned([("a", 1, None), ("b", None, None)])
+        assert datas == [b"23", None] and versions == [z.stat("a")[1], None]
+        z.set("a", b"456")
+        assert z.get_ranges_versioned([("a", None, None)]) == ([b"456"], [z.stat("a")[1]])
+        assert z.stat("a")[1] != versions[0]

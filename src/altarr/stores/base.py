@@ -102,6 +102,9 @@ class Store(ABC):
 
     #: True when writes are refused.
     read_only: bool = False
+    #: True when :meth:`stat` is cheap (a system call or a dict lookup, not a network round trip), so
+    #: callers may validate cached data (shard indexes) against it on every use.
+    cheap_stat: bool = False
 
     def __init__(self) -> None:
         self.stats = StoreStats()
@@ -111,6 +114,14 @@ class Store(ABC):
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
         """Read many byte ranges (of one or many keys) in one call, concurrently where the backend
         allows, coalescing nearby ranges of one key. Results in request order; ``None`` for a missing key."""
+
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """:meth:`get_ranges` plus, per request, the version token (as :meth:`stat` gives it) of the object
+        the bytes came from, read atomically with them; ``None`` where unknown or the key is missing.
+        This default knows no versions (all ``None``)."""
+        return self.get_ranges(requests), [None] * len(requests)
 
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""

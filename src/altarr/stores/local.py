@@ -92,6 +92,12 @@ def _read_fd(fd: int, start: int | None, stop: int | None) -> bytes | None:
     return _pread_all(fd, end - off, off)
 
 
+def _version(st: os.stat_result) -> str:
+    """The version token of a file: every write replaces the file by a new inode, so this changes even
+    when two writes fall within the file system's timestamp granularity."""
+    return f"{st.st_mtime_ns}:{st.st_ino}"
+
+
 def _write_all(fd: int, mv: memoryview) -> None:
     off, n = 0, mv.nbytes
     while off < n:
@@ -114,6 +120,9 @@ class LocalStore(Store):
     >>> s.set("x/y", b"abc"); s.size("x/y"), list(s.list())
     (3, ['x/y'])
     """
+
+    #: ``stat`` is a local system call: cheap enough to validate cached data on every use.
+    cheap_stat = True
 
     def __init__(
         self,
@@ -245,14 +254,28 @@ class LocalStore(Store):
             pool.shutdown(wait=True)
 
     # --- reads ----------------------------------------------------------------------------------------
-    def _read_group(self, key: str, items: list[tuple[int, int | None, int | None]]) -> list[bytes | None]:
+    def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
+        """Read the merged requests ``items`` = ``[(m, start, stop), ...]`` of one key into ``results[m]``
+        (and the file's version token into ``versions[m]`` when asked)."""
         fd = self._open(key)
         if fd is None:
-            return [None] * len(items)
+            return
         try:
-            return [self._read_one(fd, key, s, e) for _, s, e in items]
+            if versions is not None:
+                token = _version(self._fstat(fd, key))
+                for m, _, _ in items:
+                    versions[m] = token
+            for m, s, e in items:
+                results[m] = self._read_one(fd, key, s, e)
         finally:
             os.close(fd)
+
+    @staticmethod
+    def _fstat(fd: int, key: str) -> os.stat_result:
+        try:
+            return os.fstat(fd)
+        except OSError as e:  # pragma: no cover - fstat of an open descriptor does not fail in practice
+            raise StoreError(_oserror_message("fstat", e), key=key) from e
 
     @staticmethod
     def _read_one(fd: int, key: str, start: int | None, stop: int | None) -> bytes | None:
@@ -262,57 +285,74 @@ class LocalStore(Store):
             raise StoreError(_oserror_message("reading", e), key=key, byte_range=(start, stop)) from e
 
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        return self._get_ranges(requests, False)[0]
+
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """Like :meth:`get_ranges`, plus the version token (as :meth:`stat` gives it) of the file each
+        result was read from, taken from the same open file (``None`` for a missing key)."""
+        return self._get_ranges(requests, True)
+
+    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
         if not requests:
-            return []
+            return [], []
         reqs = [(normalize_key(k), s, e) for k, s, e in requests]
         plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         results: list[bytes | None] = [None] * len(merged)
+        versions: list | None = [None] * len(merged) if versioned else None
         if len(merged) == 1:
             key, s, e = merged[0]
-            results[0] = self._read_group(key, [(0, s, e)])[0]
+            self._read_group(key, [(0, s, e)], results, versions)
         else:
             groups: dict[str, list[tuple[int, int | None, int | None]]] = {}
             for m, (key, s, e) in enumerate(merged):
                 groups.setdefault(key, []).append((m, s, e))
             if self.max_workers == 1:
                 for key, items in groups.items():
-                    for (m, _, _), r in zip(items, self._read_group(key, items), strict=True):
-                        results[m] = r
+                    self._read_group(key, items, results, versions)
             elif len(groups) == len(merged) or len(groups) >= self.max_workers:
-                self._read_by_key(groups, results)
+                self._read_by_key(groups, results, versions)
             else:
-                self._read_by_request(groups, results)
+                self._read_by_request(groups, results, versions)
         self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
-        return plan.split(results)
+        out = plan.split(results)
+        if versions is None:
+            return out, []
+        return out, [None if r is None else versions[p[0]] for r, p in zip(out, plan.parts, strict=True)]
 
-    def _read_keys(self, keys: list[str], groups: dict, results: list) -> None:
+    def _read_keys(self, keys: list[str], groups: dict, results: list, versions: list | None) -> None:
         for key in keys:
-            items = groups[key]
-            for (m, _, _), r in zip(items, self._read_group(key, items), strict=True):
-                results[m] = r
+            self._read_group(key, groups[key], results, versions)
 
-    def _read_by_key(self, groups: dict, results: list) -> None:
+    def _read_by_key(self, groups: dict, results: list, versions: list | None) -> None:
         """Many keys: a few tasks per worker, each reading a contiguous run of keys (a task per key would
         cost more in thread hand-offs than reading a small file)."""
         keys = list(groups)
         n_tasks = min(len(keys), 2 * self.max_workers)
         step = -(-len(keys) // n_tasks)
         runs = [keys[i : i + step] for i in range(0, len(keys), step)]
-        futures = [self._executor().submit(self._read_keys, run, groups, results) for run in runs[1:]]
+        futures = [
+            self._executor().submit(self._read_keys, run, groups, results, versions) for run in runs[1:]
+        ]
         try:
-            self._read_keys(runs[0], groups, results)  # the calling thread takes a share too
+            self._read_keys(runs[0], groups, results, versions)  # the calling thread takes a share too
         finally:
             wait(futures)
         for f in futures:
             f.result()
 
-    def _read_by_request(self, groups: dict, results: list) -> None:
+    def _read_by_request(self, groups: dict, results: list, versions: list | None) -> None:
         """Few keys, many requests each: open each file once, read its ranges in parallel runs."""
         fds: dict[str, int | None] = {}
         try:
-            for key in groups:
-                fds[key] = self._open(key)
+            for key, items in groups.items():
+                fd = fds[key] = self._open(key)
+                if fd is not None and versions is not None:
+                    token = _version(self._fstat(fd, key))
+                    for m, _, _ in items:
+                        versions[m] = token
             work = [(fds[key], key, m, s, e) for key, items in groups.items() for m, s, e in items]
             n_tasks = min(len(work), 2 * self.max_workers)
             step = -(-len(work) // n_tasks)
@@ -343,7 +383,7 @@ class LocalStore(Store):
         key = normalize_key(key)
         self.stats.add(size_queries=1)
         st = self._lstat(key)
-        return None if st is None else (st.st_size, f"{st.st_mtime_ns}:{st.st_ino}")
+        return None if st is None else (st.st_size, _version(st))
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:

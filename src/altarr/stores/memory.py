@@ -70,21 +70,39 @@ class MemoryStore(Store):
             state = (dict(sh.data), dict(sh.versions), next(sh.counter))
         return (_rebuild, (state, self.read_only, self.coalesce_gap, self.max_coalesced_size))
 
+    #: ``stat`` is a dict lookup.
+    cheap_stat = True
+
     # --- reads ----------------------------------------------------------------------------------------
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        return self._get_ranges(requests, False)[0]
+
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """:meth:`get_ranges` plus the write counter of the object each result came from."""
+        return self._get_ranges(requests, True)
+
+    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
         if not requests:
-            return []
+            return [], []
         reqs = [(normalize_key(k), s, e) for k, s, e in requests]
         plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
-        data = self._shared.data
-        objects: dict[str, bytes | None] = {}
+        sh = self._shared
+        objects: dict[str, tuple[bytes | None, int | None]] = {}
         results: list[memoryview | None] = []
+        merged_versions: list[int | None] = []
         nbytes = 0
         for key, start, stop in plan.requests:
-            if key in objects:
-                obj = objects[key]
-            else:
-                obj = objects[key] = data.get(key)
+            snap = objects.get(key)
+            if snap is None:
+                if versioned:
+                    with sh.lock:  # the object and its version together
+                        snap = objects[key] = (sh.data.get(key), sh.versions.get(key))
+                else:
+                    snap = objects[key] = (sh.data.get(key), None)
+            obj, version = snap
+            merged_versions.append(version)
             if obj is None:
                 results.append(None)
                 continue
@@ -92,7 +110,12 @@ class MemoryStore(Store):
             nbytes += view.nbytes
             results.append(view)
         self.stats.add(reads=len(plan.requests), bytes_read=nbytes)
-        return plan.split(results)
+        out = plan.split(results)
+        if not versioned:
+            return out, []
+        return out, [
+            None if r is None else merged_versions[p[0]] for r, p in zip(out, plan.parts, strict=True)
+        ]
 
     def get(self, key: str) -> bytes | None:
         key = normalize_key(key)

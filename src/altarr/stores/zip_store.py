@@ -37,6 +37,11 @@ __all__ = ["ZipStore"]
 _MODES = ("r", "w", "x", "a")
 
 
+def _version(info: zipfile.ZipInfo) -> str:
+    """A member's version token: its checksum and place in the archive (a rewrite appends a new member)."""
+    return f"{info.CRC}:{info.header_offset}"
+
+
 class ZipStore(Store):
     """Members of a zip archive as objects. See the module docstring.
 
@@ -63,6 +68,7 @@ class ZipStore(Store):
         self.path = os.path.abspath(os.fspath(path))
         self.mode = mode
         self.read_only = mode == "r"
+        self.cheap_stat = True  # member information is in memory
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self._lock = threading.RLock()
@@ -116,6 +122,18 @@ class ZipStore(Store):
         return off
 
     # --- reads ----------------------------------------------------------------------------------------
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """:meth:`get_ranges` plus each member's version token (as :meth:`stat` gives it)."""
+        with self._lock:
+            out = self.get_ranges(requests)
+            versions = []
+            for (key, _, _), r in zip(requests, out, strict=True):
+                info = None if r is None else self._info(normalize_key(key))
+                versions.append(None if info is None else _version(info))
+        return out, versions
+
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
         if not requests:
             return []
@@ -175,7 +193,7 @@ class ZipStore(Store):
         key = normalize_key(key)
         self.stats.add(size_queries=1)
         info = self._info(key)
-        return None if info is None else (info.file_size, f"{info.CRC}:{info.header_offset}")
+        return None if info is None else (info.file_size, _version(info))
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
