@@ -118,13 +118,14 @@ def test_region_read_is_one_batched_call_per_level():
     ds[...] = np.arange(64 * 64, dtype="uint8").reshape(64, 64)
     store.stats.reset()
     calls = []
-    orig = store.get_ranges
+    for name in ("get_ranges", "get_ranges_versioned"):
+        orig = getattr(store, name)
 
-    def spy(requests):
-        calls.append(len(requests))
-        return orig(requests)
+        def spy(requests, _orig=orig):
+            calls.append(len(requests))
+            return _orig(requests)
 
-    store.get_ranges = spy
+        setattr(store, name, spy)
     ds[5:7, 3:60]  # 15 chunks in 4 shards: one call for the indexes, one for the chunks
     assert len(calls) == 2 and calls[0] == 4
 

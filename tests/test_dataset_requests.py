@@ -275,3 +275,34 @@ def test_concurrent_writers_to_one_shard_lose_nothing(store):
         list(pool.map(write, coords))
     for c, a in zip(coords, ds.read_chunks(coords), strict=True):
         assert a is not None and (a == c[0] * 16 + c[1] + 1).all(), c
+
+
+def test_warm_reads_use_the_cached_index(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    wanted = [(0, 0), (2, 1), (3, 3)]
+    ds.read_chunks(wanted)  # cold: reads the index
+    store.stats.reset()
+    got = ds.read_chunks(wanted)  # warm: one version check, then only the chunks' ranges
+    assert store.stats.reads <= len(wanted)
+    assert store.stats.size_queries == 1
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def test_cached_index_is_never_stale(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    wanted = [(0, 0), (2, 1)]
+    ds.read_chunks(wanted)
+    # another writer (a second Dataset object over the same store) rewrites the shard
+    other = aa.open_dataset(store, mode="r+")
+    other.write_chunks(wanted, [chunk_values(ds, c, seed=5) for c in wanted])
+    other.delete_chunk((3, 3))
+    got = ds.read_chunks([*wanted, (3, 3)])
+    for c, a in zip(wanted, got[:2], strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c, seed=5))
+    assert got[2] is None
+    # and the dataset's own writes drop the entry
+    ds.write_chunk((0, 0), chunk_values(ds, (0, 0), seed=6))
+    np.testing.assert_array_equal(ds.read_chunks([(0, 0), (2, 1)])[0], chunk_values(ds, (0, 0), seed=6))

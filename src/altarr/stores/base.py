@@ -106,6 +106,12 @@ class Store(ABC):
     #: callers may validate cached data (shard indexes) against it on every use.
     cheap_stat: bool = False
 
+    @property
+    def identity(self) -> object:
+        """What makes two store objects the same storage (two LocalStores on one folder share it); the
+        dataset layer keys its in-process shard locks on it. Default: the object itself."""
+        return id(self)
+
     def __init__(self) -> None:
         self.stats = StoreStats()
 

@@ -138,6 +138,10 @@ class FsspecStore(Store):
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
 
+    @property
+    def identity(self) -> object:
+        return ("fsspec", type(self.fs).__name__, id(self.fs), self._root)
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         where = self.url or f"{type(self.fs).__name__}:{self._root}"

@@ -152,6 +152,10 @@ class LocalStore(Store):
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
+    @property
+    def identity(self) -> object:
+        return ("local", self._real_root)
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"LocalStore({self.root!r}{ro})"

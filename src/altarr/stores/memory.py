@@ -60,6 +60,10 @@ class MemoryStore(Store):
         self.max_coalesced_size = max_coalesced_size
         self._shared = _shared if _shared is not None else _Shared()
 
+    @property
+    def identity(self) -> object:
+        return ("memory", id(self._shared))
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"MemoryStore(<{len(self._shared.data)} objects>{ro})"
