@@ -48,6 +48,8 @@ _PUBLIC = {
     "MemoryStore": "altarr.stores",
     "LocalStore": "altarr.stores",
     "FsspecStore": "altarr.stores",
+    "ZipStore": "altarr.stores",
+    "Store": "altarr.stores",
     # errors module
     "errors": "altarr.errors",
 }
