@@ -1,0 +1,51 @@
+"""Smoke test of the engine benchmark script: a tiny run of altarr alone must finish and print its table.
+
+No timing is asserted; the script itself checks every result it times against the source data.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine.py"
+
+
+def test_bench_engine_quick_altarr(tmp_path: Path) -> None:
+    out_json = tmp_path / "out.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--libs",
+            "altarr",
+            "--scenarios",
+            "write,read",
+            "--size",
+            "64",
+            "--dir",
+            str(tmp_path / "work"),
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    header = [ln for ln in lines if ln.startswith("| scenario ")]
+    assert len(header) >= 2  # one table per codec (zstd and blosc)
+    assert "altarr" in header[0] and "floor" in header[0] and "altarr/floor" in header[0]
+    assert any(ln.startswith("| 1 write whole array") for ln in lines)
+    assert any(ln.startswith("| 2 read whole array") for ln in lines)
+    report = json.loads(out_json.read_text())
+    assert set(report["codecs"]) == {"zstd", "blosc"}
+    for codec in ("zstd", "blosc"):
+        res = report["codecs"][codec]["results"]
+        assert set(res) == {"write", "read"}
+        assert res["read"]["altarr"]["median_s"] > 0
+        assert res["read"]["altarr"]["store_stats_per_rep"]["reads"] >= 1
