@@ -1195,7 +1195,24 @@ def machine() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
+    rev = "?"
+    with contextlib.suppress(Exception):
+        import subprocess
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        rev = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--", "../src"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        rev += " (src modified)" if dirty else ""
     return {
+        "altarr_git": rev,
+        "load_avg": os.getloadavg(),
         "nproc": os.cpu_count(),
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "cpu": cpu,
@@ -1317,7 +1334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = report["machine"]
     versions = report.get("versions", {})
     tables.append(
-        f"Machine: {m['nproc']} cores ({m['cpu']}), Python {m['python']}, numpy {m['numpy']}, "
+        f"Machine: {m['nproc']} cores ({m['cpu']}), load average at start {m['load_avg'][0]:.1f}, "
+        f"altarr at git {m['altarr_git']}, Python {m['python']}, numpy {m['numpy']}, "
         f"numcodecs {m['numcodecs']}; "
         + ", ".join(f"{k} {v}" for k, v in versions.items())
         + f". Total {time.perf_counter() - t_start:.0f} s."
