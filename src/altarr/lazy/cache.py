@@ -60,24 +60,39 @@ class ChunkCache:
         self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
         self._inflight: dict[Key, Flight] = {}
         self._total = 0
+        # Owners whose array was garbage-collected. A finalizer may run inside any allocation, also while
+        # this thread holds the lock, so it only queues the owner; the next locked call drops it.
+        self._pending: list[Hashable] = []
+
+    def forget_owner_later(self, owner: Hashable) -> None:
+        """Queue ``owner`` for removal (safe to call from a finalizer at any moment)."""
+        self._pending.append(owner)
+
+    def _drain(self) -> None:
+        while self._pending:
+            self._drop(self._pending.pop(), forget=True)
 
     # --- queries ---------------------------------------------------------------------------------------
     def contains(self, keys: Sequence[Key]) -> list[bool]:
         """Whether each key is cached (does not touch the LRU order)."""
         with self._lock:
+            self._drain()
             entries = self._entries
             return [k in entries for k in keys]
 
     def owner_stats(self, owner: Hashable) -> dict[str, int]:
         """Entries, bytes and evictions of one owner."""
         with self._lock:
+            self._drain()
             count, nbytes, evictions = self._owners.get(owner, (0, 0, 0))
         return {"chunks_cached": count, "cache_bytes": nbytes, "evictions": evictions}
 
     @property
     def total_bytes(self) -> int:
         """Bytes held by all entries."""
-        return self._total
+        with self._lock:
+            self._drain()
+            return self._total
 
     # --- single-flight fetching ------------------------------------------------------------------------
     def claim(self, keys: Sequence[Key]) -> list[tuple[str, Any]]:
@@ -87,6 +102,7 @@ class ChunkCache:
         """
         out: list[tuple[str, Any]] = []
         with self._lock:
+            self._drain()
             entries, inflight = self._entries, self._inflight
             for key in keys:
                 entry = entries.get(key)
@@ -107,6 +123,7 @@ class ChunkCache:
     ) -> None:
         """Publish fetched values to waiters and, if ``store``, insert them (evicting LRU entries)."""
         with self._lock:
+            self._drain()
             for key, value in zip(keys, values, strict=True):
                 flight = self._inflight.pop(key, None)
                 if flight is not None:
@@ -118,6 +135,7 @@ class ChunkCache:
     def fail(self, keys: Sequence[Key], error: BaseException) -> None:
         """Release the flights of a failed fetch; waiters then fetch for themselves."""
         with self._lock:
+            self._drain()
             for key in keys:
                 flight = self._inflight.pop(key, None)
                 if flight is not None:
@@ -148,25 +166,31 @@ class ChunkCache:
     def shrink(self, budget: int) -> None:
         """Evict least-recently-used entries until the cache holds at most ``budget`` bytes."""
         with self._lock:
+            self._drain()
             while self._total > budget and self._entries:
                 self._evict_one()
 
     def drop_owner(self, owner: Hashable, *, forget: bool = False) -> None:
         """Remove every entry of ``owner`` (not counted as evictions); ``forget`` also drops its record."""
         with self._lock:
-            doomed = [k for k in self._entries if k[0] == owner]
-            for key in doomed:
-                _, nbytes = self._entries.pop(key)
-                self._total -= nbytes
-            rec = self._owners.get(owner)
-            if rec is not None:
-                rec[0] = rec[1] = 0
-                if forget:
-                    del self._owners[owner]
+            self._drain()
+            self._drop(owner, forget=forget)
+
+    def _drop(self, owner: Hashable, *, forget: bool) -> None:
+        doomed = [k for k in self._entries if k[0] == owner]
+        for key in doomed:
+            _, nbytes = self._entries.pop(key)
+            self._total -= nbytes
+        rec = self._owners.get(owner)
+        if rec is not None:
+            rec[0] = rec[1] = 0
+            if forget:
+                del self._owners[owner]
 
     def reset_evictions(self, owner: Hashable) -> None:
         """Zero the eviction counter of ``owner``."""
         with self._lock:
+            self._drain()
             rec = self._owners.get(owner)
             if rec is not None:
                 rec[2] = 0
@@ -174,6 +198,7 @@ class ChunkCache:
     def clear(self) -> None:
         """Drop every entry of every owner."""
         with self._lock:
+            self._drain()
             self._entries.clear()
             self._total = 0
             for rec in self._owners.values():

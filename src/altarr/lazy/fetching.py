@@ -118,7 +118,7 @@ class FetchSource:
         self._shape_arr = np.asarray(self.shape, dtype=np.int64)
         self._chunks_arr = np.asarray(self.chunks, dtype=np.int64)
         # Free this source's cache entries when it is garbage-collected.
-        weakref.finalize(self, CACHE.drop_owner, self.token, forget=True)
+        weakref.finalize(self, CACHE.forget_owner_later, self.token)
 
     # --- pickling: the recipe only --------------------------------------------------------------------
     def __reduce__(self) -> tuple[Any, ...]:
