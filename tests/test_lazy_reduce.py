@@ -1,0 +1,250 @@
+"""Streamed reductions: NumPy's results, batches of batch_chunks chunks per call, no cache filling,
+early exit, bounded memory."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import altarr as aa
+from _lazy_support import lazy, positions
+from altarr.errors import MaterializeError, UnsupportedError
+
+RNG = np.random.default_rng(7)
+DATA3 = RNG.normal(size=(9, 10, 7)) * 3 + 1
+DATA3_NAN = DATA3.copy()
+DATA3_NAN[RNG.random(DATA3.shape) < 0.2] = np.nan
+DATA3_NAN[:, 2, 3] = np.nan  # an all-NaN slice along axis 0
+
+AXES = [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1, 2)]
+FUNCS = ["sum", "prod", "min", "max", "mean", "std", "var", "any", "all"]
+
+
+@pytest.mark.parametrize("func", FUNCS)
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_match_numpy(func, axis, keepdims):
+    data = DATA3 if func != "prod" else 1 + DATA3 / 50
+    x, fetch = lazy(data, (4, 3, 5))
+    got_np = getattr(np, func)(x, axis=axis, keepdims=keepdims)
+    got_method = getattr(x, func)(axis=axis, keepdims=keepdims)
+    want = getattr(np, func)(data, axis=axis, keepdims=keepdims)
+    for got in (got_np, got_method):
+        assert np.shape(got) == np.shape(want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert aa.stats(x)["chunks_cached"] == 0 and aa.stats(x)["reduce"] == 2
+
+
+@pytest.mark.parametrize("func", ["nansum", "nanprod", "nanmin", "nanmax", "nanmean", "nanstd", "nanvar"])
+@pytest.mark.parametrize("axis", [None, 0, 2, (1, 2)])
+def test_nan_reductions_match_numpy(func, axis):
+    data = DATA3_NAN if func != "nanprod" else 1 + DATA3_NAN / 50
+    x, _ = lazy(data, (4, 3, 5))
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        got = getattr(np, func)(x, axis=axis)
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        want = getattr(np, func)(data, axis=axis)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert bool(ours) == bool(theirs)  # NumPy's RuntimeWarnings for all-NaN slices
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64", "bool", "float32", "float16", "complex128"])
+def test_result_dtypes_follow_numpy(dtype):
+    data = (positions((6, 5)) % 5).astype(dtype)
+    x, _ = lazy(data, (4, 2))
+    for func in ("sum", "prod", "min", "max", "mean", "var", "std", "count_nonzero"):
+        for axis in (None, 1):
+            got = getattr(np, func)(x, axis=axis)
+            want = getattr(np, func)(data, axis=axis)
+            assert np.asarray(got).dtype == np.asarray(want).dtype, (func, axis)
+            rtol = 1e-3 if dtype in ("float16", "float32") else 1e-12
+            np.testing.assert_allclose(
+                np.asarray(got, dtype=complex), np.asarray(want, dtype=complex), rtol=rtol
+            )
+
+
+def test_dtype_ddof_initial_out_and_ufunc_reduce():
+    data = positions((5, 8)).astype("int16")
+    x, _ = lazy(data, (2, 3))
+    assert x.sum(dtype="int8").dtype == np.int8
+    assert np.sum(x, dtype="float32") == np.float32(data.sum())
+    np.testing.assert_allclose(x.var(axis=0, ddof=1), data.var(axis=0, ddof=1))
+    np.testing.assert_allclose(np.std(x, ddof=2), np.std(data, ddof=2))
+    np.testing.assert_allclose(np.var(x, axis=1, correction=1), np.var(data, axis=1, correction=1))
+    assert x.max(initial=1000) == 1000 and x.sum(initial=5) == data.sum() + 5
+    out = np.empty(8)
+    assert x.mean(axis=0, out=out) is out
+    np.testing.assert_allclose(out, data.mean(axis=0))
+    np.testing.assert_array_equal(np.add.reduce(x), np.add.reduce(data))  # default axis 0
+    np.testing.assert_array_equal(np.maximum.reduce(x, axis=1), data.max(axis=1))
+    np.testing.assert_array_equal(np.bitwise_or.reduce(x, axis=None), np.bitwise_or.reduce(data, axis=None))
+    with pytest.raises(UnsupportedError):
+        x.sum(where=data > 3)
+    with pytest.raises(np.exceptions.AxisError):
+        x.sum(axis=2)
+
+
+def test_variance_is_numerically_stable():
+    rng = np.random.default_rng(3)
+    data = 1e9 + rng.normal(size=(200, 50))
+    x, _ = lazy(data, (7, 11))
+    exact = data - 1e9  # exact subtraction: a well-conditioned reference
+    np.testing.assert_allclose(x.var(), exact.var(), rtol=1e-7)
+    np.testing.assert_allclose(x.std(axis=0), exact.std(axis=0), rtol=1e-7)
+    naive = (data**2).mean() - data.mean() ** 2  # what a one-pass sum of squares would give
+    assert abs(naive - exact.var()) > 1e-3
+
+
+@pytest.mark.parametrize("batch", [1, 4, 7, 64])
+def test_whole_array_reduction_costs_ceil_n_over_batch_calls_and_caches_nothing(batch):
+    data = positions((10, 7))
+    x, fetch = lazy(data, (4, 3))  # 9 chunks
+    with aa.set_options(batch_chunks=batch):
+        assert x.sum() == data.sum()
+        assert aa.stats(x)["fetch_calls"] == math.ceil(9 / batch)
+        assert max(len(c) for c in fetch.calls) <= batch
+        assert aa.stats(x)["chunks_cached"] == 0
+        np.testing.assert_allclose(np.mean(x, axis=0), data.mean(axis=0))
+        assert aa.stats(x)["fetch_calls"] == 2 * math.ceil(9 / batch)
+        assert aa.stats(x)["chunks_cached"] == 0
+
+
+def test_reductions_use_chunks_already_cached():
+    data = positions((10, 7))
+    x, fetch = lazy(data, (4, 3))
+    x[0:4, 0:6]  # caches chunks (0, 0) and (0, 1)
+    with aa.set_options(batch_chunks=3):
+        assert x.max() == data.max()
+    s = aa.stats(x)
+    assert s["chunks_fetched"] == 2 + 7 and s["chunks_cached"] == 2
+    assert s["fetch_calls"] == 1 + 3  # batches of 3 grid positions; the first holds one missing chunk
+
+
+def test_any_and_all_stop_early():
+    data = np.zeros((12, 12), dtype=bool)
+    data[0, 0] = True
+    x, fetch = lazy(data, 3)  # 16 chunks
+    with aa.set_options(batch_chunks=2):
+        assert bool(x.any())
+        assert len(fetch.calls) == 1
+        assert not bool(x.all())
+        assert len(fetch.calls) == 2
+        assert np.any(x, axis=1).tolist() == data.any(axis=1).tolist()
+        assert len(fetch.calls) == 2 + 8
+    ones, fetch1 = lazy(np.ones((12, 12)), 3)
+    with aa.set_options(batch_chunks=4):
+        assert np.all(ones, axis=1).all()  # all decided only after every chunk
+        assert len(fetch1.calls) == 4
+        assert np.any(ones, axis=1).all()  # every row True after the first chunk column
+        assert len(fetch1.calls) == 4 + 4
+
+
+def test_isnan_any_streams_with_early_exit():
+    data = positions((12, 12))
+    data[1, 1] = np.nan
+    x, fetch = lazy(data, 3)
+    with aa.set_options(batch_chunks=2):
+        assert bool(np.isnan(x).any())
+        assert len(fetch.calls) == 1
+        assert int((x > 100).sum()) == int((data > 100).sum())
+        np.testing.assert_array_equal((x > 100).sum(axis=0), (data > 100).sum(axis=0))
+    assert aa.stats(x)["chunks_cached"] == 0
+
+
+def test_nonzero_flatnonzero_argwhere_count_nonzero():
+    rng = np.random.default_rng(5)
+    data = rng.random((11, 9, 4)) < 0.1
+    x, fetch = lazy(data, (4, 5, 3))
+    for got, want in zip(np.nonzero(x), np.nonzero(data), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.flatnonzero(x), np.flatnonzero(data))
+    np.testing.assert_array_equal(np.argwhere(x), np.argwhere(data))
+    np.testing.assert_array_equal(np.where(x)[1], np.where(data)[1])
+    assert np.count_nonzero(x) == np.count_nonzero(data)
+    np.testing.assert_array_equal(np.count_nonzero(x, axis=(0, 2)), np.count_nonzero(data, axis=(0, 2)))
+    assert aa.stats(x)["chunks_cached"] == 0 and aa.stats(x)["materialize"] == 0
+
+
+def test_empty_arrays_reduce_like_numpy_without_fetching():
+    x, fetch = lazy(np.zeros((0, 4)), 2)
+    assert x.sum() == 0.0
+    np.testing.assert_array_equal(x.sum(axis=0), np.zeros(4))
+    with pytest.raises(ValueError):
+        x.max()
+    assert x.max(initial=-1) == -1
+    assert not x.any() and x.all()
+    with pytest.warns(RuntimeWarning):
+        assert np.isnan(x.mean())
+    assert fetch.calls == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 8), min_size=1, max_size=3).map(tuple),
+    data=st.data(),
+)
+def test_reductions_property(shape, data):
+    chunks = tuple(data.draw(st.integers(1, n + 1)) for n in shape)
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+    func = data.draw(st.sampled_from(["sum", "min", "max", "mean", "var", "any", "count_nonzero"]))
+    values = np.random.default_rng(len(shape)).integers(-3, 4, size=shape).astype(float)
+    x, fetch = lazy(values, chunks)
+    with aa.set_options(batch_chunks=data.draw(st.integers(1, 5))):
+        got = getattr(np, func)(x, axis=axis)
+    np.testing.assert_allclose(got, getattr(np, func)(values, axis=axis), rtol=1e-12, atol=1e-12)
+    assert len(fetch.fetched) <= int(np.prod([-(-n // c) for n, c in zip(shape, chunks, strict=True)]))
+
+
+class _GeneratedFetch:
+    """Chunks computed from their coordinates; holds no data."""
+
+    def __init__(self, shape, chunks):
+        self.shape, self.chunks = shape, chunks
+
+    def __call__(self, coords):
+        out = []
+        for c in coords:
+            ext = [min(ch, n - i * ch) for i, ch, n in zip(c, self.chunks, self.shape, strict=True)]
+            out.append(np.full(ext, float(c.sum() % 5)))
+        return out
+
+
+def test_reducing_an_array_twenty_times_the_cache_stays_within_budget_plus_one_batch():
+    shape, chunks = (2048, 1024), (64, 128)  # 16 MiB in 256 chunks of 64 KiB
+    budget = 2**20 * 16 // 20  # the array is 20x the cache budget
+    batch = 4
+    batch_bytes = batch * 64 * 128 * 8
+    x = aa.altarr(shape, chunks, _GeneratedFetch(shape, chunks))
+    with aa.set_options(cache_bytes=budget, batch_chunks=batch):
+        x[0:128, 0:256]  # fill part of the cache first
+        warm = aa.altarr((4, 4), 2, _GeneratedFetch((4, 4), (2, 2)))  # import every code path first
+        warm.sum(), warm.mean(axis=0), warm.std(), (warm > 3).any(axis=1)
+        tracemalloc.start()
+        try:
+            total = x.sum()
+            means = x.mean(axis=0)
+            sd = x.std()
+            any_big = (x > 3).any(axis=1)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        with pytest.raises(MaterializeError):
+            np.asarray(x)
+    grid = np.indices((32, 8)).sum(axis=0) % 5
+    expected = np.repeat(np.repeat(grid, 64, axis=0), 128, axis=1).astype(float)
+    assert total == expected.sum()
+    np.testing.assert_allclose(means, expected.mean(axis=0))
+    np.testing.assert_allclose(sd, expected.std())
+    np.testing.assert_array_equal(any_big, (expected > 3).any(axis=1))
+    assert peak <= budget + batch_bytes, (peak, budget + batch_bytes)
+    assert aa.stats(x)["chunks_cached"] == 4
