@@ -12,8 +12,9 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -24,17 +25,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="altarr: chun
 console = Console(width=140)
 
 
-def _stats_row(table: Table, step: str, stats: dict[str, int], seconds: float, note: str = "") -> None:
-    table.add_row(
-        step,
-        str(stats["reads"]),
-        f"{stats['bytes_read']:,}",
-        str(stats["writes"]),
-        f"{stats['bytes_written']:,}",
-        str(stats["size_queries"]),
-        f"{seconds * 1e3:.1f}",
-        note,
-    )
+def _chunk_region(coords: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[slice, ...]:
+    return tuple(slice(c * n, (c + 1) * n) for c, n in zip(coords, chunks, strict=True))
 
 
 @app.command()
@@ -69,89 +61,70 @@ def demo(
     )
     stats = ds.store.stats
     table = Table("step", "reads", "bytes read", "writes", "bytes written", "size queries", "ms", "check")
+    failures = 0
 
-    stats.reset()
-    t = time.perf_counter()
-    ds[...] = values
-    _stats_row(
-        table,
-        "write the whole array",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        f"{len(list(ds.store.list(ds.path))) - 1} shard objects",
-    )
+    def step(name: str, action: Callable[[], Any], check: Callable[[Any], str]) -> None:
+        nonlocal failures
+        stats.reset()
+        t = time.perf_counter()
+        result = action()
+        seconds = time.perf_counter() - t
+        counts = stats.as_dict()
+        note = check(result)
+        failures += note.startswith("MISMATCH")
+        table.add_row(
+            name,
+            str(counts["reads"]),
+            f"{counts['bytes_read']:,}",
+            str(counts["writes"]),
+            f"{counts['bytes_written']:,}",
+            str(counts["size_queries"]),
+            f"{seconds * 1e3:.1f}",
+            note,
+        )
 
-    wanted = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (2, 1, 0)]  # four chunks of shard (0, 0, 0)
-    stats.reset()
-    t = time.perf_counter()
-    got = ds.read_chunks(wanted)
-    ok = all(
-        np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
-        for w, a in zip(wanted, got, strict=True)
-    )
-    _stats_row(
-        table,
-        "read_chunks: 4 chunks of 1 shard",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        "equal" if ok else "MISMATCH",
-    )
+    def chunks_equal(wanted: list[tuple[int, ...]]) -> Callable[[list], str]:
+        def check(got: list) -> str:
+            ok = all(
+                a is not None and np.array_equal(a, values[_chunk_region(w, chunks)])
+                for w, a in zip(wanted, got, strict=True)
+            )
+            return "equal" if ok else "MISMATCH"
 
-    spread = [(0, 0, 0), (3, 2, 3), (5, 4, 4), (2, 3, 1)]  # one chunk in each of 4 shards
-    stats.reset()
-    t = time.perf_counter()
-    got = ds.read_chunks(spread)
-    ok = all(
-        np.array_equal(a, values[tuple(slice(c * n, (c + 1) * n) for c, n in zip(w, chunks, strict=True))])
-        for w, a in zip(spread, got, strict=True)
-    )
-    _stats_row(
-        table,
-        "read_chunks: 1 chunk in each of 4 shards",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        "equal" if ok else "MISMATCH",
-    )
+        return check
 
-    stats.reset()
-    t = time.perf_counter()
-    region = ds[10:50, 30:90, 150:]
-    ok = np.array_equal(region, values[10:50, 30:90, 150:])
-    _stats_row(
-        table,
+    def write_all() -> None:
+        ds[...] = values
+
+    step(
+        "write the whole array", write_all, lambda _: f"{len(list(ds.store.list(ds.path))) - 1} shard objects"
+    )
+    same_shard = [(0, 0, 0), (0, 1, 1), (1, 0, 1), (2, 1, 0)]
+    step("read_chunks: 4 chunks of 1 shard", lambda: ds.read_chunks(same_shard), chunks_equal(same_shard))
+    spread = [(0, 0, 0), (3, 2, 3), (5, 4, 4), (2, 3, 1)]
+    step("read_chunks: 1 chunk in each of 4 shards", lambda: ds.read_chunks(spread), chunks_equal(spread))
+    step(
+        "again: the shard indexes are cached",
+        lambda: ds.read_chunks(spread),
+        lambda got: chunks_equal(spread)(got) + ", no index read",
+    )
+    region = (slice(10, 50), slice(30, 90), slice(150, None))
+    step(
         "region read ds[10:50, 30:90, 150:]",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        "equal" if ok else "MISMATCH",
+        lambda: ds[region],
+        lambda got: "equal" if np.array_equal(got, values[region]) else "MISMATCH",
     )
-
-    stats.reset()
-    t = time.perf_counter()
-    ds.write_chunks([(0, 0, 0)], [np.zeros(chunks, dtype=np.uint16) + 7])
-    _stats_row(
-        table,
+    values[_chunk_region((0, 0, 0), chunks)] = 7
+    step(
         "write_chunks: 1 chunk into an existing shard",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        "1 read + 1 write, siblings kept as bytes",
+        lambda: ds.write_chunks([(0, 0, 0)], [np.full(chunks, 7, dtype=np.uint16)]),
+        lambda _: "1 read + 1 write, siblings kept as bytes",
     )
-
-    stats.reset()
-    t = time.perf_counter()
-    existed = ds.delete_chunks([(5, 4, 4)])
-    _stats_row(
-        table, "delete_chunks: 1 chunk", stats.as_dict(), time.perf_counter() - t, f"existed={existed[0]}"
-    )
-
-    stats.reset()
-    t = time.perf_counter()
-    missing = ds.read_chunks([(5, 4, 4)])[0]
-    _stats_row(
-        table,
+    step("delete_chunks: 1 chunk", lambda: ds.delete_chunks([(5, 4, 4)]), lambda r: f"existed={r[0]}")
+    step(
         "read the deleted chunk",
-        stats.as_dict(),
-        time.perf_counter() - t,
-        "None" if missing is None else "still there?!",
+        lambda: ds.read_chunks([(5, 4, 4)]),
+        lambda got: "None" if got[0] is None else "MISMATCH: still there",
     )
     console.print(table)
     on_disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -160,6 +133,8 @@ def demo(
         console.print(f"dataset kept at {path}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        raise typer.Exit(code=1)
 
 
 @app.command()
