@@ -85,3 +85,13 @@ def test_to_xarray_with_dask_and_default_dims():
     plain = x.to_xarray()
     assert plain.dims == ("dim_0", "dim_1")
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(plain)).values, DATA)
+
+
+def test_missing_optional_dependencies_give_a_clear_import_error(monkeypatch):
+    x, _ = lazy(DATA, (4, 3))
+    monkeypatch.setitem(__import__("sys").modules, "dask.array", None)
+    with pytest.raises(ImportError, match=r"pip install 'dask\[array\]'"):
+        x.to_dask()
+    monkeypatch.setitem(__import__("sys").modules, "xarray", None)
+    with pytest.raises(ImportError, match="pip install xarray"):
+        x.to_xarray()

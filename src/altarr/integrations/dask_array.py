@@ -24,7 +24,7 @@ __all__ = ["to_dask"]
 def _import_dask() -> Any:
     try:
         import dask.array as da
-    except ImportError as e:  # pragma: no cover - dask is installed in the test environment
+    except ImportError as e:
         raise ImportError(
             "LazyArray.to_dask() needs the optional dependency dask: pip install 'dask[array]' "
             "(or pip install 'altarr[dask]')"

@@ -24,7 +24,7 @@ __all__ = ["to_xarray"]
 def _import_xarray() -> Any:
     try:
         import xarray as xr
-    except ImportError as e:  # pragma: no cover - xarray is installed in the test environment
+    except ImportError as e:
         raise ImportError(
             "LazyArray.to_xarray() needs the optional dependency xarray: pip install xarray "
             "(or pip install 'altarr[xarray]')"
