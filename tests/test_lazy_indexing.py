@@ -263,6 +263,9 @@ def test_flat_matches_numpy(case):
         (),
         ([],),
         (slice(None, None, -1), slice(5, None, -2), [3, -1, 3]),
+        (np.array([True, False]), slice(None), [1, 2]),  # a mask broadcast with an integer array
+        ([[0], [1]], np.array([False, True, True]), 2),
+        (1, np.array([[True, False, True, False], [False, False, True, True], [True] * 4])),
     ],
 )
 def test_numpy_corner_cases(key):
