@@ -222,17 +222,38 @@ class LazyArray(NDArrayOperatorsMixin):
 
     @property
     def oindex(self) -> _IndexerProxy:
-        """Orthogonal (outer) indexing: one subscript per dimension, cartesian product (NEP 21)."""
+        """Orthogonal (outer) indexing: one subscript per dimension, cartesian product (NEP 21).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((3, 4), 2, lambda c: [np.ones((2, 2))[: 3 - 2 * i] for i, j in c])
+            >>> x.oindex[[0, 2], [1, 3, 0]].shape
+            (2, 3)
+        """
         return _IndexerProxy(self, plan_outer)
 
     @property
     def vindex(self) -> _IndexerProxy:
-        """Vectorized (point) indexing: arrays broadcast together, their dimensions first (NEP 21)."""
+        """Vectorized (point) indexing: arrays broadcast together, their dimensions first (NEP 21).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((3, 4), 2, lambda c: [np.ones((2, 2))[: 3 - 2 * i] for i, j in c])
+            >>> x.vindex[[0, 2], [1, 3]].shape
+            (2,)
+        """
         return _IndexerProxy(self, plan_vector)
 
     @property
     def flat(self) -> _IndexerProxy:
-        """C-order linear indexing: ``x.flat[i]``, ``x.flat[a:b:c]``, ``x.flat[int_array]``."""
+        """C-order linear indexing: ``x.flat[i]``, ``x.flat[a:b:c]``, ``x.flat[int_array]``.
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr(5, 2, lambda c: [np.arange(2 * i, min(2 * i + 2, 5)) for (i,) in c])
+            >>> x.flat[[4, 0]].tolist()
+            [4.0, 0.0]
+        """
         return _IndexerProxy(self, plan_flat)
 
     # --- internals ---------------------------------------------------------------------------------------
@@ -327,7 +348,14 @@ class LazyArray(NDArrayOperatorsMixin):
         initial: Any = np._NoValue,
         where: Any = True,
     ) -> Any:
-        """Streamed sum (NumPy signature)."""
+        """Streamed sum (NumPy signature): ``batch_chunks`` chunks per fetch call, nothing cached.
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
+            >>> float(x.sum()), x.sum(axis=0).tolist()
+            (16.0, [4.0, 4.0, 4.0, 4.0])
+        """
         from . import reduce
 
         return reduce.ufunc_reduce(
@@ -381,7 +409,17 @@ class LazyArray(NDArrayOperatorsMixin):
         )
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
-        """Streamed ``any``; stops at the first batch that decides it."""
+        """Streamed ``any``; stops at the first batch that decides it.
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr(100, 10, lambda c: [np.ones(10)] * len(c))
+            >>> with aa.set_options(batch_chunks=2):
+            ...     bool(x.any())
+            True
+            >>> aa.stats(x)["chunks_fetched"]  # the first batch decided it
+            2
+        """
         from . import reduce
 
         return reduce.any_all(self, "any", axis, out, keepdims, where)
@@ -418,7 +456,14 @@ class LazyArray(NDArrayOperatorsMixin):
         mean: Any = np._NoValue,
         correction: Any = np._NoValue,
     ) -> Any:
-        """Streamed variance (Chan et al. pairwise merge; NumPy signature)."""
+        """Streamed variance (Chan et al. pairwise merge; NumPy signature).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr(4, 2, lambda c: [np.array([1.0, 3.0])] * len(c))
+            >>> float(x.var()), float(x.var(ddof=1))
+            (1.0, 1.3333333333333333)
+        """
         from . import reduce
 
         return reduce.var(
@@ -457,7 +502,14 @@ class LazyArray(NDArrayOperatorsMixin):
         return reduce.nonzero(self)
 
     def astype(self, dtype: Any, copy: bool = True) -> LazyArray:
-        """A lazy cast to ``dtype`` (values converted chunk by chunk when read)."""
+        """A lazy cast to ``dtype`` (values converted chunk by chunk when read).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr(3, 3, lambda c: [np.array([0.5, 1.5, 2.5])])
+            >>> x.astype("int8")[...]
+            array([0, 1, 2], dtype=int8)
+        """
         from .elementwise import cast
 
         return cast(self, _check_dtype(dtype))
