@@ -197,3 +197,15 @@ def test_stats_keys():
     assert aa.is_altarr(x) and not aa.is_altarr(x[:]) and not aa.is_altarr(np.zeros(2))
     with pytest.raises(TypeError):
         aa.stats(np.zeros(2))
+
+
+def test_cached_views_of_a_large_buffer_are_compacted():
+    big = np.arange(10_000.0)
+
+    def fetch(coords):
+        return [big[10 * i : 10 * i + 10] for (i,) in coords]  # views into one large buffer
+
+    x = aa.altarr((1000,), 10, fetch)
+    x[0:20]
+    cached = CACHE.claim([(x._source.token, (0,))])[0]
+    assert cached[0] == "hit" and cached[1].base is None and aa.stats(x)["cache_bytes"] == 160

@@ -193,6 +193,8 @@ class FetchSource:
             except BaseException as e:
                 CACHE.fail(my_keys, e)
                 raise
+            if store:
+                values = [_compact(v) for v in values]
             CACHE.complete(my_keys, values, store=store, budget=options._get("cache_bytes"))
             for i, v in zip(mine, values, strict=True):
                 out[i] = v
@@ -227,6 +229,21 @@ class FetchSource:
         self.counters.add("chunks_fetched", len(values))
         self.counters.add("bytes_fetched", sum(v.nbytes for v in values))
         return values
+
+
+def _compact(arr: np.ndarray) -> np.ndarray:
+    """A chunk to keep in the cache: copied when it is a small view of a much larger buffer (a slice of
+    a block the fetch read at once), so the cache's byte count is the memory it really holds."""
+    base: Any = arr
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if base is arr:
+        return arr
+    try:
+        held = base.nbytes if isinstance(base, np.ndarray) else memoryview(base).nbytes
+    except TypeError:
+        return arr
+    return arr.copy() if held > 2 * arr.nbytes else arr
 
 
 def validate(result: Any, coords: np.ndarray, extents: np.ndarray, dtype: np.dtype) -> list[np.ndarray]:
