@@ -1,7 +1,11 @@
 """Adapters from altarr to other array libraries (optional dependencies, imported on use).
 
-* :func:`altarr.integrations.dask_array.to_dask` - a dask array over a lazy array (``x.to_dask()``);
-* :func:`altarr.integrations.xarray_data.to_xarray` - an ``xarray.DataArray`` (``x.to_xarray()``).
+The adapters live beside the lazy arrays they convert (``altarr.lazy.dask_export`` and
+``altarr.lazy.xarray_export``, so the lazy layer never imports a layer above it); this package gathers
+them for code that integrates altarr elsewhere:
+
+* :func:`to_dask` - a dask array over a lazy array (``x.to_dask()``), dask chunks aligned to altarr's;
+* :func:`to_xarray` - an ``xarray.DataArray`` with dims and coords, still lazy (``x.to_xarray()``).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -10,4 +14,7 @@ Example:
     (16.0, ('y', 'x'))
 """
 
-__all__: list[str] = []
+from ..lazy.dask_export import to_dask
+from ..lazy.xarray_export import to_xarray
+
+__all__ = ["to_dask", "to_xarray"]

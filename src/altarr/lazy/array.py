@@ -517,7 +517,7 @@ class LazyArray(NDArrayOperatorsMixin):
     # --- extras -----------------------------------------------------------------------------------------
     def to_dask(self, chunks: Any = None) -> Any:
         """A dask array over this lazy array, one task per (batch of) chunk(s); needs ``dask``."""
-        from ..integrations.dask_array import to_dask
+        from .dask_export import to_dask
 
         return to_dask(self, chunks=chunks)
 
@@ -525,7 +525,7 @@ class LazyArray(NDArrayOperatorsMixin):
         self, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
     ) -> Any:
         """An ``xarray.DataArray`` with this array's dims and coords, still lazy; needs ``xarray``."""
-        from ..integrations.xarray_data import to_xarray
+        from .xarray_export import to_xarray
 
         return to_xarray(self, name=name, attrs=attrs, dask=dask)
 
