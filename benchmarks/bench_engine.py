@@ -282,6 +282,7 @@ class AltarrAdapter(Adapter):
             self.note = "fancy via ds.read_chunks + NumPy assembly (altarr.open not available yet)"
         self._lazy: dict[int, Any] = {}  # id(dataset) -> lazy array over the same path
         self._paths: dict[int, str] = {}
+        self._lazy_counters: dict[int, LazyCounters] = {}
 
     def _compressor(self) -> Any:
         if self.codec == "zstd":
@@ -338,14 +339,19 @@ class AltarrAdapter(Adapter):
             return np.asarray(self.lazy(h).oindex[i0, i1, s2])
         return oindex_via_chunks(h, (i0, i1, s2))
 
-    def context(self, scenario: str) -> contextlib.AbstractContextManager[Any]:
-        if scenario == "fancy" and self.lazy_open is not None:  # no decoded-chunk cache: repeats refetch
-            return self.aa.set_options(cache_bytes=0)
-        return contextlib.nullcontext()
+    def before_rep(self, h: Any) -> None:
+        if id(h) in self._lazy:  # every repetition starts with a cold decoded-chunk cache
+            self._counters(h).drop_cache()
+
+    def _counters(self, h: Any) -> LazyCounters:
+        c = self._lazy_counters.get(id(h))
+        if c is None:
+            c = self._lazy_counters[id(h)] = LazyCounters(self.aa, self.lazy(h))
+        return c
 
     def stats_for(self, scenario: str, h: Any) -> Any:
         if scenario == "fancy" and self.lazy_open is not None:
-            return LazyCounters(self.aa, self.lazy(h))
+            return self._counters(h)
         return h.store.stats
 
     def write_chunks(self, h: Any, coords: list[tuple[int, ...]], arrays: list[np.ndarray]) -> None:
@@ -356,19 +362,30 @@ class AltarrAdapter(Adapter):
 
 
 class LazyCounters:
-    """The lazy layer's counters (``altarr.stats``) behind the ``reset()``/``as_dict()`` of store stats."""
+    """The lazy layer's counters (``altarr.stats``) behind the ``reset()``/``as_dict()`` of store stats,
+    summed over the cache drops between repetitions (``altarr.reset`` zeroes the counters too)."""
 
     KEYS = ("fetch_calls", "chunks_fetched", "bytes_fetched", "cache_hits")
 
     def __init__(self, aa: Any, x: Any):
         self.aa, self.x = aa, x
+        self.total = dict.fromkeys(self.KEYS, 0)
+
+    def _now(self) -> dict[str, int]:
+        st = self.aa.stats(self.x)
+        return {k: int(st.get(k, 0)) for k in self.KEYS}
+
+    def drop_cache(self) -> None:
+        for k, v in self._now().items():
+            self.total[k] += v
+        self.aa.reset(self.x, cache=True)
 
     def reset(self) -> None:
         self.aa.reset(self.x, cache=True)
+        self.total = dict.fromkeys(self.KEYS, 0)
 
     def as_dict(self) -> dict[str, int]:
-        st = self.aa.stats(self.x)
-        return {k: st.get(k, 0) for k in self.KEYS}
+        return {k: self.total[k] + v for k, v in self._now().items()}
 
 
 def oindex_via_chunks(ds: Any, sel: tuple[Any, ...]) -> np.ndarray:

@@ -140,14 +140,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             variants: list[tuple[str, Callable, Callable, Any]] = [
                 ("altarr.open + cache (256 MiB)", lambda s: x[s], reset_x, None),
-                ("altarr.open, cache_bytes=0", lambda s: x[s], reset_x, aa.set_options(cache_bytes=0)),
+                (
+                    "altarr.open, cache_bytes=0",
+                    lambda s: x[s],
+                    reset_x,
+                    lambda: aa.set_options(cache_bytes=0),
+                ),
                 ("altarr Dataset ds[z:z+64]", lambda s: ds[s], lambda: ds.store.stats.reset(), None),
                 ("zarr-python arr[z:z+64]", lambda s: z[s], lambda: None, None),
                 ("tensorstore + cache_pool 256 MiB", lambda s: tsa[0][s].read().result(), reset_ts, None),
             ]
             for label, get, before, ctx in variants:
                 print(f"step {step}: {label}", file=sys.stderr, flush=True)
-                if ctx is not None:
+                if ctx is not None:  # set_options applies when called, and restores on __exit__
+                    ctx = ctx()
                     ctx.__enter__()
                 try:
                     times = timed_passes(slab_reader(get, starts, slab), before, args.repeats, verify)
