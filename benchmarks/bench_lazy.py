@@ -14,7 +14,9 @@ along axis 0 are read, a whole pass per repetition, by:
   reopening with a fresh context.
 
 Reported per pass: median time, chunks decoded (fetched) and fetch calls for the lazy arrays, store
-reads for the engine. 2 threads everywhere. Every slab is checked against the source once.
+reads for the engine. 2 threads everywhere. Every slab is checked against the source once. As in
+``bench_engine.py``, the readers take turns (one pass each per round) and a pass during which other
+processes used the CPU is re-run.
 
 Example:
     python benchmarks/bench_lazy.py                # 512**3, steps 32 and 16
@@ -24,39 +26,21 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_engine import THREADS, machine, make_volume  # noqa: E402
+from bench_engine import MAX_INTERFERENCE, THREADS, Job, machine, make_volume, run_jobs  # noqa: E402
 
 CACHE_BYTES = 256 * 2**20
-
-
-def timed_passes(
-    read_pass: Callable[[bool], list[np.ndarray] | None],
-    before: Callable[[], None],
-    repeats: int,
-    verify: Callable[[list[np.ndarray]], None],
-) -> list[float]:
-    """One verified warm-up pass, then ``repeats`` timed passes (``before`` runs untimed before each)."""
-    before()
-    verify(read_pass(True))  # type: ignore[arg-type]
-    times = []
-    for _ in range(repeats):
-        before()
-        t0 = time.perf_counter()
-        read_pass(False)
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def slab_reader(get: Callable[[slice], Any], starts: Sequence[int], slab: int):
@@ -150,35 +134,42 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("zarr-python arr[z:z+64]", lambda s: z[s], lambda: None, None),
                 ("tensorstore + cache_pool 256 MiB", lambda s: tsa[0][s].read().result(), reset_ts, None),
             ]
-            for label, get, before, ctx in variants:
-                print(f"step {step}: {label}", file=sys.stderr, flush=True)
-                if ctx is not None:  # set_options applies when called, and restores on __exit__
-                    ctx = ctx()
-                    ctx.__enter__()
-                try:
-                    times = timed_passes(slab_reader(get, starts, slab), before, args.repeats, verify)
-                    extra = ""
-                    if label.startswith("altarr.open"):
+            jobs = [
+                Job(
+                    label,
+                    slab_reader(get, starts, slab),
+                    verify,
+                    before=before,
+                    # set_options applies when called (and restores on exit): call it only inside the job
+                    context=ctx if ctx is not None else contextlib.nullcontext,
+                )
+                for label, get, before, ctx in variants
+            ]
+            print(f"step {step}: " + ", ".join(j.name for j in jobs), file=sys.stderr, flush=True)
+            results = run_jobs(jobs, args.repeats)
+            for label, get, before, ctx in variants:  # one more pass each, to count the fetches
+                extra = ""
+                if label.startswith(("altarr.open", "altarr Dataset")):
+                    with ctx() if ctx is not None else contextlib.nullcontext():
                         before()
                         slab_reader(get, starts, slab)(False)
+                    if label.startswith("altarr.open"):
                         st = aa.stats(x)
                         extra = f"{st['chunks_fetched']} chunks in {st['fetch_calls']} fetch calls"
-                    elif label.startswith("altarr Dataset"):
-                        before()
-                        slab_reader(get, starts, slab)(False)
+                    else:
                         extra = f"{ds.store.stats.reads} store reads"
-                finally:
-                    if ctx is not None:
-                        ctx.__exit__(None, None, None)
-                med = statistics.median(times)
+                res = results[label]
+                med = statistics.median(res.times)
                 mb = len(starts) * data[:slab].nbytes / med / 1e6
-                rows.append([str(step), str(len(starts)), label, f"{med:.3f} s", f"{mb:.0f}", extra])
+                rerun = f", {res.discarded} re-run" if res.discarded else ""
+                rows.append([str(step), str(len(starts)), label, f"{med:.3f} s", f"{mb:.0f}", extra + rerun])
         cols = ["step", "slabs", "reader", "median pass", "MB/s delivered", "fetches"]
         widths = [max(len(r[i]) for r in [cols, *rows]) for i in range(len(cols))]
         fmt = lambda r: "| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
         print(
             f"Sliding-window pass: {n}^3 uint16, chunks {chunk}^3, shards {shard}^3, zstd 3, slabs {slab}x{n}x{n}, "
-            f"median of {args.repeats} (+1 verified warm-up), {THREADS} threads, warm page cache.\n"
+            f"median of {args.repeats} (+1 verified warm-up), {THREADS} threads, warm page cache; a pass during "
+            f"which other processes used > {MAX_INTERFERENCE} cores is re-run.\n"
         )
         print("\n".join([fmt(cols), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(fmt, rows)]))
         m = machine()
