@@ -1216,17 +1216,24 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(Exception):
         import subprocess
 
-        here = os.path.dirname(os.path.abspath(__file__))
-        rev = subprocess.run(
-            ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", here, "status", "--porcelain", "--", "../src"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        rev += " (src modified)" if dirty else ""
+        import altarr
+
+        pkg = os.path.dirname(os.path.abspath(altarr.__file__))
+        marker = os.path.join(os.path.dirname(os.path.dirname(pkg)), "ALTARR_GIT_REV")
+
+        def git(*a: str) -> str:
+            return subprocess.run(
+                ["git", "-C", pkg, *a], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+
+        if os.path.exists(marker):  # an exported tree (see benchmarks/README.md)
+            with open(marker) as f:
+                rev = f"{f.read().strip()} (clean export at {os.path.dirname(os.path.dirname(pkg))})"
+        elif git("rev-parse", "--is-inside-work-tree") == "true":
+            rev = git("rev-parse", "--short", "HEAD")
+            rev += " (src modified)" if git("status", "--porcelain", "--", ".") else ""
+        else:
+            rev = f"unknown (altarr imported from {pkg})"
     return {
         "altarr_git": rev,
         "load_avg": os.getloadavg(),
