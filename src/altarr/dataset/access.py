@@ -96,7 +96,8 @@ class IndexCache:
         self.hits = 0
 
     def read(self, requests: list) -> tuple[list, list]:
-        """Ranged reads, with the version of each object when the cache is on."""
+        """Ranged reads, with the version of each object when the cache is on (and then as zero-copy
+        slices of coalesced reads)."""
         if not requests:
             return [], []
         if self.enabled:
@@ -336,7 +337,7 @@ class DatasetAccess:
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
         if pending:
-            datas = self.store.get_ranges([(n.key, n.start, n.start + n.length) for n in pending])
+            datas, _ = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
             for n, d in zip(pending, datas, strict=True):
                 if d is None or len(d) != n.length:
                     got = 0 if d is None else len(d)

@@ -126,7 +126,8 @@ class Store(ABC):
     ) -> tuple[list[bytes | None], list[float | int | str | None]]:
         """:meth:`get_ranges` plus, per request, the version token (as :meth:`stat` gives it) of the object
         the bytes came from, read atomically with them; ``None`` where unknown or the key is missing.
-        This default knows no versions (all ``None``)."""
+        The results are bytes-like: a range merged with others may come back as a zero-copy
+        ``memoryview`` slice of the merged read. This default knows no versions (all ``None``)."""
         return self.get_ranges(requests), [None] * len(requests)
 
     def get(self, key: str) -> bytes | None:

@@ -70,7 +70,7 @@ class CoalescePlan:
     def __repr__(self) -> str:
         return f"CoalescePlan({len(self.parts)} requests -> {len(self.requests)}: {self.requests!r})"
 
-    def split(self, results: Sequence[Buffer | None]) -> list[bytes | None]:
+    def split(self, results: Sequence[Buffer | None], views: bool = False) -> list[Buffer | None]:
         """Cut the original results out of ``results`` (one per merged request, ``None`` = missing key).
 
         Slices are taken through a ``memoryview`` (no intermediate copy) and returned as ``bytes``; an
@@ -78,25 +78,29 @@ class CoalescePlan:
 
         >>> coalesce_ranges([("k", 1, 3), ("k", 4, None)]).split([b"0123456"[1:]])
         [b'12', b'456']
+
+        With ``views=True`` a request merged with others gets a zero-copy ``memoryview`` slice of the merged
+        read instead of a ``bytes`` copy (for the engine's chunk reads, where copying megabytes of chunk
+        bytes out of a merged range cost more than reading them).
         """
         if len(results) != len(self.requests):
             raise ValueError(f"expected {len(self.requests)} results, got {len(results)}")
         out: list[bytes | None] = []
         append = out.append
-        views: dict[int, memoryview] = {}
+        casts: dict[int, memoryview] = {}
         for m, lo, hi, identity in self.parts:
             r = results[m]
             if r is None:
                 append(None)
             elif identity:
                 append(r if type(r) is bytes else bytes(r))
-            elif type(r) is bytes:
+            elif type(r) is bytes and not views:
                 append(r[lo:hi])
             else:
-                mv = views.get(m)
+                mv = casts.get(m)
                 if mv is None:
-                    mv = views[m] = memoryview(r).cast("B")
-                append(bytes(mv[lo:hi]))
+                    mv = casts[m] = memoryview(r).cast("B")
+                append(mv[lo:hi] if views else bytes(mv[lo:hi]))
         return out
 
 

@@ -321,7 +321,7 @@ class LocalStore(Store):
             else:
                 self._read_by_request(groups, results, versions)
         self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
-        out = plan.split(results)
+        out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
         if versions is None:
             return out, []
         return out, [None if r is None else versions[p[0]] for r, p in zip(out, plan.parts, strict=True)]

@@ -114,7 +114,7 @@ class MemoryStore(Store):
             nbytes += view.nbytes
             results.append(view)
         self.stats.add(reads=len(plan.requests), bytes_read=nbytes)
-        out = plan.split(results)
+        out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
         if not versioned:
             return out, []
         return out, [
