@@ -152,7 +152,9 @@ def info(path: str) -> None:
         return
     console.print(repr(ds))
     console.print(f"fill value: {ds.fill_value!r}; grid: {ds.grid_shape} chunks")
-    console.print(f"codecs: {json.dumps(ds.spec.codecs.to_json())}")
+    ab = ds.spec.codecs.array_bytes
+    codecs = ab.codecs_json() if hasattr(ab, "codecs_json") else ds.spec.codecs.to_json()  # N5: + compression
+    console.print(f"codecs: {json.dumps(codecs)}")
     console.print(f"attributes: {json.dumps(ds.attrs.asdict())}")
 
 
@@ -165,7 +167,10 @@ def copy(
     source: str,
     destination: str,
     format: Annotated[str | None, typer.Option(help="zarr3, zarr2 or n5 (default: the source's)")] = None,
-    shards: Annotated[str | None, typer.Option(help="outer shard shape, e.g. 256,256,256")] = None,
+    shards: Annotated[
+        str | None,
+        typer.Option(help="outer shard shape, e.g. 256,256,256, or 'none' (default: the source's)"),
+    ] = None,
     compressor: Annotated[str, typer.Option(help="zstd, gzip, blosc or none")] = "zstd",
     overwrite: Annotated[bool, typer.Option(help="replace an existing destination")] = False,
 ) -> None:
@@ -178,7 +183,7 @@ def copy(
         src,
         destination,
         format=format,
-        shards=_shape(shards) if shards else "same",
+        shards="same" if shards is None else (None if shards.lower() == "none" else _shape(shards)),
         compressor=None if compressor == "none" else compressor,
         overwrite=overwrite,
     )

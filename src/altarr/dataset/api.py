@@ -212,7 +212,8 @@ def copy_dataset(
         compressor=compressor,
         fill_value=source.fill_value,
         attributes=source.attrs.asdict(),
-        dimension_names=source.dimension_names,
+        # N5 has no dimension names: a copy to N5 drops them rather than failing
+        dimension_names=None if fmt == "n5" else source.dimension_names,
         overwrite=overwrite,
         path=path,
         **format_options,

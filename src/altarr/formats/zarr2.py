@@ -228,7 +228,12 @@ def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None
                 codec=compressor,
             )
         compressor = presets[compressor]
-    return numcodec_from_config(compressor).get_config()
+    config = numcodec_from_config(compressor).get_config()
+    if config.get("id") == "zstd" and config.get("checksum") is False:
+        # numcodecs' default; leaving it out lets tensorstore's zarr driver, which refuses members it
+        # does not know, read the array (zarr-python and numcodecs read both forms)
+        del config["checksum"]
+    return config
 
 
 def read_consolidated_metadata(store: Store, prefix: str = "") -> dict[str, Any] | None:
