@@ -53,6 +53,18 @@ _EMPTY = np.uint64(2**64 - 1)
 WHOLE_SHARD_FRACTION = 0.5
 
 
+_thread_buffers = threading.local()
+
+
+def _scratch(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """This thread's reusable buffer of ``shape`` and ``dtype`` (one per thread, grown as needed)."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = getattr(_thread_buffers, "raw", None)
+    if raw is None or raw.nbytes < nbytes:
+        raw = _thread_buffers.raw = np.empty(max(nbytes, 1), dtype=np.uint8)
+    return raw[:nbytes].view(dtype).reshape(shape)
+
+
 @dataclass
 class Merge:
     """A partial update of one chunk: ``fn(old)`` gets the chunk's current values (a writable array of the
@@ -225,14 +237,19 @@ class DatasetAccess:
     def _clipped(self, chunk: Chunk) -> tuple[int, ...]:
         return self.grid.block_clipped_shape(chunk, 0)
 
-    def decode_chunk(self, data: Any, chunk: Chunk, key: str) -> np.ndarray:
-        """Decode one chunk's bytes into an array of its clipped shape."""
+    def decode_chunk(self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False) -> np.ndarray:
+        """Decode one chunk's bytes into an array of its clipped shape.
+
+        By default the result is a fresh array the caller owns. With ``scratch=True`` it is decoded into
+        this thread's reusable buffer (no allocation, no page faults): valid only until the same thread
+        decodes again, for callers that copy it out at once (region reads)."""
         full = self.grid.chunks
         try:
             if self.truncates:
                 a = self.chunk_chain.decode(data, full, self.dtype)
-            else:  # decode straight into a fresh writable array: users get arrays they own
-                a = self.chunk_chain.decode(data, full, self.dtype, out=np.empty(full, self.dtype))
+            else:  # decode straight into the destination buffer
+                buf = _scratch(full, self.dtype) if scratch else np.empty(full, self.dtype)
+                a = self.chunk_chain.decode(data, full, self.dtype, out=buf)
         except AltarrError as e:
             raise e.with_context(key=key, chunk=chunk) from e
         clipped = self._clipped(chunk)
@@ -276,6 +293,18 @@ class DatasetAccess:
             padded = np.full(full, self.fill_value, dtype=self.dtype)
             padded[tuple(slice(0, s) for s in a.shape)] = a
             a = padded
+        elif not a.flags.c_contiguous and self.chunk_chain.bytes_bytes:
+            # a view into a larger array: gather it into this thread's reusable buffer instead of a fresh
+            # copy (compressors write new output, so the buffer is free again when encode returns)
+            buf = _scratch(a.shape, self.dtype)
+            np.copyto(buf, a)
+            try:
+                encoded = self.chunk_chain.encode(buf)
+            except AltarrError as e:
+                raise e.with_context(key=self.key(self.shard_of(chunk)), chunk=chunk) from e
+            if np.shares_memory(np.frombuffer(encoded, dtype=np.uint8), buf):  # a codec passed it through
+                encoded = bytes(encoded)
+            return encoded
         try:
             return self.chunk_chain.encode(np.ascontiguousarray(a))
         except AltarrError as e:

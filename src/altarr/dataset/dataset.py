@@ -252,7 +252,9 @@ class Dataset:
                 if got is None:
                     out[dst] = self.fill_value
                 else:
-                    out[dst] = acc.decode_chunk(got[1], chunk, got[0])[tuple(p[1] for p in piece)]
+                    out[dst] = acc.decode_chunk(got[1], chunk, got[0], scratch=True)[
+                        tuple(p[1] for p in piece)
+                    ]
 
             pmap(place, list(zip(chunks, pieces, strict=True)))
         flips = tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)
