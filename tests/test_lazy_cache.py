@@ -65,11 +65,16 @@ def test_selection_bigger_than_the_budget_streams_and_does_not_evict():
     hot, _ = lazy(hot_data, 2)
     data = positions((16, 16))  # 16 chunks of 4x4 float64 = 128 bytes each
     x, fetch = lazy(data, 4)
-    with aa.set_options(cache_bytes=600):
+    with aa.set_options(cache_bytes=600, batch_chunks=2):
         hot[...]
         np.testing.assert_array_equal(x[...], data)
-        # 2048 bytes needed, budget 600: batches of at most 4 chunks, nothing kept
+        # 2048 bytes needed, budget 600: batches of at least 2 chunks and as many as fit (4), nothing kept
         assert [len(c) for c in fetch.calls] == [4, 4, 4, 4]
+        assert aa.stats(x)["chunks_cached"] == 0
+    fetch.calls.clear()
+    with aa.set_options(cache_bytes=600):  # batch_chunks=64: the 16 chunks in one call, still not kept
+        np.testing.assert_array_equal(x[...], data)
+        assert [len(c) for c in fetch.calls] == [16]
         assert aa.stats(x)["chunks_cached"] == 0
         assert aa.stats(hot)["chunks_cached"] == 1 and aa.stats(hot)["evictions"] == 0
         x[0:4, 0:8]  # two chunks fit: cached

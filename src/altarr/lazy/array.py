@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import copy as _copy
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -273,7 +274,12 @@ class LazyArray(NDArrayOperatorsMixin):
         return key._materialize() if isinstance(key, LazyArray) else key
 
     def _execute(self, p: Plan) -> Any:
-        """Fetch the plan's missing chunks (one call when they fit the cache budget) and assemble."""
+        """Fetch the plan's missing chunks and assemble the result.
+
+        When the missing chunks fit the cache budget they are fetched in one call and cached. Otherwise
+        they are streamed in batches (see :func:`_batches_by_bytes`), each placed into the result and
+        dropped, and the cache is left alone.
+        """
         work = p.new_work(self._dtype)
         coords = p.coords
         if len(coords):
@@ -283,10 +289,10 @@ class LazyArray(NDArrayOperatorsMixin):
             if int(missing.sum()) <= budget:
                 for i, chunk in enumerate(src.get_chunks(coords, store=True)):
                     p.place(work, i, chunk)
-            else:  # bigger than the cache: stream in budget-sized batches, cache nothing
-                for rows in _batches_by_bytes(missing, budget):
+            else:  # bigger than the cache: stream in bounded batches, cache nothing
+                for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
                     chunks = src.get_chunks(coords[rows], store=False)
-                    for i, chunk in zip(rows, chunks, strict=True):
+                    for i, chunk in zip(rows.tolist(), chunks, strict=True):
                         p.place(work, i, chunk)
                     del chunks
         return p.finish(work)
@@ -621,17 +627,33 @@ class LazyArray(NDArrayOperatorsMixin):
         return ("altarr.LazyArray", self._shape, self._chunks, self._dtype.str, self._source.dask_token())
 
 
-def _batches_by_bytes(missing: np.ndarray, budget: int) -> Iterator[list[int]]:
-    rows: list[int] = []
-    acc = 0
+def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> Iterator[np.ndarray]:
+    """Row numbers of the fetch batches of a selection too big for the cache, in order.
+
+    ``missing[i]`` is what row ``i`` costs to fetch (0 when cached). A batch holds at least
+    ``batch_chunks`` missing chunks, and more while they fit in ``budget`` bytes, so a batch's working
+    memory is at most about ``max(budget, batch_chunks chunks)`` and the number of fetch calls is at most
+    ``ceil(missing chunks / batch_chunks)``; with ``budget=0`` it is exactly that. Cached rows ride along
+    in whichever batch they fall in.
+
+    Example:
+        >>> [b.tolist() for b in _batches_by_bytes(np.array([8, 8, 0, 8, 8, 8]), 0, 2)]
+        [[0, 1, 2], [3, 4], [5]]
+        >>> [b.tolist() for b in _batches_by_bytes(np.array([8] * 6), 24, 2)]
+        [[0, 1, 2], [3, 4, 5]]
+    """
+    starts = [0]
+    acc = count = 0
     for i, b in enumerate(missing.tolist()):
-        if rows and acc + b > budget:
-            yield rows
-            rows, acc = [], 0
-        rows.append(i)
-        acc += b
-    if rows:
-        yield rows
+        if b and count >= batch_chunks and acc + b > budget:
+            starts.append(i)
+            acc = count = 0
+        if b:
+            acc += b
+            count += 1
+    starts.append(len(missing))
+    for lo, hi in itertools.pairwise(starts):
+        yield np.arange(lo, hi)
 
 
 # --- public functions --------------------------------------------------------------------------------------

@@ -202,6 +202,34 @@ def _points(
 
 
 # --- the plan ---------------------------------------------------------------------------------------------
+def _ix_selectors(per_axis: list[list[Any]], limits: list[int]) -> list[list[Any]] | None:
+    """``np.ix_``-style selectors over the span of axes that hold index arrays (``None`` if none do).
+
+    ``per_axis[a][j]`` is a slice or an int64 array; ``limits[a]`` bounds axis ``a`` (for the slices).
+    Axes outside the span keep their selectors. Inside it, axis ``k`` of ``m`` gets an array of shape
+    ``(1, .., n, .., 1)``, so the arrays broadcast to the cartesian block and NumPy keeps it in place.
+    """
+    has = [any(type(s) is np.ndarray for s in sels) for sels in per_axis]
+    if not any(has):
+        return None
+    first = has.index(True)
+    last = len(has) - 1 - has[::-1].index(True)
+    m = last - first + 1
+    out: list[list[Any]] = []
+    for a, sels in enumerate(per_axis):
+        if a < first or a > last:
+            out.append(sels)
+            continue
+        shape = [1] * m
+        shape[a - first] = -1
+        conv = []
+        for s in sels:
+            arr = np.arange(*s.indices(limits[a]), dtype=np.intp) if isinstance(s, slice) else s
+            conv.append(np.asarray(arr, dtype=np.intp).reshape(shape))
+        out.append(conv)
+    return out
+
+
 class Plan:
     """Touched chunks of a selection and how to assemble the result from them."""
 
@@ -290,7 +318,7 @@ class Plan:
         self.coords = coords
         self._row_ortho_arr = row_ortho
         self._row_ortho = row_ortho.tolist()
-        self._any_array = sum(t.has_array for t in ortho)
+        self._sel: Any = None  # per-axis selectors, built on the first place()
         if points is not None:
             pt_perm = tuple(points.dims) + tuple(ortho_dims)
             self._pt_perm = None if pt_perm == tuple(range(ndim)) else pt_perm
@@ -313,28 +341,55 @@ class Plan:
         return np.empty(self.work_shape, dtype=dtype)
 
     def place(self, work: np.ndarray, i: int, chunk: np.ndarray) -> None:
-        """Copy the selected part of row ``i``'s chunk into the work array."""
+        """Copy the selected part of row ``i``'s chunk into the work array.
+
+        One gather from the chunk and one store into the work array per chunk, no intermediate copies:
+        index arrays of several orthogonal dimensions are combined ``np.ix_``-style (see
+        :meth:`_selectors`), so ``chunk[ins]`` reads only the selected elements.
+        """
         js = self._row_ortho[i]
-        ortho = self.ortho
+        sel = self._sel
+        if sel is None:
+            sel = self._sel = self._selectors()
+        in_raw, in_adv, out_raw, out_adv = sel
         if self.points is None:
-            outs = tuple(ortho[a].out_sel[j] for a, j in enumerate(js))
-            ins = tuple(ortho[a].in_sel[j] for a, j in enumerate(js))
-            if self._any_array <= 1 or not any(isinstance(s, np.ndarray) for s in ins + outs):
-                work[outs] = chunk[ins]
-                return
-            sub = chunk[tuple(s if isinstance(s, slice) else slice(None) for s in ins)]
-            for axis, s in enumerate(ins):
-                if isinstance(s, np.ndarray):
-                    sub = np.take(sub, s, axis=axis)
-            mesh = np.ix_(*[np.arange(s.start, s.stop) if isinstance(s, slice) else s for s in outs])
-            work[mesh] = sub
+            ins = tuple(in_raw[a][j] for a, j in enumerate(js))
+            if in_adv is not None and any(type(s) is np.ndarray for s in ins):
+                ins = tuple(in_adv[a][j] for a, j in enumerate(js))
+            outs = tuple(out_raw[a][j] for a, j in enumerate(js))
+            if out_adv is not None and any(type(s) is np.ndarray for s in outs):
+                outs = tuple(out_adv[a][j] for a, j in enumerate(js))
+            work[outs] = chunk[ins]
             return
+        # Point dimensions: every orthogonal dimension is a slice here (NumPy advanced indexing and
+        # .vindex combine index arrays as points), so one fancy take per group does it.
         g = self._row_group[i]  # type: ignore[index]
         pts = self.points
         blk = chunk if self._pt_perm is None else chunk.transpose(self._pt_perm)
-        outs = tuple(ortho[a].out_sel[j] for a, j in enumerate(js))
-        ins = tuple(ortho[a].in_sel[j] for a, j in enumerate(js))
+        outs = tuple(out_raw[a][j] for a, j in enumerate(js))
+        ins = tuple(in_raw[a][j] for a, j in enumerate(js))
         work[(pts.pidx[g],) + outs] = blk[pts.offsets[g] + ins]
+
+    def _selectors(
+        self,
+    ) -> tuple[list[list[Any]], list[list[Any]] | None, list[list[Any]], list[list[Any]] | None]:
+        """Per orthogonal axis and chunk: the raw in/out selectors, and ``np.ix_``-style ones.
+
+        When some axes select with index arrays, NumPy's advanced indexing would move (or, for several
+        arrays, pair up) those axes; instead every axis from the first to the last array axis gets an
+        index array shaped to broadcast along its own position only (slices in that span become
+        ``arange``), so the arrays form one contiguous block that stays in place and ``chunk[ins]`` is
+        the cartesian selection in the work array's axis order. Rows whose selectors are all slices
+        keep the raw ones (a basic-indexing copy).
+        """
+        ortho = self.ortho
+        in_raw = [t.in_sel for t in ortho]
+        out_raw = [t.out_sel for t in ortho]
+        if self.points is not None:
+            return in_raw, None, out_raw, None
+        in_adv = _ix_selectors(in_raw, [self.chunks[t.dim] for t in ortho])
+        out_adv = _ix_selectors(out_raw, [t.length for t in ortho])
+        return in_raw, in_adv, out_raw, out_adv
 
     def finish(self, work: np.ndarray) -> Any:
         """The result in NumPy's layout (a NumPy scalar where NumPy gives one)."""
