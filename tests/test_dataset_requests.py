@@ -306,3 +306,26 @@ def test_cached_index_is_never_stale(store):
     # and the dataset's own writes drop the entry
     ds.write_chunk((0, 0), chunk_values(ds, (0, 0), seed=6))
     np.testing.assert_array_equal(ds.read_chunks([(0, 0), (2, 1)])[0], chunk_values(ds, (0, 0), seed=6))
+
+
+def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
+    """A write bigger than WRITE_GROUP_BYTES is applied in groups of whole shards (bounded memory),
+    with the same request counts: one write per shard, no reads for covered shards."""
+    from altarr.dataset import access
+
+    monkeypatch.setattr(access, "WRITE_GROUP_BYTES", 2 * 16 * 4 * 4 * 2)  # two shards' worth
+    ds = make(store, shape=(64, 64))
+    calls = []
+    orig = store.set_many
+
+    def spy(items):
+        calls.append(len(items))
+        return orig(items)
+
+    monkeypatch.setattr(store, "set_many", spy)
+    values = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
+    store.stats.reset()
+    ds[...] = values
+    assert calls == [2] * 8  # 16 shards, two per group
+    assert store.stats.reads == 0 and store.stats.writes == 16
+    np.testing.assert_array_equal(ds[...], values)

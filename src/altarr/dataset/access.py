@@ -52,6 +52,10 @@ _EMPTY = np.uint64(2**64 - 1)
 #: Read a shard whole when the requested chunks are at least this fraction of its in-bounds chunks.
 WHOLE_SHARD_FRACTION = 0.5
 
+#: A write is applied in groups of whole shards holding at most this many bytes of decoded values, which
+#: bounds the encoded bytes held in memory at once.
+WRITE_GROUP_BYTES = 64 << 20
+
 
 _thread_buffers = threading.local()
 
@@ -500,16 +504,45 @@ class DatasetAccess:
     def apply(self, updates: dict[Chunk, np.ndarray | Merge | None]) -> dict[Chunk, bool]:
         """Apply chunk updates: an array replaces a chunk, ``None`` deletes it, a :class:`Merge` edits it.
 
+        Large calls are applied in groups of whole shards (or chunks, unsharded) of at most
+        :data:`WRITE_GROUP_BYTES` of decoded values, so a write of any size holds only one group's
+        encoded bytes in memory. Within a group everything is encoded before anything is written; every
+        stored object is replaced atomically, so a failure leaves each object either old or new.
+
         Returns for each chunk whether it was stored before (known only where the old object was read)."""
         if not updates:
             return {}
-        if not self.sharded:
-            needs_read = [c for c, u in updates.items() if isinstance(u, Merge)]
-            with shard_locks(self._lock_namespace, [self.key(c) for c in needs_read]):
-                return self._apply_unsharded(updates)
-        keys = [self.key(pos) for pos in self.group_by_shard(list(updates))]
-        with shard_locks(self._lock_namespace, keys):
-            return self._apply_sharded(updates)
+        existed: dict[Chunk, bool] = {}
+        for group in self._write_groups(updates):
+            if not self.sharded:
+                needs_read = [c for c, u in group.items() if isinstance(u, Merge)]
+                with shard_locks(self._lock_namespace, [self.key(c) for c in needs_read]):
+                    existed.update(self._apply_unsharded(group))
+            else:
+                keys = [self.key(pos) for pos in self.group_by_shard(list(group))]
+                with shard_locks(self._lock_namespace, keys):
+                    existed.update(self._apply_sharded(group))
+        return existed
+
+    def _write_groups(self, updates: dict[Chunk, Any]) -> list[dict[Chunk, Any]]:
+        """Split updates into groups of whole stored objects, each of at most WRITE_GROUP_BYTES."""
+        chunk_bytes = self.dtype.itemsize
+        for n in self.grid.chunks:
+            chunk_bytes *= n
+        if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES:
+            return [updates]
+        objects = self.group_by_shard(list(updates)) if self.sharded else {c: [c] for c in updates}
+        groups: list[dict[Chunk, Any]] = []
+        current: dict[Chunk, Any] = {}
+        for chunks in objects.values():
+            if current and (len(current) + len(chunks)) * chunk_bytes > WRITE_GROUP_BYTES:
+                groups.append(current)
+                current = {}
+            for c in chunks:
+                current[c] = updates[c]
+        if current:
+            groups.append(current)
+        return groups
 
     @property
     def _lock_namespace(self) -> object:
