@@ -44,7 +44,7 @@ from .parallel import pmap
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["DatasetAccess", "IndexCache", "Merge"]
+__all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 
 Chunk = tuple[int, ...]
 _EMPTY = np.uint64(2**64 - 1)
@@ -75,6 +75,15 @@ class Merge:
     clipped chunk shape, fill-value filled if the chunk is not stored) and returns the new values."""
 
     fn: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ChunkRange:
+    """Where a chunk's bytes are in its shard, for a read deferred to the decode task."""
+
+    chunk: Chunk
+    start: int
+    length: int
 
 
 @dataclass(eq=False)
@@ -354,8 +363,15 @@ class DatasetAccess:
             seen.add(c)
         return out
 
-    def read_raw(self, chunks: Sequence[Chunk]) -> dict[Chunk, tuple[str, Any] | None]:
-        """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored."""
+    def read_raw(
+        self, chunks: Sequence[Chunk], *, deferred: bool = False
+    ) -> dict[Chunk, tuple[str, Any] | None]:
+        """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
+
+        With ``deferred=True``, on stores where a ranged read is a system call rather than a round trip
+        (``store.fused_reads``), the chunks' own byte ranges are not read here: their slots hold a
+        :class:`ChunkRange` that :meth:`materialize` reads inside the decode task, so reading and
+        decoding overlap on the pool and each chunk's bytes are still in the CPU cache when decoded."""
         if not self.sharded:
             keys = [self.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, None, None) for k in keys])
@@ -369,21 +385,37 @@ class DatasetAccess:
             nodes = self._descend(nodes, level, tokens)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
+        if pending and deferred and getattr(self.store, "fused_reads", False):
+            for n in nodes:
+                result[n.pos] = (n.key, n.mem if n.mem is not None else ChunkRange(n.pos, n.start, n.length))
+            return result
         if pending:
             datas, _ = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
             for n, d in zip(pending, datas, strict=True):
-                if d is None or len(d) != n.length:
-                    got = 0 if d is None else len(d)
-                    raise CorruptShardError(
-                        f"index entry points past the end of the object (read {got} of {n.length} bytes)",
-                        key=n.key,
-                        chunk=n.pos,
-                        byte_range=(n.start, n.start + n.length),
-                    )
-                n.mem = memoryview(d)
+                n.mem = self._checked_range(n.key, n.pos, n.start, n.length, d)
         for n in nodes:
             result[n.pos] = (n.key, n.mem)
         return result
+
+    def materialize(self, key: str, data: Any) -> Any:
+        """The bytes of a :meth:`read_raw` slot: a deferred :class:`ChunkRange` is read now (one ranged
+        read, inline on the calling thread)."""
+        if not isinstance(data, ChunkRange):
+            return data
+        got, _ = self.index_cache.read([(key, data.start, data.start + data.length)])
+        return self._checked_range(key, data.chunk, data.start, data.length, got[0])
+
+    @staticmethod
+    def _checked_range(key: str, chunk: Chunk, start: int, length: int, d: Any) -> memoryview:
+        if d is None or len(d) != length:
+            got = 0 if d is None else len(d)
+            raise CorruptShardError(
+                f"index entry points past the end of the object (read {got} of {length} bytes)",
+                key=key,
+                chunk=chunk,
+                byte_range=(start, start + length),
+            )
+        return memoryview(d)
 
     def _descend(self, nodes: list[_Node], level: int, tokens: dict[str, Any]) -> list[_Node]:
         """Read the index of every level-``level`` node (or the whole node) and return its children."""

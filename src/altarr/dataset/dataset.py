@@ -243,7 +243,7 @@ class Dataset:
             pieces = list(product(*per_dim))
             chunks = [tuple(p[0] for p in piece) for piece in pieces]
             acc = self._access
-            raw = acc.read_raw(list(dict.fromkeys(chunks)))
+            raw = acc.read_raw(list(dict.fromkeys(chunks)), deferred=True)
 
             def place(item: tuple[tuple[int, ...], tuple]) -> None:
                 chunk, piece = item
@@ -252,9 +252,9 @@ class Dataset:
                 if got is None:
                     out[dst] = self.fill_value
                 else:
-                    out[dst] = acc.decode_chunk(got[1], chunk, got[0], scratch=True)[
-                        tuple(p[1] for p in piece)
-                    ]
+                    data = acc.materialize(got[0], got[1])  # a deferred range is read here
+                    decoded = acc.decode_chunk(data, chunk, got[0], scratch=True)
+                    out[dst] = decoded[tuple(p[1] for p in piece)]
 
             pmap(place, list(zip(chunks, pieces, strict=True)))
         flips = tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)

@@ -123,6 +123,9 @@ class LocalStore(Store):
 
     #: ``stat`` is a local system call: cheap enough to validate cached data on every use.
     cheap_stat = True
+    #: A ranged read is a system call, not a round trip: the engine may read each chunk's range inside
+    #: its decode task (overlapping reads with decoding) instead of in one batched call first.
+    fused_reads = True
 
     def __init__(
         self,
