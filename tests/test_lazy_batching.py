@@ -5,6 +5,7 @@ per-chunk placement (``np.ix_``-style gathers) equals NumPy for every mix of arr
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -156,3 +157,22 @@ def test_hyperslab_with_unsorted_arrays_on_every_axis():
     got = aa.extract(x, rows, cols, deps)
     np.testing.assert_array_equal(got, data[np.ix_(rows, cols, deps)])
     assert len(fetch.calls) == 1 and len(fetch.fetched) == len(p)
+
+
+def test_set_options_plain_call_is_global_and_with_block_restores_even_on_error():
+    before = aa.get_options()
+    seen = {}
+    try:
+        aa.set_options(batch_chunks=5)  # plain call: global, also for other threads, and it stays
+        t = threading.Thread(target=lambda: seen.update(aa.get_options()))
+        t.start()
+        t.join()
+        assert seen["batch_chunks"] == 5 and aa.get_options()["batch_chunks"] == 5
+        with pytest.raises(RuntimeError):
+            with aa.set_options(batch_chunks=9, max_materialize=10):
+                assert aa.get_options()["batch_chunks"] == 9
+                raise RuntimeError
+        assert aa.get_options()["batch_chunks"] == 5 and aa.get_options()["max_materialize"] == 1_000_000
+    finally:
+        aa.set_options(**before)
+    assert aa.get_options() == before

@@ -3,13 +3,17 @@
 Three options steer every lazy array:
 
 * ``cache_bytes`` (default 256 MiB): byte budget of the decoded-chunk LRU cache shared by all lazy arrays;
-* ``batch_chunks`` (default 64): chunks per fetch call in streamed reductions;
+* ``batch_chunks`` (default 64): chunks per fetch call in streamed reductions, and the least number of
+  chunks per fetch call when a selection's missing chunks exceed ``cache_bytes`` (such a selection is
+  fetched in batches of ``max(batch_chunks chunks, as many as fit cache_bytes)``, each placed into the
+  result and dropped);
 * ``max_materialize`` (default 1e6): largest number of elements an implicit conversion to NumPy
   (``np.asarray(x)``, ``np.sort(x)``, ...) may produce before it is refused with
   :class:`~altarr.errors.MaterializeError`.
 
-:func:`set_options` changes them globally and, used as a context manager, restores the previous values
-on exit.
+The options are process-wide (shared by every thread). :func:`set_options` called as a plain function
+sets them globally and they stay set until changed again; used as a ``with`` block it sets them on
+entry the same way and restores the previous values on exit (also when the block raises).
 
 Example:
     >>> import altarr as aa
@@ -73,19 +77,30 @@ def _get(name: str) -> int:
 class set_options:  # noqa: N801 - used like a function, as xarray.set_options is
     """Set options globally; as a context manager, restore the previous values on exit.
 
+    A plain call (``aa.set_options(cache_bytes=0)``) changes the process-wide options for good (until
+    the next change); ``with aa.set_options(...):`` changes them on entry and puts the previous values
+    back on exit. Either way the change is seen by every thread, not only the calling one. Options not
+    named keep their values.
+
     Args:
         cache_bytes: byte budget of the shared decoded-chunk cache.
-        batch_chunks: chunks per fetch call in streamed reductions (>= 1).
+        batch_chunks: chunks per fetch call in streamed reductions, and the least number of chunks per
+            fetch call of a selection too big for the cache (>= 1).
         max_materialize: largest number of elements an implicit NumPy conversion may produce.
 
     Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
 
     Example:
         >>> import altarr as aa
-        >>> _ = aa.set_options(max_materialize=10_000)      # global
-        >>> with aa.set_options(cache_bytes=2**20):         # scoped
-        ...     pass
-        >>> _ = aa.set_options(max_materialize=1_000_000)
+        >>> _ = aa.set_options(max_materialize=10_000)      # global: stays set
+        >>> aa.get_options()["max_materialize"]
+        10000
+        >>> with aa.set_options(cache_bytes=2**20):         # scoped: restored on exit
+        ...     aa.get_options()["cache_bytes"]
+        1048576
+        >>> aa.get_options()["cache_bytes"] == 256 * 2**20
+        True
+        >>> _ = aa.set_options(max_materialize=1_000_000)   # back to the default
     """
 
     def __init__(self, **options: Any) -> None:
