@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 
+import fsspec.asyn
 import pytest
 
 from altarr.errors import ReadOnlyError, StoreError
@@ -70,7 +71,7 @@ class Requests:
 
     def __init__(self, store: FsspecStore):
         self.log: list[tuple[str, str | None]] = []
-        store.fs.set_session()  # make sure the client exists
+        fsspec.asyn.sync(store.fs.loop, store.fs.set_session)  # make sure the client exists
         store.fs.s3.meta.events.register("before-send.s3", self._hook)
 
     def _hook(self, request, **kwargs):
