@@ -166,3 +166,11 @@ def test_failed_write_leaves_old_data_intact(monkeypatch):
     assert {k: ds.store.get(k) for k in ds.store.list("")} == before
     monkeypatch.undo()
     np.testing.assert_array_equal(ds[...], np.arange(64).reshape(8, 8) + 1)
+
+
+def test_opening_a_path_without_metadata_names_the_path(tmp_path):
+    missing = tmp_path / "nothing-here.zarr"
+    with pytest.raises(MetadataError, match="nothing-here.zarr"):
+        aa.open_dataset(str(missing))
+    with pytest.raises(MetadataError, match="nothing-here.zarr"):
+        aa.open_group(str(missing))

@@ -35,6 +35,15 @@ def _store(path_or_url: str | Store, mode: str, path: str, storage_options: dict
     return store, (f"{prefix}/{path}" if prefix and path else prefix or path)
 
 
+def _located(fn: Any, store: Store, prefix: str) -> Any:
+    """``fn(store, prefix)``, with metadata errors saying which store they are about (a bare relative
+    key such as '/' does not tell a user which path was wrong)."""
+    try:
+        return fn(store, prefix)
+    except MetadataError as e:
+        raise type(e)(f"{e.message} in {store!r}", **e._context()) from e
+
+
 def _open_node(store: Store, prefix: str, mode: str, fmt: Format | None = None) -> Dataset | Group:
     """Open whatever node is at ``prefix`` (a child is opened in its own format, whatever its parent's)."""
     node = open_node(store, prefix)
@@ -63,7 +72,7 @@ def open_dataset(
     (3,)
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    node = open_node(store, prefix)  # detection and parsing from one batched request
+    node = _located(open_node, store, prefix)  # detection and parsing from one batched request
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
     return Dataset(store, prefix, node.spec, node.format, mode=mode, write_empty_chunks=write_empty_chunks)
@@ -145,7 +154,7 @@ def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **s
     'n5'
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    fmt, kind = detect_format(store, prefix)
+    fmt, kind = _located(detect_format, store, prefix)
     if kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
     return Group(store, prefix, fmt, mode=mode)
