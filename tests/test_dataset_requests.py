@@ -329,3 +329,13 @@ def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
     assert calls == [2] * 8  # 16 shards, two per group
     assert store.stats.reads == 0 and store.stats.writes == 16
     np.testing.assert_array_equal(ds[...], values)
+
+
+def test_a_whole_shard_read_also_fills_the_index_cache(store):
+    ds = make(store)
+    chunks = fill_shard(ds, (0, 0))
+    ds.read_chunks(chunks)  # read whole: the index comes out of the shard's bytes
+    store.stats.reset()
+    got = ds.read_chunks([(1, 2)])
+    assert store.stats.reads == 1 and store.stats.size_queries == 1  # version check + the chunk's range
+    np.testing.assert_array_equal(got[0], chunk_values(ds, (1, 2)))

@@ -424,10 +424,11 @@ class DatasetAccess:
         cps = self.grid.per_block(level)
         n_idx = sc.index_nbytes(cps)
         cache = self.index_cache
-        # which nodes need I/O, and what to ask for
+        # every node ends up with its decoded index: from the cache, from an index read, or parsed
+        # out of its bytes (read whole here, or sliced from a parent that was read whole)
+        indexed: list[tuple[_Node, np.ndarray]] = []
+        in_memory = [n for n in nodes if n.mem is not None]
         requests, targets = [], []
-        indexes: dict[int, np.ndarray] = {}
-        alive: list[_Node] = []
         for n in nodes:
             if n.mem is not None:
                 continue
@@ -435,8 +436,7 @@ class DatasetAccess:
             if not whole:
                 cached = cache.get(n.key, level, n.start, tokens)
                 if cached is not None:
-                    indexes[id(n)] = cached
-                    alive.append(n)
+                    indexed.append((n, cached))
                     continue
             if whole:
                 rng = (None, None) if n.length is None else (n.start, n.start + n.length)
@@ -464,30 +464,29 @@ class DatasetAccess:
                     )
                 n.mem = memoryview(d)
                 n.length = len(d)
-            else:
-                if len(d) != n_idx:
-                    raise CorruptShardError(
-                        f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
-                        key=n.key,
-                        byte_range=req[1:],
-                    )
-                try:
-                    indexes[id(n)] = sc.decode_index(d, cps, object_size=n.length)
-                except AltarrError as e:
-                    raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
-                cache.put(n.key, level, n.start, version, indexes[id(n)])
-            alive.append(n)
-        alive_ids = {id(n) for n in alive}
-        alive += [n for n in nodes if n.mem is not None and id(n) not in alive_ids]
+                in_memory.append(n)
+                continue
+            if len(d) != n_idx:
+                raise CorruptShardError(
+                    f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
+                    key=n.key,
+                    byte_range=req[1:],
+                )
+            try:
+                index = sc.decode_index(d, cps, object_size=n.length)
+            except AltarrError as e:
+                raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
+            cache.put(n.key, level, n.start, version, index)
+            indexed.append((n, index))
+        for n in in_memory:
+            try:
+                index = sc.decode_index(self._index_bytes(sc, cps, n.mem), cps, object_size=len(n.mem))
+            except AltarrError as e:
+                raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
+            cache.put(n.key, level, n.start, tokens.get(n.key), index)
+            indexed.append((n, index))
         children: list[_Node] = []
-        for n in alive:
-            if n.mem is not None:
-                try:
-                    index = sc.decode_index(self._index_bytes(sc, cps, n.mem), cps, object_size=len(n.mem))
-                except AltarrError as e:
-                    raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
-            else:
-                index = indexes[id(n)]
+        for n, index in indexed:
             groups: dict[Chunk, list[Chunk]] = {}
             for c in n.chunks:
                 groups.setdefault(self.grid.relative(c, level - 1, level), []).append(c)
@@ -500,7 +499,6 @@ class DatasetAccess:
                 child = _Node(n.key, level - 1, child_pos, group, start=n.start + off, length=nb)
                 if n.mem is not None:
                     child.mem = n.mem[off : off + nb]
-                    child.start = n.start + off
                 children.append(child)
         return children
 
