@@ -750,3 +750,13 @@ def test_zip_versioned_reads(tmp_path):
         z.set("a", b"456")
         assert z.get_ranges_versioned([("a", None, None)]) == ([b"456"], [z.stat("a")[1]])
         assert z.stat("a")[1] != versions[0]
+
+
+def test_an_object_given_in_parts_is_written_back_to_back(any_store):
+    """A shard is handed to the store as its parts (chunks and index); local files write them with
+    writev (more parts than one writev call takes, too), other stores join them."""
+    parts = [b"ab", memoryview(b"cd"), bytearray(b"e"), b""] + [bytes([i % 251]) for i in range(3000)]
+    any_store.set("shard", parts)
+    want = b"abcde" + bytes(i % 251 for i in range(3000))
+    assert any_store.get("shard") == want
+    assert any_store.stats.writes == 1 and any_store.stats.bytes_written == len(want)

@@ -239,6 +239,12 @@ class ShardingCodec(ArrayBytesCodec):
         >>> len(sc.assemble([b"ab", b"c"], (2,)))   # 3 payload bytes + 2*16 index bytes + 4 crc bytes
         39
         """
+        parts = self.assemble_parts(chunks, cps)
+        return None if parts is None else b"".join(parts)
+
+    def assemble_parts(self, chunks: Sequence[BytesLike | None], cps: Sequence[int]) -> list[Any] | None:
+        """:meth:`assemble` as the list of its parts in object order (the index and the chunk payloads,
+        not joined), for stores that write parts without copying them together (``writev``)."""
         cps = tuple(int(c) for c in cps)
         count = math.prod(cps)
         if len(chunks) != count:
@@ -271,7 +277,7 @@ class ShardingCodec(ArrayBytesCodec):
             parts.insert(0, encoded_index)
         else:
             parts.append(encoded_index)
-        return b"".join(parts)
+        return parts
 
     def split(self, shard_bytes: BytesLike, cps: Sequence[int]) -> list[memoryview | None]:
         """Every inner chunk's raw bytes (zero-copy slices of ``shard_bytes``, C order; ``None`` for empty

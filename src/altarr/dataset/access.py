@@ -642,7 +642,10 @@ class DatasetAccess:
         )
         to_set, to_delete = [], []
         for pos, group in groups.items():
-            shard = self._build(top, pos, old_objects.get(pos), {c: new[c] for c in group}, keys[pos])
+            # the outermost level as parts, which the store writes back to back (no joined copy)
+            shard = self._build(
+                top, pos, old_objects.get(pos), {c: new[c] for c in group}, keys[pos], parts=True
+            )
             if shard is not None:
                 to_set.append((keys[pos], shard))
             elif pos not in old_objects or old_objects[pos] is not None:
@@ -682,9 +685,18 @@ class DatasetAccess:
                 found.update(self._split_down(entry, level - 1, child, group, key))
         return found
 
-    def _build(self, level: int, pos: Chunk, old: memoryview | None, new: dict[Chunk, Any], key: str) -> Any:
+    def _build(
+        self,
+        level: int,
+        pos: Chunk,
+        old: memoryview | None,
+        new: dict[Chunk, Any],
+        key: str,
+        parts: bool = False,
+    ) -> Any:
         """Assemble the level-``level`` block at ``pos``: old entries carried over as bytes, ``new``
-        (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty."""
+        (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty; with
+        ``parts`` the block is returned as the list of its parts (see ``ShardingCodec.assemble_parts``)."""
         sc = self.sharding[level]
         assert sc is not None
         cps = self.grid.per_block(level)
@@ -708,4 +720,4 @@ class DatasetAccess:
             else:
                 child = self.grid.position(next(iter(group)), level - 1)
                 entries[i] = self._build(level - 1, child, entries[i], group, key)
-        return sc.assemble(entries, cps)
+        return sc.assemble_parts(entries, cps) if parts else sc.assemble(entries, cps)

@@ -10,8 +10,11 @@ __all__ = ["as_byte_view", "as_bytes", "default_workers"]
 def as_byte_view(value: object) -> memoryview:
     """A flat, C-contiguous byte view of ``value`` (bytes, bytearray, memoryview, NumPy array, ...).
 
+    A list or tuple of buffers is an object given in parts (see ``Store.set``): they are joined.
     Raises ``TypeError`` for an object that does not export a buffer. A non-contiguous buffer is copied.
     """
+    if isinstance(value, list | tuple):
+        return memoryview(b"".join(value))
     mv = memoryview(value)  # type: ignore[arg-type]
     if not mv.c_contiguous:
         mv = memoryview(mv.tobytes())
@@ -24,6 +27,8 @@ def as_bytes(value: object) -> bytes:
     """``value`` as an immutable ``bytes`` object (no copy when it already is one)."""
     if type(value) is bytes:
         return value
+    if isinstance(value, list | tuple):
+        return b"".join(value)
     return as_byte_view(value).tobytes()
 
 

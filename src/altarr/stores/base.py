@@ -159,7 +159,10 @@ class Store(ABC):
     # --- writes ---------------------------------------------------------------------------------------
     @abstractmethod
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        """Write a whole object atomically (readers see the old or the new object, never a mix)."""
+        """Write a whole object atomically (readers see the old or the new object, never a mix).
+
+        ``value`` is bytes-like, or a list/tuple of bytes-like parts written back to back (a shard's
+        chunks and index): a local file gets them with ``writev``, without a joined copy."""
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
         """Write many objects; concurrent where the backend allows. Each write is atomic on its own."""
