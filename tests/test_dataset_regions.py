@@ -147,3 +147,12 @@ def test_bad_selections_and_read_only():
         ro.write_chunk((0, 0), np.zeros((2, 2)))
     with pytest.raises(ReadOnlyError):
         ro.attrs["x"] = 1
+
+
+def test_numpy_conversion():
+    ds = _make("zarr3", "shard", (5, 6), (2, 3))
+    ds[...] = np.arange(30).reshape(5, 6)
+    np.testing.assert_array_equal(np.asarray(ds), np.arange(30).reshape(5, 6))
+    assert np.asarray(ds, dtype="f8").dtype == np.float64
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(ds, copy=False)

@@ -235,7 +235,9 @@ class Dataset:
         return dims, out_shape, per_dim
 
     def __getitem__(self, selection: Any) -> np.ndarray:
-        """Read a region (integers, slices with any step, ``...``, ``None``) in one batched call."""
+        """Read a region (integers, slices with any step, ``...``, ``None``): one batched store call per
+        nesting level for the indexes, then the chunks' ranges (in one more batched call, or on local
+        files inside each chunk's decode task), decoded on the thread pool."""
         dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)
         work = tuple(d.n for d in dims)
         out = np.empty(work, dtype=self.dtype)
@@ -257,9 +259,8 @@ class Dataset:
                     out[dst] = decoded[tuple(p[1] for p in piece)]
 
             pmap(place, list(zip(chunks, pieces, strict=True)))
-        flips = tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)
         if any(d.reverse for d in dims):
-            out = out[flips]
+            out = out[tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)]
         return out.reshape(out_shape)
 
     def __setitem__(self, selection: Any, values: Any) -> None:
@@ -300,6 +301,8 @@ class Dataset:
         acc.apply(updates)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a Dataset's values live in its store: np.asarray needs copy=None or True")
         a = self[...]
         return a if dtype is None else a.astype(dtype, copy=False)
 
