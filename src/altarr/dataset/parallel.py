@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -51,31 +52,35 @@ def _pool() -> ThreadPoolExecutor:
         return _executor
 
 
-def _run_in_worker(fn: Callable[[T], R], item: T) -> R:
-    _local.in_pool = True
-    try:
-        return fn(item)
-    finally:
-        _local.in_pool = False
-
-
 def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
     """``[fn(x) for x in items]``, on the shared pool when there are at least ``min_items`` items.
 
-    Runs inline when called from inside a pool worker (no nested waits, so no deadlock). The first
-    exception raised by ``fn`` propagates unchanged after every item has finished."""
-    if len(items) < min_items or _max_workers == 1 or getattr(_local, "in_pool", False):
+    ``k = min(workers, len(items))`` runners pull items from one shared counter until none are left
+    (dynamic balancing, one task hand-off per runner rather than per item); the calling thread is one of
+    them. Runs inline when called from inside a runner (no nested waits, so no deadlock). Every item is
+    processed; then the exception of the first failing item (in item order) propagates unchanged."""
+    n = len(items)
+    if n < min_items or _max_workers == 1 or getattr(_local, "in_pool", False):
         return [fn(x) for x in items]
-    futures = [_pool().submit(_run_in_worker, fn, x) for x in items]
-    results: list[R] = []
-    error: BaseException | None = None
-    for f in futures:
+    results: list[R] = [None] * n  # type: ignore[list-item]
+    errors: list[tuple[int, BaseException]] = []
+    counter = itertools.count()  # next() on it is atomic under the GIL
+
+    def runner() -> None:
+        _local.in_pool = True
         try:
-            results.append(f.result())
-        except BaseException as e:  # noqa: B036 - re-raised below, after all tasks finished
-            if error is None:
-                error = e
-            results.append(None)  # type: ignore[arg-type]
-    if error is not None:
-        raise error
+            while (i := next(counter)) < n:
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as e:  # noqa: B036 - re-raised by pmap after every item ran
+                    errors.append((i, e))
+        finally:
+            _local.in_pool = False
+
+    futures = [_pool().submit(runner) for _ in range(min(_max_workers, n) - 1)]
+    runner()  # the calling thread takes its share instead of waiting idle
+    for f in futures:
+        f.result()
+    if errors:
+        raise min(errors, key=lambda item: item[0])[1]
     return results

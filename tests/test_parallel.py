@@ -1,0 +1,58 @@
+"""The shared decode/encode pool: every item runs, results keep item order, the first failing item's
+exception propagates, nested calls run inline (no deadlock)."""
+
+import threading
+
+import pytest
+
+from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
+
+
+def test_results_in_order_and_every_item_runs():
+    seen = []
+    lock = threading.Lock()
+
+    def f(x):
+        with lock:
+            seen.append(x)
+        return x * x
+
+    assert pmap(f, list(range(100))) == [x * x for x in range(100)]
+    assert sorted(seen) == list(range(100))
+
+
+def test_first_failing_item_in_order_propagates_after_all_ran():
+    ran = []
+
+    def f(x):
+        ran.append(x)
+        if x in (7, 3):
+            raise KeyError(x)
+        return x
+
+    with pytest.raises(KeyError) as info:
+        pmap(f, list(range(20)))
+    assert info.value.args == (3,)
+    assert sorted(ran) == list(range(20))
+
+
+def test_nested_calls_run_inline_and_threads_are_bounded():
+    threads = set()
+
+    def inner(x):
+        threads.add(threading.get_ident())
+        return x
+
+    def outer(x):
+        return sum(pmap(inner, list(range(5))))
+
+    assert pmap(outer, list(range(8))) == [10] * 8
+    assert len(threads) <= get_max_workers()
+
+
+def test_one_worker_runs_inline():
+    set_max_workers(1)
+    try:
+        assert pmap(lambda x: threading.get_ident(), [1, 2, 3]) == [threading.get_ident()] * 3
+    finally:
+        set_max_workers(None)
