@@ -14,13 +14,13 @@ from __future__ import annotations
 from itertools import product
 from typing import Any
 
-from ..errors import AltarrError, ExistsError, MetadataError
+from ..errors import ExistsError, MetadataError
 from ..formats import detect_format, get_format, open_node
 from ..formats.base import Format
 from ..stores import store_from_url
 from ..stores.base import Store
 from .dataset import Dataset
-from .group import Group
+from .group import Group, node_exists
 
 __all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset"]
 
@@ -78,12 +78,19 @@ def open_dataset(
     return Dataset(store, prefix, node.spec, node.format, mode=mode, write_empty_chunks=write_empty_chunks)
 
 
-def _node_exists(store: Store, prefix: str) -> bool:
-    try:
-        detect_format(store, prefix)
-    except AltarrError:
-        return False
-    return True
+def _fresh_node(
+    path_or_url: str | Store, overwrite: bool, path: str, storage_options: dict
+) -> tuple[Store, str]:
+    """The store and prefix of a node about to be created: an existing node there raises
+    :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``."""
+    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options)
+    if node_exists(store, prefix):
+        if not overwrite:
+            raise ExistsError(
+                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
+            )
+        store.delete_prefix(prefix)
+    return store, prefix
 
 
 def create_dataset(
@@ -121,13 +128,7 @@ def create_dataset(
         chunks = (chunks,) * len(tuple(shape) if not isinstance(shape, int) else (shape,))
     if isinstance(shape, int):
         shape = (shape,)
-    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options or {})
-    if _node_exists(store, prefix):
-        if not overwrite:
-            raise ExistsError(
-                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
-            )
-        store.delete_prefix(prefix)
+    store, prefix = _fresh_node(path_or_url, overwrite, path, storage_options or {})
     fmt = get_format(format)
     spec = fmt.create_array(
         store,
@@ -176,13 +177,7 @@ def create_group(
     >>> dict(g.attrs)
     {'a': 1}
     """
-    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options)
-    if _node_exists(store, prefix):
-        if not overwrite:
-            raise ExistsError(
-                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
-            )
-        store.delete_prefix(prefix)
+    store, prefix = _fresh_node(path_or_url, overwrite, path, storage_options)
     fmt = get_format(format)
     fmt.create_group(store, prefix, attributes)
     return Group(store, prefix, fmt, mode="r+")

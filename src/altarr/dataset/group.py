@@ -21,7 +21,16 @@ from .dataset import Attributes, Dataset
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["Group"]
+__all__ = ["Group", "node_exists"]
+
+
+def node_exists(store: Store, prefix: str) -> bool:
+    """Whether an array or group of any format is at ``prefix``."""
+    try:
+        detect_format(store, prefix)
+    except AltarrError:
+        return False
+    return True
 
 
 class Group:
@@ -51,11 +60,7 @@ class Group:
         return _open_node(self.store, self._child(name), self.mode, self._format)
 
     def __contains__(self, name: str) -> bool:
-        try:
-            detect_format(self.store, self._child(name))
-        except AltarrError:
-            return False
-        return True
+        return node_exists(self.store, self._child(name))
 
     def keys(self) -> Iterator[str]:
         """Names of the direct children that are datasets or groups."""
@@ -111,7 +116,5 @@ class Group:
         parts = path.split("/")
         for i in range(len(self.path.split("/")) if self.path else 0, len(parts) - 1):
             parent = "/".join(parts[: i + 1])
-            try:
-                detect_format(self.store, parent)
-            except AltarrError:
+            if not node_exists(self.store, parent):
                 self._format.create_group(self.store, parent, None)
