@@ -283,6 +283,14 @@ class ShardingCodec(ArrayBytesCodec):
         """Every inner chunk's raw bytes (zero-copy slices of ``shard_bytes``, C order; ``None`` for empty
         entries), following the index. A truncated object or an index entry outside it raises
         ``CorruptShardError``; a bad index checksum raises ``ChecksumError``."""
+        mv = as_byte_view(shard_bytes)
+        index = self.read_index(mv, cps)
+        return [None if o == EMPTY else mv[o : o + nb] for o, nb in index.reshape(-1, 2).tolist()]
+
+    def read_index(self, shard_bytes: BytesLike, cps: Sequence[int]) -> np.ndarray:
+        """The decoded, verified index of a whole shard object held in memory (see
+        :meth:`decode_index`; entries are checked against the object's length). A shard shorter than its
+        index raises ``CorruptShardError``."""
         cps = tuple(int(c) for c in cps)
         mv = as_byte_view(shard_bytes)
         size = len(mv)
@@ -294,8 +302,7 @@ class ShardingCodec(ArrayBytesCodec):
                 codec=self.name,
             )
         raw_index = mv[:n] if self._start else mv[size - n :]
-        index = self.decode_index(raw_index, cps, object_size=size)
-        return [None if o == EMPTY else mv[o : o + nb] for o, nb in index.reshape(-1, 2).tolist()]
+        return self.decode_index(raw_index, cps, object_size=size)
 
     # --- whole-shard array codec -----------------------------------------------------------------------
     def _slices(self, pos: tuple[int, ...]) -> tuple[slice, ...]:

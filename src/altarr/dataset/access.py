@@ -480,7 +480,7 @@ class DatasetAccess:
             indexed.append((n, index))
         for n in in_memory:
             try:
-                index = sc.decode_index(self._index_bytes(sc, cps, n.mem), cps, object_size=len(n.mem))
+                index = sc.read_index(n.mem, cps)
             except AltarrError as e:
                 raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             cache.put(n.key, level, n.start, tokens.get(n.key), index)
@@ -501,15 +501,6 @@ class DatasetAccess:
                     child.mem = n.mem[off : off + nb]
                 children.append(child)
         return children
-
-    @staticmethod
-    def _index_bytes(sc: ShardingCodec, cps: tuple[int, ...], mem: memoryview) -> memoryview:
-        n_idx = sc.index_nbytes(cps)
-        if len(mem) < n_idx:
-            raise CorruptShardError(
-                f"shard is truncated: {len(mem)} bytes cannot hold its {n_idx}-byte index"
-            )
-        return mem[:n_idx] if sc.index_location == "start" else mem[len(mem) - n_idx :]
 
     # --- writes ----------------------------------------------------------------------------------------
     def write_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray, values: Sequence[Any]) -> None:
