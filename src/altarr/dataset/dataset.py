@@ -20,7 +20,7 @@ from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from .access import DatasetAccess, Merge
 from .parallel import pmap
-from .regions import normalize_selection, plan_dim
+from .regions import flip_reversed, normalize_selection, plan_dim
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -259,8 +259,7 @@ class Dataset:
                     out[dst] = decoded[tuple(p[1] for p in piece)]
 
             pmap(place, list(zip(chunks, pieces, strict=True)))
-        if any(d.reverse for d in dims):
-            out = out[tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)]
+        out = flip_reversed(out, dims)
         return out.reshape(out_shape)
 
     def __setitem__(self, selection: Any, values: Any) -> None:
@@ -280,8 +279,7 @@ class Dataset:
                 f"could not broadcast values of shape {np.shape(values)} to the selection's shape {out_shape}"
             ) from e
         vals = vals.reshape(work)
-        if any(d.reverse for d in dims):
-            vals = vals[tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)]
+        vals = flip_reversed(vals, dims)
         if vals.size == 0:
             return
         acc = self._access

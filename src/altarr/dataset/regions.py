@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import SelectionError
 
-__all__ = ["DimSelection", "normalize_selection", "plan_dim"]
+__all__ = ["DimSelection", "flip_reversed", "normalize_selection", "plan_dim"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +115,11 @@ def plan_dim(d: DimSelection, chunk: int, size: int) -> list[tuple[int, slice, s
         stop = d.start + d.step * (j_hi - 1) - lo + 1
         out.append((k, slice(first, stop, d.step), slice(j_lo, j_hi)))
     return out
+
+
+def flip_reversed(array: Any, dims: list[DimSelection]) -> Any:
+    """A view of ``array`` flipped along every dimension selected with a negative step (its own inverse:
+    it maps the forward-read working array to the selection's order and back)."""
+    if not any(d.reverse for d in dims):
+        return array
+    return array[tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)]
