@@ -26,6 +26,7 @@ from numcodecs import Zstd as _NZstd
 from numcodecs.blosc import Blosc as _NBlosc
 
 from ..errors import AltarrError, CodecError, MetadataError
+from . import blosc_ctx
 from ._config import as_byte_view, check_bool, check_choice, check_int, check_keys
 from .base import BytesBytesCodec, BytesLike
 from .registry import register_codec
@@ -190,3 +191,29 @@ class BloscCodec(_NumcodecsCodec):
     def _content_size(self, data: memoryview) -> int | None:
         # Blosc 1 header: version, versionlz, flags, typesize, nbytes (uint32 LE), blocksize, cbytes.
         return int.from_bytes(data[4:8], "little") if len(data) >= 16 else None
+
+    # The direct path (see :mod:`altarr.codecs.blosc_ctx` for why): reentrant, single-threaded calls
+    # without the GIL; anything it does not accept goes to numcodecs, which reports the problem.
+    def encode(self, data: BytesLike) -> BytesLike:
+        if blosc_ctx.AVAILABLE:
+            try:
+                return blosc_ctx.compress(
+                    as_byte_view(data),
+                    cname=self.cname,
+                    clevel=self.clevel,
+                    shuffle=_SHUFFLES[self.shuffle],
+                    typesize=self.typesize or 1,
+                    blocksize=self.blocksize,
+                )
+            except (RuntimeError, ValueError):
+                pass
+        return super().encode(data)
+
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        if blosc_ctx.AVAILABLE:
+            if out is None or not out.flags.c_contiguous:
+                size = blosc_ctx.frame_nbytes(data)
+                out = None if size is None else np.empty(size, dtype=np.uint8)
+            if out is not None and blosc_ctx.decompress_into(data, out):
+                return out
+        return super().decode(data, out)
