@@ -339,3 +339,49 @@ def test_a_whole_shard_read_also_fills_the_index_cache(store):
     got = ds.read_chunks([(1, 2)])
     assert store.stats.reads == 1 and store.stats.size_queries == 1  # version check + the chunk's range
     np.testing.assert_array_equal(got[0], chunk_values(ds, (1, 2)))
+
+
+def test_region_reads_on_local_files_open_each_shard_once(tmp_path, monkeypatch):
+    """Region reads on a LocalStore: each shard opened once per call; the index and every chunk's range
+    are read from that open file; warm reads validate the cached index with the file's own version
+    (no stat), so k chunks of one shard cost k reads."""
+    from altarr.stores import LocalStore
+
+    store = LocalStore(tmp_path / "s")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    fill_shard(ds, (0, 1))
+    opened = []
+    orig = store.open_reader
+    monkeypatch.setattr(store, "open_reader", lambda key: opened.append(key) or orig(key))
+    want = np.zeros((32, 32), "uint16")
+    for c in ds.chunks_in_shard((0, 0)) + ds.chunks_in_shard((0, 1)):
+        want[c[0] * 4 : c[0] * 4 + 4, c[1] * 4 : c[1] * 4 + 4] = chunk_values(ds, c)
+    sel = np.s_[1:7, 14:19]  # 2 x 2 chunks, 2 in each shard: below the whole-shard threshold
+    ds._access.index_cache.clear()  # cold
+    store.stats.reset()
+    np.testing.assert_array_equal(ds[sel], want[sel])
+    assert sorted(opened) == sorted({ds.chunk_key((0, 0)), ds.chunk_key((0, 4))})
+    assert store.stats.reads == 2 + 4 and store.stats.size_queries == 0  # 2 indexes + 4 chunks
+    opened.clear()
+    store.stats.reset()
+    np.testing.assert_array_equal(ds[sel], want[sel])  # warm
+    assert len(opened) == 2 and store.stats.reads == 4 and store.stats.size_queries == 0
+    # a missing shard costs an open and no read; its region is the fill value
+    store.stats.reset()
+    np.testing.assert_array_equal(ds[20:24, 0:8], 0)
+    assert store.stats.reads == 0
+
+
+def test_region_reads_see_a_rewritten_shard(tmp_path):
+    """The cached index is checked against the version of the file opened for the call."""
+    from altarr.stores import LocalStore
+
+    store = LocalStore(tmp_path / "s")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    np.testing.assert_array_equal(ds[0:4, 0:4], chunk_values(ds, (0, 0)))  # caches the index
+    other = aa.open_dataset(store, mode="r+")
+    other.write_chunks([(0, 0), (1, 1)], [chunk_values(ds, (0, 0), seed=3), chunk_values(ds, (1, 1), seed=3)])
+    np.testing.assert_array_equal(ds[0:4, 0:4], chunk_values(ds, (0, 0), seed=3))
+    np.testing.assert_array_equal(ds[4:8, 4:8], chunk_values(ds, (1, 1), seed=3))

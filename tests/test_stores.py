@@ -760,3 +760,26 @@ def test_an_object_given_in_parts_is_written_back_to_back(any_store):
     want = b"abcde" + bytes(i % 251 for i in range(3000))
     assert any_store.get("shard") == want
     assert any_store.stats.writes == 1 and any_store.stats.bytes_written == len(want)
+
+
+def test_local_file_reader_reads_one_version_and_counts(tmp_path):
+    from altarr.stores import LocalStore
+
+    s = LocalStore(tmp_path)
+    s.set("a/k", b"0123456789")
+    assert s.open_reader("a/missing") is None and s.open_reader("a") is None  # no file, a folder
+    s.stats.reset()
+    with s.open_reader("a/k") as r:
+        assert r.version == s.stat("a/k")[1]
+        assert (r.read(2, 5), r.read(-3, None), r.read(None, None), r.read(8, 20)) == (
+            b"234",
+            b"789",
+            b"0123456789",
+            b"89",
+        )
+        s.set("a/k", b"replaced")  # writers replace the file: the open reader keeps its version
+        assert r.read(0, 4) == b"0123"
+    assert s.stats.reads == 5 and s.stats.bytes_read == 3 + 3 + 10 + 2 + 4
+    assert r.fd == -1  # closed
+    with s.open_reader("a/k") as r2:
+        assert r2.read(0, 8) == b"replaced" and r2.version != r.version

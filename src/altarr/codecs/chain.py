@@ -197,6 +197,30 @@ class CodecChain:
         if check is not None:
             check(s, d)
 
+    def direct_compressor(self, dtype: Any) -> BytesBytesCodec | None:
+        """The compressor that alone turns stored bytes into chunk values of ``dtype``, if there is one.
+
+        That is the case for the common chain ``[bytes (no swap needed), one compressor]``: a caller may
+        decode straight into a C-contiguous array with ``compressor.decode(data, out=array)`` (its
+        result is ``array`` itself when the stream's size matched) and skip the chain's generic steps.
+        ``None`` for any other chain.
+
+        >>> from altarr.codecs import ZstdCodec
+        >>> CodecChain(["bytes", ZstdCodec()]).direct_compressor("uint8").name
+        'zstd'
+        >>> CodecChain(["bytes"]).direct_compressor("uint8") is None
+        True
+        """
+        ab = self.array_bytes
+        if (
+            self.array_array
+            or len(self.bytes_bytes) != 1
+            or not self._bb0_out
+            or not isinstance(ab, BytesCodec)
+        ):
+            return None
+        return self.bytes_bytes[0] if ab.is_native(dtype) else None
+
     # --- encode / decode -------------------------------------------------------------------------------
     def encode(self, array: np.ndarray) -> BytesLike:
         """Encode one decoded chunk. The result may share memory with ``array`` (``bytes`` codec fast

@@ -25,9 +25,11 @@ Example:
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +64,7 @@ _thread_buffers = threading.local()
 
 def _scratch(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """This thread's reusable buffer of ``shape`` and ``dtype`` (one per thread, grown as needed)."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     raw = getattr(_thread_buffers, "raw", None)
     if raw is None or raw.nbytes < nbytes:
         raw = _thread_buffers.raw = np.empty(max(nbytes, 1), dtype=np.uint8)
@@ -79,11 +81,13 @@ class Merge:
 
 @dataclass(frozen=True)
 class ChunkRange:
-    """Where a chunk's bytes are in its shard, for a read deferred to the decode task."""
+    """Where a chunk's bytes are in its shard, for a read deferred to the decode task, and the open file
+    (a :class:`~altarr.stores.local.FileReader`) to read them from."""
 
     chunk: Chunk
     start: int
     length: int
+    reader: Any
 
 
 @dataclass(eq=False)
@@ -218,6 +222,8 @@ class DatasetAccess:
                 raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
         self.chunk_chain = chunk_chain
         self.truncates = bool(getattr(chunk_chain.array_bytes, "truncates_edges", False))
+        # chains of [bytes, one compressor] decode straight into the destination (see decode_chunk)
+        self._direct = None if self.truncates else chunk_chain.direct_compressor(self.dtype)
         self.write_empty_chunks = write_empty_chunks
         self.fill_value = spec.fill_value
         self.index_cache = IndexCache(store)
@@ -262,7 +268,12 @@ class DatasetAccess:
                 a = self.chunk_chain.decode(data, full, self.dtype)
             else:  # decode straight into the destination buffer
                 buf = _scratch(full, self.dtype) if scratch else np.empty(full, self.dtype)
-                a = self.chunk_chain.decode(data, full, self.dtype, out=buf)
+                if self._direct is not None:  # [bytes, compressor]: no per-codec steps in between
+                    a = self._direct.decode(data, out=buf)
+                    if a is not buf:  # the stream did not announce its size: copy (and size-check) it
+                        a = self.chunk_chain.array_bytes.decode(a, full, self.dtype, out=buf)
+                else:
+                    a = self.chunk_chain.decode(data, full, self.dtype, out=buf)
         except AltarrError as e:
             raise e.with_context(key=key, chunk=chunk) from e
         clipped = self._clipped(chunk)
@@ -364,14 +375,16 @@ class DatasetAccess:
         return out
 
     def read_raw(
-        self, chunks: Sequence[Chunk], *, deferred: bool = False
+        self, chunks: Sequence[Chunk], *, readers: dict[str, Any] | None = None
     ) -> dict[Chunk, tuple[str, Any] | None]:
         """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
 
-        With ``deferred=True``, on stores where a ranged read is a system call rather than a round trip
-        (``store.fused_reads``), the chunks' own byte ranges are not read here: their slots hold a
-        :class:`ChunkRange` that :meth:`materialize` reads inside the decode task, so reading and
-        decoding overlap on the pool and each chunk's bytes are still in the CPU cache when decoded."""
+        ``readers`` (a dict from :meth:`open_readers`, on stores that have ``open_reader``): each shard is
+        opened once for the call and its version taken from the open file, which validates the cached
+        index without a ``stat``; index reads come from that file, and the chunks' own ranges are not
+        read here: their slots hold a :class:`ChunkRange` that :meth:`materialize` reads inside the
+        decode task, so reading and decoding overlap on the pool and each chunk's bytes are still in the
+        CPU cache when decoded. Every range of a shard then comes from the same version of the file."""
         if not self.sharded:
             keys = [self.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, None, None) for k in keys])
@@ -381,13 +394,24 @@ class DatasetAccess:
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
+        if readers is not None:
+            for n in nodes:
+                if n.key not in readers:
+                    readers[n.key] = self.store.open_reader(n.key)  # type: ignore[attr-defined]
+                reader = readers[n.key]
+                if reader is not None:
+                    tokens[n.key] = reader.version
+            nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
         for level in range(top, 0, -1):
-            nodes = self._descend(nodes, level, tokens)
+            nodes = self._descend(nodes, level, tokens, readers)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
-        if pending and deferred and getattr(self.store, "fused_reads", False):
+        if pending and readers is not None:
             for n in nodes:
-                result[n.pos] = (n.key, n.mem if n.mem is not None else ChunkRange(n.pos, n.start, n.length))
+                result[n.pos] = (
+                    n.key,
+                    n.mem if n.mem is not None else ChunkRange(n.pos, n.start, n.length, readers[n.key]),
+                )
             return result
         if pending:
             datas, _ = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
@@ -397,13 +421,28 @@ class DatasetAccess:
             result[n.pos] = (n.key, n.mem)
         return result
 
+    @contextmanager
+    def open_readers(self) -> Iterator[dict[str, Any] | None]:
+        """A dict for :meth:`read_raw`'s ``readers`` that closes the files it collects on exit; ``None``
+        (read in batched calls instead) for unsharded arrays and stores without ``open_reader``."""
+        if not self.sharded or not hasattr(self.store, "open_reader"):
+            yield None
+            return
+        readers: dict[str, Any] = {}
+        try:
+            yield readers
+        finally:
+            for r in readers.values():
+                if r is not None:
+                    r.close()
+
     def materialize(self, key: str, data: Any) -> Any:
         """The bytes of a :meth:`read_raw` slot: a deferred :class:`ChunkRange` is read now (one ranged
-        read, inline on the calling thread)."""
+        read from its open file, inline on the calling thread)."""
         if not isinstance(data, ChunkRange):
             return data
-        got, _ = self.index_cache.read([(key, data.start, data.start + data.length)])
-        return self._checked_range(key, data.chunk, data.start, data.length, got[0])
+        got = data.reader.read(data.start, data.start + data.length)
+        return self._checked_range(key, data.chunk, data.start, data.length, got)
 
     @staticmethod
     def _checked_range(key: str, chunk: Chunk, start: int, length: int, d: Any) -> memoryview:
@@ -417,7 +456,29 @@ class DatasetAccess:
             )
         return memoryview(d)
 
-    def _descend(self, nodes: list[_Node], level: int, tokens: dict[str, Any]) -> list[_Node]:
+    def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
+        """Ranged reads with object versions: bounded ranges of an open reader's key come from that file
+        (its version), the rest in one batched store call (whole shards read in parallel there)."""
+        if not readers:
+            return self.index_cache.read(requests)
+        datas: list[Any] = [None] * len(requests)
+        versions: list[Any] = [None] * len(requests)
+        rest: list[int] = []
+        for i, (key, start, stop) in enumerate(requests):
+            reader = readers.get(key)
+            if reader is None or (start is None and stop is None):  # whole objects: batched, parallel
+                rest.append(i)
+            else:
+                datas[i], versions[i] = reader.read(start, stop), reader.version
+        if rest:
+            got, vers = self.index_cache.read([requests[i] for i in rest])
+            for i, d, v in zip(rest, got, vers, strict=True):
+                datas[i], versions[i] = d, v
+        return datas, versions
+
+    def _descend(
+        self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None = None
+    ) -> list[_Node]:
         """Read the index of every level-``level`` node (or the whole node) and return its children."""
         sc = self.sharding[level]
         assert sc is not None
@@ -448,7 +509,7 @@ class DatasetAccess:
                 rng = (n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, *rng))
             targets.append((n, whole))
-        datas, versions = cache.read(requests)
+        datas, versions = self._read_versioned(requests, readers)
         for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
             tokens.setdefault(n.key, version)
             if d is None:

@@ -245,20 +245,23 @@ class Dataset:
             pieces = list(product(*per_dim))
             chunks = [tuple(p[0] for p in piece) for piece in pieces]
             acc = self._access
-            raw = acc.read_raw(list(dict.fromkeys(chunks)), deferred=True)
+            fill = self.fill_value
 
             def place(item: tuple[tuple[int, ...], tuple]) -> None:
                 chunk, piece = item
                 dst = tuple(p[2] for p in piece)
                 got = raw[chunk]
                 if got is None:
-                    out[dst] = self.fill_value
+                    out[dst] = fill
                 else:
-                    data = acc.materialize(got[0], got[1])  # a deferred range is read here
-                    decoded = acc.decode_chunk(data, chunk, got[0], scratch=True)
+                    key, data = got
+                    data = acc.materialize(key, data)  # a deferred range is read here
+                    decoded = acc.decode_chunk(data, chunk, key, scratch=True)
                     out[dst] = decoded[tuple(p[1] for p in piece)]
 
-            pmap(place, list(zip(chunks, pieces, strict=True)))
+            with acc.open_readers() as readers:  # local files: each shard opened once for the call
+                raw = acc.read_raw(list(dict.fromkeys(chunks)), readers=readers)
+                pmap(place, list(zip(chunks, pieces, strict=True)))
         out = flip_reversed(out, dims)
         return out.reshape(out_shape)
 
