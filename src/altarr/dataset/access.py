@@ -358,20 +358,25 @@ class DatasetAccess:
         if not unique:
             return []
         raw = self.read_raw(unique)
-        decoded = pmap(
-            lambda item: None if item[1] is None else self.decode_chunk(item[1][1], item[0], item[1][0]),
-            list(raw.items()),
-        )
-        by_chunk = dict(zip(raw.keys(), decoded, strict=True))
-        if len(wanted) == len(unique):
-            return [by_chunk[c] for c in wanted]
-        # a chunk asked for twice is returned twice; give each slot its own array
-        seen: set[Chunk] = set()
+        # a chunk asked for k times is returned k times, each slot its own array: the k - 1 copies are
+        # made in the chunk's decode task, so they run on the pool too (their page faults cost as much as
+        # the decode of a fast codec)
+        times = dict.fromkeys(unique, 0)
+        for c in wanted:
+            times[c] += 1
+
+        def decode(item: tuple[Chunk, tuple[str, Any] | None]) -> list[np.ndarray] | None:
+            chunk, got = item
+            if got is None:
+                return None
+            a = self.decode_chunk(got[1], chunk, got[0])
+            return [a] + [a.copy() for _ in range(times[chunk] - 1)]
+
+        by_chunk = dict(zip(raw.keys(), pmap(decode, list(raw.items())), strict=True))
         out: list[np.ndarray | None] = []
         for c in wanted:
-            a = by_chunk[c]
-            out.append(a.copy() if (a is not None and c in seen) else a)
-            seen.add(c)
+            arrays = by_chunk[c]
+            out.append(None if arrays is None else arrays.pop())
         return out
 
     def read_raw(
