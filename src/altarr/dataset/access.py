@@ -379,6 +379,34 @@ class DatasetAccess:
             out.append(None if arrays is None else arrays.pop())
         return out
 
+    def visit_chunks(
+        self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]
+    ) -> None:
+        """``fn(i, chunk)`` per requested row on the pool, chunks decoded into scratch (see
+        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`)."""
+        wanted, unique = self._unique(coords)
+        if not unique:
+            return
+        rows: dict[Chunk, list[int]] = {c: [] for c in unique}
+        for i, c in enumerate(wanted):
+            rows[c].append(i)
+        fill = np.asarray(self.fill_value, dtype=self.dtype)
+
+        def visit(chunk: Chunk) -> None:
+            got = raw[chunk]
+            if got is None:
+                a = np.broadcast_to(fill, self._clipped(chunk))
+            else:
+                a = self.decode_chunk(self.materialize(got[0], got[1]), chunk, got[0], scratch=True)
+                a = a.view()
+                a.flags.writeable = False
+            for i in rows[chunk]:
+                fn(i, a)
+
+        with self.open_readers() as readers:
+            raw = self.read_raw(unique, readers=readers)
+            pmap(visit, unique)
+
     def read_raw(
         self, chunks: Sequence[Chunk], *, readers: dict[str, Any] | None = None
     ) -> dict[Chunk, tuple[str, Any] | None]:

@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +186,27 @@ class Dataset:
 
         Per shard: one index read and only the byte ranges of the requested chunks."""
         return self._access.read_chunks(coords)
+
+    def visit_chunks(
+        self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]
+    ) -> None:
+        """Call ``fn(i, chunk)`` for every requested row ``i``, on the thread pool, with the chunk decoded
+        into a per-thread scratch buffer: nothing is allocated per chunk, so a caller that copies out
+        what it needs (a gather into its own result) holds only that result in memory. ``chunk`` is
+        read-only for ``fn`` and valid only during the call; a chunk that is not stored comes as a
+        read-only array of the fill value. Same requests as :meth:`read_chunks` (region-read style on
+        local files: each shard opened once, chunk ranges read inside their decode tasks). ``fn`` runs
+        concurrently for different rows; the first exception propagates after every row was visited.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-visit", shape=(4, 4), dtype="int32", chunks=(2, 2))
+        >>> ds[:2, :2] = 5
+        >>> sums = {}
+        >>> ds.visit_chunks([(0, 0), (1, 1)], lambda i, a: sums.__setitem__(i, int(a.sum())))
+        >>> sorted(sums.items())
+        [(0, 20), (1, 0)]
+        """
+        self._access.visit_chunks(coords, fn)
 
     def write_chunk(self, coords: Sequence[int], array: Any) -> None:
         """Write one whole chunk (an array of the chunk's clipped shape)."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
 from . import options
 from .cache import CACHE
@@ -287,8 +288,17 @@ class LazyArray(NDArrayOperatorsMixin):
             budget = options._get("cache_bytes")
             missing = src.row_missing_nbytes(coords)
             if int(missing.sum()) <= budget:
-                for i, chunk in enumerate(src.get_chunks(coords, store=True)):
-                    p.place(work, i, chunk)
+                chunks = src.get_chunks(coords, store=True)
+                # chunks fill disjoint parts of the result: place them on the pool (NumPy's copies and
+                # gathers release the GIL)
+                pmap(lambda i: p.place(work, i, chunks[i]), range(len(chunks)))
+            elif callable(getattr(getattr(src, "fetch", None), "visit", None)):
+                # a streaming fetch (altarr.open), in the same batches: each chunk is placed straight
+                # from the engine's scratch buffer on its pool, so the result is all this read holds
+                for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
+                    src.visit_chunks(  # type: ignore[attr-defined]
+                        coords[rows], lambda j, chunk, rows=rows: p.place(work, int(rows[j]), chunk)
+                    )
             else:  # bigger than the cache: stream in bounded batches, cache nothing
                 for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
                     chunks = src.get_chunks(coords[rows], store=False)

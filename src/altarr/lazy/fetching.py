@@ -215,6 +215,51 @@ class FetchSource:
                 out[i] = v
         return out  # type: ignore[return-value]
 
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        """``fn(i, chunk)`` for every row of ``coords``, caching nothing (the streaming path).
+
+        Cached chunks are used as they are. When ``fetch`` has a ``visit(chunks, fn)`` method (as
+        :class:`~altarr.lazy.sources.DatasetFetch` has) the missing chunks go through it in one call:
+        ``fn`` then runs on the fetch's own threads with chunks that are valid only during the call, so
+        nothing is allocated per chunk. Otherwise they are fetched in one call and visited in order.
+        """
+        n = len(coords)
+        if n == 0:
+            return
+        visit = getattr(self.fetch, "visit", None)
+        if not callable(visit):
+            for i, chunk in enumerate(self.get_chunks(coords, store=False)):
+                fn(i, chunk)
+            return
+        cached = np.asarray(CACHE.contains(self.keys(coords)), dtype=bool)
+        hits = np.flatnonzero(cached)
+        if len(hits):
+            for i, chunk in zip(hits.tolist(), self.get_chunks(coords[hits], store=False), strict=True):
+                fn(i, chunk)
+        rows = np.flatnonzero(~cached)
+        if not len(rows):
+            return
+        request = np.array(coords[rows], dtype=np.int64, order="C", copy=True)
+        extents = self.extents(request)
+        self.counters.add("cache_misses", len(rows))
+        self.counters.add("fetch_calls")
+        seen = np.zeros(len(rows), dtype=bool)
+
+        def checked(j: int, values: Any) -> None:
+            arr = validate([values], request[j : j + 1], extents[j : j + 1], self.dtype)[0]
+            seen[j] = True
+            fn(int(rows[j]), arr)
+
+        try:
+            visit(request, checked)
+        except Exception as e:
+            e.add_note(f"altarr: raised by fetch.visit() asked for chunks {_describe_chunks(request)}")
+            raise
+        if not seen.all():
+            raise FetchError("fetch.visit() skipped a requested chunk", chunk=request[int(np.argmin(seen))])
+        self.counters.add("chunks_fetched", len(rows))
+        self.counters.add("bytes_fetched", int(extents.prod(axis=1).sum()) * self.dtype.itemsize)
+
     def _fetch_validated(self, coords: np.ndarray) -> list[np.ndarray]:
         request = np.array(coords, dtype=np.int64, order="C", copy=True)
         self.counters.add("fetch_calls")

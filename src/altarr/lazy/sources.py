@@ -206,6 +206,15 @@ class DatasetFetch:
         assert self._decoder is not None
         return self._decoder.dtype
 
+    def visit(self, chunks: np.ndarray, fn: Any) -> None:
+        """Streaming form of a fetch: ``fn(i, values)`` per row, on the engine's pool, with ``values``
+        valid only during the call (decoded into scratch by :meth:`altarr.Dataset.visit_chunks`). The lazy
+        layer uses it when it does not keep the chunks, so nothing is allocated per chunk."""
+        ds = self.dataset()
+        decoder = self._decoder
+        assert decoder is not None
+        ds.visit_chunks(chunks, lambda i, a: fn(i, decoder(a)))
+
     def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
         ds = self.dataset()
         decoder = self._decoder
