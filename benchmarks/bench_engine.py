@@ -277,7 +277,7 @@ class AltarrAdapter(Adapter):
         self.lazy_open = None
         try:
             self.lazy_open = altarr.open
-            self.note = "fancy via altarr.open(path).oindex (lazy layer)"
+            self.note = "fancy via altarr.open(path).oindex (lazy layer, cache_bytes=0 like the peers)"
         except (AttributeError, ImportError):
             self.note = "fancy via ds.read_chunks + NumPy assembly (altarr.open not available yet)"
         self._lazy: dict[int, Any] = {}  # id(dataset) -> lazy array over the same path
@@ -336,7 +336,10 @@ class AltarrAdapter(Adapter):
 
     def oindex(self, h: Any, i0: np.ndarray, i1: np.ndarray, s2: slice) -> np.ndarray:
         if self.lazy_open is not None:
-            return np.asarray(self.lazy(h).oindex[i0, i1, s2])
+            # no decoded-chunk cache, as every peer runs here (tensorstore's cache_pool is 0): the lazy
+            # layer then streams each chunk from the engine's scratch buffer into the result
+            with self.aa.set_options(cache_bytes=0):
+                return np.asarray(self.lazy(h).oindex[i0, i1, s2])
         return oindex_via_chunks(h, (i0, i1, s2))
 
     def before_rep(self, h: Any) -> None:
