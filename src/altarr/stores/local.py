@@ -139,6 +139,24 @@ class FileReader:
         self._stats.add(reads=1, bytes_read=len(data))
         return data
 
+    def read_into(self, start: int, buffer: Any) -> int:
+        """Read ``len(buffer)`` bytes at ``start`` into the writable ``buffer`` (no allocation: callers
+        reuse one buffer per thread); returns how many bytes were read (fewer only at end of file)."""
+        mv = memoryview(buffer).cast("B")
+        got, n = 0, mv.nbytes
+        try:
+            while got < n:
+                k = os.preadv(self.fd, [mv[got:]], start + got)
+                if k <= 0:
+                    break
+                got += k
+        except OSError as e:
+            raise StoreError(
+                _oserror_message("reading", e), key=self.key, byte_range=(start, start + n)
+            ) from e
+        self._stats.add(reads=1, bytes_read=got)
+        return got
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
