@@ -81,3 +81,45 @@ def test_bad_frames_are_refused_with_numcodecs_words():
     assert not blosc_ctx.decompress_into(frame, small)
     got = codec.decode(frame, out=small)
     assert got is not small and bytes(got) == a.tobytes()
+
+
+def test_encoding_into_a_given_buffer():
+    a = np.arange(20_000, dtype="<u2")
+    codec = BloscCodec(typesize=2)
+    assert codec.encode_bound(a.nbytes) == a.nbytes + blosc_ctx.MAX_OVERHEAD
+    out = np.empty(a.nbytes + blosc_ctx.MAX_OVERHEAD, np.uint8)
+    frame = codec.encode(a, out=out)
+    assert np.shares_memory(frame, out) and bytes(frame) == bytes(codec.encode(a))
+    # a buffer that is too small is not used: a new frame comes back
+    small = np.empty(100, np.uint8)
+    frame2 = codec.encode(a, out=small)
+    assert not np.shares_memory(frame2, small) and bytes(frame2) == bytes(frame)
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "local"])
+def test_writes_through_the_output_arena_store_what_fresh_buffers_store(tmp_path, monkeypatch, store_kind):
+    """Several write groups reuse one arena: every shard must still hold its own chunks, byte for byte
+    what the write stores without the arena."""
+    import altarr as aa
+    from altarr.dataset import access
+    from altarr.stores import LocalStore, MemoryStore
+
+    monkeypatch.setattr(access, "WRITE_GROUP_BYTES", 2 * 8 * 16 * 16 * 2)  # 2 shards per group
+    data = (np.arange(64 * 64 * 16).reshape(64, 64, 16) % 1013).astype("<u2")
+    stores = []
+    for slot in ("arena", "fresh"):
+        store = MemoryStore() if store_kind == "memory" else LocalStore(tmp_path / slot)
+        ds = aa.create_dataset(
+            store, shape=data.shape, dtype="uint16", chunks=(16, 16, 16), shards=(32, 32, 16), compressor="blosc"
+        )
+        if slot == "fresh":
+            ds._access.encode_slot = None
+        else:
+            assert ds._access.encode_slot == 16 * 16 * 16 * 2 + blosc_ctx.MAX_OVERHEAD
+        ds[...] = data
+        np.testing.assert_array_equal(ds[...], data)
+        stores.append(store)
+    keys = sorted(k for k in stores[0].list() if k.startswith("c/"))
+    assert len(keys) == 4
+    for k in keys:
+        assert stores[0].get_ranges([(k, None, None)]) == stores[1].get_ranges([(k, None, None)])

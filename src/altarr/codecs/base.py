@@ -104,3 +104,9 @@ class BytesBytesCodec(Codec):
     def encoded_size(self, decoded_size: int) -> int | None:
         """Encoded size for a given input size when deterministic (checksums), else ``None``."""
         return None
+
+    def encode_bound(self, decoded_size: int) -> int | None:
+        """For codecs whose ``encode`` takes ``out=`` (a writable uint8 buffer it compresses into,
+        returning a view of the bytes written): the largest output for ``decoded_size`` input bytes.
+        ``None`` (the default): ``encode`` always returns a new object."""
+        return None

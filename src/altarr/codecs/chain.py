@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AltarrError, CodecError, MetadataError
+from ._config import nbytes_of
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
 from .bytes import BytesCodec, native_dtype
 from .registry import codec_from_json
@@ -222,9 +223,33 @@ class CodecChain:
         return self.bytes_bytes[0] if ab.is_native(dtype) else None
 
     # --- encode / decode -------------------------------------------------------------------------------
-    def encode(self, array: np.ndarray) -> BytesLike:
+    def encode_bound(self, shape: tuple[int, ...], dtype: Any) -> int | None:
+        """Size of an ``out`` buffer that :meth:`encode` can compress a chunk of ``shape`` into, or
+        ``None`` when this chain always returns new objects (see ``BytesBytesCodec.encode_bound``: the
+        last codec must take ``out`` and the sizes before it must be fixed).
+
+        >>> from altarr.codecs import BloscCodec, ZstdCodec
+        >>> CodecChain(["bytes", BloscCodec(typesize=2)]).encode_bound((64,), "uint16")
+        144
+        >>> CodecChain(["bytes", ZstdCodec()]).encode_bound((64,), "uint16") is None
+        True
+        """
+        if not self.bytes_bytes:
+            return None
+        s, d = self.resolve(shape, dtype)
+        n = self.array_bytes.encoded_size(s, d)
+        for c in self.bytes_bytes[:-1]:
+            if n is None:
+                return None
+            n = c.encoded_size(n)
+        return None if n is None else self.bytes_bytes[-1].encode_bound(n)
+
+    def encode(self, array: np.ndarray, out: np.ndarray | None = None) -> BytesLike:
         """Encode one decoded chunk. The result may share memory with ``array`` (``bytes`` codec fast
-        path, no byte swap needed); copy it if ``array`` will be modified while the bytes are in use."""
+        path, no byte swap needed); copy it if ``array`` will be modified while the bytes are in use.
+
+        ``out``: a writable uint8 buffer of at least :meth:`encode_bound` bytes that the last codec
+        compresses into (the result is then a view of it); ignored when the bound is ``None``."""
         codec: Codec = self.array_bytes
         try:
             if self._fast:
@@ -233,8 +258,12 @@ class CodecChain:
                 array = codec.encode(array)
             codec = self.array_bytes
             data = codec.encode(array)
-            for codec in self.bytes_bytes:
-                data = codec.encode(data)
+            last = len(self.bytes_bytes) - 1
+            for i, codec in enumerate(self.bytes_bytes):
+                if i == last and out is not None and codec.encode_bound(nbytes_of(data)) is not None:
+                    data = codec.encode(data, out=out)  # type: ignore[call-arg]
+                else:
+                    data = codec.encode(data)
             return data
         except AltarrError:
             raise

@@ -194,7 +194,11 @@ class BloscCodec(_NumcodecsCodec):
 
     # The direct path (see :mod:`altarr.codecs.blosc_ctx` for why): reentrant, single-threaded calls
     # without the GIL; anything it does not accept goes to numcodecs, which reports the problem.
-    def encode(self, data: BytesLike) -> BytesLike:
+    def encode_bound(self, decoded_size: int) -> int | None:
+        return decoded_size + blosc_ctx.MAX_OVERHEAD if blosc_ctx.AVAILABLE else None
+
+    def encode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        """Compress ``data``; with ``out`` (see :meth:`encode_bound`) into it, returning a view."""
         if blosc_ctx.AVAILABLE:
             try:
                 return blosc_ctx.compress(
@@ -204,6 +208,7 @@ class BloscCodec(_NumcodecsCodec):
                     shuffle=_SHUFFLES[self.shuffle],
                     typesize=self.typesize or 1,
                     blocksize=self.blocksize,
+                    out=out,
                 )
             except (RuntimeError, ValueError):
                 pass
