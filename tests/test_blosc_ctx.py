@@ -110,7 +110,12 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(tmp_path
     for slot in ("arena", "fresh"):
         store = MemoryStore() if store_kind == "memory" else LocalStore(tmp_path / slot)
         ds = aa.create_dataset(
-            store, shape=data.shape, dtype="uint16", chunks=(16, 16, 16), shards=(32, 32, 16), compressor="blosc"
+            store,
+            shape=data.shape,
+            dtype="uint16",
+            chunks=(16, 16, 16),
+            shards=(32, 32, 16),
+            compressor="blosc",
         )
         if slot == "fresh":
             ds._access.encode_slot = None

@@ -528,3 +528,22 @@ def test_chain_decompresses_straight_into_out(endian: str) -> None:
     assert chain.decode(enc, a.shape, a.dtype, out=view) is view
     assert spy.outs[-1] is None
     np.testing.assert_array_equal(view, a)
+
+
+@pytest.mark.parametrize("level", [-5, 0, 3, 19])
+@pytest.mark.parametrize("checksum", [False, True])
+def test_zstd_frames_decode_everywhere_with_content_size_and_asked_checksum(level, checksum):
+    """ZstdCodec compresses with python-zstandard (when installed): the frames must carry the content
+    size (decoding straight into a buffer relies on it) and the checksum flag when asked, and decode
+    with numcodecs' zstd."""
+    from numcodecs import Zstd
+
+    from altarr.codecs.compress import ZstdCodec, _zstd_content_size
+
+    a = (np.arange(50_000) % 977).astype("<u2")
+    frame = memoryview(ZstdCodec(level=level, checksum=checksum).encode(a)).cast("B")
+    assert _zstd_content_size(frame) == a.nbytes
+    assert bool(frame[4] & 0x04) == checksum  # Content_Checksum_flag of the frame header
+    np.testing.assert_array_equal(np.frombuffer(Zstd().decode(frame), "<u2"), a)
+    out = np.empty_like(a)
+    assert ZstdCodec().decode(frame, out=out) is out and np.array_equal(out, a)
