@@ -90,8 +90,8 @@ def _u8(buf: Any) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8)
 
 
-def frame_nbytes(frame: Any) -> int | None:
-    """Decoded size of a valid blosc 1 frame, or ``None`` when the header does not check out."""
+def _validated(frame: Any) -> tuple[np.ndarray, int] | None:
+    """The frame as uint8 and its decoded size, when blosc's header check accepts it."""
     if _lib is None:
         return None
     src = _u8(frame)
@@ -100,7 +100,13 @@ def frame_nbytes(frame: Any) -> int | None:
         src.ctypes.data, src.size, ctypes.byref(nbytes)
     ):
         return None
-    return nbytes.value
+    return src, nbytes.value
+
+
+def frame_nbytes(frame: Any) -> int | None:
+    """Decoded size of a valid blosc 1 frame, or ``None`` when the header does not check out."""
+    checked = _validated(frame)
+    return None if checked is None else checked[1]
 
 
 def decompress_into(frame: Any, out: np.ndarray) -> bool:
@@ -109,16 +115,10 @@ def decompress_into(frame: Any, out: np.ndarray) -> bool:
     Returns ``False`` (``out`` untouched or partly written) when the frame is not valid or does not decode
     to exactly ``out.nbytes`` bytes; the caller then asks numcodecs, which says what is wrong.
     """
-    if _lib is None or not out.flags.c_contiguous:
+    checked = _validated(frame) if out.flags.c_contiguous else None
+    if checked is None or checked[1] != out.nbytes:
         return False
-    src = _u8(frame)
-    nbytes = _size_t(0)
-    if src.size < MAX_OVERHEAD or _lib.blosc_cbuffer_validate(
-        src.ctypes.data, src.size, ctypes.byref(nbytes)
-    ):
-        return False
-    if nbytes.value != out.nbytes:
-        return False
+    src = checked[0]
     return _lib.blosc_decompress_ctx(src.ctypes.data, out.ctypes.data, out.nbytes, 1) == out.nbytes
 
 
