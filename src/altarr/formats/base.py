@@ -20,16 +20,33 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import MetadataError
+
 if TYPE_CHECKING:  # formats may not import the store layer at run time (layering)
     from ..codecs.chain import CodecChain
     from ..stores.base import Store
 
-__all__ = ["DatasetSpec", "Format", "join_key"]
+__all__ = ["DatasetSpec", "Format", "NewArray", "join_key"]
 
 
 def join_key(prefix: str, key: str) -> str:
     """Join a node prefix and a relative key with ``/`` (an empty prefix is the store root)."""
     return f"{prefix}/{key}" if prefix else key
+
+
+@dataclass(frozen=True)
+class NewArray:
+    """What :meth:`Format.create_array` was asked for (shapes in NumPy order), handed to the format."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    chunks: tuple[int, ...]
+    shards: Any = None
+    compressor: Any = "zstd"
+    fill_value: Any = 0
+    attributes: dict[str, Any] | None = None
+    dimension_names: Sequence[str | None] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -63,6 +80,10 @@ class Format(ABC):
     name: str
     #: The metadata key of an array or group node (``zarr.json``, ``.zarray``, ``attributes.json``).
     metadata_key: str
+    #: The format's name in messages (``"Zarr v3"``).
+    title: str
+    #: Format-specific keyword options :meth:`create_array` accepts.
+    array_options: tuple[str, ...] = ()
 
     @abstractmethod
     def node_kind(self, store: Store, prefix: str) -> str | None:
@@ -72,7 +93,6 @@ class Format(ABC):
     def open_array(self, store: Store, prefix: str) -> DatasetSpec:
         """Read and validate the array metadata at ``prefix``; ``MetadataError`` names the key on failure."""
 
-    @abstractmethod
     def create_array(
         self,
         store: Store,
@@ -93,8 +113,35 @@ class Format(ABC):
         ``chunks`` is the innermost chunk shape; ``shards`` the outermost shard shape, or a list of shapes
         from the innermost shard level outwards for nested sharding. ``compressor`` is a name
         (``"zstd"``, ``"gzip"``, ``"blosc"``, ``None``/``"none"``, and format-specific names) or the
-        format's own JSON description of it.
+        format's own JSON description of it. ``options`` are the format's own (:attr:`array_options`);
+        others raise ``MetadataError``. The format writes the documents in :meth:`_write_array`.
+
+        >>> from altarr.formats import get_format
+        >>> from altarr.stores import MemoryStore
+        >>> get_format("zarr2").create_array(MemoryStore(), "a", shape=(4,), dtype="u1", chunks=(2,), nope=1)
+        Traceback (most recent call last):
+        altarr.errors.MetadataError: unknown Zarr v2 option(s) ['nope'] [key='a/.zarray']
         """
+        key = join_key(prefix, self.metadata_key)
+        unknown = sorted(set(options) - set(self.array_options))
+        if unknown:
+            raise MetadataError(f"unknown {self.title} option(s) {unknown}", key=key)
+        new = NewArray(
+            shape=tuple(shape),
+            dtype=dtype,
+            chunks=tuple(chunks),
+            shards=shards,
+            compressor=compressor,
+            fill_value=fill_value,
+            attributes=attributes,
+            dimension_names=dimension_names,
+            options=dict(options),
+        )
+        return self._write_array(store, prefix, key, new)
+
+    @abstractmethod
+    def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
+        """Write the metadata of ``new`` (its options already checked) at ``key``; return the spec."""
 
     @abstractmethod
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, normalize_levels, parse_json
-from .base import DatasetSpec, Format, join_key
+from .base import DatasetSpec, Format, NewArray, join_key
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesBytesCodec
@@ -280,6 +280,7 @@ class N5Format(Format):
 
     name = "n5"
     metadata_key = ATTRIBUTES_KEY
+    title = "N5"
 
     def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
@@ -369,21 +370,7 @@ class N5Format(Format):
             doc = {VERSION_KEY: N5_VERSION, **(root or {})}
             store.set(ATTRIBUTES_KEY, dump_json(doc, key=ATTRIBUTES_KEY, compact=True))
 
-    def create_array(
-        self,
-        store: Store,
-        prefix: str,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        attributes: dict[str, Any] | None = None,
-        dimension_names: Sequence[str | None] | None = None,
-        **options: Any,
-    ) -> DatasetSpec:
+    def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
         order. ``compressor`` takes N5 names (default ``"zstd"``, level 3) or N5 JSON objects. N5 has no
         dimension names: they are refused (``UnsupportedError``) rather than dropped.
@@ -391,21 +378,18 @@ class N5Format(Format):
         >>> N5Format().array_attributes(shape=[5, 7], dtype="uint8", chunks=[4, 5], compressor="raw")
         {'dataType': 'uint8', 'compression': {'type': 'raw'}, 'blockSize': [5, 4], 'dimensions': [7, 5]}
         """
-        key = join_key(prefix, ATTRIBUTES_KEY)
-        if options:
-            raise MetadataError(f"unknown N5 option(s) {sorted(options)}", key=key)
-        if dimension_names is not None and any(n is not None for n in dimension_names):
+        if new.dimension_names is not None and any(n is not None for n in new.dimension_names):
             raise UnsupportedError("N5 has no dimension names", key=key)
         doc = self.array_attributes(
-            shape=shape,
-            dtype=dtype,
-            chunks=chunks,
-            shards=shards,
-            compressor=compressor,
-            fill_value=fill_value,
+            shape=new.shape,
+            dtype=new.dtype,
+            chunks=new.chunks,
+            shards=new.shards,
+            compressor=new.compressor,
+            fill_value=new.fill_value,
             key=key,
         )
-        user = self._check_user_attributes(attributes, key, root=not prefix)
+        user = self._check_user_attributes(new.attributes, key, root=not prefix)
         node, root = self._batch(store, prefix)
         if prefix:
             self._ensure_root(store, root)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import AltarrError, MetadataError, UnsupportedError
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
-from .base import DatasetSpec, Format, join_key
+from .base import DatasetSpec, Format, NewArray, join_key
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -274,6 +274,8 @@ class Zarr2Format(Format):
 
     name = "zarr2"
     metadata_key = ZARRAY
+    title = "Zarr v2"
+    array_options = ("filters", "order", "dimension_separator")
 
     def node_kind(self, store: Store, prefix: str) -> str | None:
         docs = fetch_documents(store, prefix, [ZARRAY, ZGROUP])
@@ -356,21 +358,7 @@ class Zarr2Format(Format):
             doc["dimension_separator"] = dimension_separator
         return doc
 
-    def create_array(
-        self,
-        store: Store,
-        prefix: str,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        attributes: dict[str, Any] | None = None,
-        dimension_names: Sequence[str | None] | None = None,
-        **options: Any,
-    ) -> DatasetSpec:
+    def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``.zarray`` (and ``.zattrs``) for a new array. Options: ``filters`` (numcodecs configs),
         ``order`` ("C"/"F"), ``dimension_separator`` ("."/"/"). Zarr v2 has no sharding.
 
@@ -378,28 +366,24 @@ class Zarr2Format(Format):
         >>> Zarr2Format().array_metadata(shape=[4], dtype="f4", chunks=[2], compressor=None)["dtype"]
         '<f4'
         """
-        key = join_key(prefix, ZARRAY)
-        if shards is not None:
+        if new.shards is not None:
             raise UnsupportedError("Zarr v2 has no sharding (use format='zarr3' or 'n5')", key=key)
-        unknown = sorted(set(options) - {"filters", "order", "dimension_separator"})
-        if unknown:
-            raise MetadataError(f"unknown Zarr v2 option(s) {unknown}", key=key)
         doc = self.array_metadata(
-            shape=shape,
-            dtype=dtype,
-            chunks=chunks,
-            compressor=compressor,
-            fill_value=fill_value,
+            shape=new.shape,
+            dtype=new.dtype,
+            chunks=new.chunks,
+            compressor=new.compressor,
+            fill_value=new.fill_value,
             key=key,
-            **options,
+            **new.options,
         )
-        attrs = dict(attributes or {})
-        if dimension_names is not None:
-            names = list(dimension_names)
+        attrs = dict(new.attributes or {})
+        if new.dimension_names is not None:
+            names = list(new.dimension_names)
             if len(names) != len(doc["shape"]) or not all(isinstance(n, str) for n in names):
                 raise MetadataError(
                     f"dimension_names must be {len(doc['shape'])} strings for Zarr v2 (stored as "
-                    f"{DIMENSIONS_ATTR}), got {dimension_names!r}",
+                    f"{DIMENSIONS_ATTR}), got {new.dimension_names!r}",
                     key=key,
                 )
             attrs[DIMENSIONS_ATTR] = names

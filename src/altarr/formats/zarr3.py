@@ -41,7 +41,7 @@ from ._common import (
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, join_key
+from .base import DatasetSpec, Format, NewArray, join_key
 
 if TYPE_CHECKING:
     from ..codecs.chain import CodecChain
@@ -468,6 +468,8 @@ class Zarr3Format(Format):
 
     name = "zarr3"
     metadata_key = METADATA_KEY
+    title = "Zarr v3"
+    array_options = ("index_location", "chunk_key_separator")
 
     # --- reading --------------------------------------------------------------------------------------
     def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
@@ -553,44 +555,26 @@ class Zarr3Format(Format):
             doc["dimension_names"] = names
         return doc
 
-    def create_array(
-        self,
-        store: Store,
-        prefix: str,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        attributes: dict[str, Any] | None = None,
-        dimension_names: Sequence[str | None] | None = None,
-        **options: Any,
-    ) -> DatasetSpec:
-        """Write ``zarr.json`` for a new array and return its spec. Options: ``index_location`` ("end"),
-        ``chunk_key_separator`` ("/").
+    def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
+        """Write ``zarr.json`` for a new array (options ``index_location`` "end", ``chunk_key_separator``
+        "/") and return its spec.
 
         >>> from altarr.formats.zarr3 import Zarr3Format
         >>> doc = Zarr3Format().array_metadata(shape=[8], dtype="u2", chunks=[2], shards=[4])
         >>> doc["codecs"][0]["configuration"]["chunk_shape"], doc["chunk_grid"]["configuration"]
         ([2], {'chunk_shape': [4]})
         """
-        key = join_key(prefix, METADATA_KEY)
-        unknown = sorted(set(options) - {"index_location", "chunk_key_separator"})
-        if unknown:
-            raise MetadataError(f"unknown Zarr v3 option(s) {unknown}", key=key)
         doc = self.array_metadata(
-            shape=shape,
-            dtype=dtype,
-            chunks=chunks,
-            shards=shards,
-            compressor=compressor,
-            fill_value=fill_value,
-            attributes=attributes,
-            dimension_names=dimension_names,
+            shape=new.shape,
+            dtype=new.dtype,
+            chunks=new.chunks,
+            shards=new.shards,
+            compressor=new.compressor,
+            fill_value=new.fill_value,
+            attributes=new.attributes,
+            dimension_names=new.dimension_names,
             key=key,
-            **options,
+            **new.options,
         )
         spec = parse_array_metadata(doc, key=key)  # validates what we are about to write
         store.set(key, dump_json(doc, key=key))
