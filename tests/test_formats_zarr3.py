@@ -15,6 +15,7 @@ import zarr
 from altarr.codecs import BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, ZstdCodec
 from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import get_format
+from altarr.formats.base import NewArray
 from altarr.formats.zarr3 import decode_fill_value, encode_fill_value, parse_array_metadata
 from altarr.stores import LocalStore, MemoryStore
 
@@ -374,7 +375,7 @@ def test_create_bad_grids(chunks, shards):
     ],
 )  # fmt: skip
 def test_create_compressors(compressor, expected):
-    doc = Z3.array_metadata(shape=[4], dtype="float64", chunks=[2], compressor=compressor)
+    doc = Z3.array_metadata(NewArray(shape=(4,), dtype="float64", chunks=(2,), compressor=compressor))
     assert doc["codecs"] == [{"name": "bytes", "configuration": {"endian": "little"}}, *expected]
 
 

@@ -15,6 +15,7 @@ import zarr
 from altarr.codecs.zarr2 import Zarr2ChunkCodec
 from altarr.errors import CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import detect_format, get_format, open_node
+from altarr.formats.base import NewArray
 from altarr.formats.zarr2 import consolidate_metadata, parse_zarray, read_consolidated_metadata
 from altarr.stores import LocalStore, MemoryStore
 
@@ -192,7 +193,7 @@ def test_create_array_documents():
     ],
 )
 def test_create_compressors(compressor, expected):
-    doc = Z2.array_metadata(shape=[4], dtype="f4", chunks=[2], compressor=compressor)
+    doc = Z2.array_metadata(NewArray(shape=(4,), dtype="f4", chunks=(2,), compressor=compressor))
     assert doc["compressor"] == expected and doc["dtype"] == "<f4"
 
 

@@ -43,7 +43,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -318,18 +317,11 @@ class N5Format(Format):
         return parse_n5_attributes(node, key=key, root=not prefix)
 
     # --- writing --------------------------------------------------------------------------------------
-    def array_attributes(
-        self,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        key: str = ATTRIBUTES_KEY,
-    ) -> dict[str, Any]:
+    def array_attributes(self, new: NewArray, key: str = ATTRIBUTES_KEY) -> dict[str, Any]:
         """The format keys :meth:`create_array` writes (in Java N5's order), without user attributes."""
+        shape, dtype, chunks, shards = new.shape, new.dtype, new.chunks, new.shards
+        compressor, fill_value = new.compressor, new.fill_value
+
         from ..codecs.n5 import n5_data_type_name
 
         try:
@@ -375,20 +367,13 @@ class N5Format(Format):
         order. ``compressor`` takes N5 names (default ``"zstd"``, level 3) or N5 JSON objects. N5 has no
         dimension names: they are refused (``UnsupportedError``) rather than dropped.
 
-        >>> N5Format().array_attributes(shape=[5, 7], dtype="uint8", chunks=[4, 5], compressor="raw")
+        >>> from altarr.formats.base import NewArray
+        >>> N5Format().array_attributes(NewArray(shape=(5, 7), dtype="uint8", chunks=(4, 5), compressor="raw"))
         {'dataType': 'uint8', 'compression': {'type': 'raw'}, 'blockSize': [5, 4], 'dimensions': [7, 5]}
         """
         if new.dimension_names is not None and any(n is not None for n in new.dimension_names):
             raise UnsupportedError("N5 has no dimension names", key=key)
-        doc = self.array_attributes(
-            shape=new.shape,
-            dtype=new.dtype,
-            chunks=new.chunks,
-            shards=new.shards,
-            compressor=new.compressor,
-            fill_value=new.fill_value,
-            key=key,
-        )
+        doc = self.array_attributes(new, key=key)
         user = self._check_user_attributes(new.attributes, key, root=not prefix)
         node, root = self._batch(store, prefix)
         if prefix:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -308,20 +307,19 @@ class Zarr2Format(Format):
             raise MetadataError(".zattrs must be a JSON object", key=join_key(prefix, ZATTRS))
         return parse_zarray(docs[ZARRAY], attrs, key=key, attrs_key=join_key(prefix, ZATTRS))
 
-    def array_metadata(
-        self,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        filters: Sequence[Any] | None = None,
-        order: str = "C",
-        dimension_separator: str = ".",
-        key: str = ZARRAY,
-    ) -> dict[str, Any]:
+    def array_metadata(self, new: NewArray, key: str = ZARRAY) -> dict[str, Any]:
         """The ``.zarray`` document :meth:`create_array` writes (without writing it)."""
+        shape, dtype, chunks, compressor, fill_value = (
+            new.shape,
+            new.dtype,
+            new.chunks,
+            new.compressor,
+            new.fill_value,
+        )
+        filters = new.options.get("filters")
+        order = new.options.get("order", "C")
+        dimension_separator = new.options.get("dimension_separator", ".")
+
         from ..codecs.zarr2 import check_zarr2_dtype, numcodec_from_config
 
         try:
@@ -363,20 +361,13 @@ class Zarr2Format(Format):
         ``order`` ("C"/"F"), ``dimension_separator`` ("."/"/"). Zarr v2 has no sharding.
 
         >>> from altarr.formats.zarr2 import Zarr2Format
-        >>> Zarr2Format().array_metadata(shape=[4], dtype="f4", chunks=[2], compressor=None)["dtype"]
+        >>> from altarr.formats.base import NewArray
+        >>> Zarr2Format().array_metadata(NewArray(shape=(4,), dtype="f4", chunks=(2,), compressor=None))["dtype"]
         '<f4'
         """
         if new.shards is not None:
             raise UnsupportedError("Zarr v2 has no sharding (use format='zarr3' or 'n5')", key=key)
-        doc = self.array_metadata(
-            shape=new.shape,
-            dtype=new.dtype,
-            chunks=new.chunks,
-            compressor=new.compressor,
-            fill_value=new.fill_value,
-            key=key,
-            **new.options,
-        )
+        doc = self.array_metadata(new, key=key)
         attrs = dict(new.attributes or {})
         if new.dimension_names is not None:
             names = list(new.dimension_names)

@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -500,22 +500,18 @@ class Zarr3Format(Format):
         return parse_array_metadata(docs[METADATA_KEY], key=join_key(prefix, METADATA_KEY))
 
     # --- writing --------------------------------------------------------------------------------------
-    def array_metadata(
-        self,
-        *,
-        shape: Sequence[int],
-        dtype: Any,
-        chunks: Sequence[int],
-        shards: Sequence[int] | Sequence[Sequence[int]] | None = None,
-        compressor: Any = "zstd",
-        fill_value: Any = 0,
-        attributes: dict[str, Any] | None = None,
-        dimension_names: Sequence[str | None] | None = None,
-        index_location: str = "end",
-        chunk_key_separator: str = "/",
-        key: str = METADATA_KEY,
-    ) -> dict[str, Any]:
+    def array_metadata(self, new: NewArray, key: str = METADATA_KEY) -> dict[str, Any]:
         """The ``zarr.json`` document :meth:`create_array` writes (without writing it)."""
+        shape, dtype, chunks, shards = new.shape, new.dtype, new.chunks, new.shards
+        compressor, fill_value, attributes, dimension_names = (
+            new.compressor,
+            new.fill_value,
+            new.attributes,
+            new.dimension_names,
+        )
+        index_location = new.options.get("index_location", "end")
+        chunk_key_separator = new.options.get("chunk_key_separator", "/")
+
         try:
             dt = np.dtype(dtype)
         except TypeError as e:
@@ -560,22 +556,12 @@ class Zarr3Format(Format):
         "/") and return its spec.
 
         >>> from altarr.formats.zarr3 import Zarr3Format
-        >>> doc = Zarr3Format().array_metadata(shape=[8], dtype="u2", chunks=[2], shards=[4])
+        >>> from altarr.formats.base import NewArray
+        >>> doc = Zarr3Format().array_metadata(NewArray(shape=(8,), dtype="u2", chunks=(2,), shards=[4]))
         >>> doc["codecs"][0]["configuration"]["chunk_shape"], doc["chunk_grid"]["configuration"]
         ([2], {'chunk_shape': [4]})
         """
-        doc = self.array_metadata(
-            shape=new.shape,
-            dtype=new.dtype,
-            chunks=new.chunks,
-            shards=new.shards,
-            compressor=new.compressor,
-            fill_value=new.fill_value,
-            attributes=new.attributes,
-            dimension_names=new.dimension_names,
-            key=key,
-            **new.options,
-        )
+        doc = self.array_metadata(new, key=key)
         spec = parse_array_metadata(doc, key=key)  # validates what we are about to write
         store.set(key, dump_json(doc, key=key))
         return spec
