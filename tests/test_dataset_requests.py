@@ -385,3 +385,105 @@ def test_region_reads_see_a_rewritten_shard(tmp_path):
     other.write_chunks([(0, 0), (1, 1)], [chunk_values(ds, (0, 0), seed=3), chunk_values(ds, (1, 1), seed=3)])
     np.testing.assert_array_equal(ds[0:4, 0:4], chunk_values(ds, (0, 0), seed=3))
     np.testing.assert_array_equal(ds[4:8, 4:8], chunk_values(ds, (1, 1), seed=3))
+
+
+_REWRITER = """
+import sys, numpy as np, altarr as aa
+ds = aa.open_dataset(sys.argv[1], mode="r+")
+versions = [np.load(sys.argv[2]), np.load(sys.argv[3])]
+k = 0
+print("ready", flush=True)
+while not __import__("os").path.exists(sys.argv[4]):
+    k = 1 - k
+    ds[0:16, 0:16] = versions[k]  # the whole shard, one atomic replace
+"""
+
+
+@pytest.mark.parametrize("how", ["region", "read_chunks"])
+def test_reads_take_every_chunk_of_a_shard_from_one_version(tmp_path, how):
+    """Another process replaces a shard again and again, alternating two versions whose chunks have
+    different sizes (an index of one version points at garbage in the other), while reads run: every
+    read sees the shard in one version, never a mix and never a torn index. Region reads take the index
+    and every chunk from one open file; batched reads compare the version of every range they read with
+    the index's and read again when the shard was replaced in between."""
+    import subprocess
+    import sys
+
+    from altarr.stores import LocalStore
+
+    path = tmp_path / "a.zarr"
+    store = LocalStore(path)
+    ds = make(store, shape=(32, 32), chunks=(4, 4), shards=(16, 16))
+    versions = [
+        np.ones((16, 16), "uint16"),  # compresses to a few bytes per chunk
+        np.random.default_rng(0).integers(0, 60000, (16, 16)).astype("uint16"),  # does not compress
+    ]
+    ds[0:16, 0:16] = versions[0]
+
+    def pick(v):
+        if how == "region":
+            return v[1:7, 2:11]
+        return np.concatenate([v[0:4, 0:4].ravel(), v[4:8, 8:12].ravel(), v[0:4, 12:16].ravel()])
+
+    files = [tmp_path / "v0.npy", tmp_path / "v1.npy"]
+    for f, v in zip(files, versions, strict=True):
+        np.save(f, v)
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _REWRITER, str(path), *map(str, files), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        seen = set()
+        for _ in range(1500):
+            if how == "region":
+                got = ds[1:7, 2:11]  # 2 x 3 of the 16 chunks of shard (0, 0): below the whole-shard threshold
+            else:
+                got = np.concatenate([a.ravel() for a in ds.read_chunks([(0, 0), (1, 2), (0, 3)])])
+            which = [k for k, v in enumerate(versions) if np.array_equal(got, pick(v))]
+            assert which, "a read mixed two versions of the shard"
+            seen.add(which[0])
+    finally:
+        stop.touch()
+        writer.wait(timeout=30)
+    assert writer.returncode == 0
+    assert seen == {0, 1}  # the reads did overlap the rewrites
+
+
+def test_thread_scratch_buffers_are_given_back_after_huge_chunks(monkeypatch):
+    from altarr.dataset import access
+
+    monkeypatch.setattr(access, "SCRATCH_KEEP_BYTES", 1 << 20)
+    big = access._scratch((1024, 1024), np.dtype("uint16"))  # 2 MiB
+    assert access._scratch((1024, 1024), np.dtype("uint16")).base is big.base  # reused
+    small = access._scratch((64, 64), np.dtype("uint16"))
+    assert small.base is not big.base and small.base.nbytes == 64 * 64 * 2
+    assert len(access._scratch_input(100)) == 100
+
+
+def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
+    """A batched read whose every attempt sees the shard change between its reads gives up with an
+    error naming the shard, after READ_ATTEMPTS attempts."""
+    from altarr.dataset import access
+    from altarr.errors import CorruptShardError
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    calls = []
+    orig = store.get_ranges_versioned
+
+    def ever_changing(requests):
+        datas, _ = orig(requests)
+        calls.append(len(requests))
+        return datas, [f"v{len(calls)}"] * len(requests)
+
+    monkeypatch.setattr(store, "get_ranges_versioned", ever_changing)
+    ds._access.index_cache.clear()
+    with pytest.raises(CorruptShardError, match="replaced by another writer") as e:
+        ds.read_chunks([(0, 0), (1, 1)])
+    assert e.value.key == ds.chunk_key((0, 0))
+    assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt

@@ -61,23 +61,52 @@ WRITE_GROUP_BYTES = 64 << 20
 
 _thread_buffers = threading.local()
 
+#: A thread's scratch buffer larger than this is given back once a request needs under a quarter of it,
+#: so one read of huge chunks does not pin that memory in every pool thread for the life of the process.
+SCRATCH_KEEP_BYTES = 64 << 20
+
+
+def _thread_buffer(name: str, nbytes: int) -> np.ndarray:
+    """This thread's reusable uint8 buffer ``name``, at least ``nbytes`` long (grown as needed, shrunk
+    when it is far larger than needed and above :data:`SCRATCH_KEEP_BYTES`)."""
+    raw = getattr(_thread_buffers, name, None)
+    if raw is None or raw.nbytes < nbytes or (raw.nbytes > SCRATCH_KEEP_BYTES and 4 * nbytes < raw.nbytes):
+        raw = np.empty(max(nbytes, 1), dtype=np.uint8)
+        setattr(_thread_buffers, name, raw)
+    return raw
+
 
 def _scratch(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """This thread's reusable buffer of ``shape`` and ``dtype`` (one per thread, grown as needed)."""
+    """This thread's reusable buffer of ``shape`` and ``dtype`` for decoded values."""
     nbytes = math.prod(shape) * dtype.itemsize
-    raw = getattr(_thread_buffers, "raw", None)
-    if raw is None or raw.nbytes < nbytes:
-        raw = _thread_buffers.raw = np.empty(max(nbytes, 1), dtype=np.uint8)
-    return raw[:nbytes].view(dtype).reshape(shape)
+    return _thread_buffer("decoded", nbytes)[:nbytes].view(dtype).reshape(shape)
 
 
 def _scratch_input(nbytes: int) -> memoryview:
-    """This thread's reusable buffer for encoded chunk bytes read from a file (grown as needed): no
-    allocation and no page faults per chunk, and the bytes stay in the CPU cache for the decode."""
-    raw = getattr(_thread_buffers, "input", None)
-    if raw is None or len(raw) < nbytes:
-        raw = _thread_buffers.input = memoryview(bytearray(max(nbytes, 1)))
-    return raw[:nbytes]
+    """This thread's reusable buffer for encoded chunk bytes read from a file: no allocation and no page
+    faults per chunk, and the bytes stay in the CPU cache for the decode."""
+    return _thread_buffer("encoded", nbytes)[:nbytes].data
+
+
+#: How often a batched read is redone when another writer replaces a shard between reading its index
+#: and reading its chunks (detected through the stores' version tokens) before it gives up.
+READ_ATTEMPTS = 5
+
+
+class _ShardChanged(Exception):
+    """Internal: objects whose version changed between two reads of one call."""
+
+    def __init__(self, keys: set[str]) -> None:
+        super().__init__(sorted(keys))
+        self.keys = keys
+
+
+def _check_versions(tokens: dict[str, Any], keys: list[str], versions: list[Any]) -> None:
+    """Raise :class:`_ShardChanged` when a read came from another version of its object than the one
+    seen earlier in the same call (the reads of one call must all come from one version of a shard)."""
+    changed = {k for k, v in zip(keys, versions, strict=True) if v is not None and tokens.get(k, v) != v}
+    if changed:
+        raise _ShardChanged(changed)
 
 
 @dataclass
@@ -434,7 +463,19 @@ class DatasetAccess:
             keys = [self.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, None, None) for k in keys])
             return {c: (None if d is None else (k, d)) for c, k, d in zip(chunks, keys, datas, strict=True)}
+        for _ in range(READ_ATTEMPTS):
+            try:
+                return self._read_sharded(chunks, readers)
+            except _ShardChanged as e:  # replaced between its index read and its chunks' reads: again
+                self.index_cache.forget(e.keys)
+        raise CorruptShardError(
+            f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
+            key=self.key(self.shard_of(chunks[0])),
+        )
 
+    def _read_sharded(
+        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None
+    ) -> dict[Chunk, tuple[str, Any] | None]:
         top = self.grid.nlevels - 1
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
@@ -459,7 +500,8 @@ class DatasetAccess:
                 )
             return result
         if pending:
-            datas, _ = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
+            datas, versions = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
+            _check_versions(tokens, [n.key for n in pending], versions)
             for n, d in zip(pending, datas, strict=True):
                 n.mem = self._checked_range(n.key, n.pos, n.start, n.length, d)
         for n in nodes:
@@ -562,6 +604,7 @@ class DatasetAccess:
             requests.append((n.key, *rng))
             targets.append((n, whole))
         datas, versions = self._read_versioned(requests, readers)
+        _check_versions(tokens, [n.key for n, _ in targets], versions)
         for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
             tokens.setdefault(n.key, version)
             if d is None:
