@@ -100,3 +100,37 @@ def test_uncached_lazy_reads_hold_only_their_result(tmp_path):
     aa.reset(x)
     np.testing.assert_array_equal(x.oindex[i0, i1, 8:16], want)
     assert aa.stats(x)["chunks_cached"] == 64
+
+
+class _StreamingOnly:
+    """A fetch whose plain call must not be used when altarr keeps nothing (cache_bytes=0)."""
+
+    def __init__(self, skip=None):
+        self.visits, self.skip = [], skip
+
+    def __call__(self, chunks):
+        raise AssertionError("the batch form was used although the chunks are not kept")
+
+    def visit(self, chunks, fn):
+        self.visits.append(len(chunks))
+        for row, (i, j) in enumerate(chunks.tolist()):
+            if (i, j) != self.skip:
+                fn(row, np.full((3, 3), 10 * i + j, dtype="int64")[: min(3, 7 - 3 * i), : min(3, 8 - 3 * j)])
+
+
+def test_user_fetch_with_visit_streams_uncached_reads():
+    f = _StreamingOnly()
+    x = aa.altarr((7, 8), (3, 3), f, dtype="int16")
+    want = np.add.outer(10 * (np.arange(7) // 3), np.arange(8) // 3).astype("int16")
+    with aa.set_options(cache_bytes=0, batch_chunks=4):
+        np.testing.assert_array_equal(x[1:7, 0:8], want[1:7])
+        np.testing.assert_array_equal(x.oindex[[0, 6], [7, 1, 4]], want[np.ix_([0, 6], [7, 1, 4])])
+    assert f.visits == [4, 4, 1, 4, 2] and aa.stats(x)["chunks_cached"] == 0  # batches of batch_chunks
+    assert aa.stats(x)["chunks_fetched"] == sum(f.visits)
+
+
+def test_a_visit_that_skips_a_chunk_is_refused():
+    x = aa.altarr((7, 8), (3, 3), _StreamingOnly(skip=(1, 1)), dtype="int16")
+    with aa.set_options(cache_bytes=0), pytest.raises(aa.errors.FetchError, match="skipped") as e:
+        x[...]
+    assert e.value.chunk == (1, 1)
