@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import InvalidKeyError, ReadOnlyError
 
-__all__ = ["Store", "StoreStats", "RangeRequest", "normalize_key", "DEFAULT_COALESCE_GAP"]
+__all__ = ["Store", "StoreStats", "RangeRequest", "VersionedReads", "normalize_key", "DEFAULT_COALESCE_GAP"]
 
 RangeRequest = tuple[str, int | None, int | None]
 
@@ -207,3 +207,20 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class VersionedReads:
+    """Mixin for stores that read ranges and their objects' versions in one pass: they implement
+    ``_get_ranges(requests, versioned) -> (results, versions)`` and get both public calls from it."""
+
+    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
+        raise NotImplementedError
+
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        return self._get_ranges(requests, False)[0]
+
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """:meth:`Store.get_ranges` plus, per request, the version token of the object it was read from."""
+        return self._get_ranges(requests, True)

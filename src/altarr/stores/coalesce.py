@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from operator import index as _index
 
 from ..errors import InvalidKeyError
-from .base import DEFAULT_COALESCE_GAP, RangeRequest
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, normalize_key
 
 __all__ = ["CoalescePlan", "coalesce_ranges", "DEFAULT_COALESCE_GAP", "DEFAULT_MAX_COALESCED_SIZE"]
 
@@ -102,6 +102,25 @@ class CoalescePlan:
                     mv = casts[m] = memoryview(r).cast("B")
                 append(mv[lo:hi] if views else bytes(mv[lo:hi]))
         return out
+
+    def versions(self, out: Sequence[Buffer | None], merged: Sequence[object]) -> list[object]:
+        """Per original request, the version of the object its merged read came from (``merged`` holds
+        one per merged request), ``None`` where :meth:`split` gave ``None``.
+
+        >>> plan = coalesce_ranges([("k", 1, 3), ("j", 0, 1)])
+        >>> plan.versions(plan.split([b"12", None]), ["v7", None])
+        ['v7', None]
+        """
+        return [None if r is None else merged[p[0]] for r, p in zip(out, self.parts, strict=True)]
+
+
+def coalesce_requests(requests: Sequence[RangeRequest], gap: int, max_size: int) -> CoalescePlan:
+    """:func:`coalesce_ranges` after checking and normalizing every key (what each store does first).
+
+    >>> coalesce_requests([("a//b", 0, 4), ("a/b", 4, 8)], 0, 1 << 20).requests
+    [('a/b', 0, 8)]
+    """
+    return coalesce_ranges([(normalize_key(k), s, e) for k, s, e in requests], gap, max_size)
 
 
 def _as_int(v: object, key: str, req: tuple) -> int:

@@ -38,7 +38,7 @@ from fsspec.core import url_to_fs
 from ..errors import InvalidKeyError, StoreError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
 __all__ = ["FsspecStore"]
 
@@ -231,8 +231,7 @@ class FsspecStore(Store):
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
         if not requests:
             return []
-        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
-        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         results: list[bytes | None] = [None] * len(merged)
         reads = size_queries = 0

@@ -29,8 +29,8 @@ from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
 from ._util import as_byte_view, default_workers
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
@@ -169,7 +169,7 @@ class FileReader:
         self.close()
 
 
-class LocalStore(Store):
+class LocalStore(VersionedReads, Store):
     """Files under a root directory. See the module docstring.
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
@@ -384,21 +384,12 @@ class LocalStore(Store):
         except OSError as e:
             raise StoreError(_oserror_message("reading", e), key=key, byte_range=(start, stop)) from e
 
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        return self._get_ranges(requests, False)[0]
-
-    def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
-    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """Like :meth:`get_ranges`, plus the version token (as :meth:`stat` gives it) of the file each
-        result was read from, taken from the same open file (``None`` for a missing key)."""
-        return self._get_ranges(requests, True)
-
     def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
+        """The ranges, and with ``versioned`` the version token (as :meth:`stat` gives it) of the file
+        each came from, taken from the same open file (``None`` for a missing key)."""
         if not requests:
             return [], []
-        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
-        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         results: list[bytes | None] = [None] * len(merged)
         versions: list | None = [None] * len(merged) if versioned else None
@@ -418,9 +409,7 @@ class LocalStore(Store):
                 self._read_by_request(groups, results, versions)
         self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
         out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
-        if versions is None:
-            return out, []
-        return out, [None if r is None else versions[p[0]] for r, p in zip(out, plan.parts, strict=True)]
+        return out, ([] if versions is None else plan.versions(out, versions))
 
     def _read_keys(self, keys: list[str], groups: dict, results: list, versions: list | None) -> None:
         for key in keys:

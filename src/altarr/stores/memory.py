@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 
 from ..errors import InvalidKeyError
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
 __all__ = ["MemoryStore"]
 
@@ -35,7 +35,7 @@ class _Shared:
         self.counter = itertools.count(1)
 
 
-class MemoryStore(Store):
+class MemoryStore(VersionedReads, Store):
     """Objects kept as immutable ``bytes`` in a dict. Reads see a consistent object per key.
 
     ``coalesce_gap``/``max_coalesced_size`` tune request merging (see :func:`coalesce_ranges`), so request
@@ -78,20 +78,11 @@ class MemoryStore(Store):
     cheap_stat = True
 
     # --- reads ----------------------------------------------------------------------------------------
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        return self._get_ranges(requests, False)[0]
-
-    def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
-    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """:meth:`get_ranges` plus the write counter of the object each result came from."""
-        return self._get_ranges(requests, True)
-
     def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
+        """The ranges, and with ``versioned`` the write counter of the object each came from."""
         if not requests:
             return [], []
-        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
-        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         sh = self._shared
         objects: dict[str, tuple[bytes | None, int | None]] = {}
         results: list[memoryview | None] = []
@@ -115,11 +106,7 @@ class MemoryStore(Store):
             results.append(view)
         self.stats.add(reads=len(plan.requests), bytes_read=nbytes)
         out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
-        if not versioned:
-            return out, []
-        return out, [
-            None if r is None else merged_versions[p[0]] for r, p in zip(out, plan.parts, strict=True)
-        ]
+        return out, (plan.versions(out, merged_versions) if versioned else [])
 
     def get(self, key: str) -> bytes | None:
         key = normalize_key(key)

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from ..errors import InvalidKeyError, ReadOnlyError, StoreError, UnsupportedError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_ranges
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
 __all__ = ["ZipStore"]
 
@@ -137,8 +137,7 @@ class ZipStore(Store):
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
         if not requests:
             return []
-        reqs = [(normalize_key(k), s, e) for k, s, e in requests]
-        plan = coalesce_ranges(reqs, self.coalesce_gap, self.max_coalesced_size)
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         results: list[bytes | None] = []
         inflated: dict[str, bytes] = {}
         with self._lock:
