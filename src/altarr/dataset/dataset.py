@@ -19,7 +19,6 @@ import numpy as np
 from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from .access import DatasetAccess, Merge
-from .parallel import pmap
 from .regions import flip_reversed, normalize_selection, plan_dim
 
 if TYPE_CHECKING:
@@ -263,30 +262,14 @@ class Dataset:
         work = tuple(d.n for d in dims)
         out = np.empty(work, dtype=self.dtype)
         if out.size:
-            pieces = list(product(*per_dim))
-            chunks = [tuple(p[0] for p in piece) for piece in pieces]
-            acc = self._access
-            fill = self.fill_value
+            # one piece per touched chunk: (chunk index, part of the chunk, part of the result) per dim
+            pieces = {tuple(p[0] for p in piece): piece for piece in product(*per_dim)}
 
-            def place(item: tuple[tuple[int, ...], tuple]) -> None:
-                chunk, piece = item
-                dst = tuple(p[2] for p in piece)
-                got = raw[chunk]
-                if got is None:
-                    out[dst] = fill
-                else:
-                    key, data = got
-                    data = acc.materialize(key, data)  # a deferred range is read here
-                    # decoded into this thread's scratch buffer, then copied: decoding straight into
-                    # the (fresh, page-faulting) result was measured slower even where a whole chunk
-                    # lands in one contiguous run of it (128 MB slab read in (8, 512, 512) blosc
-                    # chunks: 23-25 ms straight, 20.5 ms through the cache-hot scratch buffer)
-                    decoded = acc.decode_chunk(data, chunk, key, scratch=True)
-                    out[dst] = decoded[tuple(p[1] for p in piece)]
+            def place(chunk: tuple[int, ...], values: np.ndarray) -> None:
+                piece = pieces[chunk]
+                out[tuple(p[2] for p in piece)] = values[tuple(p[1] for p in piece)]
 
-            with acc.open_readers() as readers:  # local files: each shard opened once for the call
-                raw = acc.read_raw(list(dict.fromkeys(chunks)), readers=readers)
-                pmap(place, list(zip(chunks, pieces, strict=True)))
+            self._access.visit(list(pieces), place)
         out = flip_reversed(out, dims)
         return out.reshape(out_shape)
 
