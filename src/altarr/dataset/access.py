@@ -564,24 +564,12 @@ class DatasetAccess:
         return memoryview(d)
 
     def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
-        """Ranged reads with object versions: bounded ranges of an open reader's key come from that file
-        (its version), the rest in one batched store call (whole shards read in parallel there)."""
+        """Ranged reads with object versions: from each key's open reader when the call has readers
+        (they never ask for whole objects), else in one batched store call."""
         if not readers:
             return self.index_cache.read(requests)
-        datas: list[Any] = [None] * len(requests)
-        versions: list[Any] = [None] * len(requests)
-        rest: list[int] = []
-        for i, (key, start, stop) in enumerate(requests):
-            reader = readers.get(key)
-            if reader is None or (start is None and stop is None):  # whole objects: batched, parallel
-                rest.append(i)
-            else:
-                datas[i], versions[i] = reader.read(start, stop), reader.version
-        if rest:
-            got, vers = self.index_cache.read([requests[i] for i in rest])
-            for i, d, v in zip(rest, got, vers, strict=True):
-                datas[i], versions[i] = d, v
-        return datas, versions
+        got = [(readers[k].read(s, e), readers[k].version) for k, s, e in requests]
+        return [d for d, _ in got], [v for _, v in got]
 
     def _descend(
         self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None = None

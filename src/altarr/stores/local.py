@@ -132,10 +132,7 @@ class FileReader:
     def read(self, start: int | None, stop: int | None) -> bytes:
         """The bytes ``[start, stop)`` (fewer at the end of the file); a negative ``start`` with ``stop``
         ``None`` is a suffix, ``start`` ``None`` the whole file (the range shapes of ``get_ranges``)."""
-        try:
-            data = _read_fd(self.fd, start, stop) or b""
-        except OSError as e:
-            raise StoreError(_oserror_message("reading", e), key=self.key, byte_range=(start, stop)) from e
+        data = LocalStore._read_one(self.fd, self.key, start, stop) or b""
         self._stats.add(reads=1, bytes_read=len(data))
         return data
 
@@ -188,9 +185,6 @@ class LocalStore(VersionedReads, Store):
 
     #: ``stat`` is a local system call: cheap enough to validate cached data on every use.
     cheap_stat = True
-    #: A ranged read is a system call, not a round trip: the engine may read each chunk's range inside
-    #: its decode task (overlapping reads with decoding) instead of in one batched call first.
-    fused_reads = True
 
     def __init__(
         self,
