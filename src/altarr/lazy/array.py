@@ -292,19 +292,13 @@ class LazyArray(NDArrayOperatorsMixin):
                 # chunks fill disjoint parts of the result: place them on the pool (NumPy's copies and
                 # gathers release the GIL)
                 pmap(lambda i: p.place(work, i, chunks[i]), range(len(chunks)))
-            elif callable(getattr(getattr(src, "fetch", None), "visit", None)):
-                # a streaming fetch (altarr.open), in the same batches: each chunk is placed straight
-                # from the engine's scratch buffer on its pool, so the result is all this read holds
+            else:  # bigger than the cache: stream in bounded batches, cache nothing
+                # each chunk is placed as it comes; a streaming fetch (altarr.open) hands it over
+                # straight from the engine's scratch buffer, so the result is all such a read holds
                 for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
-                    src.visit_chunks(  # type: ignore[attr-defined]
+                    src.visit_chunks(
                         coords[rows], lambda j, chunk, rows=rows: p.place(work, int(rows[j]), chunk)
                     )
-            else:  # bigger than the cache: stream in bounded batches, cache nothing
-                for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
-                    chunks = src.get_chunks(coords[rows], store=False)
-                    for i, chunk in zip(rows.tolist(), chunks, strict=True):
-                        p.place(work, i, chunk)
-                    del chunks
         return p.finish(work)
 
     def _materialize(self) -> np.ndarray:

@@ -129,6 +129,11 @@ class ElementwiseSource:
             out.append(self._eval(i, region, values))
         return out
 
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        """``fn(i, chunk)`` for every row, caching nothing (the leaves' chunks fetched as one batch)."""
+        for i, chunk in enumerate(self.get_chunks(coords, store=False)):
+            fn(i, chunk)
+
     def _eval(self, i: int, region: tuple[slice, ...], values: dict[int, list[np.ndarray]]) -> np.ndarray:
         vals = []
         for a in self.args:
