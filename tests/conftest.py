@@ -1,4 +1,4 @@
-"""Shared fixtures: stores of every local kind, and a seeded random generator."""
+"""Shared fixtures: stores of every local kind, a seeded random generator, and a moto S3 server."""
 
 from __future__ import annotations
 
@@ -19,3 +19,13 @@ def store(request, tmp_path):
     if request.param == "memory":
         return MemoryStore()
     return LocalStore(tmp_path / "store")
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A moto S3 server on 127.0.0.1 (a free port) with one bucket (``_s3.BUCKET``); yields its URL."""
+    pytest.importorskip("s3fs")
+    from _s3 import moto_server
+
+    with moto_server() as endpoint:
+        yield endpoint

@@ -10,60 +10,25 @@ import uuid
 import fsspec.asyn
 import pytest
 
+from _s3 import BUCKET, s3_options
 from altarr.errors import ReadOnlyError, StoreError
 from altarr.stores import FsspecStore, store_from_url
 
 pytest.importorskip("s3fs")
 
-_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SECURITY_TOKEN": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "NO_PROXY": "127.0.0.1,localhost",
-    "no_proxy": "127.0.0.1,localhost",
-}
-BUCKET = "altarr-s3-test"
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    from moto.server import ThreadedMotoServer
-
-    saved = {k: os.environ.get(k) for k in _AWS_ENV}
-    os.environ.update(_AWS_ENV)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    url = "http://{}:{}".format(*server.get_host_and_port())
-    import boto3
-
-    boto3.client("s3", endpoint_url=url, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield url
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-def options(endpoint: str) -> dict:
-    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint}}
-
 
 @pytest.fixture
-def store(endpoint):
-    s = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **options(endpoint))
+def store(s3_endpoint):
+    s = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
     yield s
     s.close()
 
 
 @pytest.fixture
-def boto(endpoint):
+def boto(s3_endpoint):
     import boto3
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    return boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
 
 
 class Requests:
@@ -184,25 +149,25 @@ def test_batched_writes_and_reads_of_many_keys(store):
     assert list(store.list()) == []
 
 
-def test_store_from_url_s3(endpoint):
-    s, prefix = store_from_url(f"s3://{BUCKET}/{uuid.uuid4().hex}", **options(endpoint))
+def test_store_from_url_s3(s3_endpoint):
+    s, prefix = store_from_url(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
     assert isinstance(s, FsspecStore) and s.read_only and prefix == ""
     with pytest.raises(ReadOnlyError):
         s.set("k", b"1")
-    w, _ = store_from_url(s.url, mode="w", **options(endpoint))
+    w, _ = store_from_url(s.url, mode="w", **s3_options(s3_endpoint))
     w.set("k", b"1")
     assert s.get("k") == b"1"
 
 
-def test_write_to_missing_bucket_is_a_store_error(endpoint):
-    s = FsspecStore("s3://altarr-no-such-bucket/x", **options(endpoint))
+def test_write_to_missing_bucket_is_a_store_error(s3_endpoint):
+    s = FsspecStore("s3://altarr-no-such-bucket/x", **s3_options(s3_endpoint))
     with pytest.raises(StoreError) as info:
         s.set("k", b"1")
     assert info.value.key == "k"
     assert s.get("k") is None
 
 
-def test_sharded_dataset_on_s3_one_round_per_level(endpoint):
+def test_sharded_dataset_on_s3_one_round_per_level(s3_endpoint):
     """The engine over a real S3 protocol server: a batched read is one index request per shard (a
     native suffix range, no HEAD) plus one ranged GET per chunk group, issued in one batched call; the
     lazy array over the same URL reads the same values."""
@@ -212,12 +177,17 @@ def test_sharded_dataset_on_s3_one_round_per_level(endpoint):
 
     url = f"s3://{BUCKET}/{uuid.uuid4().hex}/data.zarr"
     ds = aa.create_dataset(
-        url, shape=(32, 32), dtype="uint16", chunks=(4, 4), shards=(16, 16), storage_options=options(endpoint)
+        url,
+        shape=(32, 32),
+        dtype="uint16",
+        chunks=(4, 4),
+        shards=(16, 16),
+        storage_options=s3_options(s3_endpoint),
     )
     values = np.arange(32 * 32, dtype="uint16").reshape(32, 32)
     ds[...] = values
     assert ds.store.stats.writes == 1 + 4  # zarr.json + four shards
-    reader = aa.open_dataset(url, **options(endpoint))
+    reader = aa.open_dataset(url, **s3_options(s3_endpoint))
     log = Requests(reader.store)
     reader.store.stats.reset()
     got = reader.read_chunks([(0, 0), (5, 6), (7, 1)])  # three shards, one chunk each
@@ -226,5 +196,5 @@ def test_sharded_dataset_on_s3_one_round_per_level(endpoint):
     assert sum(1 for m, r in log.log if m == "GET" and r and r.startswith("bytes=-")) == 3
     for c, a in zip([(0, 0), (5, 6), (7, 1)], got, strict=True):
         np.testing.assert_array_equal(a, values[c[0] * 4 : c[0] * 4 + 4, c[1] * 4 : c[1] * 4 + 4])
-    x = aa.open(url, **options(endpoint))
+    x = aa.open(url, **s3_options(s3_endpoint))
     np.testing.assert_array_equal(x[3:29, ::3], values[3:29, ::3])

@@ -12,49 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+# --- a local S3 server: the session's ``s3_endpoint`` fixture (conftest.py) ----------------------------
+from _s3 import BUCKET, s3_options  # noqa: E402
 from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
 from altarr.stores import FsspecStore, LocalStore, MemoryStore, Store, ZipStore, store_from_url
-
-# --- a local S3 server ---------------------------------------------------------------------------------
-_AWS_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SECURITY_TOKEN": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "NO_PROXY": "127.0.0.1,localhost",
-    "no_proxy": "127.0.0.1,localhost",
-}
-BUCKET = "altarr-test"
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """A moto S3 server on 127.0.0.1 (a free port) with one bucket; yields the endpoint URL."""
-    pytest.importorskip("s3fs")
-    from moto.server import ThreadedMotoServer
-
-    saved = {k: os.environ.get(k) for k in _AWS_ENV}
-    os.environ.update(_AWS_ENV)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    import boto3
-
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-def s3_options(endpoint: str) -> dict:
-    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint}}
-
 
 KINDS = ["memory", "local", "fsspec-memory", "s3"]
 
