@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["as_byte_view", "as_bytes", "default_workers"]
+__all__ = ["as_byte_view", "as_bytes", "default_workers", "resolve_range"]
 
 
 def as_byte_view(value: object) -> memoryview:
@@ -38,3 +38,15 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+def resolve_range(start: int | None, stop: int | None, size: int) -> tuple[int, int]:
+    """The byte offsets ``[off, end)`` that a range request (whole object, bounded, open-ended or suffix;
+    see :mod:`.coalesce`) covers in an object of ``size`` bytes: Python's slice rules, so nothing past
+    the end and ``end <= off`` for an empty result.
+
+    >>> resolve_range(None, None, 10), resolve_range(-3, None, 10), resolve_range(4, 99, 10)
+    ((0, 10), (7, 10), (4, 10))
+    """
+    off, end, _ = slice(start, stop).indices(size)
+    return off, end

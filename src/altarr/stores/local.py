@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
-from ._util import as_byte_view, default_workers
+from ._util import as_byte_view, default_workers, resolve_range
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
@@ -80,14 +80,7 @@ def _read_fd(fd: int, start: int | None, stop: int | None) -> bytes | None:
     st = os.fstat(fd)
     if not _stat.S_ISREG(st.st_mode):
         return None
-    size = st.st_size
-    if start is None:
-        off, end = 0, size
-    elif start < 0:
-        off, end = max(size + start, 0), size
-    else:
-        off = start
-        end = size if stop is None else min(stop, size)
+    off, end = resolve_range(start, stop, st.st_size)
     if end <= off:
         return b""
     return _pread_all(fd, end - off, off)

@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 
 from ..errors import InvalidKeyError, ReadOnlyError, StoreError, UnsupportedError
-from ._util import as_bytes
+from ._util import as_bytes, resolve_range
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
@@ -160,13 +160,7 @@ class ZipStore(Store):
 
     def _read(self, info: zipfile.ZipInfo, key: str, start, stop, inflated: dict[str, bytes]) -> bytes:
         if self._fd is not None and info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
-            size = info.file_size
-            if start is None:
-                off, end = 0, size
-            elif start < 0:
-                off, end = max(size + start, 0), size
-            else:
-                off, end = min(start, size), size if stop is None else min(stop, size)
+            off, end = resolve_range(start, stop, info.file_size)
             if end <= off:
                 return b""
             data = os.pread(self._fd, end - off, self._data_offset(info) + off)
