@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ..stores.base import Store
 
 __all__ = [
+    "nest_in_shards",
     "parse_json",
     "fetch_documents",
     "dump_json",
@@ -117,6 +119,34 @@ def normalize_levels(
             )
         levels.append(shape)
     return levels
+
+
+def nest_in_shards(
+    levels: Sequence[Sequence[int]],
+    inner: list[dict[str, Any]],
+    index_codecs: list[dict[str, Any]],
+    index_location: str = "end",
+) -> list[dict[str, Any]]:
+    """The ``codecs`` JSON that wraps the chunk codecs ``inner`` in one ``sharding_indexed`` level per
+    shard shape: ``levels`` are the block shapes innermost (the chunk) first, in the document's order.
+
+    >>> nest_in_shards([[2], [4]], [{"name": "bytes"}], [{"name": "bytes"}])[0]["configuration"]["chunk_shape"]
+    [2]
+    """
+    codecs = inner
+    for i in range(1, len(levels)):
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(levels[i - 1]),
+                    "codecs": codecs,
+                    "index_codecs": copy.deepcopy(index_codecs),  # each document owns its parts
+                    "index_location": index_location,
+                },
+            }
+        ]
+    return codecs
 
 
 def _shape_arg(value: Any, ndim: int, *, key: str, what: str) -> tuple[int, ...]:

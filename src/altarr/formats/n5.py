@@ -48,7 +48,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
-from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, normalize_levels, parse_json
+from ._common import (
+    check_chunk_shape,
+    check_shape,
+    dump_json,
+    fetch_documents,
+    nest_in_shards,
+    normalize_levels,
+    parse_json,
+)
 from .base import DatasetSpec, Format, NewArray, join_key
 
 if TYPE_CHECKING:
@@ -197,19 +205,8 @@ def _codecs_json(levels_n5: list[list[int]], compression: N5Compression) -> list
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
         codecs.append(compression.to_json())
-    for i in range(1, len(levels_n5)):
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(levels_n5[i - 1]),
-                    "codecs": codecs,
-                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
-                    "index_location": "end",
-                },
-            }
-        ]
-    return codecs
+    # N5 shard indexes are big-endian, like every other N5 number, and have no checksum
+    return nest_in_shards(levels_n5, codecs, [{"name": "bytes", "configuration": {"endian": "big"}}])
 
 
 # --- parsing --------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from ._common import (
     dump_json,
     encode_float_fill,
     fetch_documents,
+    nest_in_shards,
     normalize_levels,
     parse_json,
 )
@@ -441,26 +442,9 @@ def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
     return [codec.to_json()]
 
 
-def _sharded_codecs(
-    levels: list[tuple[int, ...]], inner: list[dict[str, Any]], index_location: str
-) -> list[dict[str, Any]]:
-    codecs = inner
-    for i in range(1, len(levels)):
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(levels[i - 1]),
-                    "codecs": codecs,
-                    "index_codecs": [
-                        {"name": "bytes", "configuration": {"endian": "little"}},
-                        {"name": "crc32c"},
-                    ],
-                    "index_location": index_location,
-                },
-            }
-        ]
-    return codecs
+#: Zarr v3 shard indexes: little-endian offsets and sizes with a crc32c, as zarr-python and tensorstore
+#: write them.
+_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 
 
 class Zarr3Format(Format):
@@ -539,7 +523,7 @@ class Zarr3Format(Format):
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(levels[-1])}},
             "chunk_key_encoding": cke,
             "fill_value": _encode_fill(fill_value, dt, key),
-            "codecs": _sharded_codecs(levels, inner, index_location),
+            "codecs": nest_in_shards(levels, inner, _INDEX_CODECS, index_location),
             "attributes": dict(attributes or {}),
         }
         if dimension_names is not None:
