@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy as _copy
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -523,6 +524,104 @@ class LazyArray(NDArrayOperatorsMixin):
         from .elementwise import cast
 
         return cast(self, _check_dtype(dtype))
+
+    def argmin(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        """Streamed index of the minimum (NumPy's rules: first occurrence, a NaN wins).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((3, 4), 2, lambda c: [np.array([[5.0, 1.0], [0.0, 7.0]])[: 3 - 2 * i] for i, j in c])
+            >>> int(x.argmin()), x.argmin(axis=0).tolist()
+            (4, [1, 0, 1, 0])
+        """
+        from . import reduce
+
+        return reduce.arg_reduce(self, "argmin", axis, out, keepdims)
+
+    def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        """Streamed index of the maximum (NumPy's rules: first occurrence, a NaN wins)."""
+        from . import reduce
+
+        return reduce.arg_reduce(self, "argmax", axis, out, keepdims)
+
+    # --- views ------------------------------------------------------------------------------------------
+    @property
+    def T(self) -> LazyArray:  # noqa: N802 - NumPy's name
+        """The lazy transpose (reversed axes).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((2, 3), (1, 2), lambda c: [np.ones((1, 2))[:, : 3 - 2 * j] * i for i, j in c])
+            >>> aa.is_altarr(x.T), x.T.shape, x.T.chunks, x.T[:, 1].tolist()
+            (True, (3, 2), (2, 1), [1.0, 1.0, 1.0])
+        """
+        from .views import transpose
+
+        return transpose(self)
+
+    @property
+    def mT(self) -> LazyArray:  # noqa: N802 - NumPy's name
+        """The lazy transpose of the last two axes."""
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    def transpose(self, *axes: Any) -> LazyArray:
+        """A lazy view with permuted axes (NumPy's signature: ``x.transpose(1, 0)`` or ``((1, 0))``)."""
+        from .views import transpose
+
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+            axes = axes[0]
+        return transpose(self, None if axes is None or axes == () else tuple(axes))
+
+    def swapaxes(self, axis1: int, axis2: int) -> LazyArray:
+        """A lazy view with two axes interchanged."""
+        from numpy.lib.array_utils import normalize_axis_index
+
+        from .views import transpose
+
+        a, b = normalize_axis_index(axis1, self.ndim), normalize_axis_index(axis2, self.ndim)
+        perm = list(range(self.ndim))
+        perm[a], perm[b] = perm[b], perm[a]
+        return transpose(self, perm)
+
+    def ravel(self, order: str = "C") -> Any:
+        """C-order flattening: lazy when every chunk spans the whole trailing dimensions (a chunk of the
+        result is then one chunk, flattened), else NumPy data through the guarded materialization."""
+        from .views import ravel
+
+        if order not in ("C", "A", "K"):
+            return np.ravel(self._materialize(), order=order)
+        return ravel(self)
+
+    def flatten(self, order: str = "C") -> Any:
+        """As :meth:`ravel` (lazy arrays are read-only, so a view serves as the copy)."""
+        return self.ravel(order)
+
+    def item(self, *args: Any) -> Any:
+        """One element as a Python scalar (NumPy's ``item``: no argument for a one-element array, a flat
+        index, or one index per dimension).
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((2, 3), 3, lambda c: [np.arange(6.0).reshape(2, 3)])
+            >>> x.item(4), x.item(1, 2), type(x.item(0)).__name__
+            (4.0, 5.0, 'float')
+        """
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        if not args:
+            if self.size != 1:
+                raise ValueError("can only convert an array of size 1 to a Python scalar")
+            return self[(0,) * self.ndim].item()
+        if len(args) == 1:
+            i = operator.index(args[0])
+            if not -self.size <= i < self.size:
+                raise IndexError("index out of bounds")
+            return self.flat[i].item()
+        if len(args) != self.ndim:
+            raise ValueError("incorrect number of indices for array")
+        return self[tuple(operator.index(a) for a in args)].item()
 
     # --- extras -----------------------------------------------------------------------------------------
     def to_dask(self, chunks: Any = None) -> Any:

@@ -72,16 +72,26 @@ class ElementwiseSource:
     def __deepcopy__(self, memo: dict[int, Any]) -> ElementwiseSource:
         return self
 
-    def leaves(self) -> list[Any]:
-        """The distinct fetch sources under this expression."""
+    def operands(self) -> list[Any]:
+        """The distinct sources this expression reads chunks from: fetch sources and views (the sources
+        of nested expressions are looked through)."""
         if self._leaves is None:
             seen: dict[int, Any] = {}
             for a in self.args:
                 if _is_lazy(a):
-                    for leaf in a._source.leaves():
-                        seen.setdefault(id(leaf), leaf)
+                    src = a._source
+                    for op in src.operands() if isinstance(src, ElementwiseSource) else [src]:
+                        seen.setdefault(id(op), op)
             self._leaves = list(seen.values())
         return self._leaves
+
+    def leaves(self) -> list[Any]:
+        """The distinct fetch sources under this expression."""
+        seen: dict[int, Any] = {}
+        for op in self.operands():
+            for leaf in op.leaves():
+                seen.setdefault(id(leaf), leaf)
+        return list(seen.values())
 
     def describe(self) -> str:
         parts = []
@@ -114,13 +124,13 @@ class ElementwiseSource:
 
     def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
         total = np.zeros(len(coords), dtype=np.int64)
-        for leaf in self.leaves():
-            total += leaf.row_missing_nbytes(coords)
+        for op in self.operands():
+            total += op.row_missing_nbytes(coords)
         return total
 
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
-        """Chunks of the expression: each leaf's chunks fetched once (batched), then evaluated."""
-        values = {id(leaf): leaf.get_chunks(coords, store=store) for leaf in self.leaves()}
+        """Chunks of the expression: each operand's chunks fetched once (batched), then evaluated."""
+        values = {id(op): op.get_chunks(coords, store=store) for op in self.operands()}
         start = coords * self._chunks_arr
         stop = np.minimum(start + self._chunks_arr, self._shape_arr)
         out = []

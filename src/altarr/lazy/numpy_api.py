@@ -34,6 +34,13 @@ __all__ = ["array_ufunc", "array_function", "HANDLED_FUNCTIONS"]
 
 HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
 
+#: How each NumPy function NumPy dispatches to lazy arrays is handled, by name: ``"streamed"`` (read
+#: chunk batch by chunk batch, never materialized), ``"lazy"`` (gives a lazy array) or ``"refused"``
+#: (raises; it would write into a lazy array). Every other function is ``"materialized"``: NumPy's own
+#: implementation, which converts lazy arguments through the guarded ``__array__``. The table in
+#: ``docs/lazy-arrays.md`` is checked against this one by a test.
+FUNCTION_KINDS: dict[str, str] = {}
+
 _NoValue = np._NoValue
 
 
@@ -118,11 +125,12 @@ def _or_ni(res: Any) -> Any:
     return NotImplemented if res is None else res
 
 
-def _implements(*funcs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _implements(*funcs: Any, kind: str = "streamed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def deco(impl: Callable[..., Any]) -> Callable[..., Any]:
         for f in funcs:
             if f is not None:
                 HANDLED_FUNCTIONS[f] = impl
+                FUNCTION_KINDS[f.__name__] = kind
         return impl
 
     return deco
@@ -290,7 +298,7 @@ def _argwhere(a: Any) -> Any:
 
 
 # --- elementwise functions -----------------------------------------------------------------------------
-@_implements(np.where)
+@_implements(np.where, kind="lazy")
 def _where(condition: Any, *xy: Any) -> Any:
     if not xy:
         return reduce.nonzero(condition) if _lazy(condition) else NotImplemented
@@ -299,7 +307,7 @@ def _where(condition: Any, *xy: Any) -> Any:
     return _or_ni(make_elementwise(np.where, (condition, *xy), {}))
 
 
-@_implements(np.clip)
+@_implements(np.clip, kind="lazy")
 def _clip(a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None, **kwargs: Any) -> Any:
     lo = kwargs.pop("min", _NoValue) if a_min is _NoValue else a_min
     hi = kwargs.pop("max", _NoValue) if a_max is _NoValue else a_max
@@ -310,30 +318,30 @@ def _clip(a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None,
     return _or_ni(make_elementwise(np.clip, (a, lo, hi), {}))
 
 
-@_implements(np.round, getattr(np, "around", None))
+@_implements(np.round, getattr(np, "around", None), kind="lazy")
 def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
     if out is not None:
         return NotImplemented
     return _or_ni(make_elementwise(np.round, (a,), {"decimals": decimals}))
 
 
-@_implements(np.nan_to_num)
+@_implements(np.nan_to_num, kind="lazy")
 def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
     kw = {"nan": nan, "posinf": posinf, "neginf": neginf}
     return _or_ni(make_elementwise(np.nan_to_num, (x,), kw))
 
 
-@_implements(np.real)
+@_implements(np.real, kind="lazy")
 def _real(val: Any) -> Any:
     return _or_ni(make_elementwise(np.real, (val,), {}))
 
 
-@_implements(np.imag)
+@_implements(np.imag, kind="lazy")
 def _imag(val: Any) -> Any:
     return _or_ni(make_elementwise(np.imag, (val,), {}))
 
 
-@_implements(np.isclose)
+@_implements(np.isclose, kind="lazy")
 def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
     kw = {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
     return _or_ni(make_elementwise(np.isclose, (a, b), kw))
@@ -341,6 +349,122 @@ def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
 
 if hasattr(np, "astype"):
 
-    @_implements(np.astype)
+    @_implements(np.astype, kind="lazy")
     def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
         return x.astype(dtype) if _lazy(x) else NotImplemented
+
+
+# --- comparisons NumPy computes inside try/except (streamed, so nothing is swallowed) -------------------
+@_implements(np.array_equal)
+def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    from .compare import array_equal
+
+    return array_equal(a1, a2, equal_nan=equal_nan)
+
+
+@_implements(np.array_equiv)
+def _array_equiv(a1: Any, a2: Any) -> Any:
+    from .compare import array_equiv
+
+    return array_equiv(a1, a2)
+
+
+@_implements(np.allclose)
+def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    from .compare import allclose
+
+    return allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+@_implements(np.argmin)
+def _argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+    return reduce.arg_reduce(a, "argmin", axis, out, keepdims) if _lazy(a) else NotImplemented
+
+
+@_implements(np.argmax)
+def _argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+    return reduce.arg_reduce(a, "argmax", axis, out, keepdims) if _lazy(a) else NotImplemented
+
+
+# --- views and joins (lazy) ----------------------------------------------------------------------------
+@_implements(np.transpose, getattr(np, "permute_dims", None), kind="lazy")
+def _transpose(a: Any, axes: Any = None) -> Any:
+    return a.transpose(axes) if _lazy(a) else NotImplemented
+
+
+@_implements(np.swapaxes, kind="lazy")
+def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    return a.swapaxes(axis1, axis2) if _lazy(a) else NotImplemented
+
+
+@_implements(np.moveaxis, kind="lazy")
+def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    if not _lazy(a):
+        return NotImplemented
+    from numpy.lib.array_utils import normalize_axis_tuple
+
+    src = normalize_axis_tuple(source, a.ndim, "source")
+    dst = normalize_axis_tuple(destination, a.ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return a.transpose(order)
+
+
+@_implements(np.ravel, kind="lazy")
+def _ravel(a: Any, order: str = "C") -> Any:
+    return a.ravel(order) if _lazy(a) else NotImplemented
+
+
+def _join_dtype(arrays: Any, dtype: Any, casting: str) -> Any:
+    dts = [np.dtype(a.dtype) for a in arrays]
+    dt = np.result_type(*dts) if dtype is None else np.dtype(dtype)
+    if any(not np.can_cast(d, dt, casting=casting) for d in dts):
+        return None  # NumPy's implementation raises its own error
+    return dt
+
+
+def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: str) -> Any:
+    from . import views
+
+    arrays = list(arrays) if isinstance(arrays, list | tuple) else None
+    if arrays is None or out is not None or not arrays or not all(_lazy(a) for a in arrays):
+        return NotImplemented
+    if which == "concatenate" and axis is None:
+        return NotImplemented
+    dt = _join_dtype(arrays, dtype, casting)
+    if dt is None:
+        return NotImplemented
+    same = [a if a.dtype == dt else a.astype(dt) for a in arrays]
+    res = getattr(views, which)(same, axis, dt)
+    return NotImplemented if res is None else res
+
+
+@_implements(np.concatenate, kind="lazy")
+def _concatenate(
+    arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+) -> Any:
+    return _join("concatenate", arrays, axis, out, dtype, casting)
+
+
+@_implements(np.stack, kind="lazy")
+def _stack(
+    arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+) -> Any:
+    return _join("stack", arrays, axis, out, dtype, casting)
+
+
+# --- functions that write into their argument: refused on a lazy target --------------------------------
+def _refuse_write(name: str) -> Callable[..., Any]:
+    def impl(target: Any, *args: Any, **kwargs: Any) -> Any:
+        if _lazy(target):
+            raise ReadOnlyError(f"lazy arrays are read-only: np.{name} cannot write into one")
+        return NotImplemented
+
+    return impl
+
+
+for _f in (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis):
+    _implements(_f, kind="refused")(_refuse_write(_f.__name__))

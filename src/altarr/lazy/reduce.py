@@ -21,17 +21,28 @@ Example:
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_tuple
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..errors import UnsupportedError
 from . import options
 
-__all__ = ["ufunc_reduce", "any_all", "mean", "var", "count_nonzero", "nonzero", "nan_reduce", "REORDERABLE"]
+__all__ = [
+    "arg_reduce",
+    "ufunc_reduce",
+    "any_all",
+    "mean",
+    "var",
+    "count_nonzero",
+    "nonzero",
+    "nan_reduce",
+    "REORDERABLE",
+]
 
 #: Ufuncs whose reduction can be split into chunk partials merged in any order.
 REORDERABLE = frozenset(
@@ -70,16 +81,82 @@ def _grid_batch(grid: tuple[int, ...], start: int, stop: int) -> np.ndarray:
     return np.stack(np.unravel_index(flat, grid), axis=1).astype(np.int64)
 
 
+def _lazy(v: Any) -> bool:
+    return getattr(type(v), "_is_lazy_array", False)
+
+
+def chunk_regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
+    """The regions of ``x`` covered by the chunks at ``coords``."""
+    chunks = np.asarray(x.chunks, dtype=np.int64)
+    start = coords * chunks
+    stop = np.minimum(start + chunks, np.asarray(x.shape, dtype=np.int64))
+    return [
+        tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+        for lo, hi in zip(start.tolist(), stop.tolist(), strict=True)
+    ]
+
+
+def part_reader(x: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, ...]]], list[Any]]:
+    """How to read the part of ``other`` matching each chunk of a batch of ``x``'s chunks.
+
+    ``other`` broadcasts to ``x.shape``: a NumPy array or scalar (views of it), or a lazy array of the
+    same shape (its chunks of the same grid in one fetch call; on another grid one planned read of the
+    batch's bounding box). ``None`` parts mean "the same values as ``x``'s chunk" (same source).
+    """
+    if not _lazy(other):
+        full = np.broadcast_to(other, x.shape)
+        return lambda coords, regions: [full[r] for r in regions]
+    if other.chunks == x.chunks:
+        if other._source is x._source:
+            return lambda coords, regions: [None] * len(regions)
+        return lambda coords, regions: other._source.get_chunks(coords, store=False)
+
+    def bbox(coords: np.ndarray, regions: list[tuple[slice, ...]]) -> list[Any]:
+        lo = [min(r[d].start for r in regions) for d in range(x.ndim)]
+        hi = [max(r[d].stop for r in regions) for d in range(x.ndim)]
+        block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
+        return [
+            block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))] for r in regions
+        ]
+
+    return bbox
+
+
+def where_mask(x: Any, where: Any) -> Any:
+    """``where=`` of a reduction, checked as NumPy checks it: ``True``, or a boolean array (NumPy or
+    lazy; a lazy one of another shape is materialized under the guard) that broadcasts to ``x.shape``."""
+    if where is True:
+        return True
+    if _lazy(where):
+        if where.dtype != np.bool_:
+            raise TypeError(
+                f"Cannot cast array data from {where.dtype!r} to dtype('bool') according to the rule 'safe'"
+            )
+        if where.shape == x.shape:
+            return where
+        where = where._materialize()
+    w = np.asarray(where)
+    if w.dtype != np.bool_:
+        if not np.can_cast(w.dtype, np.bool_, casting="safe"):
+            raise TypeError(
+                f"Cannot cast array data from {w.dtype!r} to dtype('bool') according to the rule 'safe'"
+            )
+        w = w.astype(np.bool_)
+    return np.broadcast_to(w, x.shape)  # ValueError as NumPy's when it does not broadcast
+
+
 def stream(
     x: Any,
     red: tuple[int, ...],
-    partial: Partial,
+    partial: Any,
     combine: Combine,
     early: Callable[[list[np.ndarray]], bool] | None = None,
+    where: Any = True,
 ) -> list[np.ndarray]:
     """Reduce ``x`` over the axes ``red``; returns accumulators of the kept shape.
 
-    ``partial(chunk, red)`` gives a tuple of arrays shaped like the chunk's kept extents;
+    ``partial(chunk, red)`` (or ``partial(chunk, red, mask)`` when ``where`` is not ``True``: the
+    boolean mask of the chunk's region) gives a tuple of arrays shaped like the chunk's kept extents;
     ``combine(acc, part)`` merges two such tuples. ``early(acc)`` may stop the walk once every output
     element has been visited.
     """
@@ -92,12 +169,18 @@ def stream(
     batch = options._get("batch_chunks")
     chunks_ = x.chunks
     src = x._source
+    masks = None if where is True else part_reader(x, where)
     state: dict[str, Any] = {"acc": None, "seen": set()}
 
-    def absorb(coords: np.ndarray, arrays: list[np.ndarray]) -> None:
+    def absorb(coords: np.ndarray, arrays: list[np.ndarray], mask_parts: list[Any] | None) -> None:
         seen = state["seen"]
-        for c, chunk in zip(coords.tolist(), arrays, strict=True):
-            parts = tuple(np.asarray(p) for p in partial(chunk, red))
+        for n, (c, chunk) in enumerate(zip(coords.tolist(), arrays, strict=True)):
+            if mask_parts is None:
+                got = partial(chunk, red)
+            else:
+                m = mask_parts[n]
+                got = partial(chunk, red, chunk if m is None else np.asarray(m, dtype=bool))
+            parts = tuple(np.asarray(p) for p in got)
             if state["acc"] is None:
                 state["acc"] = [np.empty(kept_shape, dtype=p.dtype) for p in parts]
             acc = state["acc"]
@@ -114,7 +197,9 @@ def stream(
 
     for start in range(0, total, batch):
         coords = _grid_batch(grid, start, min(start + batch, total))
-        absorb(coords, src.get_chunks(coords, store=False))
+        arrays = src.get_chunks(coords, store=False)
+        mask_parts = None if masks is None else masks(coords, chunk_regions(x, coords))
+        absorb(coords, arrays, mask_parts)
         if early is not None and len(state["seen"]) == n_regions and early(state["acc"]):
             break
     return state["acc"]
@@ -132,13 +217,20 @@ def _finish(result: Any, x: Any, red: tuple[int, ...], out: Any, keepdims: bool)
     return result[()] if result.ndim == 0 else result
 
 
-def _check_where(where: Any) -> None:
-    if where is not True:
-        raise UnsupportedError("lazy reductions do not support where=; select with x[...] first")
-
-
 def _empty_case(x: Any) -> np.ndarray:
     return np.empty(x.shape, dtype=x.dtype)
+
+
+def _numpy_where(where: Any) -> Any:
+    """``where`` for a call of NumPy's own function (only on empty arrays: cheap)."""
+    return where._materialize() if _lazy(where) else where
+
+
+def _no_identity_error(ufunc: np.ufunc) -> ValueError:
+    return ValueError(
+        f"reduction operation '{ufunc.__name__}' does not have an identity, so to use a where mask one "
+        "has to specify 'initial'"
+    )
 
 
 def ufunc_reduce(
@@ -153,28 +245,38 @@ def ufunc_reduce(
     *,
     default_axis: Any = 0,
 ) -> Any:
-    """Streamed ``ufunc.reduce`` for a reorderable ufunc (``np.add``, ``np.minimum``, ...).
+    """Streamed ``ufunc.reduce`` for a reorderable ufunc (``np.add``, ``np.minimum``, ...), with NumPy's
+    ``where=`` (a boolean mask, NumPy or lazy) and ``initial=``.
 
     ``x.sum()``, ``x.prod()``, ``x.min()``, ``x.max()`` and ``np.add.reduce(x, axis=...)`` all land here.
     """
-    _check_where(where)
+    where = where_mask(x, where)
     if x.size == 0 or any(x.shape[d] == 0 for d in _axes(x, axis)):
         kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
         if dtype is not None:
             kw["dtype"] = dtype
         if initial is not np._NoValue:
             kw["initial"] = initial
+        if where is not True:
+            kw["where"] = _numpy_where(where)
         res = ufunc.reduce(_empty_case(x), **kw)
         return _finish(res, x, (), out, False)
     red = _axes(x, axis)
+    masked = where is not True
+    if masked and ufunc.identity is None and initial is np._NoValue:
+        raise _no_identity_error(ufunc)
+    # a masked partial starts from the identity (or, for min/max, the idempotent initial)
+    start = ufunc.identity if ufunc.identity is not None else initial
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
-        return (ufunc.reduce(chunk, axis=red, dtype=dtype),)
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        if mask is None:
+            return (ufunc.reduce(chunk, axis=red, dtype=dtype),)
+        return (ufunc.reduce(chunk, axis=red, dtype=dtype, where=mask, initial=start),)
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return (ufunc(a[0], b[0], dtype=dtype) if dtype is not None else ufunc(a[0], b[0]),)
 
-    (acc,) = stream(x, red, partial, combine)
+    (acc,) = stream(x, red, partial, combine, where=where)
     if initial is not np._NoValue:
         acc = ufunc(acc, initial)
         if dtype is not None:
@@ -183,16 +285,21 @@ def ufunc_reduce(
 
 
 def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any) -> Any:
-    """Streamed ``any``/``all`` with early exit."""
-    _check_where(where)
+    """Streamed ``any``/``all`` with early exit (and NumPy's ``where=``)."""
+    where = where_mask(x, where)
     red = _axes(x, axis)
+    fn = np.any if which == "any" else np.all
     if x.size == 0:
-        res = getattr(np, which)(_empty_case(x), axis=axis)
+        kw = {} if where is True else {"where": _numpy_where(where)}
+        res = fn(_empty_case(x), axis=axis, **kw)
         return _finish(res, x, red, out, keepdims)
-    if which == "any":
 
-        def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
-            return (np.any(chunk, axis=red),)
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        if mask is None:
+            return (fn(chunk, axis=red),)
+        return (fn(chunk, axis=red, where=mask),)
+
+    if which == "any":
 
         def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
             return (np.logical_or(a[0], b[0]),)
@@ -202,16 +309,13 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
 
     else:
 
-        def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
-            return (np.all(chunk, axis=red),)
-
         def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
             return (np.logical_and(a[0], b[0]),)
 
         def early(acc: list[np.ndarray]) -> bool:
             return not bool(acc[0].any())
 
-    (acc,) = stream(x, red, partial, combine, early)
+    (acc,) = stream(x, red, partial, combine, early, where=where)
     return _finish(acc, x, red, out, keepdims)
 
 
@@ -230,32 +334,41 @@ def _count_of(x: Any, red: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[d] for d in red], dtype=np.int64))
 
 
+def _numpy_empty_call(numpy_fn: Any, x: Any, out: Any, where: Any, **kw: Any) -> Any:
+    if where is not True:
+        kw["where"] = _numpy_where(where)
+    return _finish(numpy_fn(_empty_case(x), **kw), x, (), out, False)
+
+
 def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *, nan: bool) -> Any:
-    """Streamed ``mean`` / ``nanmean``."""
-    _check_where(where)
+    """Streamed ``mean`` / ``nanmean`` (with NumPy's ``where=``)."""
+    where = where_mask(x, where)
     red = _axes(x, axis)
     numpy_fn = np.nanmean if nan else np.mean
     res_dtype = numpy_fn(np.ones((1,), x.dtype), dtype=dtype).dtype
     if x.size == 0 or _count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
-        return _finish(numpy_fn(_empty_case(x), axis=axis, dtype=dtype, keepdims=keepdims), x, (), out, False)
+        return _numpy_empty_call(numpy_fn, x, out, where, axis=axis, dtype=dtype, keepdims=keepdims)
     calc = _float_calc_dtype(x.dtype, dtype)
     nan_capable = nan and x.dtype.kind in "fc"
+    counted = nan_capable or where is not True
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        valid = mask
         if nan_capable:
-            valid = ~np.isnan(chunk)
-            return (np.sum(np.where(valid, chunk, 0), axis=red, dtype=calc), np.sum(valid, axis=red))
+            valid = ~np.isnan(chunk) if valid is None else valid & ~np.isnan(chunk)
+        if valid is not None:
+            return (np.sum(chunk, axis=red, dtype=calc, where=valid), np.sum(valid, axis=red))
         return (np.sum(chunk, axis=red, dtype=calc),)
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(np.add(p, q) for p, q in zip(a, b, strict=True))
 
-    acc = stream(x, red, partial, combine)
-    count = acc[1] if nan_capable else _count_of(x, red)
+    acc = stream(x, red, partial, combine, where=where)
+    count = acc[1] if counted else _count_of(x, red)
+    if counted and np.any(np.asarray(count) == 0):
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
     with np.errstate(invalid="ignore", divide="ignore"):
         res = np.true_divide(acc[0], count)
-    if nan_capable and np.any(np.asarray(count) == 0):
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
 
 
@@ -281,8 +394,12 @@ def var(
     nan: bool,
     sqrt: bool,
 ) -> Any:
-    """Streamed ``var``/``std`` (and ``nanvar``/``nanstd``): Chan et al. merge of (count, mean, M2)."""
-    _check_where(where)
+    """Streamed ``var``/``std`` (and ``nanvar``/``nanstd``): Chan et al. merge of (count, mean, M2).
+
+    Degrees of freedom as NumPy: ``var``/``std`` divide by ``max(n - ddof, 0)`` (so ``inf`` or ``nan``
+    where ``ddof >= n``), ``nanvar``/``nanstd`` give ``nan`` there; both warn.
+    """
+    where = where_mask(x, where)
     if mean_ is not np._NoValue:
         raise UnsupportedError("lazy var/std do not support mean=; it is computed while streaming")
     ddof = _resolve_ddof(ddof, correction)
@@ -295,8 +412,9 @@ def var(
     }[(nan, sqrt)]
     res_dtype = numpy_fn(np.ones((2,), x.dtype), dtype=dtype).dtype
     if x.size == 0 or _count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
-        res = numpy_fn(_empty_case(x), axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-        return _finish(res, x, (), out, False)
+        return _numpy_empty_call(
+            numpy_fn, x, out, where, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims
+        )
     calc = _float_calc_dtype(x.dtype, dtype)
     complex_ = calc.kind == "c" or x.dtype.kind == "c"
     nan_capable = nan and x.dtype.kind in "fc"
@@ -304,15 +422,17 @@ def var(
     def sq(d: np.ndarray) -> np.ndarray:
         return (d * np.conj(d)).real if complex_ else d * d
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
         c = chunk.astype(calc, copy=False)
+        valid = mask
         if nan_capable:
-            valid = ~np.isnan(c)
+            valid = ~np.isnan(c) if valid is None else valid & ~np.isnan(c)
+        if valid is not None:
             n = np.sum(valid, axis=red, keepdims=True).astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
-                m = np.sum(np.where(valid, c, 0), axis=red, keepdims=True) / n
+                m = np.sum(c, axis=red, keepdims=True, where=valid) / n
             m = np.where(n > 0, m, 0)
-            m2 = np.sum(np.where(valid, sq(c - m), 0), axis=red)
+            m2 = np.sum(sq(c - m), axis=red, where=valid)
         else:
             n = np.full((1,) * c.ndim, float(np.prod([c.shape[d] for d in red])))
             m = np.sum(c, axis=red, keepdims=True) / n
@@ -331,12 +451,16 @@ def var(
         q = qa + qb + sq(delta) * na * w
         return (n, m, q)
 
-    n, _, m2 = stream(x, red, partial, combine)
-    denom = np.maximum(n - ddof, 0)
-    if np.any(denom <= 0):
+    n, _, m2 = stream(x, red, partial, combine, where=where)
+    if np.any(ddof >= n):
         warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=3)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        res = m2 / denom
+    if nan_capable:  # NumPy's nanvar: nan where the degrees of freedom are not positive
+        dof = n - ddof
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = m2 / np.maximum(n - ddof, 0)
     if sqrt:
         res = np.sqrt(res)
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
@@ -345,11 +469,11 @@ def var(
 def nan_reduce(
     x: Any, which: str, axis: Any, dtype: Any, out: Any, keepdims: bool, initial: Any, where: Any
 ) -> Any:
-    """Streamed ``nansum``, ``nanprod``, ``nanmin``, ``nanmax``."""
-    _check_where(where)
+    """Streamed ``nansum``, ``nanprod``, ``nanmin``, ``nanmax`` (with NumPy's ``where=``)."""
     if x.dtype.kind not in "fc":  # no NaN possible: the plain reduction
         ufunc = {"nansum": np.add, "nanprod": np.multiply, "nanmin": np.minimum, "nanmax": np.maximum}[which]
         return ufunc_reduce(x, ufunc, axis, dtype, out, keepdims, initial, where, default_axis=None)
+    where = where_mask(x, where)
     red = _axes(x, axis)
     if x.size == 0 or _count_of(x, red) == 0:
         kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
@@ -357,37 +481,110 @@ def nan_reduce(
             kw["dtype"] = dtype
         if initial is not np._NoValue:
             kw["initial"] = initial
-        return _finish(getattr(np, which)(_empty_case(x), **kw), x, (), out, False)
+        return _numpy_empty_call(getattr(np, which), x, out, where, **kw)
     if which in ("nansum", "nanprod"):
         fill = 0 if which == "nansum" else 1
         ufunc = np.add if which == "nansum" else np.multiply
 
-        def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
+        def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+            kw = {} if mask is None else {"where": mask, "initial": fill}
             return (
-                ufunc.reduce(np.where(np.isnan(chunk), fill, chunk), axis=red, dtype=dtype or chunk.dtype),
+                ufunc.reduce(
+                    np.where(np.isnan(chunk), fill, chunk), axis=red, dtype=dtype or chunk.dtype, **kw
+                ),
             )
 
         def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
             return (ufunc(a[0], b[0]),)
 
-        (acc,) = stream(x, red, partial, combine)
+        (acc,) = stream(x, red, partial, combine, where=where)
         if initial is not np._NoValue:
             acc = ufunc(acc, initial)
         return _finish(acc, x, red, out, keepdims)
     ufunc = np.fmin if which == "nanmin" else np.fmax
+    if where is not True and initial is np._NoValue:
+        raise _no_identity_error(ufunc)
 
-    def partial2(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
-        return (ufunc.reduce(chunk, axis=red),)
+    def partial2(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        if mask is None:
+            return (ufunc.reduce(chunk, axis=red),)
+        return (ufunc.reduce(chunk, axis=red, where=mask, initial=initial),)
 
     def combine2(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return (ufunc(a[0], b[0]),)
 
-    (acc,) = stream(x, red, partial2, combine2)
+    (acc,) = stream(x, red, partial2, combine2, where=where)
     if initial is not np._NoValue:
         acc = ufunc(acc, initial)
     if np.any(np.isnan(acc)):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
     return _finish(acc, x, red, out, keepdims)
+
+
+def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
+    """Streamed ``argmin``/``argmax``: per chunk the local winner and its index, merged keeping NumPy's
+    rules (the first occurrence wins a tie; a NaN beats every number, and the first NaN wins)."""
+    fn = np.argmin if which == "argmin" else np.argmax
+    if axis is not None:
+        axis = normalize_axis_index(operator.index(axis), x.ndim)
+    if x.size == 0 or (axis is not None and x.shape[axis] == 0):
+        return fn(_empty_case(x), axis=axis, out=out, keepdims=keepdims)
+    if x.ndim == 0:
+        return fn(x._materialize(), axis=axis, out=out, keepdims=keepdims)
+    red = tuple(range(x.ndim)) if axis is None else (axis,)
+    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
+
+    def partial(chunk: np.ndarray, red: tuple[int, ...], origin: np.ndarray) -> tuple[Any, ...]:
+        if axis is None:
+            k = int(fn(chunk))
+            local = np.unravel_index(k, chunk.shape)
+            glob = int(np.ravel_multi_index(tuple(int(v) for v in np.add(local, origin)), x.shape))
+            return (np.asarray(chunk.reshape(-1)[k]), np.asarray(glob, dtype=np.intp))
+        k = fn(chunk, axis=axis, keepdims=True)
+        vals = np.take_along_axis(chunk, k, axis=axis)
+        return (np.squeeze(vals, axis=axis), np.squeeze(k, axis=axis).astype(np.intp) + int(origin[axis]))
+
+    def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        va, ia = (np.asarray(v) for v in a)
+        vb, ib = (np.asarray(v) for v in b)
+        pick_b = fn(np.stack([va, vb]), axis=0).astype(bool)  # NumPy's own order, NaN rules included
+        tie = (va == vb) | (np.isnan(va) & np.isnan(vb)) if va.dtype.kind in "fc" else va == vb
+        pick_b = np.where(tie, ib < ia, pick_b)
+        return (np.where(pick_b, vb, va), np.where(pick_b, ib, ia))
+
+    x._count("reduce")
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    kept_shape = tuple(x.shape[d] for d in range(x.ndim) if d not in red)
+    acc_v = acc_i = None
+    seen: set[tuple[int, ...]] = set()
+    for start in range(0, total, batch):
+        coords = _grid_batch(grid, start, min(start + batch, total))
+        for c, chunk in zip(coords, x._source.get_chunks(coords, store=False), strict=True):
+            chunk = np.asarray(chunk)
+            origin = c * chunk_arr
+            v, i = partial(chunk, red, origin)
+            if acc_v is None:
+                acc_v = np.empty(kept_shape, dtype=v.dtype)
+                acc_i = np.empty(kept_shape, dtype=np.intp)
+            region = tuple(
+                slice(int(origin[d]), int(origin[d]) + chunk.shape[d]) for d in range(x.ndim) if d not in red
+            )
+            key = tuple(int(c[d]) for d in range(x.ndim) if d not in red)
+            if key in seen:
+                v, i = combine((acc_v[region], acc_i[region]), (v, i))
+            else:
+                seen.add(key)
+            acc_v[region] = v
+            acc_i[region] = i
+    res = np.asarray(acc_i)
+    if keepdims:
+        res = res.reshape(tuple(1 if d in red else x.shape[d] for d in range(x.ndim)))
+    if out is not None:
+        out[...] = res
+        return out
+    return res[()] if res.ndim == 0 else res
 
 
 def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Any:

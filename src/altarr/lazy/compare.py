@@ -1,0 +1,164 @@
+"""Streamed comparisons: ``np.array_equal``, ``np.array_equiv`` and ``np.allclose`` with early exit.
+
+NumPy implements ``array_equal`` and ``array_equiv`` by converting their arguments inside
+``try: ... except Exception: return False``. Run on a lazy array, that conversion is the guarded
+materialization, so a refused one (``MaterializeError``) or a failing fetch would silently become
+``False``. These functions are therefore handled here: the lazy operand's chunk grid is walked
+``batch_chunks`` chunks per fetch call (nothing cached), each batch is compared with the matching part
+of the other operand, and the walk stops at the first batch that decides the answer. Errors of the lazy
+side (fetch failures, a refused materialization) propagate; only the conversion of a *non-lazy*
+argument is treated as NumPy treats it.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr(100, 10, lambda c: [np.arange(10.0 * i, 10.0 * i + 10) for (i,) in c])
+    >>> with aa.set_options(batch_chunks=2):
+    ...     np.array_equal(x, np.zeros(100)), aa.stats(x)["fetch_calls"]
+    (False, 1)
+    >>> np.array_equal(x, np.arange(100.0)), np.allclose(x, np.arange(100.0) + 1e-9)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import options
+from .reduce import _grid_batch
+
+__all__ = ["array_equal", "array_equiv", "allclose", "all_chunks"]
+
+
+def _lazy(v: Any) -> bool:
+    return getattr(type(v), "_is_lazy_array", False)
+
+
+def _regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
+    chunks = np.asarray(x.chunks, dtype=np.int64)
+    shape = np.asarray(x.shape, dtype=np.int64)
+    start = coords * chunks
+    stop = np.minimum(start + chunks, shape)
+    return [
+        tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+        for lo, hi in zip(start.tolist(), stop.tolist(), strict=True)
+    ]
+
+
+def _reader(ref: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, ...]]], list[np.ndarray]]:
+    """How to read the part of ``other`` matching a batch of ``ref``'s chunks (``other`` broadcasts to
+    ``ref.shape``: a NumPy array or scalar, or a lazy array of the same shape)."""
+    if not _lazy(other):
+        full = np.broadcast_to(other, ref.shape)
+        return lambda coords, regions: [full[r] for r in regions]
+    if other.chunks == ref.chunks:
+        if other._source is ref._source:  # the same values: compared with themselves, read once
+            return lambda coords, regions: None  # type: ignore[return-value,arg-type]
+        return lambda coords, regions: other._source.get_chunks(coords, store=False)
+
+    def bbox(coords: np.ndarray, regions: list[tuple[slice, ...]]) -> list[np.ndarray]:
+        # another chunk grid: one planned read of the batch's bounding box, cut into the regions
+        lo = [min(r[d].start for r in regions) for d in range(ref.ndim)]
+        hi = [max(r[d].stop for r in regions) for d in range(ref.ndim)]
+        block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
+        return [
+            block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))] for r in regions
+        ]
+
+    return bbox
+
+
+def all_chunks(ref: Any, others: list[Any], test: Callable[..., bool]) -> bool:
+    """Whether ``test(ref_chunk, *other_parts)`` holds for every chunk of ``ref``, streamed with early
+    exit: ``batch_chunks`` chunks of ``ref`` per fetch call, nothing cached, stop at the first failure."""
+    ref._count("reduce")
+    grid = ref.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    readers = [_reader(ref, o) for o in others]
+    for start in range(0, total, batch):
+        coords = _grid_batch(grid, start, min(start + batch, total))
+        regions = _regions(ref, coords)
+        mine = ref._source.get_chunks(coords, store=False)
+        theirs = [r(coords, regions) for r in readers]
+        for i, chunk in enumerate(mine):
+            parts = [chunk if t is None else t[i] for t in theirs]
+            if not test(chunk, *parts):
+                return False
+    return True
+
+
+def _convert(v: Any) -> Any:
+    """A non-lazy argument as NumPy converts it (may raise, as NumPy's conversion does)."""
+    return v if _lazy(v) else np.asarray(v)
+
+
+def _materialized(v: Any) -> Any:
+    return v._materialize() if _lazy(v) else v
+
+
+def _cannot_hold_nan(dt: np.dtype) -> bool:
+    return dt.kind in "biu"
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
+    """``np.array_equal`` with NumPy's answer, streamed (see the module docs)."""
+    try:
+        a1, a2 = _convert(a1), _convert(a2)
+    except Exception:  # NumPy's own rule for arguments it cannot convert
+        return False
+    if a1.shape != a2.shape:
+        return False
+    ref, other = (a1, a2) if _lazy(a1) else (a2, a1)
+    if ref.size == 0:
+        return True
+    nan_aware = equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype))
+
+    def test(a: np.ndarray, b: np.ndarray) -> bool:
+        if not nan_aware:
+            return bool(np.asarray(a == b).all())
+        an, bn = np.isnan(a), np.isnan(b)
+        if not (an == bn).all():
+            return False
+        return bool(np.asarray(a[~an] == b[~an]).all())
+
+    return all_chunks(ref, [other], test)
+
+
+def array_equiv(a1: Any, a2: Any) -> bool:
+    """``np.array_equiv`` with NumPy's answer, streamed when the broadcast shape is a lazy operand's."""
+    try:
+        a1, a2 = _convert(a1), _convert(a2)
+    except Exception:
+        return False
+    try:
+        shape = np.broadcast_shapes(a1.shape, a2.shape)
+    except Exception:
+        return False
+    ref, other = (a1, a2) if _lazy(a1) else (a2, a1)
+    if tuple(shape) != ref.shape or (_lazy(other) and other.shape != ref.shape):
+        # the lazy operand is itself broadcast: compare materialized (guarded, never swallowed)
+        return bool(np.array_equiv(_materialized(a1), _materialized(a2)))
+    if ref.size == 0:
+        return True
+    return all_chunks(ref, [other], lambda a, b: bool(np.asarray(a == b).all()))
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """``np.allclose`` with NumPy's answer, streamed with early exit."""
+    a, b = _convert(a), _convert(b)
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # raises as NumPy's isclose does
+    ref, other = (a, b) if _lazy(a) else (b, a)
+    if int(np.prod(shape, dtype=np.int64)) == 0:
+        return True
+    if shape != ref.shape or (_lazy(other) and other.shape != ref.shape):
+        return bool(np.allclose(_materialized(a), _materialized(b), rtol, atol, equal_nan))
+    swapped = ref is b
+
+    def test(x: np.ndarray, y: np.ndarray) -> bool:
+        first, second = (y, x) if swapped else (x, y)  # isclose is not symmetric in (a, b)
+        return bool(np.isclose(first, second, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
+
+    return all_chunks(ref, [other], test)

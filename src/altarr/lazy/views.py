@@ -1,0 +1,261 @@
+"""Lazy views: axis permutations (``.T``, ``transpose``, ``swapaxes``, ``moveaxis``) and joins
+(``np.concatenate``, ``np.stack``) of lazy arrays, as lazy arrays.
+
+A view has its own chunk grid, mapped one to one onto the chunks of the arrays underneath: a chunk of
+``x.T`` is a chunk of ``x`` transposed; a chunk of ``np.concatenate([a, b])`` is a chunk of ``a`` or of
+``b`` (so the joined arrays must share their chunk shape, and every array but the last must end on a
+chunk boundary along the axis; other joins are materialized under the guard). Reading a batch of a
+view's chunks reads the underlying chunks of each array in one call, so the fetch contract (one call per
+batch and source) and the counters are those of the arrays underneath.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((4, 6), 2, lambda c: [np.full((2, 2), 10.0 * i + j) for i, j in c])
+    >>> aa.is_altarr(x.T), x.T.shape, x.T[5, 3]
+    (True, (6, 4), np.float64(12.0))
+    >>> y = np.concatenate([x, x], axis=0)
+    >>> aa.is_altarr(y), y.shape, float(y[4:, :].sum()) == float(x.sum())
+    (True, (8, 6), True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+__all__ = ["TransposeSource", "JoinSource", "transpose", "concatenate", "stack"]
+
+
+def _distinct_leaves(arrays: Sequence[Any]) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for a in arrays:
+        for leaf in a._source.leaves():
+            seen.setdefault(id(leaf), leaf)
+    return list(seen.values())
+
+
+class TransposeSource:
+    """Chunks of ``base.transpose(axes)``: chunk ``c`` is ``base``'s chunk ``c[argsort(axes)]``."""
+
+    def __init__(self, base: Any, axes: tuple[int, ...]) -> None:
+        self.base = base
+        self.axes = tuple(axes)
+        self._inverse = tuple(int(i) for i in np.argsort(self.axes))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TransposeSource, (self.base, self.axes))
+
+    def leaves(self) -> list[Any]:
+        return self.base._source.leaves()
+
+    def describe(self) -> str:
+        return f"transpose{self.axes} of {self.base._source.describe()}"
+
+    def dask_token(self) -> Any:
+        return ("altarr-transpose", self.axes, self.base.__dask_tokenize__())
+
+    def _base_coords(self, coords: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(coords[:, list(self._inverse)]) if len(coords) else coords
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        return self.base._source.row_missing_nbytes(self._base_coords(coords))
+
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
+        return [np.asarray(c).transpose(self.axes) for c in chunks]
+
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        axes = self.axes
+        self.base._source.visit_chunks(self._base_coords(coords), lambda i, c: fn(i, c.transpose(axes)))
+
+
+class JoinSource:
+    """Chunks of a concatenation (``stack=False``) or stack (``stack=True``) of lazy arrays along ``axis``.
+
+    ``offsets[k]`` is the first chunk index (along ``axis``) of array ``k``.
+    """
+
+    def __init__(self, arrays: Sequence[Any], axis: int, stack: bool, offsets: Sequence[int]) -> None:
+        self.arrays = tuple(arrays)
+        self.axis = int(axis)
+        self.stack = bool(stack)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (JoinSource, (self.arrays, self.axis, self.stack, self.offsets.tolist()))
+
+    def leaves(self) -> list[Any]:
+        return _distinct_leaves(self.arrays)
+
+    def describe(self) -> str:
+        what = "stack" if self.stack else "concatenate"
+        return f"{what}(axis={self.axis}, {len(self.arrays)} arrays)"
+
+    def dask_token(self) -> Any:
+        return (
+            "altarr-join",
+            self.stack,
+            self.axis,
+            tuple(a.__dask_tokenize__() for a in self.arrays),
+        )
+
+    def _split(self, coords: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Per array: (array number, rows of ``coords``, the array's own chunk coordinates)."""
+        if not len(coords):
+            return []
+        along = coords[:, self.axis]
+        which = np.searchsorted(self.offsets, along, side="right") - 1
+        out = []
+        for k in np.unique(which).tolist():
+            rows = np.flatnonzero(which == k)
+            own = coords[rows].copy()
+            own[:, self.axis] -= self.offsets[k]
+            if self.stack:
+                own = np.delete(own, self.axis, axis=1)
+            out.append((k, rows, np.ascontiguousarray(own)))
+        return out
+
+    def _shape_chunk(self, chunk: np.ndarray) -> np.ndarray:
+        return np.expand_dims(np.asarray(chunk), self.axis) if self.stack else np.asarray(chunk)
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(coords), dtype=np.int64)
+        for k, rows, own in self._split(coords):
+            total[rows] = self.arrays[k]._source.row_missing_nbytes(own)
+        return total
+
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        out: list[Any] = [None] * len(coords)
+        for k, rows, own in self._split(coords):
+            for r, chunk in zip(
+                rows.tolist(), self.arrays[k]._source.get_chunks(own, store=store), strict=True
+            ):
+                out[r] = self._shape_chunk(chunk)
+        return out
+
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        for k, rows, own in self._split(coords):
+            self.arrays[k]._source.visit_chunks(
+                own, lambda j, chunk, rows=rows: fn(int(rows[j]), self._shape_chunk(chunk))
+            )
+
+
+def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any, source: Any) -> Any:
+    from .array import LazyArray
+
+    return LazyArray(tuple(shape), tuple(chunks), np.dtype(dtype), source, None, None)
+
+
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
+    """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
+    from .array import LazyArray
+
+    if axes is None:
+        perm = tuple(range(x.ndim))[::-1]
+    else:
+        perm = tuple(normalize_axis_index(int(a), x.ndim) for a in axes)
+        if len(perm) != x.ndim:
+            raise ValueError("axes don't match array")
+        if len(set(perm)) != len(perm):
+            raise ValueError("repeated axis in transpose")
+    if perm == tuple(range(x.ndim)):
+        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
+    shape = tuple(x.shape[a] for a in perm)
+    chunks = tuple(x.chunks[a] for a in perm)
+    dims = tuple(x.dims[a] for a in perm) if x.dims else None
+    return LazyArray(shape, chunks, x.dtype, TransposeSource(x, perm), dims, x.coords if dims else None)
+
+
+def _joinable(arrays: Sequence[Any]) -> bool:
+    return all(getattr(type(a), "_is_lazy_array", False) for a in arrays) and len(arrays) > 0
+
+
+def concatenate(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
+    """A lazy ``np.concatenate(arrays, axis)``, or ``None`` when the chunk grids do not line up."""
+    if not _joinable(arrays):
+        return None
+    ref = arrays[0]
+    if ref.ndim == 0:
+        return None
+    axis = normalize_axis_index(axis, ref.ndim)
+    for a in arrays:
+        if a.ndim != ref.ndim or a.chunks != ref.chunks:
+            return None
+        if any(a.shape[d] != ref.shape[d] for d in range(ref.ndim) if d != axis):
+            return None
+    c = ref.chunks[axis]
+    if any(a.shape[axis] % c for a in arrays[:-1]):
+        return None
+    offsets = np.cumsum([0] + [a.shape[axis] // c for a in arrays[:-1]]).tolist()
+    shape = list(ref.shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = _new(ref, tuple(shape), ref.chunks, dtype, JoinSource(arrays, axis, False, offsets))
+    return out
+
+
+def stack(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
+    """A lazy ``np.stack(arrays, axis)``, or ``None`` when the arrays differ in shape or chunks."""
+    if not _joinable(arrays):
+        return None
+    ref = arrays[0]
+    if any(a.shape != ref.shape or a.chunks != ref.chunks for a in arrays):
+        return None
+    axis = normalize_axis_index(axis, ref.ndim + 1)
+    shape = ref.shape[:axis] + (len(arrays),) + ref.shape[axis:]
+    chunks = ref.chunks[:axis] + (1,) + ref.chunks[axis:]
+    return _new(ref, shape, chunks, dtype, JoinSource(arrays, axis, True, list(range(len(arrays)))))
+
+
+class RavelSource:
+    """Chunks of ``base.ravel()`` when every chunk of ``base`` spans its trailing dimensions whole: chunk
+    ``(i,)`` of the result is ``base``'s chunk ``(i, 0, ..., 0)`` flattened."""
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RavelSource, (self.base,))
+
+    def leaves(self) -> list[Any]:
+        return self.base._source.leaves()
+
+    def describe(self) -> str:
+        return f"ravel of {self.base._source.describe()}"
+
+    def dask_token(self) -> Any:
+        return ("altarr-ravel", self.base.__dask_tokenize__())
+
+    def _base_coords(self, coords: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(coords), self.base.ndim), dtype=np.int64)
+        out[:, 0] = coords[:, 0]
+        return out
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        return self.base._source.row_missing_nbytes(self._base_coords(coords))
+
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        return [
+            np.asarray(c).reshape(-1)
+            for c in self.base._source.get_chunks(self._base_coords(coords), store=store)
+        ]
+
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        self.base._source.visit_chunks(self._base_coords(coords), lambda i, c: fn(i, c.reshape(-1)))
+
+
+def ravel(x: Any) -> Any:
+    """A lazy ``x.ravel()`` when the chunks allow it (see :class:`RavelSource`), else NumPy data through
+    the guarded materialization."""
+    from .array import LazyArray
+
+    if x.ndim == 1:
+        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
+    if x.ndim == 0:
+        return x._materialize().ravel()
+    if any(c < n for c, n in zip(x.chunks[1:], x.shape[1:], strict=True)) or x.size == 0:
+        return x._materialize().ravel()
+    per_row = int(np.prod(x.shape[1:], dtype=np.int64))
+    return LazyArray((x.size,), (x.chunks[0] * per_row,), x.dtype, RavelSource(x), None, None)
