@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import altarr as aa
 from _lazy_support import lazy, positions
-from altarr.errors import MaterializeError, UnsupportedError
+from altarr.errors import MaterializeError
 
 RNG = np.random.default_rng(7)
 DATA3 = RNG.normal(size=(9, 10, 7)) * 3 + 1
