@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from .access import DatasetAccess, Merge
-from .regions import flip_reversed, normalize_selection, plan_dim
+from .casting import cast_like_setitem
+from .regions import flip_reversed, is_basic_selection, normalize_selection, plan_dim
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -216,6 +217,8 @@ class Dataset:
         read at all for a shard whose every in-bounds chunk is written. A chunk equal to the fill value
         is not stored (unless the dataset was opened with ``write_empty_chunks=True``)."""
         self._check_writable()
+        # cast like ndarray.__setitem__, every array before any byte is written
+        arrays = [cast_like_setitem(a, self.dtype) for a in arrays]
         self._access.write_chunks(coords, arrays)
 
     def delete_chunk(self, coords: Sequence[int]) -> bool:
@@ -254,10 +257,25 @@ class Dataset:
         per_dim = [plan_dim(d, c, s) for d, c, s in zip(dims, self.chunks, self.shape, strict=True)]
         return dims, out_shape, per_dim
 
-    def __getitem__(self, selection: Any) -> np.ndarray:
-        """Read a region (integers, slices with any step, ``...``, ``None``): one batched store call per
+    def __getitem__(self, selection: Any) -> Any:
+        """Read a selection, with NumPy's semantics and result (a NumPy scalar for an element).
+
+        Basic selections (integers, slices with any step, ``...``, ``None``): one batched store call per
         nesting level for the indexes, then the chunks' ranges (in one more batched call, or on local
-        files inside each chunk's decode task), decoded on the thread pool."""
+        files inside each chunk's decode task), decoded on the thread pool. Every other NumPy index
+        (integer arrays, lists, ranges, boolean masks, mixed) is planned chunk by chunk and read in one
+        batched call too (see :attr:`oindex`, :attr:`vindex`).
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-getitem", shape=(4, 5), dtype="int16", chunks=(2, 2))
+        >>> ds[...] = np.arange(20).reshape(4, 5)
+        >>> ds[1, 2], ds[[0, 3], 1:3].tolist(), ds[ds[...] > 16].tolist()
+        (np.int16(7), [[1, 2], [16, 17]], [17, 18, 19])
+        """
+        if not is_basic_selection(selection):
+            from ..lazy.indexing import plan_numpy
+
+            return self._read_plan(plan_numpy(selection, self.shape, self.chunks))
         dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)
         work = tuple(d.n for d in dims)
         out = np.empty(work, dtype=self.dtype)
@@ -271,18 +289,39 @@ class Dataset:
 
             self._access.visit(list(pieces), place)
         out = flip_reversed(out, dims)
-        return out.reshape(out_shape)
+        out = out.reshape(out_shape)
+        scalar = not out_shape and not any(s is Ellipsis for s in _as_tuple(selection))
+        return out[()] if scalar else out
 
     def __setitem__(self, selection: Any, values: Any) -> None:
-        """Write a region, any alignment. Chunks wholly covered are replaced without being read; partly
+        """Write a selection (any NumPy index), values cast as ``ndarray.__setitem__`` casts them: a Python
+        integer out of range raises ``OverflowError``, a NaN into an integer dtype ``ValueError``, all
+        before anything is written.
+
+        Basic selections, any alignment: chunks wholly covered are replaced without being read; partly
         covered chunks are read, merged and rewritten; per shard one read (none if the region covers it)
-        and one write."""
+        and one write. Advanced selections (integer arrays, boolean masks) read and rewrite each touched
+        chunk once, in one batched call.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-setitem", shape=(4,), dtype="uint8", chunks=(2,))
+        >>> ds[[0, 3]] = 7
+        >>> ds[...].tolist()
+        [7, 0, 0, 7]
+        >>> ds[1] = 300
+        Traceback (most recent call last):
+        ...
+        OverflowError: Python integer 300 out of bounds for uint8
+        """
         self._check_writable()
+        if not is_basic_selection(selection):
+            from ..lazy.indexing import plan_numpy
+
+            self._write_plan(plan_numpy(selection, self.shape, self.chunks), values)
+            return
         dims, out_shape, per_dim = self._plan(selection, allow_newaxis=False)
         work = tuple(d.n for d in dims)
-        vals = np.asarray(values)
-        if vals.dtype != self.dtype:
-            vals = vals.astype(self.dtype)
+        vals = cast_like_setitem(values, self.dtype)
         try:
             vals = np.broadcast_to(vals, out_shape)
         except ValueError as e:
@@ -309,6 +348,59 @@ class Dataset:
                 updates[chunk] = Merge(_Paste(src, vals[dst]))
         acc.apply(updates)
 
+    # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
+    def _read_plan(self, p: Any) -> Any:
+        """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
+        work = p.new_work(self.dtype)
+        if len(p.coords):
+            rows = {tuple(c): i for i, c in enumerate(p.coords.tolist())}
+            self._access.visit(list(rows), lambda chunk, values: p.place(work, rows[chunk], values))
+        return p.finish(work)
+
+    def _write_plan(self, p: Any, values: Any) -> None:
+        """Write a planned selection: values cast and broadcast first, then each touched chunk read and
+        rewritten once (one batched call)."""
+        vals = cast_like_setitem(values, self.dtype)
+        try:
+            work = p.unfinish(vals)
+        except ValueError:
+            raise ValueError(
+                f"shape mismatch: value array of shape {np.shape(vals)} could not be broadcast to indexing "
+                f"result of shape {p.result_shape}"
+            ) from None
+        if not len(p.coords) or work.size == 0:
+            return
+        self._access.apply({tuple(c): Merge(_Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
+
+    @property
+    def oindex(self) -> _DatasetIndexer:
+        """Orthogonal selection (NEP 21): one subscript per dimension (int, slice, integer array, 1-D
+        boolean mask), combined as a cartesian product; read and written in one batched call.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-oindex", shape=(4, 5), dtype="int16", chunks=(2, 2))
+        >>> ds[...] = np.arange(20).reshape(4, 5)
+        >>> ds.oindex[[0, 3], [4, 0]].tolist()
+        [[4, 0], [19, 15]]
+        """
+        from ..lazy.indexing import plan_outer
+
+        return _DatasetIndexer(self, plan_outer)
+
+    @property
+    def vindex(self) -> _DatasetIndexer:
+        """Vectorized (point) selection (NEP 21): index arrays broadcast together, their dimensions first.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-vindex", shape=(4, 5), dtype="int16", chunks=(2, 2))
+        >>> ds[...] = np.arange(20).reshape(4, 5)
+        >>> ds.vindex[[0, 3], [4, 0]].tolist()
+        [4, 15]
+        """
+        from ..lazy.indexing import plan_vector
+
+        return _DatasetIndexer(self, plan_vector)
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:
             raise ValueError("a Dataset's values live in its store: np.asarray needs copy=None or True")
@@ -325,6 +417,39 @@ class Dataset:
         for pos in product(*(range(n) for n in g.grid_shape(top))):
             if self._access.key(pos) in existing:
                 yield from g.chunks_in(pos, top)
+
+
+def _as_tuple(selection: Any) -> tuple[Any, ...]:
+    return selection if isinstance(selection, tuple) else (selection,)
+
+
+class _DatasetIndexer:
+    """``ds.oindex`` / ``ds.vindex``: ``[...]`` plans one indexing form and reads or writes it."""
+
+    __slots__ = ("_ds", "_planner")
+
+    def __init__(self, ds: Dataset, planner: Callable[..., Any]) -> None:
+        self._ds, self._planner = ds, planner
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self._ds._read_plan(self._planner(selection, self._ds.shape, self._ds.chunks))
+
+    def __setitem__(self, selection: Any, values: Any) -> None:
+        self._ds._check_writable()
+        self._ds._write_plan(self._planner(selection, self._ds.shape, self._ds.chunks), values)
+
+
+class _Scatter:
+    """Merge function writing row ``i`` of a planned selection's values into the chunk."""
+
+    __slots__ = ("plan", "row", "work")
+
+    def __init__(self, plan: Any, row: int, work: np.ndarray):
+        self.plan, self.row, self.work = plan, row, work
+
+    def __call__(self, old: np.ndarray) -> np.ndarray:
+        self.plan.scatter(self.work, self.row, old)
+        return old
 
 
 class _Paste:

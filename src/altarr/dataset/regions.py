@@ -19,9 +19,11 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import SelectionError
 
-__all__ = ["DimSelection", "flip_reversed", "normalize_selection", "plan_dim"]
+__all__ = ["DimSelection", "flip_reversed", "is_basic_selection", "normalize_selection", "plan_dim"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,23 @@ def _is_int(x: Any) -> bool:
     except TypeError:
         return False
     return not isinstance(x, bool)
+
+
+def is_basic_selection(selection: Any) -> bool:
+    """Whether a selection is NumPy *basic* indexing: integers (not booleans), slices, ``...`` and
+    ``None`` only. Anything else (lists, ranges, integer or boolean arrays) is advanced indexing.
+
+    >>> is_basic_selection((1, slice(None), ..., None)), is_basic_selection(([0, 1],)), is_basic_selection(True)
+    (True, False, False)
+    """
+    for s in selection if isinstance(selection, tuple) else (selection,):
+        if s is None or s is Ellipsis or isinstance(s, slice):
+            continue
+        if isinstance(s, bool | np.bool_) or (isinstance(s, np.ndarray) and (s.ndim or s.dtype == np.bool_)):
+            return False
+        if not _is_int(s):
+            return False
+    return True
 
 
 def normalize_selection(

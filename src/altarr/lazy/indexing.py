@@ -370,6 +370,39 @@ class Plan:
         ins = tuple(in_raw[a][j] for a, j in enumerate(js))
         work[(pts.pidx[g],) + outs] = blk[pts.offsets[g] + ins]
 
+    def scatter(self, work: np.ndarray, i: int, chunk: np.ndarray) -> None:
+        """The inverse of :meth:`place`: write row ``i``'s part of the work array into its chunk (an
+        assignment ``x[key] = values`` of NumPy's semantics; for repeated indices the last value wins)."""
+        js = self._row_ortho[i]
+        sel = self._sel
+        if sel is None:
+            sel = self._sel = self._selectors()
+        in_raw, in_adv, out_raw, out_adv = sel
+        if self.points is None:
+            ins = tuple(in_raw[a][j] for a, j in enumerate(js))
+            if in_adv is not None and any(type(s) is np.ndarray for s in ins):
+                ins = tuple(in_adv[a][j] for a, j in enumerate(js))
+            outs = tuple(out_raw[a][j] for a, j in enumerate(js))
+            if out_adv is not None and any(type(s) is np.ndarray for s in outs):
+                outs = tuple(out_adv[a][j] for a, j in enumerate(js))
+            chunk[ins] = work[outs]
+            return
+        g = self._row_group[i]  # type: ignore[index]
+        pts = self.points
+        blk = chunk if self._pt_perm is None else chunk.transpose(self._pt_perm)
+        outs = tuple(out_raw[a][j] for a, j in enumerate(js))
+        ins = tuple(in_raw[a][j] for a, j in enumerate(js))
+        blk[pts.offsets[g] + ins] = work[(pts.pidx[g],) + outs]
+
+    def unfinish(self, values: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`finish`: ``values`` of the result shape laid out as the work array."""
+        vals = np.broadcast_to(values, self.result_shape)
+        inter = tuple(self._expanded[p] for p in self._perm) if self._perm is not None else self._expanded
+        vals = vals.reshape(inter)
+        if self._perm is not None:
+            vals = vals.transpose(tuple(int(k) for k in np.argsort(self._perm)))
+        return vals.reshape(self.work_shape)
+
     def _selectors(
         self,
     ) -> tuple[list[list[Any]], list[list[Any]] | None, list[list[Any]], list[list[Any]] | None]:
@@ -414,8 +447,11 @@ def _classify(item: Any) -> tuple[str, Any]:
         return ("bool0", bool(item))
     if isinstance(item, np.ndarray):
         arr = item
-    elif isinstance(item, list | tuple):
-        arr = np.asarray(item)
+    elif isinstance(item, list | tuple | range):
+        try:
+            arr = np.asarray(item)
+        except ValueError:  # a ragged nested list
+            raise SelectionError(_VALID) from None
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.intp)
     else:
