@@ -158,7 +158,8 @@ def outer_case(draw):
         kinds.append(pick)
     cut = draw(st.integers(0, len(items)))
     items = items[:cut] if all(k == "slice" for k in kinds[cut:]) else items
-    if items and draw(st.booleans()):
+    if items and len(items) == len(shape) and draw(st.booleans()):
+        # an Ellipsis stands for exactly that one slice only when every dimension has an item
         p = draw(st.integers(0, len(items) - 1))
         items = items[:p] + [Ellipsis] + items[p + 1 :] if kinds[p] == "slice" else items
     return shape, chunks, tuple(items)

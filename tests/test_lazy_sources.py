@@ -4,6 +4,7 @@ unpacking, and recipes that pickle small and read the same values in a fresh pro
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from altarr.lazy.sources import CFDecoder, DatasetFetch
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    return aa.example_zarr(tmp_path_factory.mktemp("example"))
+    return aa.example_zarr(tmp_path_factory.mktemp("example") / "example.zarr")
 
 
 def test_example_zarr_is_a_zlib_c_order_zarr_v2_array_of_positions(example):
@@ -36,10 +37,14 @@ def test_example_zarr_is_a_zlib_c_order_zarr_v2_array_of_positions(example):
 
 def test_example_zarr_in_a_new_temporary_directory_and_rewritten_in_place(tmp_path):
     path = aa.example_zarr(shape=(5,), chunks=(2,))
+    assert path.endswith("example.zarr")
     np.testing.assert_array_equal(zarr.open_array(path, mode="r")[:], np.arange(5.0))
-    aa.example_zarr(tmp_path, shape=(5,), chunks=(2,))
-    again = aa.example_zarr(tmp_path, shape=(3, 4), chunks=(2, 3))
-    assert again == str(tmp_path / "example.zarr")
+    aa.example_zarr(tmp_path / "demo.zarr", shape=(5,), chunks=(2,))
+    again = aa.example_zarr(tmp_path / "demo.zarr", shape=(3, 4), chunks=(2, 3))
+    assert again == str(tmp_path / "demo.zarr")  # written at the path itself (issue 12), not inside it
+    assert sorted(os.listdir(tmp_path)) == ["demo.zarr"] and os.path.exists(
+        tmp_path / "demo.zarr" / ".zarray"
+    )
     np.testing.assert_array_equal(zarr.open_array(again, mode="r")[...], np.arange(12.0).reshape(3, 4))
 
 

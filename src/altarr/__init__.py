@@ -54,7 +54,9 @@ _PUBLIC = {
     "errors": "altarr.errors",
 }
 
-__all__ = sorted(_PUBLIC) + ["__version__"]
+# ``open`` stays out of ``__all__`` so that ``from altarr import *`` does not shadow the builtin ``open``;
+# it is public as ``altarr.open``.
+__all__ = sorted(n for n in _PUBLIC if n != "open") + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -68,4 +70,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return __all__
+    return sorted(_PUBLIC) + ["__version__"]

@@ -117,6 +117,11 @@ class Merge:
     fn: Callable[[np.ndarray], np.ndarray]
 
 
+def _byte_range(got: tuple[Any, ...]) -> tuple[int, int] | None:
+    """The ``(start, stop)`` of a :meth:`DatasetAccess.read_raw` slot's bytes in its object, if known."""
+    return got[2] if len(got) > 2 else None
+
+
 @dataclass(frozen=True)
 class ChunkRange:
     """Where a chunk's bytes are in its shard, for a read deferred to the decode task, and the open file
@@ -305,7 +310,9 @@ class DatasetAccess:
     def _clipped(self, chunk: Chunk) -> tuple[int, ...]:
         return self.grid.block_clipped_shape(chunk, 0)
 
-    def decode_chunk(self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False) -> np.ndarray:
+    def decode_chunk(
+        self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None
+    ) -> np.ndarray:
         """Decode one chunk's bytes into an array of its clipped shape.
 
         By default the result is a fresh array the caller owns. With ``scratch=True`` it is decoded into
@@ -323,8 +330,8 @@ class DatasetAccess:
                         a = self.chunk_chain.array_bytes.decode(a, full, self.dtype, out=buf)
                 else:
                     a = self.chunk_chain.decode(data, full, self.dtype, out=buf)
-        except AltarrError as e:
-            raise e.with_context(key=key, chunk=chunk) from e
+        except AltarrError as e:  # name where the bad bytes are (the README's promise)
+            raise e.with_context(key=key, chunk=chunk, byte_range=byte_range) from e
         clipped = self._clipped(chunk)
         if a.shape == clipped:
             return a
@@ -416,7 +423,7 @@ class DatasetAccess:
             chunk, got = item
             if got is None:
                 return None
-            a = self.decode_chunk(got[1], chunk, got[0])
+            a = self.decode_chunk(got[1], chunk, got[0], byte_range=_byte_range(got))
             return [a] + [a.copy() for _ in range(len(rows[chunk]) - 1)]
 
         out: list[np.ndarray | None] = [None] * sum(len(r) for r in rows.values())
@@ -457,7 +464,9 @@ class DatasetAccess:
                 # into a region read's (fresh, page-faulting) result was measured slower even where a
                 # whole chunk lands in one contiguous run of it (128 MB slab read in (8, 512, 512) blosc
                 # chunks: 23-25 ms straight, 20.5 ms through the cache-hot scratch buffer)
-                a = self.decode_chunk(self.materialize(got[0], got[1]), chunk, got[0], scratch=True)
+                a = self.decode_chunk(
+                    self.materialize(got[0], got[1]), chunk, got[0], scratch=True, byte_range=_byte_range(got)
+                )
                 a = a.view()
                 a.flags.writeable = False
             fn(chunk, a)
@@ -468,7 +477,7 @@ class DatasetAccess:
 
     def read_raw(
         self, chunks: Sequence[Chunk], *, readers: dict[str, Any] | None = None
-    ) -> dict[Chunk, tuple[str, Any] | None]:
+    ) -> dict[Chunk, tuple[Any, ...] | None]:
         """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
 
         ``readers`` (a dict from :meth:`open_readers`, on stores that have ``open_reader``): each shard is
@@ -480,7 +489,10 @@ class DatasetAccess:
         if not self.sharded:
             keys = [self.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, None, None) for k in keys])
-            return {c: (None if d is None else (k, d)) for c, k, d in zip(chunks, keys, datas, strict=True)}
+            return {
+                c: (None if d is None else (k, d, (0, len(d))))
+                for c, k, d in zip(chunks, keys, datas, strict=True)
+            }
         for _ in range(READ_ATTEMPTS):
             try:
                 return self._read_sharded(chunks, readers)
@@ -493,7 +505,7 @@ class DatasetAccess:
 
     def _read_sharded(
         self, chunks: Sequence[Chunk], readers: dict[str, Any] | None
-    ) -> dict[Chunk, tuple[str, Any] | None]:
+    ) -> dict[Chunk, tuple[Any, ...] | None]:
         top = self.grid.nlevels - 1
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
@@ -515,6 +527,7 @@ class DatasetAccess:
                 result[n.pos] = (
                     n.key,
                     n.mem if n.mem is not None else ChunkRange(n.pos, n.start, n.length, readers[n.key]),
+                    (n.start, n.start + n.length),
                 )
             return result
         if pending:
@@ -523,7 +536,7 @@ class DatasetAccess:
             for n, d in zip(pending, datas, strict=True):
                 n.mem = self._checked_range(n.key, n.pos, n.start, n.length, d)
         for n in nodes:
-            result[n.pos] = (n.key, n.mem)
+            result[n.pos] = (n.key, n.mem, (n.start, n.start + n.length))
         return result
 
     @contextmanager
@@ -757,7 +770,7 @@ class DatasetAccess:
             if old is None:
                 base = np.full(self._clipped(chunk), self.fill_value, dtype=self.dtype)
             else:
-                base = self.decode_chunk(old[1], chunk, old[0])
+                base = self.decode_chunk(old[1], chunk, old[0], byte_range=_byte_range(old))
                 if not base.flags.writeable or base.base is not None:
                     base = base.copy()
             update = self._coerce(chunk, update.fn(base))

@@ -152,7 +152,10 @@ class Dataset:
 
     @property
     def fill_value(self) -> Any:
-        return self.spec.fill_value
+        """The fill value, as a plain Python value (so messages and ``altarr info`` print ``3``, never
+        ``np.int16(3)``)."""
+        v = self.spec.fill_value
+        return v.item() if isinstance(v, np.generic) else v
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:

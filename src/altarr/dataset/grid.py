@@ -114,7 +114,7 @@ class NestedGrid:
         bad = np.any((arr < 0) | (arr >= gs), axis=1)
         if bad.any():
             c = tuple(int(x) for x in arr[np.argmax(bad)])
-            raise GridError(f"chunk coordinates {c} are outside the chunk grid {tuple(gs)}", chunk=c)
+            raise GridError(f"chunk coordinates {c} are outside the chunk grid {tuple(gs.tolist())}", chunk=c)
         return arr
 
     # ------------------------------------------------------------------------------------------------

@@ -19,8 +19,10 @@ Example:
 
 from .array import LazyArray, altarr, extract, is_altarr, plan, reset, stats
 from .options import get_options, set_options
-from .sources import example_zarr, open, zarr_v2
+from .sources import example_zarr, zarr_v2
+from .sources import open as open  # public (altarr.open), kept out of __all__
 
+# ``open`` is public but not in ``__all__``: ``from altarr.lazy import *`` must not shadow the builtin.
 __all__ = [
     "altarr",
     "LazyArray",
@@ -31,7 +33,6 @@ __all__ = [
     "is_altarr",
     "set_options",
     "get_options",
-    "open",
     "zarr_v2",
     "example_zarr",
 ]

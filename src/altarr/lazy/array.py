@@ -686,12 +686,11 @@ class LazyArray(NDArrayOperatorsMixin):
 
     # --- repr, copies, pickling -------------------------------------------------------------------------
     def __repr__(self) -> str:
-        n_total = int(np.prod(self.nchunks, dtype=np.int64))
         cached = sum(CACHE.owner_stats(leaf.token)["chunks_cached"] for leaf in self._leaves())
         dims = f" dims={self._dims}" if self._dims else ""
         return (
             f"<altarr.LazyArray shape={self._shape} dtype={self._dtype} chunks={self._chunks}{dims} "
-            f"nchunks={n_total} cached={cached} {self._source.describe()}>"
+            f"nchunks={self.nchunks} cached={cached} {self._source.describe()}>"
         )
 
     __str__ = __repr__

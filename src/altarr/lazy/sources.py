@@ -282,22 +282,23 @@ def zarr_v2(path: Any, unpack: bool = True, **storage_options: Any) -> Any:
 
 
 def example_zarr(
-    dir: str | os.PathLike[str] | None = None,  # noqa: A002 - public name
+    path: str | os.PathLike[str] | None = None,
     shape: Sequence[int] = (30, 50, 70),
     chunks: Sequence[int] = (7, 16, 20),
 ) -> str:
-    """Write a demo Zarr v2 array and return its path.
+    """Write a demo Zarr v2 array at ``path`` and return its path.
 
     The array is zlib-compressed, C order, float64, and every value is its own C-order flat position
     (``x[i, j, k] == (i * 50 + j) * 70 + k`` for the default shape); edge chunks are padded in the store
-    as Zarr requires. It is written into ``dir`` (a new temporary directory if ``None``) as
-    ``example.zarr``, replacing an earlier one. Dimension names go to ``_ARRAY_DIMENSIONS``.
+    as Zarr requires. The store is written at ``path`` itself (replacing an array there); with
+    ``path=None`` it is ``example.zarr`` in a new temporary directory. Dimension names go to
+    ``_ARRAY_DIMENSIONS``.
 
     Example:
-        >>> import tempfile, zarr, altarr as aa
-        >>> path = aa.example_zarr(tempfile.mkdtemp(), shape=(3, 4), chunks=(2, 3))
-        >>> float(zarr.open_array(path, mode="r")[2, 3])
-        11.0
+        >>> import os, tempfile, zarr, altarr as aa
+        >>> path = aa.example_zarr(os.path.join(tempfile.mkdtemp(), "demo.zarr"), shape=(3, 4), chunks=(2, 3))
+        >>> os.path.basename(path), float(zarr.open_array(path, mode="r")[2, 3])
+        ('demo.zarr', 11.0)
     """
     from ..dataset import create_dataset
 
@@ -305,9 +306,9 @@ def example_zarr(
     chk = tuple(int(c) for c in chunks)
     if len(chk) != len(shp):
         raise ValueError(f"chunks {chk} do not match shape {shp}")
-    root = os.fspath(dir) if dir is not None else tempfile.mkdtemp(prefix="altarr-example-")
-    os.makedirs(root, exist_ok=True)
-    path = os.path.join(root, "example.zarr")
+    if path is None:
+        path = os.path.join(tempfile.mkdtemp(prefix="altarr-example-"), "example.zarr")
+    path = os.fspath(path)
     ds = create_dataset(
         path,
         shape=shp,
