@@ -29,3 +29,13 @@ def s3_endpoint():
 
     with moto_server() as endpoint:
         yield endpoint
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` are not in the default suite: they run when asked for (``-m slow``)."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("slow") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("slow")])
+        items[:] = kept

@@ -25,11 +25,26 @@ import numpy as np
 __all__ = ["cast_like_setitem"]
 
 
-def cast_like_setitem(values: Any, dtype: np.dtype) -> np.ndarray:
-    """``values`` as an array of ``dtype``, converted as ``a[...] = values`` converts them for an
-    ``ndarray`` ``a`` of that dtype (same errors, same warnings, same results)."""
+def cast_like_setitem(values: Any, dtype: np.dtype, *, advanced: bool = False) -> np.ndarray:
+    """``values`` as an array of ``dtype``, converted as ``a[key] = values`` converts them for an
+    ``ndarray`` ``a`` of that dtype (same errors, same warnings, same results).
+
+    NumPy converts differently for basic keys (a view assigned with ``[...]``) and for advanced keys
+    (integer arrays, masks: ``np.int64(128)`` into ``int8`` raises for the first and wraps for the
+    second), so the conversion is done by the same kind of assignment, into an array of the values' own
+    shape.
+
+    >>> cast_like_setitem(np.int64(128), np.dtype("i1"), advanced=True)
+    array(-128, dtype=int8)
+    """
     if isinstance(values, np.ndarray) and values.dtype == dtype:
         return values
-    out = np.empty(np.shape(values), dtype=dtype)
-    out[...] = values
-    return out
+    shape = np.shape(values)
+    if not advanced:
+        out = np.empty(shape, dtype=dtype)
+        out[...] = values
+        return out
+    n = int(np.prod(shape, dtype=np.int64))
+    flat = np.empty(max(n, 1), dtype=dtype)
+    flat[np.arange(n, dtype=np.intp).reshape(shape) if shape else np.zeros(1, dtype=np.intp)] = values
+    return flat[:n].reshape(shape) if shape else flat.reshape(())

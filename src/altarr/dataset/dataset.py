@@ -317,14 +317,15 @@ class Dataset:
         OverflowError: Python integer 300 out of bounds for uint8
         """
         self._check_writable()
-        if not is_basic_selection(selection):
+        basic = is_basic_selection(selection)
+        vals = cast_like_setitem(values, self.dtype, advanced=not basic)  # NumPy checks the values first
+        if not basic:
             from ..lazy.indexing import plan_numpy
 
-            self._write_plan(plan_numpy(selection, self.shape, self.chunks), values)
+            self._write_plan(plan_numpy(selection, self.shape, self.chunks), vals)
             return
-        dims, out_shape, per_dim = self._plan(selection, allow_newaxis=False)
+        dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)  # NumPy allows None here
         work = tuple(d.n for d in dims)
-        vals = cast_like_setitem(values, self.dtype)
         try:
             vals = np.broadcast_to(vals, out_shape)
         except ValueError as e:
@@ -363,7 +364,7 @@ class Dataset:
     def _write_plan(self, p: Any, values: Any) -> None:
         """Write a planned selection: values cast and broadcast first, then each touched chunk read and
         rewritten once (one batched call)."""
-        vals = cast_like_setitem(values, self.dtype)
+        vals = cast_like_setitem(values, self.dtype, advanced=True)
         try:
             work = p.unfinish(vals)
         except ValueError:

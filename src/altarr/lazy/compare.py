@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import options
-from .reduce import _grid_batch
+from .reduce import _grid_batch, chunk_regions
 
 __all__ = ["array_equal", "array_equiv", "allclose", "all_chunks"]
 
@@ -36,57 +36,61 @@ def _lazy(v: Any) -> bool:
     return getattr(type(v), "_is_lazy_array", False)
 
 
-def _regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
-    chunks = np.asarray(x.chunks, dtype=np.int64)
-    shape = np.asarray(x.shape, dtype=np.int64)
-    start = coords * chunks
-    stop = np.minimum(start + chunks, shape)
-    return [
-        tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
-        for lo, hi in zip(start.tolist(), stop.tolist(), strict=True)
-    ]
-
-
-def _reader(ref: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, ...]]], list[np.ndarray]]:
-    """How to read the part of ``other`` matching a batch of ``ref``'s chunks (``other`` broadcasts to
-    ``ref.shape``: a NumPy array or scalar, or a lazy array of the same shape)."""
-    if not _lazy(other):
-        full = np.broadcast_to(other, ref.shape)
-        return lambda coords, regions: [full[r] for r in regions]
-    if other.chunks == ref.chunks:
+def _reader(ref: Any, other: Any, shape: tuple[int, ...]) -> Callable[[np.ndarray], list[Any]]:
+    """How to read, for a batch of ``ref``'s chunks, the matching part of ``other`` in the broadcast
+    ``shape`` of the two (``ref`` itself may be broadcast: its chunk is then compared with every part of
+    ``other`` it stands for). ``other`` is NumPy data, or a lazy array of ``ref``'s shape."""
+    if _lazy(other) and other.chunks == ref.chunks and other.shape == ref.shape == shape:
         if other._source is ref._source:  # the same values: compared with themselves, read once
-            return lambda coords, regions: None  # type: ignore[return-value,arg-type]
-        return lambda coords, regions: other._source.get_chunks(coords, store=False)
+            return lambda coords: [None] * len(coords)
+        return lambda coords: other._source.get_chunks(coords, store=False)
+    if _lazy(other):  # same shape, another chunk grid: one planned read of the batch's bounding box
 
-    def bbox(coords: np.ndarray, regions: list[tuple[slice, ...]]) -> list[np.ndarray]:
-        # another chunk grid: one planned read of the batch's bounding box, cut into the regions
-        lo = [min(r[d].start for r in regions) for d in range(ref.ndim)]
-        hi = [max(r[d].stop for r in regions) for d in range(ref.ndim)]
-        block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
-        return [
-            block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))] for r in regions
-        ]
+        def bbox(coords: np.ndarray) -> list[Any]:
+            regions = chunk_regions(ref, coords)
+            lo = [min(r[d].start for r in regions) for d in range(ref.ndim)]
+            hi = [max(r[d].stop for r in regions) for d in range(ref.ndim)]
+            block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
+            return [
+                block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))]
+                for r in regions
+            ]
 
-    return bbox
+        return bbox
+    full = np.broadcast_to(other, shape)
+    lead = len(shape) - ref.ndim
+
+    def part(region: tuple[slice, ...]) -> np.ndarray:
+        key = [slice(None)] * lead
+        for d, r in enumerate(region):
+            key.append(slice(None) if ref.shape[d] == 1 and shape[lead + d] != 1 else r)
+        return full[tuple(key)]
+
+    return lambda coords: [part(r) for r in chunk_regions(ref, coords)]
 
 
-def all_chunks(ref: Any, others: list[Any], test: Callable[..., bool]) -> bool:
-    """Whether ``test(ref_chunk, *other_parts)`` holds for every chunk of ``ref``, streamed with early
-    exit: ``batch_chunks`` chunks of ``ref`` per fetch call, nothing cached, stop at the first failure."""
+def all_chunks(ref: Any, other: Any, shape: tuple[int, ...], test: Callable[..., bool]) -> bool:
+    """Whether ``test(ref_chunk, other_part)`` holds for every chunk of ``ref``, streamed with early exit:
+    ``batch_chunks`` chunks of ``ref`` per fetch call, nothing cached, stop at the first failure."""
     ref._count("reduce")
     grid = ref.nchunks
     total = int(np.prod(grid, dtype=np.int64))
     batch = options._get("batch_chunks")
-    readers = [_reader(ref, o) for o in others]
+    read_other = _reader(ref, other, shape)
     for start in range(0, total, batch):
         coords = _grid_batch(grid, start, min(start + batch, total))
-        regions = _regions(ref, coords)
         mine = ref._source.get_chunks(coords, store=False)
-        theirs = [r(coords, regions) for r in readers]
-        for i, chunk in enumerate(mine):
-            parts = [chunk if t is None else t[i] for t in theirs]
-            if not test(chunk, *parts):
+        theirs = read_other(coords)
+        for chunk, part in zip(mine, theirs, strict=True):
+            if not test(chunk, chunk if part is None else part):
                 return False
+    return True
+
+
+def _streamable(a: Any, b: Any, shape: tuple[int, ...]) -> bool:
+    """One lazy operand (the other NumPy data) or two lazy operands of the broadcast shape."""
+    if _lazy(a) and _lazy(b):
+        return a.shape == b.shape == shape
     return True
 
 
@@ -124,7 +128,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
             return False
         return bool(np.asarray(a[~an] == b[~an]).all())
 
-    return all_chunks(ref, [other], test)
+    return all_chunks(ref, other, ref.shape, test)
 
 
 def array_equiv(a1: Any, a2: Any) -> bool:
@@ -137,13 +141,13 @@ def array_equiv(a1: Any, a2: Any) -> bool:
         shape = np.broadcast_shapes(a1.shape, a2.shape)
     except Exception:
         return False
+    shape = tuple(shape)
     ref, other = (a1, a2) if _lazy(a1) else (a2, a1)
-    if tuple(shape) != ref.shape or (_lazy(other) and other.shape != ref.shape):
-        # the lazy operand is itself broadcast: compare materialized (guarded, never swallowed)
+    if not _streamable(a1, a2, shape):  # two lazy arrays broadcast together: guarded, never swallowed
         return bool(np.array_equiv(_materialized(a1), _materialized(a2)))
-    if ref.size == 0:
+    if int(np.prod(shape, dtype=np.int64)) == 0:
         return True
-    return all_chunks(ref, [other], lambda a, b: bool(np.asarray(a == b).all()))
+    return all_chunks(ref, other, shape, lambda a, b: bool(np.asarray(a == b).all()))
 
 
 def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
@@ -153,7 +157,7 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
     ref, other = (a, b) if _lazy(a) else (b, a)
     if int(np.prod(shape, dtype=np.int64)) == 0:
         return True
-    if shape != ref.shape or (_lazy(other) and other.shape != ref.shape):
+    if not _streamable(a, b, shape):  # two lazy arrays broadcast together: guarded, never swallowed
         return bool(np.allclose(_materialized(a), _materialized(b), rtol, atol, equal_nan))
     swapped = ref is b
 
@@ -161,4 +165,4 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
         first, second = (y, x) if swapped else (x, y)  # isclose is not symmetric in (a, b)
         return bool(np.isclose(first, second, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
 
-    return all_chunks(ref, [other], test)
+    return all_chunks(ref, other, shape, test)

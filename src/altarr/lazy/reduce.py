@@ -278,9 +278,9 @@ def ufunc_reduce(
 
     (acc,) = stream(x, red, partial, combine, where=where)
     if initial is not np._NoValue:
-        acc = ufunc(acc, initial)
-        if dtype is not None:
-            acc = acc.astype(dtype)
+        # ``initial`` converted as NumPy's reduce converts it (to the reduction's dtype)
+        init = ufunc.reduce(np.zeros((0,), dtype=x.dtype), dtype=dtype, initial=initial)
+        acc = ufunc(acc, init, dtype=acc.dtype)
     return _finish(acc, x, red, out, keepdims)
 
 
@@ -529,8 +529,8 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
         axis = normalize_axis_index(operator.index(axis), x.ndim)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         return fn(_empty_case(x), axis=axis, out=out, keepdims=keepdims)
-    if x.ndim == 0:
-        return fn(x._materialize(), axis=axis, out=out, keepdims=keepdims)
+    if x.ndim == 0:  # one element: an explicit read of it, not a materialization
+        return fn(np.asarray(x[...]), axis=axis, out=out, keepdims=keepdims)
     red = tuple(range(x.ndim)) if axis is None else (axis,)
     chunk_arr = np.asarray(x.chunks, dtype=np.int64)
 
