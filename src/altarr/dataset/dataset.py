@@ -317,15 +317,17 @@ class Dataset:
         OverflowError: Python integer 300 out of bounds for uint8
         """
         self._check_writable()
-        basic = is_basic_selection(selection)
-        vals = cast_like_setitem(values, self.dtype, advanced=not basic)  # NumPy checks the values first
-        if not basic:
-            from ..lazy.indexing import plan_numpy
+        if not is_basic_selection(selection):
+            from ..lazy.indexing import check_index_types, plan_numpy
 
+            # NumPy's order: index types, then the values, then bounds and shapes
+            check_index_types(selection)
+            vals = cast_like_setitem(values, self.dtype, advanced=True)
             self._write_plan(plan_numpy(selection, self.shape, self.chunks), vals)
             return
         dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)  # NumPy allows None here
         work = tuple(d.n for d in dims)
+        vals = cast_like_setitem(values, self.dtype)
         try:
             vals = np.broadcast_to(vals, out_shape)
         except ValueError as e:

@@ -469,6 +469,13 @@ def _classify(item: Any) -> tuple[str, Any]:
     raise SelectionError("arrays used as indices must be of integer (or boolean) type")
 
 
+def check_index_types(key: Any) -> None:
+    """Raise NumPy's ``IndexError`` for index items of a type NumPy refuses (checked, as NumPy does,
+    before an assignment's values are converted; bounds and shapes are checked after)."""
+    for item in _as_tuple(key):
+        _classify(item)
+
+
 def _norm_int(i: int, n: int, axis: int) -> int:
     if i < -n or i >= n:
         raise SelectionError(f"index {i} is out of bounds for axis {axis} with size {n}")
