@@ -321,7 +321,7 @@ class Dataset:
             from ..lazy.indexing import check_index_types, plan_numpy
 
             # NumPy's order: index types, then the values, then bounds and shapes
-            check_index_types(selection)
+            check_index_types(selection, self.shape)
             vals = cast_like_setitem(values, self.dtype, advanced=True)
             self._write_plan(plan_numpy(selection, self.shape, self.chunks), vals)
             return

@@ -469,11 +469,15 @@ def _classify(item: Any) -> tuple[str, Any]:
     raise SelectionError("arrays used as indices must be of integer (or boolean) type")
 
 
-def check_index_types(key: Any) -> None:
-    """Raise NumPy's ``IndexError`` for index items of a type NumPy refuses (checked, as NumPy does,
-    before an assignment's values are converted; bounds and shapes are checked after)."""
-    for item in _as_tuple(key):
-        _classify(item)
+def check_index_types(key: Any, shape: Sequence[int]) -> None:
+    """Raise NumPy's ``IndexError`` for what NumPy checks before an assignment's values are converted:
+    index items of a refused type, the number of indices, and integer (not array) indices out of bounds.
+    Index arrays' bounds and broadcast shapes are checked after the values, as NumPy does."""
+    classified = [_classify(item) for item in _as_tuple(key)]
+    entries, _ = _expand(classified, len(shape), _numpy_dims)
+    for kind, val, ds, _ in entries:
+        if kind == "int":
+            _norm_int(val, shape[ds[0]], ds[0])
 
 
 def _norm_int(i: int, n: int, axis: int) -> int:
