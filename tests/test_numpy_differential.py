@@ -520,7 +520,7 @@ def written_values(draw, shape: tuple[int, ...]):
         return complex(draw(st.integers(-3, 3)), draw(st.integers(-3, 3)))
     if kind == "npscalar":
         dt = np.dtype(draw(st.sampled_from(["i8", "u2", "f8", "f4", "bool"])))
-        return dt.type(draw(st.integers(0, 70000)) if dt.kind != "b" else True)
+        return np.asarray(draw(st.integers(0, 70000))).astype(dt)[()]  # a NumPy scalar, wrapped
     n = int(np.prod(shape))
     if kind == "list":
         return (
