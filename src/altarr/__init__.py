@@ -52,6 +52,8 @@ _PUBLIC = {
     "Store": "altarr.stores",
     # errors module
     "errors": "altarr.errors",
+    # integrity check (a callable module: altarr.verify(path), altarr.verify.VerifyReport)
+    "verify": "altarr.verify",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
@@ -62,7 +64,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'altarr' has no attribute {name!r}")
     mod = importlib.import_module(module)
-    value = mod if name == "errors" else getattr(mod, name)
+    value = mod if name in ("errors", "verify") else getattr(mod, name)
     globals()[name] = value
     return value
 
