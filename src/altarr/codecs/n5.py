@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from . import bounded
 from .base import ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
 
 __all__ = [
@@ -241,6 +242,9 @@ class GzipCompression(N5Compression):
         except (OSError, EOFError, zlib.error) as e:
             raise self._fail("useZlib" if self.use_zlib else "gzip member", e) from e
 
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.inflate(data, max_size, wbits=15 if self.use_zlib else 31, codec=self.name)
+
 
 @register_n5_compression
 class Bzip2Compression(N5Compression):
@@ -267,6 +271,9 @@ class Bzip2Compression(N5Compression):
         except (OSError, EOFError, ValueError) as e:
             raise self._fail("bzip2 stream", e) from e
 
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.bunzip2(data, max_size, codec=self.name)
+
 
 @register_n5_compression
 class XzCompression(N5Compression):
@@ -292,6 +299,9 @@ class XzCompression(N5Compression):
             return lzma.decompress(data, format=lzma.FORMAT_XZ)
         except (lzma.LZMAError, EOFError) as e:
             raise self._fail("xz stream", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.unxz(data, max_size, codec=self.name)
 
 
 # lz4-java LZ4BlockOutputStream constants
@@ -355,7 +365,12 @@ class Lz4Compression(N5Compression):
         out += _LZ4_HEADER.pack(_LZ4_MAGIC, _LZ4_METHOD_RAW | self.level, 0, 0, 0)  # end mark
         return bytes(out)
 
-    def decode(self, data: BytesLike) -> BytesLike:
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return self.decode(data, max_size=max_size)
+
+    def decode(self, data: BytesLike, *, max_size: int | None = None) -> BytesLike:
+        """Decode the stream; with ``max_size`` a block that would take the output past it is refused
+        before it is decompressed (``CorruptChunkError``)."""
         import lz4.block
 
         view = memoryview(data).cast("B")
@@ -385,6 +400,8 @@ class Lz4Compression(N5Compression):
             ended = False
             if pos + clen > len(view):
                 raise self._fail(f"block at byte {pos} needs {clen} bytes, only {len(view) - pos} left")
+            if max_size is not None and len(out) + dlen > max_size:
+                raise bounded.too_large(self.name, max_size)
             payload = view[pos : pos + clen]
             pos += clen
             if method == _LZ4_METHOD_RAW:
@@ -440,6 +457,9 @@ class ZstdCompression(N5Compression):
             return self._codec().decode(data)
         except Exception as e:  # numcodecs raises RuntimeError/ValueError
             raise self._fail("zstd frame", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.unzstd(data, max_size, codec=self.name)
 
 
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
@@ -507,6 +527,10 @@ class BloscCompression(N5Compression):
             return self._codec().decode(data)
         except Exception as e:  # numcodecs raises RuntimeError on a bad frame
             raise self._fail("blosc frame", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        bounded.check_announced(self.name, bounded.blosc_nbytes(data), max_size)
+        return self.decode(data)
 
 
 class IdentityCodec(BytesBytesCodec):
@@ -685,9 +709,16 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         return payload
 
-    def _decompress(self, payload: BytesLike) -> BytesLike:
-        for c in reversed(self.data_codecs):
-            payload = c.decode(payload)
+    def _decompress(self, payload: BytesLike, max_size: int) -> BytesLike:
+        """Undo the data codecs, the innermost one producing at most ``max_size`` bytes (each outer one a
+        generous bound of its encoded size): a decompression bomb stops at the block's size."""
+        if not self.data_codecs:
+            return payload
+        limits = [max_size]
+        for c in self.data_codecs[:-1]:
+            limits.append(c.max_encoded_size(limits[-1]))
+        for c, limit in zip(reversed(self.data_codecs), reversed(limits), strict=True):
+            payload = c.decode_capped(payload, limit)
         return payload
 
     def encode(self, array: np.ndarray) -> BytesLike:
@@ -708,8 +739,8 @@ class N5BlockCodec(ArrayBytesCodec):
         mode, size, num, hlen = parse_block_header(data)
         view = memoryview(data).cast("B")
         if mode == MODE_OBJECT:
-            if self.read_objects:
-                return np.frombuffer(bytes(self._decompress(view[hlen:])), dtype=np.uint8)
+            if self.read_objects:  # numElements counts the payload's bytes
+                return np.frombuffer(bytes(self._decompress(view[hlen:], int(num or 0))), dtype=np.uint8)
             raise UnsupportedError(
                 "N5 object block (mode 2) cannot be read as a numeric array "
                 "(use N5BlockCodec(read_objects=True) for its raw bytes)",
@@ -729,8 +760,8 @@ class N5BlockCodec(ArrayBytesCodec):
                 "cannot be read as a numeric array",
                 codec=self.name,
             )
-        payload = self._decompress(view[hlen:])
         expected = count * dtype.itemsize
+        payload = self._decompress(view[hlen:], expected)
         if len(payload) != expected:
             raise CorruptChunkError(
                 f"N5 block payload has {len(payload)} bytes after decompression, expected {expected} "
