@@ -205,6 +205,19 @@ class CodecChain:
             got = self._limits[key] = tuple(limits)
         return got
 
+    def max_encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int:
+        """The most bytes a stored chunk of ``shape``/``dtype`` can have (exact when every codec has a
+        fixed size, else a generous bound): index entries claiming more are corrupt.
+
+        >>> CodecChain(["bytes"]).max_encoded_size((4, 4), "uint16")
+        32
+        """
+        s, d = self.resolve(shape, dtype)
+        n = self.array_bytes.max_encoded_size(s, d)
+        for c in self.bytes_bytes:
+            n = c.max_encoded_size(n)
+        return n
+
     def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
         """Check that the chain can encode chunks of ``shape`` (and ``dtype`` when given): transpose orders
         fit, ``bytes`` has an ``endian`` for multi-byte types, shard shapes divide. Raises

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -91,6 +92,20 @@ def _scratch_input(nbytes: int) -> memoryview:
 #: How often a batched read is redone when another writer replaces a shard between reading its index
 #: and reading its chunks (detected through the stores' version tokens) before it gives up.
 READ_ATTEMPTS = 5
+
+
+def _reader_size(reader: Any) -> int | None:
+    """The size of the file an open reader holds (the version its reads come from), if it tells."""
+    size = getattr(reader, "size", None)
+    if isinstance(size, int):
+        return size
+    fd = getattr(reader, "fd", None)
+    if isinstance(fd, int) and fd >= 0:
+        try:
+            return os.fstat(fd).st_size
+        except OSError:
+            return None
+    return None
 
 
 class _ShardChanged(Exception):
@@ -259,6 +274,14 @@ class DatasetAccess:
             if sc.chunks_per_shard(self.grid.levels[level]) != self.grid.per_block(level):
                 raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
         self.chunk_chain = chunk_chain
+        #: The most bytes a stored level-l block can have (l = 0: a chunk): index entries claiming more are
+        #: refused before anything is read or allocated for them.
+        self.max_block_bytes: list[int] = [chunk_chain.max_encoded_size(self.grid.chunks, self.dtype)]
+        for level in range(1, self.grid.nlevels):
+            cps = self.grid.per_block(level)
+            sc = self.sharding[level]
+            assert sc is not None
+            self.max_block_bytes.append(sc.index_nbytes(cps) + math.prod(cps) * self.max_block_bytes[-1])
         self.truncates = bool(getattr(chunk_chain.array_bytes, "truncates_edges", False))
         # chains of [bytes, one compressor] decode straight into the destination (see decode_chunk)
         self._direct = None if self.truncates else chunk_chain.direct_compressor(self.dtype)
@@ -498,6 +521,7 @@ class DatasetAccess:
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
+        sizes: dict[str, int] = {}  # object sizes where the open file tells them (index entry checks)
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
@@ -505,9 +529,12 @@ class DatasetAccess:
                 reader = readers[n.key]
                 if reader is not None:
                     tokens[n.key] = reader.version
+                    size = _reader_size(reader)
+                    if size is not None:
+                        sizes[n.key] = size
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
         for level in range(top, 0, -1):
-            nodes = self._descend(nodes, level, tokens, readers)
+            nodes = self._descend(nodes, level, tokens, readers, sizes)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
         if pending and readers is not None:
@@ -572,9 +599,19 @@ class DatasetAccess:
         return [d for d, _ in got], [v for _, v in got]
 
     def _descend(
-        self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None = None
+        self,
+        nodes: list[_Node],
+        level: int,
+        tokens: dict[str, Any],
+        readers: dict[str, Any] | None = None,
+        sizes: dict[str, int] | None = None,
     ) -> list[_Node]:
-        """Read the index of every level-``level`` node (or the whole node) and return its children."""
+        """Read the index of every level-``level`` node (or the whole node) and return its children.
+
+        Every index entry is checked (:meth:`ShardingCodec.decode_index`) before it leads to a read: no
+        longer than a child block can be, inside the object where its size is known (a nested node's
+        length, an open file's size, a whole read), else below ``2**63``."""
+        max_child = self.max_block_bytes[level - 1]
         sc = self.sharding[level]
         assert sc is not None
         cps = self.grid.per_block(level)
@@ -634,15 +671,16 @@ class DatasetAccess:
                     key=n.key,
                     byte_range=req[1:],
                 )
+            size = n.length if n.length is not None else (sizes or {}).get(n.key)
             try:
-                index = sc.decode_index(d, cps, object_size=n.length)
+                index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
             except AltarrError as e:
                 raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             cache.put(n.key, level, n.start, version, index)
             indexed.append((n, index))
         for n in in_memory:
             try:
-                index = sc.read_index(n.mem, cps)
+                index = sc.read_index(n.mem, cps, max_nbytes=max_child)
             except AltarrError as e:
                 raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             cache.put(n.key, level, n.start, tokens.get(n.key), index)
