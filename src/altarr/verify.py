@@ -58,7 +58,8 @@ class Problem:
 
     ``kind`` is one of ``"metadata"``, ``"attributes"``, ``"read"``, ``"truncated"``,
     ``"index-checksum"``, ``"index"``, ``"index-bounds"``, ``"index-overlap"``, ``"index-sentinel"``,
-    ``"checksum"``, ``"chunk"``, ``"unexpected"`` (an error that is not an ``altarr.errors`` one).
+    ``"checksum"``, ``"chunk"``, ``"unexpected-key"`` (an object in an array's folder that is none of its
+    chunks or shards), ``"unexpected"`` (an error that is not an ``altarr.errors`` one).
     """
 
     key: str
@@ -137,7 +138,10 @@ def verify(path_or_url: str | Store, *, repair: bool = False, **storage_options:
         report.add(prefix or "/", "metadata", "no N5, Zarr v2 or Zarr v3 metadata found")
         return report
     for node in nodes:
-        _check_node(store, node, nodes, keys, report)
+        try:
+            _check_node(store, node, nodes, keys, report)
+        except Exception as e:  # noqa: BLE001 - verify reports, it does not stop
+            report.add(node or "/", "unexpected", f"{type(e).__name__}: {e}")
     return report
 
 
@@ -193,25 +197,46 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
 
 
 # --- arrays -------------------------------------------------------------------------------------------
-def _positions(ds: Dataset, data_keys: set[str]) -> list[tuple[str, tuple[int, ...]]]:
-    """Stored objects of ``ds`` with their outer grid positions (every position's key is generated once,
-    so the cost is one pass over the grid, as :meth:`Dataset.stored_chunks` does)."""
-    from itertools import product
+def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[int, ...]]], list[str]]:
+    """Stored objects of ``ds`` with their outer grid positions, and the keys that name no position.
+
+    Each key is parsed (its integers, in order or reversed, as N5 writes them) and accepted when the
+    dataset's own key function gives it back for that position inside the grid: the cost follows the
+    stored objects, not the grid (which may be astronomically large and sparse)."""
+    import re
 
     acc = ds._access
     top = acc.grid.nlevels - 1
-    found = []
-    for pos in product(*(range(n) for n in acc.grid.grid_shape(top))):
-        k = acc.key(pos)
-        if k in data_keys:
-            found.append((k, tuple(pos)))
-    return found
+    grid = acc.grid.grid_shape(top)
+    base = f"{ds.path}/" if ds.path else ""
+    found, unknown = [], []
+    for k in sorted(data_keys):
+        nums = [int(x) for x in re.findall(r"\d+", k[len(base) :])]
+        pos = None
+        for cand in (
+            tuple(nums[-len(grid) :]) if grid else (),
+            tuple(reversed(nums[-len(grid) :])) if grid else (),
+        ):
+            if len(cand) == len(grid) and all(0 <= c < n for c, n in zip(cand, grid, strict=True)):
+                if acc.key(cand) == k:
+                    pos = cand
+                    break
+        if pos is None:
+            unknown.append(k)
+        else:
+            found.append((k, pos))
+    return found, unknown
 
 
 def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport) -> None:
     acc = ds._access
     top = acc.grid.nlevels - 1
-    for key, pos in _positions(ds, data_keys):
+    found, unknown = _positions(ds, data_keys)
+    for key in unknown:
+        if key.rpartition("/")[2].startswith("."):
+            continue  # hidden files (.DS_Store, editors' files) are no chunk of any format: not reported
+        report.add(key, "unexpected-key", "an object inside the array that is no chunk or shard of its grid")
+    for key, pos in found:
         try:
             data = acc.store.get(key)
         except AltarrError as e:

@@ -41,6 +41,9 @@ from .registry import register_codec
 
 __all__ = ["ShardingCodec", "EMPTY"]
 
+#: The most sharding levels one chain may nest (hostile metadata could nest hundreds).
+MAX_DEPTH = 16
+
 #: The index word marking an empty inner chunk (both offset and nbytes).
 EMPTY = 2**64 - 1
 _EMPTY_U64 = np.uint64(EMPTY)
@@ -84,6 +87,14 @@ class ShardingCodec(ArrayBytesCodec):
             index_codecs, "index_codecs", [BytesCodec("little"), Crc32cCodec()]
         )
         self.index_location: str = check_choice(self.name, "index_location", index_location, ("start", "end"))
+        inner = self.codecs.array_bytes
+        #: Sharding levels from this one down (1: the inner chain holds no further shards).
+        self.depth: int = 1 + (inner.depth if isinstance(inner, ShardingCodec) else 0)
+        if self.depth > MAX_DEPTH:
+            raise MetadataError(
+                f"codec 'sharding_indexed': nested {self.depth} levels deep, more than the {MAX_DEPTH} supported",
+                codec=self.name,
+            )
         self._start = self.index_location == "start"
         # The index chain sees arrays of shape (*chunks_per_shard, 2) and dtype uint64.
         probe = (1,) * len(self.chunk_shape) + (2,)

@@ -39,6 +39,7 @@ import numpy as np
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError
+from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
 from .grid import NestedGrid
 from .locks import shard_locks
@@ -265,6 +266,8 @@ class DatasetAccess:
         self.spec = spec
         self.dtype = np.dtype(spec.dtype)
         shapes, shardings, chunk_chain = _levels_of(spec)
+        meta_key = join_key(prefix, next(iter(spec.metadata), "")) if spec.metadata else (prefix or None)
+        check_spec_limits(spec.shape, shapes[::-1], self.dtype, key=meta_key)
         self.grid = NestedGrid(spec.shape, shapes[::-1])
         # self.sharding[l] splits a level-l block into level-(l-1) blocks (index 0 unused)
         self.sharding: list[ShardingCodec | None] = [None, *shardings[::-1]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MetadataError
+from ..errors import AltarrError, MetadataError
 from ._common import parse_json
 from .base import DatasetSpec, Format, join_key
 from .n5 import ATTRIBUTES_KEY, N5Format
@@ -76,6 +76,18 @@ def _fetch(store: Store, prefix: str) -> dict[str, Any]:
 
 
 def open_node(store: Store, prefix: str, *, parse: bool = True) -> Node:
+    """See :func:`_open_node`; a failure that is not an ``altarr.errors`` one (a recursion, an overflow, a
+    type or memory error raised by hostile metadata that no check caught) becomes a ``MetadataError``
+    naming the node."""
+    try:
+        return _open_node(store, prefix, parse=parse)
+    except AltarrError:
+        raise
+    except (RecursionError, OverflowError, TypeError, ValueError, MemoryError) as e:
+        raise MetadataError(f"invalid metadata: {type(e).__name__}: {e}", key=prefix or "/") from e
+
+
+def _open_node(store: Store, prefix: str, *, parse: bool = True) -> Node:
     """Detect the format of the node at ``prefix`` and, for an array, parse its spec, from one batched
     store request (plus a directory listing only for an N5 group without ``attributes.json``).
 

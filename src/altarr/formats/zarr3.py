@@ -80,6 +80,9 @@ _CORE_TYPES = {
         "complex128",
     )
 }
+#: The widest raw data type (``r<N>``) accepted: 64 KiB per element.
+_MAX_RAW_BITS = 8 * 65536
+
 _ARRAY_FIELDS = {
     "zarr_format",
     "node_type",
@@ -116,9 +119,11 @@ def dtype_from_data_type(value: Any, *, key: str = METADATA_KEY) -> np.dtype:
         return _CORE_TYPES[name]
     if name.startswith("r") and name[1:].isdigit():
         bits = int(name[1:])
-        if bits <= 0 or bits % 8:
+        if bits <= 0 or bits % 8 or bits > _MAX_RAW_BITS:
             raise MetadataError(
-                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits", key=key
+                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits, at most "
+                f"{_MAX_RAW_BITS}",
+                key=key,
             )
         return np.dtype(f"V{bits // 8}")
     if name in ("string", "bytes", "variable_length_bytes", "variable_length_utf8"):
