@@ -64,8 +64,8 @@ DEEP = "[" * 100_000 + "]" * 100_000
 BIG = "1" + "0" * 400  # 10**400 as a JSON integer
 
 DOCS = {
-    "deep JSON": ("zarr.json", '{"zarr_format": 3, "node_type": "array", "attributes": {"a": %s}}' % DEEP),
-    "deep JSON (N5)": ("attributes.json", '{"dimensions": [8], "blockSize": [4], "x": %s}' % DEEP),
+    "deep JSON": ("zarr.json", '{"zarr_format": 3, "node_type": "array", "attributes": {"a": ' + DEEP + "}}"),
+    "deep JSON (N5)": ("attributes.json", '{"dimensions": [8], "blockSize": [4], "x": ' + DEEP + "}"),
     "deep filters (v2)": (
         ".zarray",
         _z2().replace('"filters": null', f'"filters": [{"[" * 2000 + "]" * 2000}]'),

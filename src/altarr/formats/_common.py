@@ -107,7 +107,9 @@ def check_spec_limits(
     altarr.errors.MetadataError: field 'shape': 1000000000000000000000000000000 elements, more than the 2**62 altarr supports [key='zarr.json']
     """
     if len(shape) > MAX_RANK:
-        raise MetadataError(f"field 'shape': {len(shape)} dimensions, more than the {MAX_RANK} NumPy supports", key=key)
+        raise MetadataError(
+            f"field 'shape': {len(shape)} dimensions, more than the {MAX_RANK} NumPy supports", key=key
+        )
     n = math.prod(int(s) for s in shape)
     if n > MAX_ELEMENTS:
         raise MetadataError(f"field 'shape': {n} elements, more than the 2**62 altarr supports", key=key)
