@@ -53,6 +53,9 @@ __all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 Chunk = tuple[int, ...]
 _EMPTY = np.uint64(2**64 - 1)
 
+#: The version reported (``read_chunks(..., versions=)``) for a shard that does not exist.
+MISSING = "missing"
+
 #: Read a shard whole when the requested chunks are at least this fraction of its in-bounds chunks.
 WHOLE_SHARD_FRACTION = 0.5
 
@@ -428,12 +431,17 @@ class DatasetAccess:
         return a
 
     # --- reads -----------------------------------------------------------------------------------------
-    def read_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[np.ndarray | None]:
-        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order."""
+    def read_chunks(
+        self, coords: Sequence[Sequence[int]] | np.ndarray, *, versions: dict[str, Any] | None = None
+    ) -> list[np.ndarray | None]:
+        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order.
+
+        ``versions``: a dict that receives, for a sharded array, the version token of every shard the call
+        read (``None`` where the store reports none); all chunks of one shard come from that version."""
         rows = self._rows(coords)
         if not rows:
             return []
-        raw = self.read_raw(list(rows))
+        raw = self.read_raw(list(rows), versions=versions)
         # a chunk asked for k times is returned k times, each slot its own array: the k - 1 copies are
         # made in the chunk's decode task, so they run on the pool too (their page faults cost as much as
         # the decode of a fast codec)
@@ -453,19 +461,30 @@ class DatasetAccess:
         return out
 
     def visit_chunks(
-        self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]
+        self,
+        coords: Sequence[Sequence[int]] | np.ndarray,
+        fn: Callable[[int, np.ndarray], Any],
+        *,
+        versions: dict[str, Any] | None = None,
     ) -> None:
         """``fn(i, chunk)`` per requested row on the pool, chunks decoded into scratch (see
-        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`)."""
+        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`); ``versions`` as for
+        :meth:`read_chunks`."""
         rows = self._rows(coords)
 
         def each_row(chunk: Chunk, a: np.ndarray) -> None:
             for i in rows[chunk]:
                 fn(i, a)
 
-        self.visit(list(rows), each_row)
+        self.visit(list(rows), each_row, versions=versions)
 
-    def visit(self, chunks: list[Chunk], fn: Callable[[Chunk, np.ndarray], Any]) -> None:
+    def visit(
+        self,
+        chunks: list[Chunk],
+        fn: Callable[[Chunk, np.ndarray], Any],
+        *,
+        versions: dict[str, Any] | None = None,
+    ) -> None:
         """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
         decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
         array for a chunk that is not stored). On local files each shard is opened once and every chunk's
@@ -489,11 +508,15 @@ class DatasetAccess:
             fn(chunk, a)
 
         with self.open_readers() as readers:  # local files: each shard opened once for the call
-            raw = self.read_raw(chunks, readers=readers)
+            raw = self.read_raw(chunks, readers=readers, versions=versions)
             pmap(one, chunks)
 
     def read_raw(
-        self, chunks: Sequence[Chunk], *, readers: dict[str, Any] | None = None
+        self,
+        chunks: Sequence[Chunk],
+        *,
+        readers: dict[str, Any] | None = None,
+        versions: dict[str, Any] | None = None,
     ) -> dict[Chunk, tuple[str, Any] | None]:
         """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
 
@@ -509,7 +532,7 @@ class DatasetAccess:
             return {c: (None if d is None else (k, d)) for c, k, d in zip(chunks, keys, datas, strict=True)}
         for _ in range(READ_ATTEMPTS):
             try:
-                return self._read_sharded(chunks, readers)
+                return self._read_sharded(chunks, readers, seen=versions)
             except _ShardChanged as e:  # replaced between its index read and its chunks' reads: again
                 self.index_cache.forget(e.keys)
         raise CorruptShardError(
@@ -518,7 +541,7 @@ class DatasetAccess:
         )
 
     def _read_sharded(
-        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None
+        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None, *, seen: dict[str, Any] | None = None
     ) -> dict[Chunk, tuple[str, Any] | None]:
         top = self.grid.nlevels - 1
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
@@ -530,7 +553,9 @@ class DatasetAccess:
                 if n.key not in readers:
                     readers[n.key] = self.store.open_reader(n.key)  # type: ignore[attr-defined]
                 reader = readers[n.key]
-                if reader is not None:
+                if reader is None:
+                    tokens[n.key] = MISSING
+                else:
                     tokens[n.key] = reader.version
                     size = _reader_size(reader)
                     if size is not None:
@@ -538,6 +563,10 @@ class DatasetAccess:
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
         for level in range(top, 0, -1):
             nodes = self._descend(nodes, level, tokens, readers, sizes)
+        if seen is not None:  # the version of every shard this call reads (None: the store tells none)
+            for pos in self.group_by_shard(chunks):
+                key = self.key(pos)
+                seen[key] = tokens.get(key)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
         if pending and readers is not None:
@@ -655,6 +684,7 @@ class DatasetAccess:
             tokens.setdefault(n.key, version)
             if d is None:
                 if n.length is None:  # a missing shard: all its chunks are absent
+                    tokens[n.key] = MISSING
                     continue
                 raise CorruptShardError("object vanished while it was being read", key=n.key)
             if whole:
