@@ -31,10 +31,11 @@ def s3_endpoint():
         yield endpoint
 
 
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` (long soak and fuzz runs) run only when asked for with ``-m slow`` (or any
-    ``-m`` expression naming them); the default suite deselects them."""
-    if "slow" in (config.getoption("markexpr") or ""):
+    """Tests marked ``slow`` (soak runs) are deselected unless the marker expression names them
+    (``-m slow``); ``.ci/run`` runs them after the default suite."""
+    if "slow" in (config.getoption("markexpr", "") or ""):
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]
     if slow:
