@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,7 @@ import zarr
 
 import altarr as aa
 from altarr.codecs import ShardingCodec
+from altarr.stores import LocalStore
 
 DATA = Path(__file__).parent / "data" / "n5-java"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
@@ -353,3 +355,70 @@ def test_java_nested_fixture_copies_to_nested_zarr3(tmp_path):
     np.testing.assert_array_equal(
         zarr.open_array(str(tmp_path / "n.zarr"), mode="r")[...], np.load(DATA / d["expected"])
     )
+
+
+# --- request counts on Java's shards ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    ["shard-raw-uint32", "shard-start-little-crc32c-gzip-uint32", "shard-start-crc32c-zstd-float32-3d"],
+)
+def test_reading_javas_shards_request_counts(name):
+    """Index at the end (a suffix read: no size query) or at the start, with or without crc32c: one chunk
+    costs the index and its own range; a shard's stored chunks all at once cost one whole-object read; a
+    chunk of a missing shard file one request."""
+    d = DATASETS[name]
+    store = LocalStore(DATA / "data.n5", max_coalesced_size=1)  # no merging: every request counted
+    ds = aa.open_dataset(store, path=name)
+    expected = np.load(DATA / d["expected"])
+    missing = {numpy_pos(c) for c in d["missing_chunks"]}
+    first_shard = [c for c in chunk_grid(d) if ds._access.shard_of(c) == (0,) * len(c)]
+    stored = [c for c in first_shard if c not in missing]
+    for wanted, reads in (([stored[0]], 2), (stored, 1)):
+        ds = aa.open_dataset(store, path=name)  # no cached index
+        store.stats.reset()
+        arrays = ds.read_chunks(wanted)
+        assert (store.stats.reads, store.stats.size_queries, store.stats.writes) == (reads, 0, 0)
+        for c, a in zip(wanted, arrays, strict=True):
+            sel = tuple(slice(p * k, (p + 1) * k) for p, k in zip(c, ds.chunks, strict=True))
+            np.testing.assert_array_equal(a, expected[sel])
+    shard_key = "/".join(str(p) for p in d["missing_shards"][0])
+    in_missing = [c for c in chunk_grid(d) if ds._access.key(ds._access.shard_of(c)) == f"{name}/{shard_key}"]
+    store.stats.reset()
+    assert ds.read_chunks(in_missing[:1]) == [None]
+    assert (store.stats.reads, store.stats.size_queries) == (1, 0)
+
+
+# --- the case of the issue, decoded independently from the fixtures' README ----------------------------------------
+def test_issue_case_decodes_by_the_readme_layout(tmp_path):
+    """N5 dims [16, 8], chunk [2, 4], shard [8, 8]: the layout Java read wrongly from altarr before. Decoded
+    here without altarr, from the README's description of Java's shards: the index is (offset, nbytes)
+    big-endian uint64 pairs in C order over the NumPy-order chunk grid of the shard, each chunk an n5bytes
+    block whose header holds its N5-order size."""
+    values = np.arange(128, dtype="uint16").reshape(8, 16) + 1  # NumPy order: N5 dims [16, 8]
+    ds = aa.create_dataset(
+        str(tmp_path / "i.n5"),
+        path="ds",
+        format="n5",
+        shape=values.shape,
+        dtype=values.dtype,
+        chunks=(4, 2),  # N5 chunk [2, 4]
+        shards=(8, 8),
+        compressor="raw",
+        index_crc32c=False,
+    )
+    ds[...] = values
+    doc = json.loads((tmp_path / "i.n5" / "ds" / "attributes.json").read_text())
+    assert doc["blockSize"] == [8, 8] and doc["codecs"][0]["configuration"]["chunk_shape"] == [4, 2]
+    decoded = np.zeros_like(values)
+    for sx in range(2):  # N5 shard position (sx, 0)
+        raw = (tmp_path / "i.n5" / "ds" / str(sx) / "0").read_bytes()
+        cps = (8 // 4, 8 // 2)  # NumPy order
+        index = np.frombuffer(raw[-16 * 4 * 2 :], dtype=">u8").reshape(*cps, 2)
+        for i, j in np.ndindex(*cps):
+            off, n = (int(v) for v in index[i, j])
+            block = raw[off : off + n]
+            mode, ndim, w, h = struct.unpack(">HHII", block[:12])
+            assert (mode, ndim, w, h) == (0, 2, 2, 4)  # N5-order size [2, 4]
+            chunk = np.frombuffer(block[12:], dtype=">u2").reshape(h, w)
+            decoded[i * 4 : (i + 1) * 4, sx * 8 + j * 2 : sx * 8 + (j + 1) * 2] = chunk
+    np.testing.assert_array_equal(decoded, values)
