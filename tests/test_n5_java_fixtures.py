@@ -209,6 +209,37 @@ def test_default_sharded_attributes_are_javas_without_the_legacy_key(tmp_path, n
             assert (tmp_path / "data.n5" / name / f).read_bytes() == (DATA / d["path"] / f).read_bytes()
 
 
+@pytest.mark.parametrize("name", ["shard-crc32c-raw-int32", "shard-crc32c-xz-uint8"])
+def test_altarr_defaults_are_a_layout_java_wrote_and_read(tmp_path, name):
+    """altarr's default index (big-endian raw-bytes + crc32c at the end) is the layout of these fixtures,
+    which Java wrote and read back from their attributes.json: with no index option given, the shard files
+    are Java's byte for byte (xz: the same values), and the document is Java's without the legacy key."""
+    d = DATASETS[name]
+    assert (d["index_location"], d["index_endian"], d["index_crc32c"]) == ("end", "big", True)
+    assert d["java_reads_attributes_json"]
+    expected = np.load(DATA / d["expected"])
+    ds = aa.create_dataset(
+        str(tmp_path / "d.n5"),
+        path=name,
+        format="n5",
+        shape=expected.shape,
+        dtype=expected.dtype,
+        chunks=tuple(d["numpy"]["chunks"]),
+        shards=tuple(d["numpy"]["shards"][0]),
+        compressor=d["compression_key"],  # a bare name: Java's defaults
+    )
+    ds[...] = expected  # the missing chunks are all zero: not written
+    mine = tmp_path / "d.n5" / name
+    assert stored_files(mine) == sorted(d["files"])
+    java = java_attributes(d)
+    java.pop("compression")
+    assert json.loads((mine / "attributes.json").read_text()) == java
+    if d["byte_identical_writer"]:
+        for f in d["files"]:
+            assert (mine / f).read_bytes() == (DATA / d["path"] / f).read_bytes()
+    np.testing.assert_array_equal(aa.open_dataset(str(tmp_path / "d.n5"), path=name)[...], expected)
+
+
 def test_java_defaults_for_bare_compressions(tmp_path):
     """A bare ``"gzip"`` is Java 4.x's gzip: level 6 (also inside shards), written as Java writes it."""
     ds = aa.create_dataset(
