@@ -31,7 +31,6 @@ def s3_endpoint():
         yield endpoint
 
 
-
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``slow`` (soak runs) are deselected unless the marker expression names them
     (``-m slow``); ``.ci/run`` runs them after the default suite."""
