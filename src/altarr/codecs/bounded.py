@@ -76,14 +76,16 @@ def _incremental(
 ) -> bytes:
     """Run decompressor objects from ``new()`` over ``data`` (one after another for concatenated streams
     when ``multi``), never asking for more than ``max_size + 1`` bytes of output in total."""
-    out = bytearray()
+    parts: list[bytes] = []
+    total = 0
     rest: Any = memoryview(data).cast("B")
     try:
         while True:
             d = new()
-            chunk = d.decompress(rest, max_size + 1 - len(out))
-            out += chunk
-            if len(out) > max_size:
+            chunk = d.decompress(rest, max_size + 1 - total)
+            parts.append(chunk)
+            total += len(chunk)
+            if total > max_size:
                 raise too_large(codec, max_size)
             if not d.eof:  # below the cap, so every input byte was consumed: the stream is cut short
                 raise CorruptChunkError(f"{codec} decompression failed: the stream is truncated", codec=codec)
@@ -96,7 +98,7 @@ def _incremental(
         raise
     except errors as e:
         raise CorruptChunkError(f"{codec} decompression failed: {e}", codec=codec) from e
-    return bytes(out)
+    return parts[0] if len(parts) == 1 else b"".join(parts)  # one stream: no copy
 
 
 class _Zlib:
