@@ -222,17 +222,19 @@ BASE = {
 
 
 def _replace(doc, path, value):
+    """Set ``doc[path...] = value`` unless an earlier change replaced a container on the way."""
     node = doc
-    for step in path[:-1]:
-        if not isinstance(node, dict | list) or (isinstance(node, list) and len(node) <= step):
-            return  # an earlier change replaced the parent
-        if isinstance(node, dict) and step not in node:
+    for step in path:
+        parent = node
+        if isinstance(node, list) and isinstance(step, int) and step < len(node):
+            node = node[step]
+        elif isinstance(node, dict) and isinstance(step, str) and step in node:
+            node = node[step]
+        elif step is path[-1] and isinstance(node, dict) and isinstance(step, str):
+            node = None
+        else:
             return
-        node = node[step]
-    if isinstance(node, dict):
-        node[path[-1]] = value
-    elif isinstance(node, list) and isinstance(path[-1], int) and path[-1] < len(node):
-        node[path[-1]] = value
+    parent[path[-1]] = value
 
 
 PATHS = [
