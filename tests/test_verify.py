@@ -189,3 +189,20 @@ def test_missing_metadata_is_a_problem(tmp_path):
     os.makedirs(tmp_path / "empty")
     report = aa.verify(str(tmp_path / "empty"))
     assert not report.ok and report.problems[0].kind == "metadata"
+
+
+def test_fsspec_and_zip_stores(tmp_path):
+    """Temporary files are listed through the store's own listing where it shows them (fsspec)."""
+    url = (tmp_path / "fs").as_uri()
+    _make(url)
+    stale = tmp_path / "fs" / "c" / "0" / ".0.abc.altarr-tmp"
+    stale.write_bytes(b"x")
+    report = aa.verify(url)
+    assert report.ok and report.checked["chunks"] == 16
+    assert report.stale_temp_files == ["c/0/.0.abc.altarr-tmp"]
+    assert aa.verify(url, repair=True).removed == ["c/0/.0.abc.altarr-tmp"] and not stale.exists()
+    zpath = str(tmp_path / "a.zip")
+    ds = _make(zpath)
+    ds.store.close()
+    report = aa.verify(zpath)
+    assert report.ok and report.checked == {"metadata": 1, "shards": 4, "chunks": 16}
