@@ -58,13 +58,17 @@ def open_dataset(
     *,
     path: str = "",
     write_empty_chunks: bool = False,
+    recheck: bool | None = None,
     **storage_options: Any,
 ) -> Dataset:
     """Open an existing N5, Zarr v2 or Zarr v3 array; the format is detected from its metadata.
 
     ``path_or_url`` is a local path, an fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``),
     a ``.zip`` file or a :class:`~altarr.stores.Store`; ``path`` a node inside it. ``mode="r"`` is
-    read-only, ``"r+"`` allows writes.
+    read-only, ``"r+"`` allows writes. ``client="obstore"|"fsspec"`` picks the client for object-store
+    and HTTP URLs (see ``docs/remote.md``). ``recheck`` is the staleness rule of the cached shard
+    indexes: ``None`` validates them by the object versions the store reports, ``True`` reads them
+    again on every call, ``False`` trusts them while the dataset is open.
 
     >>> import altarr as aa
     >>> _ = aa.create_dataset("memory://doc-open", shape=(3,), dtype="f4", chunks=(2,))
@@ -75,7 +79,15 @@ def open_dataset(
     node = _located(open_node, store, prefix)  # detection and parsing from one batched request
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
-    return Dataset(store, prefix, node.spec, node.format, mode=mode, write_empty_chunks=write_empty_chunks)
+    return Dataset(
+        store,
+        prefix,
+        node.spec,
+        node.format,
+        mode=mode,
+        write_empty_chunks=write_empty_chunks,
+        recheck=recheck,
+    )
 
 
 def _fresh_node(
