@@ -83,6 +83,8 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
             pass
 
         def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
+            # logged before the answer goes out, so a client that got it finds it in the log
+            log.add(self.command, self.path, self.headers.get("Range"), self._t0, time.perf_counter())
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
@@ -92,44 +94,41 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
                 self.wfile.write(body)
 
         def _serve(self, head: bool) -> None:
-            t0 = time.perf_counter()
+            self._t0 = time.perf_counter()
             rng = self.headers.get("Range")
-            try:
-                if log.latency:
-                    time.sleep(log.latency)
-                path = self.path.split("?", 1)[0]
-                target = (root / path.lstrip("/")).resolve()
-                if root not in target.parents or not target.is_file():
-                    return self._send(404, b"not found", {}, head)
-                st = target.stat()
-                etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
-                base = {
-                    "Accept-Ranges": "bytes",
-                    "ETag": etag,
-                    "Last-Modified": email.utils.formatdate(st.st_mtime, usegmt=True),
-                }
-                match = self.headers.get("If-Match")
-                if match is not None and match not in ("*", etag):
-                    return self._send(412, b"", base, head)
-                data = target.read_bytes()
-                size = len(data)
-                if rng is None:
-                    return self._send(200, data, base, head)
-                m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
-                if m is None:
-                    return self._send(200, data, base, head)
-                first, last = m.group(1), m.group(2)
-                if first == "":
-                    start, stop = max(size - int(last), 0), size
-                else:
-                    start = int(first)
-                    stop = size if last == "" else min(int(last) + 1, size)
-                if start >= size or stop <= start:
-                    return self._send(416, b"", {**base, "Content-Range": f"bytes */{size}"}, head)
-                headers = {**base, "Content-Range": f"bytes {start}-{stop - 1}/{size}"}
-                self._send(206, data[start:stop], headers, head)
-            finally:
-                log.add(self.command, self.path, rng, t0, time.perf_counter())
+            if log.latency:
+                time.sleep(log.latency)
+            path = self.path.split("?", 1)[0]
+            target = (root / path.lstrip("/")).resolve()
+            if root not in target.parents or not target.is_file():
+                return self._send(404, b"not found", {}, head)
+            st = target.stat()
+            etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+            base = {
+                "Accept-Ranges": "bytes",
+                "ETag": etag,
+                "Last-Modified": email.utils.formatdate(st.st_mtime, usegmt=True),
+            }
+            match = self.headers.get("If-Match")
+            if match is not None and match not in ("*", etag):
+                return self._send(412, b"", base, head)
+            data = target.read_bytes()
+            size = len(data)
+            if rng is None:
+                return self._send(200, data, base, head)
+            m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
+            if m is None:
+                return self._send(200, data, base, head)
+            first, last = m.group(1), m.group(2)
+            if first == "":
+                start, stop = max(size - int(last), 0), size
+            else:
+                start = int(first)
+                stop = size if last == "" else min(int(last) + 1, size)
+            if start >= size or stop <= start:
+                return self._send(416, b"", {**base, "Content-Range": f"bytes */{size}"}, head)
+            headers = {**base, "Content-Range": f"bytes {start}-{stop - 1}/{size}"}
+            self._send(206, data[start:stop], headers, head)
 
         def do_GET(self) -> None:
             self._serve(head=False)
