@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RequestLog", "http_server", "s3_server", "BUCKET", "AWS_ENV"]
+__all__ = ["RequestLog", "RemoteLog", "http_server", "s3_server", "server_process", "BUCKET", "AWS_ENV"]
 
 BUCKET = "altarr-bench"
 AWS_ENV = {
@@ -38,6 +38,11 @@ AWS_ENV = {
     "NO_PROXY": "127.0.0.1,localhost",
     "no_proxy": "127.0.0.1,localhost",
 }
+
+
+#: Path prefix of the control requests of a server in another process (not logged, not delayed):
+#: ``/__bench__/log`` (the entries as JSON), ``/__bench__/reset``, ``/__bench__/latency?s=0.02``.
+CONTROL = "/__bench__/"
 
 
 class RequestLog:
@@ -59,6 +64,18 @@ class RequestLog:
     def requests(self, method: str | None = None) -> int:
         with self._lock:
             return sum(1 for e in self.entries if method is None or e[0] == method)
+
+    def control(self, path: str) -> str:
+        """Answer a control request (see :data:`CONTROL`)."""
+        import json
+
+        what, _, query = path[len(CONTROL) :].partition("?")
+        if what == "reset":
+            self.reset()
+        elif what == "latency":
+            self.latency = float(query.partition("=")[2])
+        with self._lock:
+            return json.dumps(self.entries)
 
     def rounds(self) -> int:
         """Groups of requests that were in flight together (overlapping service intervals)."""
@@ -94,6 +111,8 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
                 self.wfile.write(body)
 
         def _serve(self, head: bool) -> None:
+            if self.path.startswith(CONTROL):
+                return self._control()
             self._t0 = time.perf_counter()
             rng = self.headers.get("Range")
             if log.latency:
@@ -129,6 +148,13 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
                 return self._send(416, b"", {**base, "Content-Range": f"bytes */{size}"}, head)
             headers = {**base, "Content-Range": f"bytes {start}-{stop - 1}/{size}"}
             self._send(206, data[start:stop], headers, head)
+
+        def _control(self) -> None:
+            body = log.control(self.path).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def do_GET(self) -> None:
             self._serve(head=False)
@@ -171,6 +197,11 @@ def s3_server(latency: float = 0.0, bucket: str = BUCKET) -> Iterator[tuple[str,
     app = DomainDispatcherApplication(create_backend_app)
 
     def delayed(environ: dict, start_response: Any) -> Any:
+        if environ.get("PATH_INFO", "").startswith(CONTROL):
+            q = environ.get("QUERY_STRING")
+            body = log.control(environ["PATH_INFO"] + ("?" + q if q else "")).encode()
+            start_response("200 OK", [("Content-Length", str(len(body)))])
+            return [body]
         t0 = time.perf_counter()
         if log.latency:
             time.sleep(log.latency)
@@ -201,3 +232,86 @@ def s3_server(latency: float = 0.0, bucket: str = BUCKET) -> Iterator[tuple[str,
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# --- a server in its own process --------------------------------------------------------------------------
+class RemoteLog(RequestLog):
+    """The :class:`RequestLog` of a server running in another process, read through its control path."""
+
+    def __init__(self, base: str) -> None:
+        super().__init__()
+        self._base = base
+
+    def _ask(self, what: str) -> None:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self._base + CONTROL + what, timeout=30) as r:
+            entries = json.loads(r.read())
+        with self._lock:
+            self.entries = [tuple(e) for e in entries]
+
+    @property
+    def latency(self) -> float:
+        return self._latency
+
+    @latency.setter
+    def latency(self, value: float) -> None:
+        self._latency = value
+        if hasattr(self, "_base"):
+            self._ask(f"latency?s={value}")
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def requests(self, method: str | None = None) -> int:
+        self._ask("log")
+        return super().requests(method)
+
+    def rounds(self) -> int:
+        self._ask("log")
+        return super().rounds()
+
+
+@contextmanager
+def server_process(kind: str, root: str | None = None) -> Iterator[tuple[str, RemoteLog]]:
+    """Run :func:`http_server` (``kind="http"``, serving ``root``) or :func:`s3_server` (``"s3"``) in a
+    child process, so the server's Python does not compete with the client's for one GIL; yields
+    ``(url, log)`` as they do. The AWS test credentials are set in this process meanwhile."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, __file__, kind] + ([str(root)] if root else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    saved = {k: os.environ.get(k) for k in AWS_ENV}
+    os.environ.update(AWS_ENV)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"the {kind} server did not start")
+        yield url, RemoteLog(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _main() -> None:
+    import logging
+    import sys
+
+    logging.disable(logging.CRITICAL)
+    kind = sys.argv[1]
+    ctx = http_server(sys.argv[2]) if kind == "http" else s3_server()
+    with ctx as (url, _log):
+        print(url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    _main()

@@ -59,6 +59,7 @@ def open_dataset(
     path: str = "",
     write_empty_chunks: bool = False,
     recheck: bool | None = None,
+    format: str | None = None,
     **storage_options: Any,
 ) -> Dataset:
     """Open an existing N5, Zarr v2 or Zarr v3 array; the format is detected from its metadata.
@@ -68,7 +69,8 @@ def open_dataset(
     read-only, ``"r+"`` allows writes. ``client="obstore"|"fsspec"`` picks the client for object-store
     and HTTP URLs (see ``docs/remote.md``). ``recheck`` is the staleness rule of the cached shard
     indexes: ``None`` validates them by the object versions the store reports, ``True`` reads them
-    again on every call, ``False`` trusts them while the dataset is open.
+    again on every call, ``False`` trusts them while the dataset is open. ``format`` (``"zarr3"``,
+    ``"zarr2"``, ``"n5"``) skips the detection: only that format's metadata is requested.
 
     >>> import altarr as aa
     >>> _ = aa.create_dataset("memory://doc-open", shape=(3,), dtype="f4", chunks=(2,))
@@ -76,7 +78,8 @@ def open_dataset(
     (3,)
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    node = _located(open_node, store, prefix)  # detection and parsing from one batched request
+    # detection and parsing from one batched request
+    node = _located(lambda s, p: open_node(s, p, format=format), store, prefix)
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
     return Dataset(
