@@ -95,6 +95,9 @@ class RequestLog:
 def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: a client reuses its connections, as with real servers
+        # headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds the body
+        # until the client's delayed ACK (40 ms) - a stall per request that real servers do not have
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -332,3 +332,43 @@ def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_inde
     ds.store.stats.reset()
     np.testing.assert_array_equal(ds.read_regions(slab)[0], VALUES[slab[0]])
     assert ds.store.stats.rounds == 1  # their indexes were parsed from the whole reads and cached
+
+
+def test_docs_remote_example_runs():
+    """The last code block of docs/remote.md (the others need a bucket) runs as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "remote.md").read_text()
+    blocks = text.split("```python\n")[1:]
+    exec(compile(blocks[-1].split("```")[0], "docs/remote.md", "exec"), {})
+
+
+def test_open_with_a_format_hint_asks_for_that_format_only(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, format="zarr3", **s3_options(s3_endpoint))
+    assert ds.store.stats.reads == 1 and ds.store.stats.rounds == 1
+    with pytest.raises(aa.errors.MetadataError):
+        aa.open_dataset(url, format="n5", **s3_options(s3_endpoint))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_consolidated_metadata_opens_children_without_requests(tmp_path, zarr_format):
+    zarr = pytest.importorskip("zarr")
+    root = zarr.open_group(str(tmp_path / "h.zarr"), mode="w", zarr_format=zarr_format)
+    a = root.create_array("raw/a", shape=(6, 6), chunks=(3, 3), dtype="int16")
+    a[...] = np.arange(36, dtype="int16").reshape(6, 6)
+    root.create_group("empty")
+    zarr.consolidate_metadata(str(tmp_path / "h.zarr"), zarr_format=zarr_format)
+    g = aa.open_group(str(tmp_path / "h.zarr"))
+    opened = g.store.stats.reads
+    sub = g["raw"]
+    ds = sub["a"]
+    assert g.store.stats.reads == opened  # both from the consolidated snapshot
+    assert isinstance(g["empty"], aa.Group) and g.store.stats.reads == opened
+    np.testing.assert_array_equal(ds[...], np.arange(36).reshape(6, 6))
+    after_data = g.store.stats.reads
+    assert g["raw/a"].shape == (6, 6) and g.store.stats.reads == after_data
+    # writable groups do not trust the snapshot (it goes stale as they add children)
+    w = aa.open_group(str(tmp_path / "h.zarr"), mode="r+")
+    before = w.store.stats.reads
+    w["raw/a"]
+    assert w.store.stats.reads > before

@@ -15,12 +15,12 @@ from itertools import product
 from typing import Any
 
 from ..errors import ExistsError, MetadataError
-from ..formats import detect_format, get_format, open_node
+from ..formats import get_format, open_node
 from ..formats.base import Format
 from ..stores import store_from_url
 from ..stores.base import Store
 from .dataset import Dataset
-from .group import Group, node_exists
+from .group import Group, consolidated_children, node_exists
 
 __all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset"]
 
@@ -162,7 +162,9 @@ def create_dataset(
 
 
 def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **storage_options: Any) -> Group:
-    """Open an existing group (or the root of an N5 container).
+    """Open an existing group (or the root of an N5 container). Opened read-only, a group with
+    consolidated metadata (Zarr v3 ``consolidated_metadata``, Zarr v2 ``.zmetadata``) opens its
+    children from it without further requests.
 
     >>> import altarr as aa
     >>> _ = aa.create_group("memory://doc-og", format="n5")
@@ -170,10 +172,12 @@ def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **s
     'n5'
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    fmt, kind = _located(detect_format, store, prefix)
-    if kind != "group":
+    # one round: the candidates and a Zarr v2 .zmetadata (Zarr v3 consolidates inside zarr.json)
+    node = _located(lambda s, p: open_node(s, p, parse=False, extra=(".zmetadata",)), store, prefix)
+    if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
-    return Group(store, prefix, fmt, mode=mode)
+    consolidated = consolidated_children(node.format.name, node.raw or {}, prefix) if mode == "r" else None
+    return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
 
 
 def create_group(
