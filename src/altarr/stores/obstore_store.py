@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
@@ -50,6 +51,10 @@ DEFAULT_CONCURRENCY = 64
 
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0  # a forked child has no loop thread (and must not share the parent's connections)
+#: The process that used obstore first: obstore's Rust runtime does not survive fork(), a request from a
+#: forked child would hang, so it raises instead.
+_used_in = 0
 #: obstore clients by (URL, configuration): opening a dataset again reuses the client and its open
 #: connections (a new client cost 3-6 ms here, plus a TCP and TLS handshake per connection)
 _clients: dict[str, Any] = {}
@@ -58,9 +63,10 @@ _clients: dict[str, Any] = {}
 def _run(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` on the one event loop thread the obstore stores share (started on first use), so a
     call works the same from plain code, threads and running event loops (Jupyter)."""
-    global _loop
+    global _loop, _loop_pid
     with _loop_lock:
-        if _loop is None or _loop.is_closed():
+        if _loop is None or _loop.is_closed() or _loop_pid != os.getpid():
+            _loop_pid = os.getpid()
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="altarr-obstore", daemon=True).start()
         loop = _loop
@@ -142,7 +148,6 @@ class ObstoreStore(Store):
         super().__init__()
         try:
             import obstore
-            from obstore.store import from_url
         except ImportError as e:  # pragma: no cover - obstore is a dependency
             raise StoreError("client='obstore' needs the obstore package (pip install obstore)") from e
         self._obs = obstore
@@ -152,23 +157,53 @@ class ObstoreStore(Store):
         self.max_coalesced_size = max_coalesced_size
         self.concurrency = max(1, int(concurrency))
         self.storage_options = dict(storage_options)
-        config = fsspec_to_obstore_options(url, storage_options)
+        self._config = fsspec_to_obstore_options(url, storage_options)
+        self._client_pid = 0
+        self._client: Any = None
+        self._store  # noqa: B018 - build the client now: a bad URL or option fails here
+        # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
+        self._rm_reports_missing = url.startswith("memory://")
+
+    @property
+    def _store(self) -> Any:
+        """The obstore client: shared by the stores of one URL and configuration in a process, made
+        anew in a forked child (the parent's connections and runtime threads are not the child's)."""
+        global _used_in
+        pid = os.getpid()
+        if self._client_pid == pid:
+            return self._client
+        if _used_in and _used_in != pid:
+            raise StoreError(
+                "obstore cannot be used in a process forked after its parent used it (its Rust runtime "
+                "does not survive fork): start workers with multiprocessing's 'spawn' or 'forkserver' "
+                f"method, or open {self.url!r} with client='fsspec'"
+            )
+        _used_in = pid
+        url, config = self.url, self._config
         ident = repr((url, sorted(config.items())))
         with _loop_lock:  # (memory:// stays one store per object, as a test double should)
+            if _clients.get("pid") != pid:
+                _clients.clear()
+                _clients["pid"] = pid
             client = None if url.startswith("memory:") else _clients.get(ident)
         if client is None:
-            try:
-                client = from_url(url, **config)
-            except Exception as e:
-                raise StoreError(f"could not open {url!r} with obstore: {type(e).__name__}: {e}") from e
+            if self._client is not None and url.startswith("memory:"):
+                client = self._client  # a memory store keeps its contents
+            else:
+                from obstore.store import from_url
+
+                try:
+                    client = from_url(url, **config)
+                except Exception as e:
+                    raise StoreError(f"could not open {url!r} with obstore: {type(e).__name__}: {e}") from e
             if not url.startswith("memory:"):
                 with _loop_lock:
                     if len(_clients) > 64:
                         _clients.clear()
+                        _clients["pid"] = pid
                     _clients.setdefault(ident, client)
-        self._store = client
-        # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
-        self._rm_reports_missing = url.startswith("memory://")
+        self._client, self._client_pid = client, pid
+        return client
 
     @property
     def identity(self) -> object:
