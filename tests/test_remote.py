@@ -401,3 +401,25 @@ def test_obstore_store_in_a_forked_child_fails_fast_and_works_when_spawned(s3_en
             p.join(60)
         assert p.exitcode == 0
         assert expect in got if method == "fork" else got == expect
+
+
+def test_bench_remote_smoke(tmp_path):
+    """A tiny run of the network benchmark (altarr alone, both servers): it checks every result it
+    times against the source data, and prints its table."""
+    import json
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_remote.py"
+    out = tmp_path / "rows.json"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick", "--libs", "altarr", "--json", str(out),
+         "--scenarios", "open_chunk,boxes,boxes_loop,write_boxes"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert {r["scenario"] for r in rows} == {"open_chunk", "boxes", "boxes_loop", "write_boxes"}
+    assert all("error" not in r for r in rows)
+    one = [r for r in rows if r["scenario"] == "open_chunk"]
+    assert all(r["requests"] == 3 and r["rounds"] == 3 for r in one)  # metadata, index, chunk
+    assert "| boxes_loop |" in proc.stdout
