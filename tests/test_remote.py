@@ -423,3 +423,16 @@ def test_bench_remote_smoke(tmp_path):
     one = [r for r in rows if r["scenario"] == "open_chunk"]
     assert all(r["requests"] == 3 and r["rounds"] == 3 for r in one)  # metadata, index, chunk
     assert "| boxes_loop |" in proc.stdout
+
+
+def test_s3_nested_cached_outer_index_of_a_deleted_shard_reads_as_missing(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint, shards=[(8, 8), (16, 16)])
+    reader = aa.open_dataset(url, **s3_options(s3_endpoint))
+    reader.read_regions(REGIONS)
+    writer = aa.open_dataset(url, mode="r+", **s3_options(s3_endpoint))
+    writer.delete_chunks(writer.chunks_in_shard((0, 0)))
+    expect = VALUES.copy()
+    expect[0:16, 0:16] = 0
+    for g, r in zip(reader.read_regions(REGIONS), REGIONS, strict=True):
+        np.testing.assert_array_equal(g, expect[r])

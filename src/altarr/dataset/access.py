@@ -652,6 +652,8 @@ class DatasetAccess:
             if d is None:
                 if n.length is None:  # a missing shard: all its chunks are absent
                     continue
+                if cache.optimistic:  # deleted since its outer index was cached: read that again
+                    raise _ShardChanged({n.key})
                 raise CorruptShardError("object vanished while it was being read", key=n.key)
             if whole:
                 if n.length is not None and len(d) != n.length:
