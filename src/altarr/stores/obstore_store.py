@@ -258,7 +258,7 @@ class ObstoreStore(Store):
             return {"range": {"offset": s}}
         return {"range": (s, e)}
 
-    def _get_sync(self, key: str, s: int | None, e: int | None) -> tuple[bytes, Any]:
+    def _get_sync(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
         """One request on the calling thread (a batch of one needs no event loop hop)."""
         obs = self._obs
         if s is not None and e is not None and e <= s:
@@ -269,9 +269,9 @@ class ObstoreStore(Store):
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
             return b"", obs.head(self._store, key)
-        return got.bytes().to_bytes(), got.meta
+        return got.bytes(), got.meta
 
-    async def _get(self, key: str, s: int | None, e: int | None) -> tuple[bytes, Any]:
+    async def _get(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
         obs = self._obs
         if s is not None and e is not None and e <= s:  # existence only
             meta = await obs.head_async(self._store, key)
@@ -285,7 +285,7 @@ class ObstoreStore(Store):
             meta = await obs.head_async(self._store, key)  # past the end of an existing object
             return b"", meta
         data = await got.bytes_async()
-        return data.to_bytes(), got.meta
+        return data, got.meta
 
     def _get_ranges(self, requests: Sequence[RangeRequest]) -> tuple[list, list]:
         if not requests:
@@ -311,7 +311,12 @@ class ObstoreStore(Store):
                 results.append(r[0])
                 versions.append(_version_of(r[1]))
         self.stats.add(reads=len(merged), rounds=1, bytes_read=sum(len(r) for r in results if r is not None))
-        split = plan.split(results, views=True)
+        # zero-copy: obstore's buffers are sliced through memoryviews, never copied into bytes here
+        views = [None if r is None else memoryview(r) for r in results]
+        split: list[Any] = [
+            None if views[m] is None else (views[m] if ident else views[m][lo:hi])  # type: ignore[index]
+            for m, lo, hi, ident in plan.parts
+        ]
         return split, plan.versions(split, versions)
 
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
