@@ -35,6 +35,7 @@ _PUBLIC = {
     "open": "altarr.lazy",
     "zarr_v2": "altarr.lazy",
     "example_zarr": "altarr.lazy",
+    "read_many": "altarr.lazy.many",
     # block engine
     "Dataset": "altarr.dataset",
     "Group": "altarr.dataset",
@@ -49,6 +50,7 @@ _PUBLIC = {
     "LocalStore": "altarr.stores",
     "FsspecStore": "altarr.stores",
     "ZipStore": "altarr.stores",
+    "ObstoreStore": "altarr.stores",
     "Store": "altarr.stores",
     # errors module
     "errors": "altarr.errors",

@@ -163,17 +163,35 @@ class _Node:
 class IndexCache:
     """Decoded shard indexes kept across calls, each tied to the version of the object it came from.
 
-    An entry is used only after the object's current version (``store.stat``: a file's mtime and inode,
-    a memory store's write counter) is checked to equal the one the index was read with, once per
-    object per call, so a read never uses a stale index, whoever rewrote the shard. The dataset's own
-    writes drop the entries of the shards they touch. The cache is on only for stores whose ``stat`` is
-    cheap and whose ranged reads report versions (local files, memory); on object stores a version check
-    would cost as much as reading the index again. Bounded to ``max_bytes`` of index arrays (LRU).
+    How an entry is validated before use (the *staleness rule*; see ``docs/remote.md``):
+
+    * stores whose ``stat`` is cheap and whose ranged reads report versions (local files, memory): the
+      object's current version (``store.stat``: a file's mtime and inode, a memory store's write counter)
+      is checked to equal the one the index was read with, once per object per call;
+    * stores whose every ranged read answers with the object's version (``store.versioned_reads``:
+      obstore, whose responses carry the ETag): the entry is used at once, and the chunk reads it leads
+      to are checked against its version; a shard replaced since (another ETag, or gone) makes the call
+      drop the entry and read the index again, so no request is spent on validation and a stale index
+      never yields data;
+    * other stores (fsspec over S3 or HTTP, whose ranged reads do not report the ETag): no cache, the
+      index is read on every call, unless ``recheck=False`` (the caller promises the array does not
+      change while it is open, as tensorstore's ``recheck_cached_data=False``).
+
+    ``recheck=True`` turns the cache off (every call reads the indexes again). The dataset's own writes
+    read whole shards, never a cached index, and drop the entries of the shards they touch. Bounded to
+    ``max_bytes`` of index arrays (LRU).
     """
 
-    def __init__(self, store: Store, max_bytes: int = 32 << 20) -> None:
+    def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
         self.store = store
-        self.enabled = bool(getattr(store, "cheap_stat", False)) and hasattr(store, "get_ranges_versioned")
+        versioned = hasattr(store, "get_ranges_versioned")
+        self.cheap = bool(getattr(store, "cheap_stat", False)) and versioned
+        #: entries are used without a stat and checked by the versions the chunk reads report
+        self.optimistic = not self.cheap and (
+            bool(getattr(store, "versioned_reads", False)) or recheck is False
+        )
+        self.trusted = recheck is False and not bool(getattr(store, "versioned_reads", False))
+        self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
@@ -198,8 +216,11 @@ class IndexCache:
         if entry is None:
             return None
         if key not in tokens:  # one version check per object per call
-            st = self.store.stat(key)
-            tokens[key] = None if st is None else st[1]
+            if self.optimistic:  # checked against the versions of the chunk reads instead
+                tokens[key] = entry[0]
+            else:
+                st = self.store.stat(key)
+                tokens[key] = None if st is None else st[1]
         if tokens[key] is None or tokens[key] != entry[0]:
             self.forget([key])
             return None
@@ -210,6 +231,8 @@ class IndexCache:
         return entry[1]
 
     def put(self, key: str, level: int, start: int, version: Any, index: np.ndarray) -> None:
+        if version is None and self.trusted:
+            version = "trusted"
         if not self.enabled or version is None:
             return
         ck = (key, level, start)
@@ -263,7 +286,15 @@ def _levels_of(spec: DatasetSpec) -> tuple[list[tuple[int, ...]], list[ShardingC
 class DatasetAccess:
     """Batched, shard-grouped chunk I/O for one array (see the module docstring)."""
 
-    def __init__(self, store: Store, prefix: str, spec: DatasetSpec, *, write_empty_chunks: bool = False):
+    def __init__(
+        self,
+        store: Store,
+        prefix: str,
+        spec: DatasetSpec,
+        *,
+        write_empty_chunks: bool = False,
+        recheck: bool | None = None,
+    ):
         self.store = store
         self.prefix = prefix
         self.spec = spec
@@ -295,7 +326,7 @@ class DatasetAccess:
         self.encode_slot = None if self.truncates else chunk_chain.encode_bound(self.grid.chunks, self.dtype)
         self.write_empty_chunks = write_empty_chunks
         self.fill_value = spec.fill_value
-        self.index_cache = IndexCache(store)
+        self.index_cache = IndexCache(store, recheck=recheck)
 
     # --- keys and grouping -----------------------------------------------------------------------------
     @property
@@ -579,6 +610,10 @@ class DatasetAccess:
         if pending:
             datas, versions = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
             _check_versions(tokens, [n.key for n in pending], versions)
+            if self.index_cache.optimistic:
+                gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
+                if gone:  # a shard deleted since its index was cached: read the index again
+                    raise _ShardChanged(gone)
             for n, d in zip(pending, datas, strict=True):
                 n.mem = self._checked_range(n.key, n.pos, n.start, n.length, d)
         for n in nodes:
@@ -660,14 +695,15 @@ class DatasetAccess:
             # with open files (local disk) a chunk's range is a pread inside its decode task, and reading
             # ranges beats reading a shard whole even when most of it is wanted (no 18 MB buffer to
             # fault in and copy out of: whole 512^3 blosc reads 102 -> 91 ms, zstd 235 -> 209 ms)
+            # a cached index comes first, also for a shard mostly wanted: its chunks' ranges then go
+            # out in the data round, and a warm read costs that one round
+            cached = cache.get(n.key, level, n.start, tokens)
+            if cached is not None:
+                indexed.append((n, cached))
+                continue
             whole = readers is None and len(n.chunks) >= WHOLE_SHARD_FRACTION * self.grid.n_chunks_in(
                 n.pos, level
             )
-            if not whole:
-                cached = cache.get(n.key, level, n.start, tokens)
-                if cached is not None:
-                    indexed.append((n, cached))
-                    continue
             if whole:
                 rng = (None, None) if n.length is None else (n.start, n.start + n.length)
             elif n.length is None:
@@ -686,6 +722,8 @@ class DatasetAccess:
                 if n.length is None:  # a missing shard: all its chunks are absent
                     tokens[n.key] = MISSING
                     continue
+                if cache.optimistic:  # deleted since its outer index was cached: read that again
+                    raise _ShardChanged({n.key})
                 raise CorruptShardError("object vanished while it was being read", key=n.key)
             if whole:
                 if n.length is not None and len(d) != n.length:
