@@ -32,10 +32,11 @@ def s3_endpoint():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` are not in the default suite: they run when asked for (``-m slow``)."""
-    if "slow" in (config.getoption("markexpr") or ""):
+    """Tests marked ``slow`` (soak runs) are deselected unless the marker expression names them
+    (``-m slow``); ``.ci/run`` runs them after the default suite."""
+    if "slow" in (config.getoption("markexpr", "") or ""):
         return
-    kept = [item for item in items if item.get_closest_marker("slow") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("slow")])
-        items[:] = kept
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
