@@ -117,6 +117,18 @@ def test_max_size_splits_but_contained_ranges_are_absorbed():
     assert coalesce_ranges([("k", 0, 500)], max_size=100).requests == [("k", 0, 500)]
 
 
+def test_a_range_inside_the_span_never_costs_a_request_even_past_max_size():
+    """A range that ends inside the merged span is served by it, however large the span already is: an
+    extra request would fetch bytes already on their way (a mutant that applies max_size to it sends
+    ``('k', 60, 70)`` a second time)."""
+    plan = coalesce_ranges([("k", 0, 100), ("k", 60, 70)], gap=0, max_size=50)
+    assert plan.requests == [("k", 0, 100)]
+    data = bytes(range(100))
+    assert plan.split([data]) == [data, data[60:70]]
+    # also when the inner range ends exactly where the span ends
+    assert coalesce_ranges([("k", 0, 100), ("k", 90, 100)], max_size=10).requests == [("k", 0, 100)]
+
+
 def test_whole_object_absorbs_ranges_and_suffixes():
     plan = coalesce_ranges([("k", 5, 9), ("k", None, None), ("k", -3, None), ("k", 2, None)])
     assert plan.requests == [("k", None, None)]

@@ -96,6 +96,30 @@ def test_most_of_a_shard_is_read_whole(store):
     assert all(a is not None for a in got)
 
 
+def test_exactly_half_a_shard_is_read_whole_and_just_under_half_is_not(store):
+    """The documented rule (``WHOLE_SHARD_FRACTION = 0.5``): a batch wanting at least half the chunks of
+    a shard reads the shard object in one request, all its bytes; one chunk fewer reads the index and the
+    chunks' ranges, fewer bytes than the object."""
+    from altarr.dataset.access import WHOLE_SHARD_FRACTION
+
+    ds = make(store)
+    chunks = fill_shard(ds, (0, 0))
+    half = int(WHOLE_SHARD_FRACTION * len(chunks))
+    assert half == 8
+    shard_bytes = len(store.get_ranges([(ds.chunk_key((0, 0)), None, None)])[0])
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    got = ds.read_chunks(chunks[:half])
+    assert store.stats.reads == 1 and store.stats.bytes_read == shard_bytes
+    for c, a in zip(chunks[:half], got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    ds.read_chunks(chunks[: half - 1])
+    assert store.stats.reads >= 2  # the index, then the chunks' ranges
+    assert store.stats.bytes_read < shard_bytes
+
+
 def test_nested_sharding_costs_one_more_index_read_per_level(store):
     ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)])
     assert ds.shard_levels == [(2, 2), (8, 8), (32, 32)]
