@@ -57,6 +57,22 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _executor
 
 
+def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``pmap`` on the calling thread, with the same contract: every item runs, then the first failing
+    item's exception propagates (``KeyboardInterrupt`` and ``SystemExit`` stop at once)."""
+    results: list[R] = []
+    first: Exception | None = None
+    for x in items:
+        try:
+            results.append(fn(x))
+        except Exception as e:
+            first = first or e
+            results.append(None)  # type: ignore[arg-type]
+    if first is not None:
+        raise first
+    return results
+
+
 def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
     """``[fn(x) for x in items]``, on the shared pool when there are at least ``min_items`` items.
 
@@ -67,7 +83,7 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     n = len(items)
     workers = get_threads()
     if n < min_items or workers == 1 or getattr(_local, "in_pool", False):
-        return [fn(x) for x in items]
+        return _inline(fn, items)
     results: list[R] = [None] * n  # type: ignore[list-item]
     errors: list[tuple[int, BaseException]] = []
     counter = itertools.count()  # next() on it is atomic under the GIL
