@@ -236,6 +236,15 @@ def test_views_are_unsigned_zero_copy_slices_of_merged_reads():
     assert type(coalesce_ranges([("k", None, None)]).split([bytearray(data)], views=True)[0]) is bytes
 
 
+def test_a_whole_request_beside_ranges_of_its_key_gets_the_object_itself():
+    data = b"0123456789"
+    plan = coalesce_ranges([("k", None, None), ("k", 2, 4), ("k", 0, None), ("k", -2, None)])
+    assert plan.requests == [("k", None, None)]
+    out = plan.split([data], views=True)
+    assert out[0] is data and out[2] is data  # whole and (0, None): the merged bytes object itself
+    assert type(out[1]) is memoryview and out[1] == data[2:4] and bytes(out[3]) == data[-2:]
+
+
 def test_versions_follow_the_merged_read_and_none_for_missing():
     plan = coalesce_ranges([("k", 1, 3), ("k", 4, 6), ("j", 0, 1)])
     out = plan.split([b"0123456", None])
@@ -243,9 +252,10 @@ def test_versions_follow_the_merged_read_and_none_for_missing():
 
 
 def test_repeated_whole_requests_of_a_key_cost_one_request():
-    plan = coalesce_ranges([("k", None, None), ("j", None, None), ("k", None, None), ("k", 0, None)])
-    assert plan.requests == [("k", None, None), ("j", None, None)]
-    assert plan.split([b"kk", b"jj"]) == [b"kk", b"jj", b"kk", b"kk"]
+    for extra in ([], [("k", 0, None)]):  # whole objects only (the fast path), and mixed with a range
+        plan = coalesce_ranges([("k", None, None), ("j", None, None), ("k", None, None), *extra])
+        assert plan.requests == [("k", None, None), ("j", None, None)]
+        assert plan.split([b"kk", b"jj"]) == [b"kk", b"jj", b"kk"] + [b"kk"] * len(extra)
 
 
 def test_coalesce_requests_passes_max_size_on():
@@ -261,6 +271,7 @@ def test_an_empty_range_at_zero_is_not_a_whole_object_read(req):
     plan = coalesce_ranges([req])
     assert plan.requests == [("k", 0, 0)]  # reaches the backend, which can tell a missing key; 0 bytes
     assert plan.split([b""]) == [b""] and plan.split([None]) == [None]
+    assert type(plan.split([b""], views=True)[0]) is bytes  # identical to its merged request: not a view
 
 
 @pytest.mark.parametrize(
