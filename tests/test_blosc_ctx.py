@@ -10,7 +10,7 @@ from numcodecs import Blosc
 
 from altarr.codecs import blosc_ctx
 from altarr.codecs.compress import BloscCodec
-from altarr.errors import CodecError
+from altarr.errors import CodecError, CorruptChunkError
 
 pytestmark = pytest.mark.skipif(not blosc_ctx.AVAILABLE, reason="numcodecs' c-blosc exports no *_ctx symbols")
 
@@ -76,11 +76,15 @@ def test_bad_frames_are_refused_with_numcodecs_words():
         assert not blosc_ctx.decompress_into(bad, np.empty(a.nbytes, np.uint8))
         with pytest.raises(CodecError, match="blosc decompression failed"):
             codec.decode(bad)
-    # a valid frame of another size is not decoded into a buffer that does not fit it
+    # a valid frame of another size is not decoded into a buffer that does not fit it: a larger one is
+    # refused from its header (the decoded size a chunk can have is the cap), a smaller one comes back new
     small = np.empty(a.nbytes - 2, np.uint8)
     assert not blosc_ctx.decompress_into(frame, small)
-    got = codec.decode(frame, out=small)
-    assert got is not small and bytes(got) == a.tobytes()
+    with pytest.raises(CorruptChunkError, match="announces 10000 bytes"):
+        codec.decode(frame, out=small)
+    large = np.empty(a.nbytes + 2, np.uint8)
+    got = codec.decode(frame, out=large)
+    assert got is not large and bytes(got) == a.tobytes()
 
 
 def test_encoding_into_a_given_buffer():

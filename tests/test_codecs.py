@@ -344,7 +344,10 @@ def test_decode_into_out_is_direct_for_zstd_and_blosc() -> None:
         assert comp.decode(enc, out=dest) is dest  # straight into the caller's buffer
         np.testing.assert_array_equal(dest, a)
         small = np.zeros(4095)
-        assert comp.decode(enc, out=small) is not small  # size mismatch: out ignored
+        with pytest.raises(CorruptChunkError):  # more than out holds: refused before decoding (bombs)
+            comp.decode(enc, out=small)
+        large = np.zeros(4097)
+        assert comp.decode(enc, out=large) is not large  # fewer bytes: out ignored, the caller checks
     # a zstd frame without a content size (streaming writer) still decodes
     assert bytes(ZstdCodec().decode(b"\x28\xb5\x2f\xfd" + bytes(ZstdCodec().encode(b"x"))[4:])) == b"x"
 
@@ -508,9 +511,9 @@ class _SpyZstd(ZstdCodec):
         super().__init__(1)
         self.outs: list[Any] = []
 
-    def decode(self, data, out=None):
+    def decode_capped(self, data, max_size, out=None):
         self.outs.append(out)
-        return super().decode(data, out=out)
+        return super().decode_capped(data, max_size, out)
 
 
 @pytest.mark.parametrize("endian", [NATIVE, FOREIGN])

@@ -150,11 +150,13 @@ def test_batched_writes_and_reads_of_many_keys(store):
 
 
 def test_store_from_url_s3(s3_endpoint):
-    s, prefix = store_from_url(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
+    s, prefix = store_from_url(
+        f"s3://{BUCKET}/{uuid.uuid4().hex}", client="fsspec", **s3_options(s3_endpoint)
+    )
     assert isinstance(s, FsspecStore) and s.read_only and prefix == ""
     with pytest.raises(ReadOnlyError):
         s.set("k", b"1")
-    w, _ = store_from_url(s.url, mode="w", **s3_options(s3_endpoint))
+    w, _ = store_from_url(s.url, mode="w", client="fsspec", **s3_options(s3_endpoint))
     w.set("k", b"1")
     assert s.get("k") == b"1"
 
@@ -182,12 +184,12 @@ def test_sharded_dataset_on_s3_one_round_per_level(s3_endpoint):
         dtype="uint16",
         chunks=(4, 4),
         shards=(16, 16),
-        storage_options=s3_options(s3_endpoint),
+        storage_options={**s3_options(s3_endpoint), "client": "fsspec"},
     )
     values = np.arange(32 * 32, dtype="uint16").reshape(32, 32)
     ds[...] = values
     assert ds.store.stats.writes == 1 + 4  # zarr.json + four shards
-    reader = aa.open_dataset(url, **s3_options(s3_endpoint))
+    reader = aa.open_dataset(url, client="fsspec", **s3_options(s3_endpoint))
     log = Requests(reader.store)
     reader.store.stats.reset()
     got = reader.read_chunks([(0, 0), (5, 6), (7, 1)])  # three shards, one chunk each

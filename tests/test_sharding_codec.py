@@ -382,15 +382,43 @@ def test_index_entry_outside_object() -> None:
     assert info.value.chunk == (0,)
 
 
-def test_half_empty_entries_are_normalised() -> None:
+def test_half_empty_entries_are_refused() -> None:
+    """Only both words 2**64-1 mark an empty chunk (as zarr-python and the spec say); an entry with one
+    of them is corrupt, not missing data (issue 11: it used to read as fill)."""
     sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
-    index = np.array([[EMPTY, 4], [0, EMPTY], [0, 2]], dtype="<u8")
+    for bad in ([EMPTY, 4], [0, EMPTY]):
+        index = np.array([[EMPTY, EMPTY], bad, [0, 2]], dtype="<u8")
+        with pytest.raises(CorruptShardError, match="one word is the empty marker") as info:
+            sc.decode_index(index.tobytes(), (3,), object_size=2 + 48)
+        assert info.value.chunk == (1,)
+    index = np.array([[EMPTY, EMPTY], [EMPTY, EMPTY], [0, 2]], dtype="<u8")
     got = sc.decode_index(index.tobytes(), (3,), object_size=2 + 48)
     assert got.tolist() == [[EMPTY, EMPTY], [EMPTY, EMPTY], [0, 2]]
     assert got.flags.writeable and got.dtype == np.uint64
     with pytest.raises(CorruptShardError, match="expected 48 bytes"):
         sc.decode_index(index.tobytes()[:-1], (3,))
     assert sc.encode_index(got) == np.array(got, dtype="<u8").tobytes()
+
+
+def test_index_entries_checked_against_size_limits_and_the_index() -> None:
+    """Entries must lie in the data region (not in the index, at either end), below 2**63 when the
+    object's size is unknown, and no longer than an inner chunk can be."""
+    for location in ("start", "end"):
+        sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")], index_location=location)
+        base = 32 if location == "start" else 0
+        ok = np.array([[base, 2], [base + 2, 2]], dtype="<u8")
+        assert sc.decode_index(ok.tobytes(), (2,), object_size=36, max_nbytes=2).tolist() == ok.tolist()
+        into_index = np.array([[base, 2], [32 if location == "end" else 0, 2]], dtype="<u8")
+        with pytest.raises(CorruptShardError, match="outside the data region"):
+            sc.decode_index(into_index.tobytes(), (2,), object_size=36)
+        for entry in ([2**63, 1], [base, 2**63], [2**63 - 1, 2]):
+            bad = np.array([[base, 2], entry], dtype="<u8")
+            with pytest.raises(CorruptShardError, match="outside the data region") as info:
+                sc.decode_index(bad.tobytes(), (2,))
+            assert info.value.chunk == (1,)
+        too_long = np.array([[base, 2], [base + 2, 3]], dtype="<u8")
+        with pytest.raises(CorruptShardError, match="longer than the 2 bytes"):
+            sc.decode_index(too_long.tobytes(), (2,), max_nbytes=2)
 
 
 def test_chunk_decoding_to_wrong_size() -> None:

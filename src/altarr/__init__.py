@@ -35,6 +35,7 @@ _PUBLIC = {
     "open": "altarr.lazy",
     "zarr_v2": "altarr.lazy",
     "example_zarr": "altarr.lazy",
+    "read_many": "altarr.lazy.many",
     # block engine
     "Dataset": "altarr.dataset",
     "Group": "altarr.dataset",
@@ -49,9 +50,12 @@ _PUBLIC = {
     "LocalStore": "altarr.stores",
     "FsspecStore": "altarr.stores",
     "ZipStore": "altarr.stores",
+    "ObstoreStore": "altarr.stores",
     "Store": "altarr.stores",
     # errors module
     "errors": "altarr.errors",
+    # integrity check (a callable module: altarr.verify(path), altarr.verify.VerifyReport)
+    "verify": "altarr.verify",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
@@ -62,7 +66,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'altarr' has no attribute {name!r}")
     mod = importlib.import_module(module)
-    value = mod if name == "errors" else getattr(mod, name)
+    value = mod if name in ("errors", "verify") else getattr(mod, name)
     globals()[name] = value
     return value
 

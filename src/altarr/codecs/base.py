@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -91,6 +92,16 @@ class ArrayBytesCodec(Codec):
         """Encoded size in bytes when it is fixed by shape and dtype alone, else ``None``."""
         return None
 
+    def max_encoded_size(self, shape: tuple[int, ...], dtype: np.dtype) -> int:
+        """An upper bound of the encoded size of a chunk of ``shape``/``dtype`` (the exact size when it is
+        fixed): the cap of the bytes->bytes decoders that run before this codec's ``decode``."""
+        n = self.encoded_size(shape, dtype)
+        if n is not None:
+            return n
+        from .bounded import bound
+
+        return bound(math.prod(shape) * np.dtype(dtype).itemsize)
+
 
 class BytesBytesCodec(Codec):
     """Transforms bytes into bytes (compressors, checksums)."""
@@ -104,6 +115,28 @@ class BytesBytesCodec(Codec):
     def encoded_size(self, decoded_size: int) -> int | None:
         """Encoded size for a given input size when deterministic (checksums), else ``None``."""
         return None
+
+    def max_encoded_size(self, decoded_size: int) -> int:
+        """An upper bound of the encoded size for ``decoded_size`` input bytes (exact when fixed)."""
+        n = self.encoded_size(decoded_size)
+        if n is not None:
+            return n
+        from .bounded import bound
+
+        return bound(decoded_size)
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: np.ndarray | None = None) -> BytesLike:
+        """:meth:`decode`, refusing (``CorruptChunkError``) a result of more than ``max_size`` bytes, and
+        for a decompressor before it allocates more than that (a decompression bomb). ``out`` as for the
+        compressors' ``decode``. This default decodes, then checks: right for codecs whose output is never
+        larger than their input (checksums); every decompressor overrides it to stop at the cap."""
+        from ._config import nbytes_of
+        from .bounded import too_large
+
+        got = self.decode(data) if out is None else self.decode(data, out=out)  # type: ignore[call-arg]
+        if nbytes_of(got) > max_size:
+            raise too_large(self.name, max_size)
+        return got
 
     def encode_bound(self, decoded_size: int) -> int | None:
         """For codecs whose ``encode`` takes ``out=`` (a writable uint8 buffer it compresses into,

@@ -64,6 +64,7 @@ class CodecChain:
         "_ab_out",
         "_ab_fill",
         "_bb0_out",
+        "_limits",
     )
 
     def __init__(self, codecs: Sequence[Codec | dict[str, Any] | str]) -> None:
@@ -115,6 +116,7 @@ class CodecChain:
         self._ab_out = _accepts(self.array_bytes.decode, "out")
         self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
         self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
+        self._limits: dict[tuple[tuple[int, ...], np.dtype], tuple[int, ...]] = {}
 
     # --- construction / serialization ------------------------------------------------------------------
     @classmethod
@@ -180,6 +182,40 @@ class CodecChain:
             if n is None:
                 return None
             n = c.encoded_size(n)
+        return n
+
+    def decode_limits(self, shape: tuple[int, ...], dtype: Any) -> tuple[int, ...]:
+        """The most bytes each bytes->bytes codec's ``decode`` may produce for a chunk of ``shape`` and
+        ``dtype`` (in list order): the exact size where the codecs before it have fixed sizes, else a
+        generous bound. Known before any decompression, so every decoder stops there (bombs).
+
+        >>> from altarr.codecs import Crc32cCodec, ZstdCodec
+        >>> CodecChain(["bytes", ZstdCodec(), Crc32cCodec()]).decode_limits((4, 4), "uint16")
+        (32, 4160)
+        """
+        key = (tuple(shape), np.dtype(dtype))
+        got = self._limits.get(key)
+        if got is None:
+            s, d = self.resolve(*key)
+            n = self.array_bytes.max_encoded_size(s, d)
+            limits = []
+            for c in self.bytes_bytes:
+                limits.append(n)
+                n = c.max_encoded_size(n)
+            got = self._limits[key] = tuple(limits)
+        return got
+
+    def max_encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int:
+        """The most bytes a stored chunk of ``shape``/``dtype`` can have (exact when every codec has a
+        fixed size, else a generous bound): index entries claiming more are corrupt.
+
+        >>> CodecChain(["bytes"]).max_encoded_size((4, 4), "uint16")
+        32
+        """
+        s, d = self.resolve(shape, dtype)
+        n = self.array_bytes.max_encoded_size(s, d)
+        for c in self.bytes_bytes:
+            n = c.max_encoded_size(n)
         return n
 
     def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
@@ -312,9 +348,10 @@ class CodecChain:
                 and out.dtype == dtype
                 and ab.is_native(dtype)
             )
+            limits = self.decode_limits(shape, dtype)
             for i in range(len(self.bytes_bytes) - 1, -1, -1):
                 codec = self.bytes_bytes[i]
-                data = codec.decode(data, out=out) if (i == 0 and direct) else codec.decode(data)  # type: ignore[call-arg]
+                data = codec.decode_capped(data, limits[i], out if (i == 0 and direct) else None)
             codec = ab
             if out is not None and self._ab_out and not self.array_array:
                 kw["out"] = out

@@ -5,8 +5,12 @@ and Blosc encode/decode are reentrant; Blosc serialises its global-context calls
 Inputs are passed to numcodecs as memoryviews (no copy); outputs are returned as numcodecs gives them.
 
 ``decode(data, out=...)`` decompresses straight into a caller-provided C-contiguous byte buffer when the
-stream's header announces exactly ``out.nbytes`` bytes (Zstd frames with a content size, Blosc); otherwise
-it ignores ``out`` and returns a new buffer, so callers must use the return value.
+stream's header announces exactly ``out.nbytes`` bytes (Zstd frames with a content size, Blosc); a stream
+of more than ``out.nbytes`` bytes is refused (``CorruptChunkError``) before it is decoded, and a shorter
+one is returned as a new buffer, so callers must use the return value. ``decode_capped(data, max_size)``
+bounds the output the same way without ``out``: headers announcing more are refused before any
+allocation, and streams without a size (gzip, zstd frames without a content size) are inflated
+incrementally up to the cap (see :mod:`altarr.codecs.bounded`).
 
 Example:
     >>> z = ZstdCodec(level=3)
@@ -31,13 +35,24 @@ try:
 except ImportError:  # pragma: no cover - a declared dependency; numcodecs compresses without it
     _zstandard = None
 
-from ..errors import AltarrError, CodecError, MetadataError
+from ..errors import AltarrError, CodecError, CorruptChunkError, MetadataError
 from . import blosc_ctx
 from ._config import as_byte_view, check_bool, check_choice, check_int, check_keys
 from .base import BytesBytesCodec, BytesLike
+from .bounded import check_announced, inflate, unzstd, zstd_content_size
+from .bounded import zstd_content_size as _zstd_content_size  # noqa: F401 - the name tests import
 from .registry import register_codec
 
 __all__ = ["GzipCodec", "ZstdCodec", "BloscCodec"]
+
+
+def _into(data: bytes, out: np.ndarray | None) -> BytesLike:
+    """``data`` copied into ``out`` when the sizes match (callers then get ``out`` back), else ``data``."""
+    if out is not None and out.flags.c_contiguous and len(data) == out.nbytes:
+        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
+        return out
+    return data
+
 
 _zstd_local = threading.local()
 
@@ -60,8 +75,31 @@ class _NumcodecsCodec(BytesBytesCodec):
             raise CodecError(f"{self.name} compression failed: {e}", codec=self.name) from e
 
     def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
-        """Decompress ``data``; see the module docstring for ``out``."""
+        """Decompress ``data``; see the module docstring for ``out``. With ``out`` the output is capped
+        at ``out.nbytes`` (see :meth:`decode_capped`)."""
+        if out is not None:
+            return self.decode_capped(data, out.nbytes, out)
+        return self._decode(as_byte_view(data), None)
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: np.ndarray | None = None) -> BytesLike:
+        """Decompress at most ``max_size`` bytes: a header announcing more is refused before anything is
+        allocated, a stream without a size is inflated incrementally up to the cap
+        (``CorruptChunkError``: a decompression bomb or a corrupt stream)."""
         mv = as_byte_view(data)
+        announced = self._content_size(mv)
+        check_announced(self.name, announced, max_size)
+        if announced is None:
+            streamed = self._stream(mv, max_size)
+            if streamed is not None:
+                return _into(streamed, out)
+        return self._decode(mv, out)
+
+    def _stream(self, data: memoryview, max_size: int) -> bytes | None:
+        """Capped incremental decoding of a stream whose header gives no size (``None``: the codec's
+        format always announces its size, so the plain decoder is bounded already)."""
+        return None
+
+    def _decode(self, mv: memoryview, out: np.ndarray | None) -> BytesLike:
         if out is not None and out.flags.c_contiguous and self._content_size(mv) == out.nbytes:
             try:
                 self._impl.decode(mv, out=out.reshape(-1).view(np.uint8))
@@ -71,7 +109,7 @@ class _NumcodecsCodec(BytesBytesCodec):
         try:
             return self._impl.decode(mv)
         except Exception as e:
-            raise CodecError(f"{self.name} decompression failed: {e}", codec=self.name) from e
+            raise CorruptChunkError(f"{self.name} decompression failed: {e}", codec=self.name) from e
 
 
 @register_codec
@@ -96,19 +134,8 @@ class GzipCodec(_NumcodecsCodec):
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level}
 
-
-def _zstd_content_size(buf: memoryview) -> int | None:
-    """The Frame_Content_Size of a Zstandard frame header (RFC 8878, section 3.1.1.1), if present."""
-    if len(buf) < 6 or buf[:4] != b"\x28\xb5\x2f\xfd":
-        return None
-    fhd = buf[4]
-    fcs_flag, single_segment, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
-    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[dict_flag]
-    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
-    if size == 0 or len(buf) < pos + size:
-        return None
-    value = int.from_bytes(buf[pos : pos + size], "little")
-    return value + 256 if size == 2 else value
+    def _stream(self, data: memoryview, max_size: int) -> bytes:
+        return inflate(data, max_size, wbits=31, codec=self.name)
 
 
 @register_codec
@@ -136,7 +163,10 @@ class ZstdCodec(_NumcodecsCodec):
         return {"level": self.level, "checksum": self.checksum}
 
     def _content_size(self, data: memoryview) -> int | None:
-        return _zstd_content_size(data)
+        return zstd_content_size(data)
+
+    def _stream(self, data: memoryview, max_size: int) -> bytes:
+        return unzstd(data, max_size, codec=self.name)
 
     def encode(self, data: BytesLike) -> BytesLike:
         """Compress with python-zstandard when it is installed (a newer libzstd, about 12 % faster than
@@ -244,11 +274,12 @@ class BloscCodec(_NumcodecsCodec):
                 pass
         return super().encode(data)
 
-    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+    def _decode(self, mv: memoryview, out: np.ndarray | None) -> BytesLike:
+        # called with the announced size already checked against the cap (decode_capped)
         if blosc_ctx.AVAILABLE:
             if out is None or not out.flags.c_contiguous:
-                size = blosc_ctx.frame_nbytes(data)
+                size = blosc_ctx.frame_nbytes(mv)
                 out = None if size is None else np.empty(size, dtype=np.uint8)
-            if out is not None and blosc_ctx.decompress_into(data, out):
+            if out is not None and blosc_ctx.decompress_into(mv, out):
                 return out
-        return super().decode(data, out)
+        return super()._decode(mv, out)

@@ -15,7 +15,7 @@ header; ``decode`` returns an array of shape ``size[::-1]``. Edge blocks are sto
 (``truncates_edges = True``): the header records the smaller size.
 
 The compressions are bytes->bytes codecs with two JSON forms: the N5 ``compression`` object
-(``{"type": "gzip", "level": -1, "useZlib": false}``, :meth:`N5Compression.to_n5_json`,
+(``{"type": "gzip", "useZlib": false, "level": 6}``, :meth:`N5Compression.to_n5_json`,
 :func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (``{"name": "gzip", "configuration":
 {...}}``, :meth:`~altarr.codecs.base.Codec.to_json`, :func:`n5_codec_from_json`). They live in their own
 small registry, separate from the Zarr v3 codec registry (N5's ``gzip`` is not Zarr's ``gzip``).
@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from . import bounded
 from .base import ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
 
 __all__ = [
@@ -165,7 +166,7 @@ class N5Compression(BytesBytesCodec):
         """The N5 ``compression`` object.
 
         >>> GzipCompression(level=6).to_n5_json()
-        {'type': 'gzip', 'level': 6, 'useZlib': False}
+        {'type': 'gzip', 'useZlib': False, 'level': 6}
         """
         return {"type": self.name, **self.params()}
 
@@ -203,16 +204,25 @@ class RawCompression(N5Compression):
         return decoded_size
 
 
+_GZIP_OS_BYTE = 9  # offset of the OS field in a gzip member header (RFC 1952)
+
+
 @register_n5_compression
 class GzipCompression(N5Compression):
-    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` -1 = zlib's default (6).
+    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` 6 by default (Java N5
+    4.x's default; the -1 of older files means zlib's default, which is also 6).
 
-    The decoder accepts concatenated gzip members, as Java's commons-compress does.
+    The decoder accepts concatenated gzip members, as Java's commons-compress does. In the N5 4.x
+    ``codecs`` form Java describes gzip by its ``level`` alone (``useZlib`` is no ``@NameConfig.Parameter``
+    there), so :meth:`configuration` writes ``useZlib`` only when it is set.
+
+    >>> GzipCompression().to_json()
+    {'name': 'gzip', 'configuration': {'level': 6}}
     """
 
     name = "gzip"
 
-    def __init__(self, level: int = -1, use_zlib: bool = False) -> None:
+    def __init__(self, level: int = 6, use_zlib: bool = False) -> None:
         if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
             raise MetadataError(f"N5 gzip compression: 'level' must be an integer in [-1, 9], got {level!r}")
         if not isinstance(use_zlib, bool):
@@ -222,16 +232,27 @@ class GzipCompression(N5Compression):
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(level=params.get("level", -1), use_zlib=params.get("useZlib", False))
+        return cls(level=params.get("level", 6), use_zlib=params.get("useZlib", False))
 
     def params(self) -> dict[str, Any]:
-        return {"level": self.level, "useZlib": self.use_zlib}
+        return {"useZlib": self.use_zlib, "level": self.level}  # the order Java N5 writes them in
+
+    def configuration(self) -> dict[str, Any] | None:
+        config: dict[str, Any] = {"level": self.level}
+        if self.use_zlib:  # not in Java's codecs form: the faithful extension (see docs/n5.md)
+            config["useZlib"] = True
+        return config
 
     def encode(self, data: BytesLike) -> BytesLike:
         level = 6 if self.level == -1 else self.level
         wbits = 15 if self.use_zlib else 31  # 31 = gzip container (mtime 0, no file name)
         c = zlib.compressobj(level, zlib.DEFLATED, wbits)
-        return c.compress(data) + c.flush()
+        out = c.compress(data) + c.flush()
+        if not self.use_zlib:
+            # the header's OS byte: 0xff ("unknown") as Java's commons-compress writes it, so the member is
+            # byte for byte Java's (zlib would write its build's OS, e.g. 3 for Unix)
+            out = out[:_GZIP_OS_BYTE] + b"\xff" + out[_GZIP_OS_BYTE + 1 :]
+        return out
 
     def decode(self, data: BytesLike) -> BytesLike:
         try:
@@ -240,6 +261,9 @@ class GzipCompression(N5Compression):
             return gzip.decompress(bytes(data))  # handles concatenated members
         except (OSError, EOFError, zlib.error) as e:
             raise self._fail("useZlib" if self.use_zlib else "gzip member", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.inflate(data, max_size, wbits=15 if self.use_zlib else 31, codec=self.name)
 
 
 @register_n5_compression
@@ -267,6 +291,9 @@ class Bzip2Compression(N5Compression):
         except (OSError, EOFError, ValueError) as e:
             raise self._fail("bzip2 stream", e) from e
 
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.bunzip2(data, max_size, codec=self.name)
+
 
 @register_n5_compression
 class XzCompression(N5Compression):
@@ -292,6 +319,9 @@ class XzCompression(N5Compression):
             return lzma.decompress(data, format=lzma.FORMAT_XZ)
         except (lzma.LZMAError, EOFError) as e:
             raise self._fail("xz stream", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.unxz(data, max_size, codec=self.name)
 
 
 # lz4-java LZ4BlockOutputStream constants
@@ -355,7 +385,12 @@ class Lz4Compression(N5Compression):
         out += _LZ4_HEADER.pack(_LZ4_MAGIC, _LZ4_METHOD_RAW | self.level, 0, 0, 0)  # end mark
         return bytes(out)
 
-    def decode(self, data: BytesLike) -> BytesLike:
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return self.decode(data, max_size=max_size)
+
+    def decode(self, data: BytesLike, *, max_size: int | None = None) -> BytesLike:
+        """Decode the stream; with ``max_size`` a block that would take the output past it is refused
+        before it is decompressed (``CorruptChunkError``)."""
         import lz4.block
 
         view = memoryview(data).cast("B")
@@ -385,6 +420,8 @@ class Lz4Compression(N5Compression):
             ended = False
             if pos + clen > len(view):
                 raise self._fail(f"block at byte {pos} needs {clen} bytes, only {len(view) - pos} left")
+            if max_size is not None and len(out) + dlen > max_size:
+                raise bounded.too_large(self.name, max_size)
             payload = view[pos : pos + clen]
             pos += clen
             if method == _LZ4_METHOD_RAW:
@@ -440,6 +477,9 @@ class ZstdCompression(N5Compression):
             return self._codec().decode(data)
         except Exception as e:  # numcodecs raises RuntimeError/ValueError
             raise self._fail("zstd frame", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.unzstd(data, max_size, codec=self.name)
 
 
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
@@ -508,6 +548,10 @@ class BloscCompression(N5Compression):
         except Exception as e:  # numcodecs raises RuntimeError on a bad frame
             raise self._fail("blosc frame", e) from e
 
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        bounded.check_announced(self.name, bounded.blosc_nbytes(data), max_size)
+        return self.decode(data)
+
 
 class IdentityCodec(BytesBytesCodec):
     """N5 4.x ``id`` data codec: passes bytes through unchanged."""
@@ -568,8 +612,8 @@ def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
     the compressions (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``, ``blosc``) with their N5
     parameters as configuration, plus ``crc32c`` and ``id``.
 
-    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": False}}).to_n5_json()
-    {'type': 'gzip', 'level': 6, 'useZlib': False}
+    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": True}}).to_n5_json()
+    {'type': 'gzip', 'useZlib': True, 'level': 6}
     """
     if isinstance(obj, str):
         obj = {"name": obj}
@@ -685,9 +729,16 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         return payload
 
-    def _decompress(self, payload: BytesLike) -> BytesLike:
-        for c in reversed(self.data_codecs):
-            payload = c.decode(payload)
+    def _decompress(self, payload: BytesLike, max_size: int) -> BytesLike:
+        """Undo the data codecs, the innermost one producing at most ``max_size`` bytes (each outer one a
+        generous bound of its encoded size): a decompression bomb stops at the block's size."""
+        if not self.data_codecs:
+            return payload
+        limits = [max_size]
+        for c in self.data_codecs[:-1]:
+            limits.append(c.max_encoded_size(limits[-1]))
+        for c, limit in zip(reversed(self.data_codecs), reversed(limits), strict=True):
+            payload = c.decode_capped(payload, limit)
         return payload
 
     def encode(self, array: np.ndarray) -> BytesLike:
@@ -708,8 +759,8 @@ class N5BlockCodec(ArrayBytesCodec):
         mode, size, num, hlen = parse_block_header(data)
         view = memoryview(data).cast("B")
         if mode == MODE_OBJECT:
-            if self.read_objects:
-                return np.frombuffer(bytes(self._decompress(view[hlen:])), dtype=np.uint8)
+            if self.read_objects:  # numElements counts the payload's bytes
+                return np.frombuffer(bytes(self._decompress(view[hlen:], int(num or 0))), dtype=np.uint8)
             raise UnsupportedError(
                 "N5 object block (mode 2) cannot be read as a numeric array "
                 "(use N5BlockCodec(read_objects=True) for its raw bytes)",
@@ -729,8 +780,8 @@ class N5BlockCodec(ArrayBytesCodec):
                 "cannot be read as a numeric array",
                 codec=self.name,
             )
-        payload = self._decompress(view[hlen:])
         expected = count * dtype.itemsize
+        payload = self._decompress(view[hlen:], expected)
         if len(payload) != expected:
             raise CorruptChunkError(
                 f"N5 block payload has {len(payload)} bytes after decompression, expected {expected} "

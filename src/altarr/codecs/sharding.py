@@ -41,6 +41,9 @@ from .registry import register_codec
 
 __all__ = ["ShardingCodec", "EMPTY"]
 
+#: The most sharding levels one chain may nest (hostile metadata could nest hundreds).
+MAX_DEPTH = 16
+
 #: The index word marking an empty inner chunk (both offset and nbytes).
 EMPTY = 2**64 - 1
 _EMPTY_U64 = np.uint64(EMPTY)
@@ -84,6 +87,14 @@ class ShardingCodec(ArrayBytesCodec):
             index_codecs, "index_codecs", [BytesCodec("little"), Crc32cCodec()]
         )
         self.index_location: str = check_choice(self.name, "index_location", index_location, ("start", "end"))
+        inner = self.codecs.array_bytes
+        #: Sharding levels from this one down (1: the inner chain holds no further shards).
+        self.depth: int = 1 + (inner.depth if isinstance(inner, ShardingCodec) else 0)
+        if self.depth > MAX_DEPTH:
+            raise MetadataError(
+                f"codec 'sharding_indexed': nested {self.depth} levels deep, more than the {MAX_DEPTH} supported",
+                codec=self.name,
+            )
         self._start = self.index_location == "start"
         # The index chain sees arrays of shape (*chunks_per_shard, 2) and dtype uint64.
         probe = (1,) * len(self.chunk_shape) + (2,)
@@ -180,13 +191,21 @@ class ShardingCodec(ArrayBytesCodec):
         n = self.index_nbytes(cps)
         return (0, n) if self._start else (-n, None)
 
-    def decode_index(self, data: BytesLike, cps: Sequence[int], object_size: int | None = None) -> np.ndarray:
+    def decode_index(
+        self,
+        data: BytesLike,
+        cps: Sequence[int],
+        object_size: int | None = None,
+        max_nbytes: int | None = None,
+    ) -> np.ndarray:
         """Decode (and verify, e.g. crc32c) an index: a writable native ``uint64`` array of shape
         ``(*cps, 2)`` holding ``(offset, nbytes)``; empty entries have both words ``2**64-1``.
 
-        With ``object_size`` every non-empty entry must lie inside the object's data region
-        (``offset >= index size`` for a start index, ``offset + nbytes <= object_size``), else
-        ``CorruptShardError`` naming the inner chunk and the byte range.
+        Every entry is checked before anything is read or allocated from it, else ``CorruptShardError``
+        naming the inner chunk and the byte range: an entry with exactly one word ``2**64-1`` is neither
+        empty nor a range; a range must lie in the data region (after a start index; with ``object_size``
+        inside the object and, for an end index, before the index; without it, below ``2**63``); and
+        with ``max_nbytes`` (the largest encoded size an inner chunk can have) no entry may be longer.
         """
         cps = tuple(int(c) for c in cps)
         n = self.index_nbytes(cps)
@@ -201,23 +220,50 @@ class ShardingCodec(ArrayBytesCodec):
             raise type(e)(f"shard index: {e.message}", **e._context()) from e
         index = np.array(decoded, dtype=np.uint64, copy=True)
         offsets, nbytes = index[..., 0], index[..., 1]
-        empty = (offsets == _EMPTY_U64) | (nbytes == _EMPTY_U64)
-        index[empty] = _EMPTY_U64
-        if object_size is not None:
-            size = np.uint64(object_size)
-            lo = np.uint64(n if self._start else 0)
-            bad = ~empty & ((offsets < lo) | (offsets > size) | (nbytes > size - np.minimum(offsets, size)))
-            if bad.any():
-                where = tuple(int(i) for i in np.argwhere(bad)[0])
-                off, nb = int(offsets[where]), int(nbytes[where])
-                raise CorruptShardError(
-                    f"shard index entry of inner chunk {where} points at bytes [{off}, {off + nb}), outside "
-                    f"the data region [{int(lo)}, {object_size}) of a {object_size}-byte shard",
-                    chunk=where,
-                    byte_range=(off, off + nb),
-                    codec=self.name,
-                )
+        off_empty, nb_empty = offsets == _EMPTY_U64, nbytes == _EMPTY_U64
+        half = off_empty ^ nb_empty
+        if half.any():
+            where = tuple(int(i) for i in np.argwhere(half)[0])
+            raise CorruptShardError(
+                f"shard index entry of inner chunk {where} is ({int(offsets[where])}, {int(nbytes[where])}): "
+                "one word is the empty marker 2**64-1 and the other is not",
+                chunk=where,
+                codec=self.name,
+            )
+        empty = off_empty
+        lo = n if self._start else 0
+        if object_size is None:
+            hi = 2**63 - 1  # no object is larger; keeps offsets + sizes inside a signed 64-bit pread
+        else:
+            hi = object_size if self._start else object_size - n
+        hi_u = np.uint64(max(hi, 0))
+        bad = (offsets < np.uint64(lo)) | (offsets > hi_u) | (nbytes > hi_u - np.minimum(offsets, hi_u))
+        if max_nbytes is not None:
+            bad |= nbytes > np.uint64(max_nbytes)
+        bad &= ~empty
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            off, nb = int(offsets[where]), int(nbytes[where])
+            region = f"[{lo}, {hi})" + ("" if object_size is None else f" of a {object_size}-byte shard")
+            limit = (
+                ""
+                if max_nbytes is None
+                else f", or is longer than the {max_nbytes} bytes an inner chunk can have"
+            )
+            raise CorruptShardError(
+                f"shard index entry of inner chunk {where} points at bytes [{off}, {off + nb}), outside "
+                f"the data region {region}{limit}",
+                chunk=where,
+                byte_range=(off, off + nb),
+                codec=self.name,
+            )
         return index
+
+    def max_encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int:
+        """The largest a shard of ``shape`` can be: its index plus every inner chunk at its bound."""
+        cps = self.chunks_per_shard(shape)
+        inner = self.codecs.max_encoded_size(self.chunk_shape, dtype)
+        return self.index_nbytes(cps) + math.prod(cps) * inner
 
     def encode_index(self, index: np.ndarray) -> bytes:
         """Encode a ``uint64`` index array of shape ``(*cps, 2)`` with ``index_codecs``."""
@@ -287,7 +333,9 @@ class ShardingCodec(ArrayBytesCodec):
         index = self.read_index(mv, cps)
         return [None if o == EMPTY else mv[o : o + nb] for o, nb in index.reshape(-1, 2).tolist()]
 
-    def read_index(self, shard_bytes: BytesLike, cps: Sequence[int]) -> np.ndarray:
+    def read_index(
+        self, shard_bytes: BytesLike, cps: Sequence[int], max_nbytes: int | None = None
+    ) -> np.ndarray:
         """The decoded, verified index of a whole shard object held in memory (see
         :meth:`decode_index`; entries are checked against the object's length). A shard shorter than its
         index raises ``CorruptShardError``."""
@@ -302,7 +350,7 @@ class ShardingCodec(ArrayBytesCodec):
                 codec=self.name,
             )
         raw_index = mv[:n] if self._start else mv[size - n :]
-        return self.decode_index(raw_index, cps, object_size=size)
+        return self.decode_index(raw_index, cps, object_size=size, max_nbytes=max_nbytes)
 
     # --- whole-shard array codec -----------------------------------------------------------------------
     def _slices(self, pos: tuple[int, ...]) -> tuple[slice, ...]:

@@ -18,12 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import CodecError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from . import bounded
 from .base import ArrayBytesCodec, BytesLike
 
 __all__ = ["Zarr2ChunkCodec", "numcodec_from_config", "check_zarr2_dtype"]
@@ -90,6 +92,34 @@ def numcodec_from_config(config: Any, *, key: str | None = None, role: str = "co
         ) from e
 
 
+def _decompress_capped(codec: Any, data: Any, cap: int) -> Any:
+    """A numcodecs compressor's ``decode``, stopped at ``cap`` output bytes: headers that announce the size
+    (blosc, zstd with a content size, numcodecs' lz4) are checked before decoding; zlib, gzip, bz2, lzma
+    and zstd without a content size are inflated incrementally; any other codec is decoded, then checked."""
+    cid = getattr(codec, "codec_id", None)
+    if cid == "zlib":
+        return bounded.inflate(data, cap, wbits=15)
+    if cid == "gzip":
+        return bounded.inflate(data, cap, wbits=31)
+    if cid == "bz2":
+        return bounded.bunzip2(data, cap, codec="bz2")
+    if cid == "lzma":
+        return bounded.unxz(data, cap, format=codec.format, filters=codec.filters, codec="lzma")
+    if cid == "zstd":
+        if bounded.zstd_content_size(data) is None:
+            return bounded.unzstd(data, cap)
+        bounded.check_announced(cid, bounded.zstd_content_size(data), cap)
+    elif cid == "blosc":
+        bounded.check_announced(cid, bounded.blosc_nbytes(data), cap)
+    elif cid == "lz4" and len(memoryview(data).cast("B")) >= 4:  # numcodecs' LZ4: uint32 LE size first
+        bounded.check_announced(cid, int.from_bytes(memoryview(data).cast("B")[:4], "little"), cap)
+    out = codec.decode(data)
+    n = memoryview(out).nbytes if not isinstance(out, np.ndarray) else out.nbytes
+    if n > cap:
+        raise bounded.too_large(str(cid), cap)
+    return out
+
+
 class Zarr2ChunkCodec(ArrayBytesCodec):
     """One Zarr v2 chunk: stored dtype and ``order``, then ``filters`` (in order), then ``compressor``.
 
@@ -153,8 +183,13 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
 
         chunk: Any = data
         if self.compressor is not None:
+            # the cap: the chunk's stored size, or a generous bound when filters come in between
+            expected = math.prod(shape) * self.dtype.itemsize
+            cap = expected if not self.filters else bounded.bound(8 * expected)
             try:
-                chunk = self.compressor.decode(chunk)
+                chunk = _decompress_capped(self.compressor, chunk, cap)
+            except CorruptChunkError as e:
+                raise e.with_context(codec=self._codec_name(self.compressor)) from e
             except Exception as e:
                 raise CorruptChunkError(
                     f"Zarr v2 chunk failed to decompress: {e}", codec=self._codec_name(self.compressor)

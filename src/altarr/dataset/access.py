@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,6 +39,7 @@ import numpy as np
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError
+from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
 from .grid import NestedGrid
 from .locks import shard_locks
@@ -50,6 +52,9 @@ __all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 
 Chunk = tuple[int, ...]
 _EMPTY = np.uint64(2**64 - 1)
+
+#: The version reported (``read_chunks(..., versions=)``) for a shard that does not exist.
+MISSING = "missing"
 
 #: Read a shard whole when the requested chunks are at least this fraction of its in-bounds chunks.
 WHOLE_SHARD_FRACTION = 0.5
@@ -91,6 +96,20 @@ def _scratch_input(nbytes: int) -> memoryview:
 #: How often a batched read is redone when another writer replaces a shard between reading its index
 #: and reading its chunks (detected through the stores' version tokens) before it gives up.
 READ_ATTEMPTS = 5
+
+
+def _reader_size(reader: Any) -> int | None:
+    """The size of the file an open reader holds (the version its reads come from), if it tells."""
+    size = getattr(reader, "size", None)
+    if isinstance(size, int):
+        return size
+    fd = getattr(reader, "fd", None)
+    if isinstance(fd, int) and fd >= 0:
+        try:
+            return os.fstat(fd).st_size
+        except OSError:
+            return None
+    return None
 
 
 class _ShardChanged(Exception):
@@ -144,17 +163,35 @@ class _Node:
 class IndexCache:
     """Decoded shard indexes kept across calls, each tied to the version of the object it came from.
 
-    An entry is used only after the object's current version (``store.stat``: a file's mtime and inode,
-    a memory store's write counter) is checked to equal the one the index was read with, once per
-    object per call, so a read never uses a stale index, whoever rewrote the shard. The dataset's own
-    writes drop the entries of the shards they touch. The cache is on only for stores whose ``stat`` is
-    cheap and whose ranged reads report versions (local files, memory); on object stores a version check
-    would cost as much as reading the index again. Bounded to ``max_bytes`` of index arrays (LRU).
+    How an entry is validated before use (the *staleness rule*; see ``docs/remote.md``):
+
+    * stores whose ``stat`` is cheap and whose ranged reads report versions (local files, memory): the
+      object's current version (``store.stat``: a file's mtime and inode, a memory store's write counter)
+      is checked to equal the one the index was read with, once per object per call;
+    * stores whose every ranged read answers with the object's version (``store.versioned_reads``:
+      obstore, whose responses carry the ETag): the entry is used at once, and the chunk reads it leads
+      to are checked against its version; a shard replaced since (another ETag, or gone) makes the call
+      drop the entry and read the index again, so no request is spent on validation and a stale index
+      never yields data;
+    * other stores (fsspec over S3 or HTTP, whose ranged reads do not report the ETag): no cache, the
+      index is read on every call, unless ``recheck=False`` (the caller promises the array does not
+      change while it is open, as tensorstore's ``recheck_cached_data=False``).
+
+    ``recheck=True`` turns the cache off (every call reads the indexes again). The dataset's own writes
+    read whole shards, never a cached index, and drop the entries of the shards they touch. Bounded to
+    ``max_bytes`` of index arrays (LRU).
     """
 
-    def __init__(self, store: Store, max_bytes: int = 32 << 20) -> None:
+    def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
         self.store = store
-        self.enabled = bool(getattr(store, "cheap_stat", False)) and hasattr(store, "get_ranges_versioned")
+        versioned = hasattr(store, "get_ranges_versioned")
+        self.cheap = bool(getattr(store, "cheap_stat", False)) and versioned
+        #: entries are used without a stat and checked by the versions the chunk reads report
+        self.optimistic = not self.cheap and (
+            bool(getattr(store, "versioned_reads", False)) or recheck is False
+        )
+        self.trusted = recheck is False and not bool(getattr(store, "versioned_reads", False))
+        self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
@@ -179,8 +216,11 @@ class IndexCache:
         if entry is None:
             return None
         if key not in tokens:  # one version check per object per call
-            st = self.store.stat(key)
-            tokens[key] = None if st is None else st[1]
+            if self.optimistic:  # checked against the versions of the chunk reads instead
+                tokens[key] = entry[0]
+            else:
+                st = self.store.stat(key)
+                tokens[key] = None if st is None else st[1]
         if tokens[key] is None or tokens[key] != entry[0]:
             self.forget([key])
             return None
@@ -191,6 +231,8 @@ class IndexCache:
         return entry[1]
 
     def put(self, key: str, level: int, start: int, version: Any, index: np.ndarray) -> None:
+        if version is None and self.trusted:
+            version = "trusted"
         if not self.enabled or version is None:
             return
         ck = (key, level, start)
@@ -244,12 +286,22 @@ def _levels_of(spec: DatasetSpec) -> tuple[list[tuple[int, ...]], list[ShardingC
 class DatasetAccess:
     """Batched, shard-grouped chunk I/O for one array (see the module docstring)."""
 
-    def __init__(self, store: Store, prefix: str, spec: DatasetSpec, *, write_empty_chunks: bool = False):
+    def __init__(
+        self,
+        store: Store,
+        prefix: str,
+        spec: DatasetSpec,
+        *,
+        write_empty_chunks: bool = False,
+        recheck: bool | None = None,
+    ):
         self.store = store
         self.prefix = prefix
         self.spec = spec
         self.dtype = np.dtype(spec.dtype)
         shapes, shardings, chunk_chain = _levels_of(spec)
+        meta_key = join_key(prefix, next(iter(spec.metadata), "")) if spec.metadata else (prefix or None)
+        check_spec_limits(spec.shape, shapes[::-1], self.dtype, key=meta_key)
         self.grid = NestedGrid(spec.shape, shapes[::-1])
         # self.sharding[l] splits a level-l block into level-(l-1) blocks (index 0 unused)
         self.sharding: list[ShardingCodec | None] = [None, *shardings[::-1]]
@@ -259,6 +311,14 @@ class DatasetAccess:
             if sc.chunks_per_shard(self.grid.levels[level]) != self.grid.per_block(level):
                 raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
         self.chunk_chain = chunk_chain
+        #: The most bytes a stored level-l block can have (l = 0: a chunk): index entries claiming more are
+        #: refused before anything is read or allocated for them.
+        self.max_block_bytes: list[int] = [chunk_chain.max_encoded_size(self.grid.chunks, self.dtype)]
+        for level in range(1, self.grid.nlevels):
+            cps = self.grid.per_block(level)
+            sc = self.sharding[level]
+            assert sc is not None
+            self.max_block_bytes.append(sc.index_nbytes(cps) + math.prod(cps) * self.max_block_bytes[-1])
         self.truncates = bool(getattr(chunk_chain.array_bytes, "truncates_edges", False))
         # chains of [bytes, one compressor] decode straight into the destination (see decode_chunk)
         self._direct = None if self.truncates else chunk_chain.direct_compressor(self.dtype)
@@ -266,7 +326,7 @@ class DatasetAccess:
         self.encode_slot = None if self.truncates else chunk_chain.encode_bound(self.grid.chunks, self.dtype)
         self.write_empty_chunks = write_empty_chunks
         self.fill_value = spec.fill_value
-        self.index_cache = IndexCache(store)
+        self.index_cache = IndexCache(store, recheck=recheck)
 
     # --- keys and grouping -----------------------------------------------------------------------------
     @property
@@ -402,12 +462,17 @@ class DatasetAccess:
         return a
 
     # --- reads -----------------------------------------------------------------------------------------
-    def read_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[np.ndarray | None]:
-        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order."""
+    def read_chunks(
+        self, coords: Sequence[Sequence[int]] | np.ndarray, *, versions: dict[str, Any] | None = None
+    ) -> list[np.ndarray | None]:
+        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order.
+
+        ``versions``: a dict that receives, for a sharded array, the version token of every shard the call
+        read (``None`` where the store reports none); all chunks of one shard come from that version."""
         rows = self._rows(coords)
         if not rows:
             return []
-        raw = self.read_raw(list(rows))
+        raw = self.read_raw(list(rows), versions=versions)
         # a chunk asked for k times is returned k times, each slot its own array: the k - 1 copies are
         # made in the chunk's decode task, so they run on the pool too (their page faults cost as much as
         # the decode of a fast codec)
@@ -427,19 +492,30 @@ class DatasetAccess:
         return out
 
     def visit_chunks(
-        self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]
+        self,
+        coords: Sequence[Sequence[int]] | np.ndarray,
+        fn: Callable[[int, np.ndarray], Any],
+        *,
+        versions: dict[str, Any] | None = None,
     ) -> None:
         """``fn(i, chunk)`` per requested row on the pool, chunks decoded into scratch (see
-        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`)."""
+        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`); ``versions`` as for
+        :meth:`read_chunks`."""
         rows = self._rows(coords)
 
         def each_row(chunk: Chunk, a: np.ndarray) -> None:
             for i in rows[chunk]:
                 fn(i, a)
 
-        self.visit(list(rows), each_row)
+        self.visit(list(rows), each_row, versions=versions)
 
-    def visit(self, chunks: list[Chunk], fn: Callable[[Chunk, np.ndarray], Any]) -> None:
+    def visit(
+        self,
+        chunks: list[Chunk],
+        fn: Callable[[Chunk, np.ndarray], Any],
+        *,
+        versions: dict[str, Any] | None = None,
+    ) -> None:
         """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
         decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
         array for a chunk that is not stored). On local files each shard is opened once and every chunk's
@@ -463,11 +539,15 @@ class DatasetAccess:
             fn(chunk, a)
 
         with self.open_readers() as readers:  # local files: each shard opened once for the call
-            raw = self.read_raw(chunks, readers=readers)
+            raw = self.read_raw(chunks, readers=readers, versions=versions)
             pmap(one, chunks)
 
     def read_raw(
-        self, chunks: Sequence[Chunk], *, readers: dict[str, Any] | None = None
+        self,
+        chunks: Sequence[Chunk],
+        *,
+        readers: dict[str, Any] | None = None,
+        versions: dict[str, Any] | None = None,
     ) -> dict[Chunk, tuple[str, Any] | None]:
         """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
 
@@ -483,7 +563,7 @@ class DatasetAccess:
             return {c: (None if d is None else (k, d)) for c, k, d in zip(chunks, keys, datas, strict=True)}
         for _ in range(READ_ATTEMPTS):
             try:
-                return self._read_sharded(chunks, readers)
+                return self._read_sharded(chunks, readers, seen=versions)
             except _ShardChanged as e:  # replaced between its index read and its chunks' reads: again
                 self.index_cache.forget(e.keys)
         raise CorruptShardError(
@@ -492,22 +572,32 @@ class DatasetAccess:
         )
 
     def _read_sharded(
-        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None
+        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None, *, seen: dict[str, Any] | None = None
     ) -> dict[Chunk, tuple[str, Any] | None]:
         top = self.grid.nlevels - 1
         result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         nodes = [_Node(self.key(pos), top, pos, group) for pos, group in self.group_by_shard(chunks).items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
+        sizes: dict[str, int] = {}  # object sizes where the open file tells them (index entry checks)
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
                     readers[n.key] = self.store.open_reader(n.key)  # type: ignore[attr-defined]
                 reader = readers[n.key]
-                if reader is not None:
+                if reader is None:
+                    tokens[n.key] = MISSING
+                else:
                     tokens[n.key] = reader.version
+                    size = _reader_size(reader)
+                    if size is not None:
+                        sizes[n.key] = size
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
         for level in range(top, 0, -1):
-            nodes = self._descend(nodes, level, tokens, readers)
+            nodes = self._descend(nodes, level, tokens, readers, sizes)
+        if seen is not None:  # the version of every shard this call reads (None: the store tells none)
+            for pos in self.group_by_shard(chunks):
+                key = self.key(pos)
+                seen[key] = tokens.get(key)
         # level-0 nodes: the chunks themselves
         pending = [n for n in nodes if n.mem is None]
         if pending and readers is not None:
@@ -520,6 +610,10 @@ class DatasetAccess:
         if pending:
             datas, versions = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
             _check_versions(tokens, [n.key for n in pending], versions)
+            if self.index_cache.optimistic:
+                gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
+                if gone:  # a shard deleted since its index was cached: read the index again
+                    raise _ShardChanged(gone)
             for n, d in zip(pending, datas, strict=True):
                 n.mem = self._checked_range(n.key, n.pos, n.start, n.length, d)
         for n in nodes:
@@ -572,9 +666,19 @@ class DatasetAccess:
         return [d for d, _ in got], [v for _, v in got]
 
     def _descend(
-        self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None = None
+        self,
+        nodes: list[_Node],
+        level: int,
+        tokens: dict[str, Any],
+        readers: dict[str, Any] | None = None,
+        sizes: dict[str, int] | None = None,
     ) -> list[_Node]:
-        """Read the index of every level-``level`` node (or the whole node) and return its children."""
+        """Read the index of every level-``level`` node (or the whole node) and return its children.
+
+        Every index entry is checked (:meth:`ShardingCodec.decode_index`) before it leads to a read: no
+        longer than a child block can be, inside the object where its size is known (a nested node's
+        length, an open file's size, a whole read), else below ``2**63``."""
+        max_child = self.max_block_bytes[level - 1]
         sc = self.sharding[level]
         assert sc is not None
         cps = self.grid.per_block(level)
@@ -591,14 +695,15 @@ class DatasetAccess:
             # with open files (local disk) a chunk's range is a pread inside its decode task, and reading
             # ranges beats reading a shard whole even when most of it is wanted (no 18 MB buffer to
             # fault in and copy out of: whole 512^3 blosc reads 102 -> 91 ms, zstd 235 -> 209 ms)
+            # a cached index comes first, also for a shard mostly wanted: its chunks' ranges then go
+            # out in the data round, and a warm read costs that one round
+            cached = cache.get(n.key, level, n.start, tokens)
+            if cached is not None:
+                indexed.append((n, cached))
+                continue
             whole = readers is None and len(n.chunks) >= WHOLE_SHARD_FRACTION * self.grid.n_chunks_in(
                 n.pos, level
             )
-            if not whole:
-                cached = cache.get(n.key, level, n.start, tokens)
-                if cached is not None:
-                    indexed.append((n, cached))
-                    continue
             if whole:
                 rng = (None, None) if n.length is None else (n.start, n.start + n.length)
             elif n.length is None:
@@ -615,7 +720,10 @@ class DatasetAccess:
             tokens.setdefault(n.key, version)
             if d is None:
                 if n.length is None:  # a missing shard: all its chunks are absent
+                    tokens[n.key] = MISSING
                     continue
+                if cache.optimistic:  # deleted since its outer index was cached: read that again
+                    raise _ShardChanged({n.key})
                 raise CorruptShardError("object vanished while it was being read", key=n.key)
             if whole:
                 if n.length is not None and len(d) != n.length:
@@ -634,15 +742,16 @@ class DatasetAccess:
                     key=n.key,
                     byte_range=req[1:],
                 )
+            size = n.length if n.length is not None else (sizes or {}).get(n.key)
             try:
-                index = sc.decode_index(d, cps, object_size=n.length)
+                index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
             except AltarrError as e:
                 raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             cache.put(n.key, level, n.start, version, index)
             indexed.append((n, index))
         for n in in_memory:
             try:
-                index = sc.read_index(n.mem, cps)
+                index = sc.read_index(n.mem, cps, max_nbytes=max_child)
             except AltarrError as e:
                 raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
             cache.put(n.key, level, n.start, tokens.get(n.key), index)

@@ -15,12 +15,12 @@ from itertools import product
 from typing import Any
 
 from ..errors import ExistsError, MetadataError
-from ..formats import detect_format, get_format, open_node
+from ..formats import get_format, open_node
 from ..formats.base import Format
 from ..stores import store_from_url
 from ..stores.base import Store
 from .dataset import Dataset
-from .group import Group, node_exists
+from .group import Group, consolidated_children, node_exists
 
 __all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset"]
 
@@ -58,13 +58,19 @@ def open_dataset(
     *,
     path: str = "",
     write_empty_chunks: bool = False,
+    recheck: bool | None = None,
+    format: str | None = None,
     **storage_options: Any,
 ) -> Dataset:
     """Open an existing N5, Zarr v2 or Zarr v3 array; the format is detected from its metadata.
 
     ``path_or_url`` is a local path, an fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``),
     a ``.zip`` file or a :class:`~altarr.stores.Store`; ``path`` a node inside it. ``mode="r"`` is
-    read-only, ``"r+"`` allows writes.
+    read-only, ``"r+"`` allows writes. ``client="obstore"|"fsspec"`` picks the client for object-store
+    and HTTP URLs (see ``docs/remote.md``). ``recheck`` is the staleness rule of the cached shard
+    indexes: ``None`` validates them by the object versions the store reports, ``True`` reads them
+    again on every call, ``False`` trusts them while the dataset is open. ``format`` (``"zarr3"``,
+    ``"zarr2"``, ``"n5"``) skips the detection: only that format's metadata is requested.
 
     >>> import altarr as aa
     >>> _ = aa.create_dataset("memory://doc-open", shape=(3,), dtype="f4", chunks=(2,))
@@ -72,10 +78,19 @@ def open_dataset(
     (3,)
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    node = _located(open_node, store, prefix)  # detection and parsing from one batched request
+    # detection and parsing from one batched request
+    node = _located(lambda s, p: open_node(s, p, format=format), store, prefix)
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
-    return Dataset(store, prefix, node.spec, node.format, mode=mode, write_empty_chunks=write_empty_chunks)
+    return Dataset(
+        store,
+        prefix,
+        node.spec,
+        node.format,
+        mode=mode,
+        write_empty_chunks=write_empty_chunks,
+        recheck=recheck,
+    )
 
 
 def _fresh_node(
@@ -147,7 +162,9 @@ def create_dataset(
 
 
 def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **storage_options: Any) -> Group:
-    """Open an existing group (or the root of an N5 container).
+    """Open an existing group (or the root of an N5 container). Opened read-only, a group with
+    consolidated metadata (Zarr v3 ``consolidated_metadata``, Zarr v2 ``.zmetadata``) opens its
+    children from it without further requests.
 
     >>> import altarr as aa
     >>> _ = aa.create_group("memory://doc-og", format="n5")
@@ -155,10 +172,12 @@ def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **s
     'n5'
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    fmt, kind = _located(detect_format, store, prefix)
-    if kind != "group":
+    # one round: the candidates and a Zarr v2 .zmetadata (Zarr v3 consolidates inside zarr.json)
+    node = _located(lambda s, p: open_node(s, p, parse=False, extra=(".zmetadata",)), store, prefix)
+    if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
-    return Group(store, prefix, fmt, mode=mode)
+    consolidated = consolidated_children(node.format.name, node.raw or {}, prefix) if mode == "r" else None
+    return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
 
 
 def create_group(

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from .access import DatasetAccess, Merge
+from .many import merge_update, plan_selections, read_plans
 from .regions import flip_reversed, normalize_selection, plan_dim
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class Dataset:
         *,
         mode: str = "r",
         write_empty_chunks: bool = False,
+        recheck: bool | None = None,
     ) -> None:
         self.store = store
         self.path = path
@@ -103,7 +105,9 @@ class Dataset:
         self._format = fmt
         self.mode = mode
         self.read_only = mode == "r"
-        self._access = DatasetAccess(store, path, spec, write_empty_chunks=write_empty_chunks)
+        self._access = DatasetAccess(
+            store, path, spec, write_empty_chunks=write_empty_chunks, recheck=recheck
+        )
         self.attrs = Attributes(store, path, fmt, self.read_only, spec.attributes)
 
     # --- description -----------------------------------------------------------------------------------
@@ -278,6 +282,14 @@ class Dataset:
         covered chunks are read, merged and rewritten; per shard one read (none if the region covers it)
         and one write."""
         self._check_writable()
+        updates: dict[tuple[int, ...], Any] = {}
+        self._region_updates(selection, values, updates)
+        if updates:
+            self._access.apply(updates)
+
+    def _region_updates(self, selection: Any, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
+        """Add the chunk updates that write ``values`` into ``selection`` to ``updates`` (on top of what
+        earlier regions of a batch put there)."""
         dims, out_shape, per_dim = self._plan(selection, allow_newaxis=False)
         work = tuple(d.n for d in dims)
         vals = np.asarray(values)
@@ -294,7 +306,6 @@ class Dataset:
         if vals.size == 0:
             return
         acc = self._access
-        updates: dict[tuple[int, ...], Any] = {}
         for piece in product(*per_dim):
             chunk = tuple(p[0] for p in piece)
             src = tuple(p[1] for p in piece)
@@ -304,10 +315,52 @@ class Dataset:
                 s.step == 1 and s.start == 0 and s.stop == c for s, c in zip(src, clipped, strict=True)
             )
             if covered:
-                updates[chunk] = vals[dst]
+                merge_update(updates, chunk, vals[dst])
             else:
-                updates[chunk] = Merge(_Paste(src, vals[dst]))
-        acc.apply(updates)
+                merge_update(updates, chunk, Merge(_Paste(src, vals[dst])))
+
+    # --- many regions in one call (see altarr.dataset.many) ----------------------------------------------
+    def read_regions(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
+        """Read many selections in one batched call; the results in request order.
+
+        The selections are planned together: every touched shard's index is read once (one batched
+        store call per nesting level), every chunk's byte range once, coalesced across selections (one
+        more call), and a chunk shared by several selections is decoded once. ``mode`` says how each
+        selection indexes: ``"numpy"`` (NumPy's rules: slices, integers, ``...``, ``None``, integer
+        arrays, boolean masks), ``"oindex"`` (orthogonal) or ``"vindex"`` (points).
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-rr", shape=(6, 6), dtype="int32", chunks=(2, 2))
+        >>> ds[...] = np.arange(36).reshape(6, 6)
+        >>> [r.tolist() for r in ds.read_regions([np.s_[0, 1:3], np.s_[4:, 5]])]
+        [[1, 2], [29, 35]]
+        >>> ds.read_regions([([0, 5], [1, 4])], mode="vindex")[0].tolist()
+        [1, 34]
+        """
+        plans = plan_selections(selections, self.shape, self.chunks, mode)
+        return read_plans(self._access, plans)
+
+    def write_regions(self, selections: Sequence[Any], values: Sequence[Any]) -> None:
+        """Write many regions (basic selections, any alignment) in one batched call: per touched shard
+        one read (none when the regions cover all of it) and one write for the whole batch. Where
+        regions overlap, later ones win.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-wr", shape=(4, 4), dtype="int8", chunks=(2, 2), shards=(4, 4))
+        >>> ds.write_regions([np.s_[0:3, 0:3], np.s_[1, :]], [1, 2])
+        >>> ds.store.stats.writes, ds[...].tolist()[:2]
+        (2, [[1, 1, 1, 0], [2, 2, 2, 2]])
+        """
+        self._check_writable()
+        if isinstance(selections, tuple | str) or not isinstance(selections, Sequence):
+            raise TypeError("write_regions takes a list of selections and a list of values, one per region")
+        if len(values) != len(selections):
+            raise ValueError(f"write_regions got {len(selections)} selections but {len(values)} values")
+        updates: dict[tuple[int, ...], Any] = {}
+        for sel, vals in zip(selections, values, strict=True):
+            self._region_updates(sel, vals, updates)
+        if updates:
+            self._access.apply(updates)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:

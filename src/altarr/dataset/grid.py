@@ -103,7 +103,9 @@ class NestedGrid:
         """Validate many coordinates at once; returns an ``int64`` array of shape ``(n, ndim)``."""
         arr = np.asarray(coords if not isinstance(coords, np.ndarray) else coords)
         if arr.size == 0:
-            return np.zeros((0, self.ndim), dtype=np.int64)
+            # no coordinates at all, or n empty tuples (the one chunk of a 0-d array, asked for n times)
+            rows = arr.shape[0] if arr.ndim == 2 and arr.shape[1] == self.ndim == 0 else 0
+            return np.zeros((rows, self.ndim), dtype=np.int64)
         if arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != self.ndim:
             # fall back to the scalar path for a precise error
             return np.array([self.check_chunk(c, level) for c in coords], dtype=np.int64).reshape(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MetadataError
+from ..errors import AltarrError, MetadataError
 from ._common import parse_json
 from .base import DatasetSpec, Format, join_key
 from .n5 import ATTRIBUTES_KEY, N5Format
@@ -61,30 +61,68 @@ class Node:
     format: Format
     kind: str
     spec: DatasetSpec | None = None
+    #: the metadata documents fetched (relative name -> bytes or None), for callers that want more of them
+    raw: dict[str, Any] | None = None
 
 
-def _fetch(store: Store, prefix: str) -> dict[str, Any]:
+#: The metadata documents each format may have at a node (a ``format=`` hint fetches only these).
+_CANDIDATES = {"zarr3": [ZARR_JSON], "zarr2": [ZARRAY, ZGROUP, ZATTRS], "n5": [ATTRIBUTES_KEY]}
+
+
+def _fetch(
+    store: Store, prefix: str, format: str | None = None, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """All candidate metadata documents of a node in one batched request: relative name -> bytes | None.
-    ``"/attributes.json"`` is the N5 container root's (for the version check and bare N5 directories)."""
-    names = [ZARR_JSON, ZARRAY, ZGROUP, ZATTRS, ATTRIBUTES_KEY]
+    ``"/attributes.json"`` is the N5 container root's (for the version check and bare N5 directories).
+    With ``format`` only that format's documents are asked for (the others read as absent)."""
+    if format is not None and format not in _CANDIDATES:
+        raise MetadataError(f"unknown format {format!r}; expected one of {sorted(_CANDIDATES)}")
+    every = [ZARR_JSON, ZARRAY, ZGROUP, ZATTRS, ATTRIBUTES_KEY]
+    names = (every if format is None else _CANDIDATES[format]) + list(extra)
     keys = [join_key(prefix, n) for n in names]
-    if prefix:
-        names.append("/" + ATTRIBUTES_KEY)
+    if prefix and format in (None, "n5"):
+        names = [*names, "/" + ATTRIBUTES_KEY]
         keys.append(ATTRIBUTES_KEY)
     values = store.get_ranges([(k, None, None) for k in keys])
-    return dict(zip(names, values, strict=True))
+    raw = dict.fromkeys([*every, "/" + ATTRIBUTES_KEY, *extra])
+    raw.update(zip(names, values, strict=True))
+    return raw
 
 
-def open_node(store: Store, prefix: str, *, parse: bool = True) -> Node:
+def open_node(
+    store: Store, prefix: str, *, parse: bool = True, format: str | None = None, extra: tuple[str, ...] = ()
+) -> Node:
+    """See :func:`_open_node`; a failure that is not an ``altarr.errors`` one (a recursion, an overflow, a
+    type or memory error raised by hostile metadata that no check caught) becomes a ``MetadataError``
+    naming the node."""
+    try:
+        return _open_node(store, prefix, parse=parse, format=format, extra=extra)
+    except AltarrError:
+        raise
+    except (RecursionError, OverflowError, TypeError, ValueError, MemoryError) as e:
+        raise MetadataError(f"invalid metadata: {type(e).__name__}: {e}", key=prefix or "/") from e
+
+
+def _open_node(
+    store: Store, prefix: str, *, parse: bool = True, format: str | None = None, extra: tuple[str, ...] = ()
+) -> Node:
     """Detect the format of the node at ``prefix`` and, for an array, parse its spec, from one batched
     store request (plus a directory listing only for an N5 group without ``attributes.json``).
+    ``format`` (``"zarr3"``, ``"zarr2"``, ``"n5"``) asks for that format's documents only: one request
+    instead of five on an object store, where each request is paid for. ``extra`` names more documents
+    of the node to fetch in the same request (``Node.raw`` holds them all).
 
     With ``parse=False`` only the kind is determined (array metadata is not validated).
     Precedence when several formats' metadata coexist: Zarr v3, Zarr v2, N5. Raises
     :class:`~altarr.errors.MetadataError` naming the prefix when no metadata is found.
     """
-    raw = _fetch(store, prefix)
+    raw = _fetch(store, prefix, format, extra)
+    node = _node_from(store, prefix, raw, parse)
+    node.raw = raw
+    return node
 
+
+def _node_from(store: Store, prefix: str, raw: dict[str, Any], parse: bool) -> Node:
     def doc(name: str) -> dict[str, Any] | None:
         data = raw.get(name)
         key = ATTRIBUTES_KEY if name.startswith("/") else join_key(prefix, name)

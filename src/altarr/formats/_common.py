@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from ..stores.base import Store
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_RANK",
+    "MAX_CHUNK_BYTES",
+    "MAX_CHUNKS_PER_SHARD",
+    "MAX_ELEMENTS",
+    "check_spec_limits",
     "nest_in_shards",
     "parse_json",
     "fetch_documents",
@@ -38,15 +44,95 @@ __all__ = [
 ]
 
 
+#: Limits on what a metadata document may describe. Each protects an allocation or a recursion that a
+#: hostile document could otherwise blow up (``MetadataError`` naming the key instead).
+MAX_JSON_DEPTH = 128  # nesting of lists/objects in one document (deeper recursion overflows the stack)
+MAX_RANK = 64  # NumPy's limit on dimensions
+MAX_ELEMENTS = 2**62  # elements of an array, and of its grid (keeps every index product in int64)
+MAX_CHUNK_BYTES = 2**34  # 16 GiB decoded per chunk: one chunk is decoded into memory at a time
+MAX_CHUNKS_PER_SHARD = 2**24  # a 256 MiB index
+
+
+def _json_depth(doc: Any) -> int:
+    """The nesting depth of a parsed JSON value (iterative: no recursion on hostile input)."""
+    depth, stack = 0, [(doc, 1)]
+    while stack:
+        value, d = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            depth = max(depth, d)
+            if d > MAX_JSON_DEPTH:
+                return d
+            stack.extend((v, d + 1) for v in value if isinstance(v, dict | list))
+    return depth
+
+
 def parse_json(data: bytes | bytearray | memoryview, key: str) -> dict[str, Any]:
-    """Parse a metadata document; it must be a JSON object."""
+    """Parse a metadata document; it must be a JSON object nested at most :data:`MAX_JSON_DEPTH` deep.
+
+    >>> parse_json(b"[" * 1000 + b"]" * 1000, "zarr.json")
+    Traceback (most recent call last):
+    ...
+    altarr.errors.MetadataError: malformed JSON in metadata document: nested deeper than 128 levels [key='zarr.json']
+    """
     try:
         doc = json.loads(bytes(data).decode("utf-8"))
+    except RecursionError as e:
+        raise MetadataError(
+            f"malformed JSON in metadata document: nested deeper than {MAX_JSON_DEPTH} levels", key=key
+        ) from e
     except (UnicodeDecodeError, ValueError) as e:
         raise MetadataError(f"malformed JSON in metadata document: {e}", key=key) from e
+    if _json_depth(doc) > MAX_JSON_DEPTH:
+        raise MetadataError(
+            f"malformed JSON in metadata document: nested deeper than {MAX_JSON_DEPTH} levels", key=key
+        )
     if not isinstance(doc, dict):
         raise MetadataError(f"metadata document must be a JSON object, got {type(doc).__name__}", key=key)
     return doc
+
+
+def check_spec_limits(
+    shape: Sequence[int], levels: Sequence[Sequence[int]], dtype: np.dtype, *, key: str | None
+) -> None:
+    """Refuse an array that no allocation could serve: more than :data:`MAX_RANK` dimensions, more than
+    :data:`MAX_ELEMENTS` elements (or grid positions), a chunk of more than :data:`MAX_CHUNK_BYTES`
+    decoded bytes, a shard of more than :data:`MAX_CHUNKS_PER_SHARD` chunks. ``levels``: the block shapes,
+    the chunk first.
+
+    >>> check_spec_limits((10**30,), [(10,)], np.dtype("u1"), key="zarr.json")
+    Traceback (most recent call last):
+    ...
+    altarr.errors.MetadataError: field 'shape': 1000000000000000000000000000000 elements, more than the 2**62 altarr supports [key='zarr.json']
+    """
+    if len(shape) > MAX_RANK:
+        raise MetadataError(
+            f"field 'shape': {len(shape)} dimensions, more than the {MAX_RANK} NumPy supports", key=key
+        )
+    n = math.prod(int(s) for s in shape)
+    if n > MAX_ELEMENTS:
+        raise MetadataError(f"field 'shape': {n} elements, more than the 2**62 altarr supports", key=key)
+    chunk = tuple(int(c) for c in levels[0])
+    nbytes = math.prod(chunk) * dtype.itemsize
+    if nbytes > MAX_CHUNK_BYTES:
+        raise MetadataError(
+            f"chunk shape {list(chunk)} of {dtype} is {nbytes} bytes, more than the {MAX_CHUNK_BYTES} bytes "
+            "(16 GiB) a chunk may have",
+            key=key,
+        )
+    for inner, outer in zip(levels, levels[1:], strict=False):
+        cps = math.prod(-(-int(o) // int(i)) for i, o in zip(inner, outer, strict=True))
+        if cps > MAX_CHUNKS_PER_SHARD:
+            raise MetadataError(
+                f"shard shape {list(outer)} holds {cps} blocks of {list(inner)}, more than the "
+                f"{MAX_CHUNKS_PER_SHARD} a shard index may have",
+                key=key,
+            )
+    for block in levels:
+        positions = math.prod(-(-int(s) // max(int(b), 1)) for s, b in zip(shape, block, strict=True))
+        if positions > MAX_ELEMENTS:
+            raise MetadataError(f"a grid of {positions} blocks of {list(block)} is too large", key=key)
 
 
 def fetch_documents(store: Store, prefix: str, names: Sequence[str]) -> dict[str, bytes | None]:
@@ -169,8 +255,17 @@ def decode_float_fill(value: Any, dtype: np.dtype, *, key: str, field: str = "fi
     """A float fill value from JSON: a number, ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` or a hex bit
     pattern (``"0x7fc00000"`` for a float32) of exactly the type's width."""
     if _is_int(value) or isinstance(value, float):
+        try:
+            number = float(value)  # an integer beyond float64 raises OverflowError
+        except OverflowError:
+            number = math.inf
+        if math.isinf(number) and not (isinstance(value, float) and math.isinf(value)):
+            raise MetadataError(f"field {field!r}: {value} is too large for {dtype}", key=key)
         with np.errstate(over="ignore"):
-            return dtype.type(value)
+            out = dtype.type(number)
+        if math.isfinite(number) and not np.isfinite(out):
+            raise MetadataError(f"field {field!r}: {value} is too large for {dtype}", key=key)
+        return out
     if isinstance(value, str):
         special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
         if value in special:

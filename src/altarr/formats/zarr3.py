@@ -80,6 +80,9 @@ _CORE_TYPES = {
         "complex128",
     )
 }
+#: The widest raw data type (``r<N>``) accepted: 64 KiB per element.
+_MAX_RAW_BITS = 8 * 65536
+
 _ARRAY_FIELDS = {
     "zarr_format",
     "node_type",
@@ -116,9 +119,11 @@ def dtype_from_data_type(value: Any, *, key: str = METADATA_KEY) -> np.dtype:
         return _CORE_TYPES[name]
     if name.startswith("r") and name[1:].isdigit():
         bits = int(name[1:])
-        if bits <= 0 or bits % 8:
+        if bits <= 0 or bits % 8 or bits > _MAX_RAW_BITS:
             raise MetadataError(
-                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits", key=key
+                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits, at most "
+                f"{_MAX_RAW_BITS}",
+                key=key,
             )
         return np.dtype(f"V{bits // 8}")
     if name in ("string", "bytes", "variable_length_bytes", "variable_length_utf8"):
@@ -453,7 +458,7 @@ class Zarr3Format(Format):
     name = "zarr3"
     metadata_key = METADATA_KEY
     title = "Zarr v3"
-    array_options = ("index_location", "chunk_key_separator")
+    array_options = ("index_location", "chunk_key_separator", "checksum")
 
     # --- reading --------------------------------------------------------------------------------------
     def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
@@ -495,6 +500,9 @@ class Zarr3Format(Format):
         )
         index_location = new.options.get("index_location", "end")
         chunk_key_separator = new.options.get("chunk_key_separator", "/")
+        checksum = new.options.get("checksum", False)
+        if not isinstance(checksum, bool):
+            raise MetadataError(f"checksum must be True or False, got {checksum!r}", key=key)
 
         try:
             dt = np.dtype(dtype)
@@ -512,6 +520,7 @@ class Zarr3Format(Format):
             inner = [
                 {"name": "bytes", "configuration": {"endian": "little"}},
                 *compressor_json(compressor, dt),
+                *([{"name": "crc32c"}] if checksum else []),  # a crc32c of every chunk's stored bytes
             ]
         except AltarrError as e:
             raise e.with_context(key=key) from e
@@ -537,7 +546,8 @@ class Zarr3Format(Format):
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``zarr.json`` for a new array (options ``index_location`` "end", ``chunk_key_separator``
-        "/") and return its spec.
+        "/", ``checksum`` False: True appends a ``crc32c`` codec to the chunk chain, so every chunk's
+        stored bytes are verified on read) and return its spec.
 
         >>> from altarr.formats.zarr3 import Zarr3Format
         >>> from altarr.formats.base import NewArray

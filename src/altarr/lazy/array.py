@@ -540,6 +540,19 @@ class LazyArray(NDArrayOperatorsMixin):
         return to_xarray(self, name=name, attrs=attrs, dask=dask)
 
     # --- container protocol -----------------------------------------------------------------------------
+    def read_many(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
+        """Many selections in one call: their chunks fetched together, each once (see
+        :func:`altarr.read_many`).
+
+        >>> import numpy as np, altarr as aa
+        >>> x = aa.altarr((4,), 2, lambda c: [np.arange(2 * i, 2 * i + 2) for (i,) in c], dtype="i8")
+        >>> [r.tolist() for r in x.read_many([np.s_[1:3], np.s_[::3]])]
+        [[1, 2], [0, 3]]
+        """
+        from .many import read_many
+
+        return read_many(self, selections, mode=mode)
+
     def __len__(self) -> int:
         if not self._shape:
             raise TypeError("len() of unsized object")

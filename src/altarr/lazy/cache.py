@@ -59,6 +59,9 @@ class ChunkCache:
         self._entries: OrderedDict[Key, tuple[np.ndarray, int]] = OrderedDict()
         self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
         self._inflight: dict[Key, Flight] = {}
+        # The version of the stored object (a shard) each entry was read from, for sources that report
+        # one: a read never combines chunks of one shard taken from two versions (see get_versions).
+        self._versions: dict[Key, Hashable] = {}
         self._total = 0
         # Owners whose array was garbage-collected. A finalizer may run inside any allocation, also while
         # this thread holds the lock, so it only queues the owner; the next locked call drops it.
@@ -79,6 +82,43 @@ class ChunkCache:
             self._drain()
             entries = self._entries
             return [k in entries for k in keys]
+
+    def get_versions(self, keys: Sequence[Key]) -> list[tuple[np.ndarray, Hashable] | None]:
+        """For each key, ``(array, version)`` when cached (``version`` as given to :meth:`put`, ``None``
+        when none was), else ``None``. Marks the entries as recently used."""
+        out: list[tuple[np.ndarray, Hashable] | None] = []
+        with self._lock:
+            self._drain()
+            entries = self._entries
+            for key in keys:
+                entry = entries.get(key)
+                if entry is None:
+                    out.append(None)
+                else:
+                    entries.move_to_end(key)
+                    out.append((entry[0], self._versions.get(key)))
+        return out
+
+    def put(
+        self, keys: Sequence[Key], values: Sequence[np.ndarray], versions: Sequence[Hashable], *, budget: int
+    ) -> None:
+        """Insert (or replace) entries together with the version of the object each was read from."""
+        with self._lock:
+            self._drain()
+            for key, value, version in zip(keys, values, versions, strict=True):
+                self._remove(key)
+                self._insert(key, value, budget)
+                if key in self._entries:
+                    self._versions[key] = version
+
+    def _remove(self, key: Key) -> None:
+        entry = self._entries.pop(key, None)
+        self._versions.pop(key, None)
+        if entry is not None:
+            self._total -= entry[1]
+            rec = self._owners[key[0]]
+            rec[0] -= 1
+            rec[1] -= entry[1]
 
     def owner_stats(self, owner: Hashable) -> dict[str, int]:
         """Entries, bytes and evictions of one owner."""
@@ -157,6 +197,7 @@ class ChunkCache:
 
     def _evict_one(self) -> None:
         key, (_, nbytes) = self._entries.popitem(last=False)
+        self._versions.pop(key, None)
         self._total -= nbytes
         rec = self._owners[key[0]]
         rec[0] -= 1
@@ -180,6 +221,7 @@ class ChunkCache:
         doomed = [k for k in self._entries if k[0] == owner]
         for key in doomed:
             _, nbytes = self._entries.pop(key)
+            self._versions.pop(key, None)
             self._total -= nbytes
         rec = self._owners.get(owner)
         if rec is not None:
@@ -200,6 +242,7 @@ class ChunkCache:
         with self._lock:
             self._drain()
             self._entries.clear()
+            self._versions.clear()
             self._total = 0
             for rec in self._owners.values():
                 rec[0] = rec[1] = 0

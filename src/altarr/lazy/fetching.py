@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FetchError
+from ..errors import CorruptShardError, FetchError
 from . import options
 from .cache import CACHE
 
@@ -170,6 +170,9 @@ class FetchSource:
         n = len(coords)
         if n == 0:
             return []
+        groups = self._groups(coords)
+        if groups is not None:
+            return self._get_consistent(coords, groups, store=store)
         keys = self.keys(coords)
         claims = CACHE.claim(keys)
         out: list[np.ndarray | None] = [None] * n
@@ -227,6 +230,9 @@ class FetchSource:
         if n == 0:
             return
         visit = getattr(self.fetch, "visit", None)
+        if callable(visit) and self._groups(coords) is not None:
+            self._visit_consistent(coords, fn)
+            return
         if not callable(visit):
             for i, chunk in enumerate(self.get_chunks(coords, store=False)):
                 fn(i, chunk)
@@ -259,6 +265,149 @@ class FetchSource:
             raise FetchError("fetch.visit() skipped a requested chunk", chunk=request[int(np.argmin(seen))])
         self.counters.add("chunks_fetched", len(rows))
         self.counters.add("bytes_fetched", int(extents.prod(axis=1).sum()) * self.dtype.itemsize)
+
+    # --- sources with shard versions (DatasetFetch over a sharded dataset) -----------------------------
+    # A read takes every chunk of one shard from one version of it: a cached chunk is used only when its
+    # shard is known to be unchanged (the fetch tells the current version cheaply: local files, memory),
+    # or, where it cannot tell (object stores), when every requested chunk of that shard is cached from
+    # one read. Anything else is read again together with the rest of its shard's chunks, in one call
+    # of the engine, which reads all chunks of one shard from one version.
+    def _groups(self, coords: np.ndarray) -> list[Hashable] | None:
+        fn = getattr(self.fetch, "chunk_groups", None)
+        return fn(coords) if callable(fn) else None
+
+    def _usable_hits(self, coords: np.ndarray, groups: list[Hashable]) -> tuple[list[Any], dict]:
+        """Cached ``(array, version)`` per row where it may be used in this read (else ``None``), and the
+        version of each group those hits come from."""
+        cached = CACHE.get_versions(self.keys(coords))
+        by_group: dict[Hashable, list[int]] = {}
+        for i, g in enumerate(groups):
+            by_group.setdefault(g, []).append(i)
+        current = self.fetch.current_versions(list(by_group))
+        use: list[Any] = [None] * len(coords)
+        hit_version: dict[Hashable, Any] = {}
+        for g, rows in by_group.items():
+            got = [cached[i] for i in rows]
+            if current is not None:
+                now = current.get(g)
+                ok = [
+                    i
+                    for i, c in zip(rows, got, strict=True)
+                    if c is not None and now is not None and c[1] == now
+                ]
+            elif all(c is not None for c in got) and len({c[1] for c in got}) == 1:  # type: ignore[index]
+                ok = rows
+            else:
+                ok = []
+            for i in ok:
+                use[i] = cached[i]
+            if ok:
+                hit_version[g] = cached[ok[0]][1]  # type: ignore[index]
+        return use, hit_version
+
+    def _get_consistent(self, coords: np.ndarray, groups: list[Hashable], *, store: bool) -> list[np.ndarray]:
+        use, hit_version = self._usable_hits(coords, groups)
+        out: list[Any] = [None if u is None else u[0] for u in use]
+        todo = [i for i, u in enumerate(use) if u is None]
+        hits = len(coords) - len(todo)
+        if hits:
+            self.counters.add("cache_hits", hits)
+        budget = options._get("cache_bytes")
+        for _ in range(5):
+            if not todo:
+                break
+            self.counters.add("cache_misses", len(todo))
+            values, versions = self._fetch_validated_versioned(coords[todo])
+            if store:
+                values = [_compact(v) for v in values]
+                CACHE.put(
+                    [self.keys(coords[i : i + 1])[0] for i in todo],
+                    values,
+                    [versions.get(groups[i]) for i in todo],
+                    budget=budget,
+                )
+            for i, v in zip(todo, values, strict=True):
+                out[i] = v
+            # a shard rewritten since its cached chunks were read: read those chunks again too
+            stale = {
+                g for g in {groups[i] for i in todo} if g in hit_version and hit_version[g] != versions.get(g)
+            }
+            todo = [i for i, u in enumerate(use) if u is not None and groups[i] in stale]
+            for i in todo:
+                use[i] = None
+            for g in stale:
+                hit_version.pop(g)
+        else:
+            if todo:
+                raise CorruptShardError(
+                    "the shard was replaced by another writer during each of 5 attempts to read it",
+                    key=str(groups[todo[0]]),
+                )
+        return out
+
+    def _visit_consistent(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        groups = self._groups(coords)
+        assert groups is not None
+        use, hit_version = self._usable_hits(coords, groups)
+        rows = np.asarray([i for i, u in enumerate(use) if u is None], dtype=np.int64)
+        versions: dict[Hashable, Any] = {}
+        if len(rows):
+            self._stream(coords, rows, fn, versions)
+        stale = {g for g, v in hit_version.items() if g in versions and versions[g] != v}
+        fresh = [i for i, u in enumerate(use) if u is not None and groups[i] in stale]
+        if (
+            fresh
+        ):  # rewritten between the version check and the read: take those chunks from the read's version
+            values, again = self._fetch_validated_versioned(coords[fresh])
+            if any(again.get(g) != versions.get(g) for g in stale):
+                raise CorruptShardError(
+                    "a shard was replaced by another writer while it was being read",
+                    key=str(next(iter(stale))),
+                )
+            for i, v in zip(fresh, values, strict=True):
+                use[i] = (v, None)
+        hits = [i for i, u in enumerate(use) if u is not None]
+        if hits:
+            self.counters.add("cache_hits", len(hits) - len(fresh))
+        for i in hits:
+            fn(i, use[i][0])
+
+    def _stream(
+        self, coords: np.ndarray, rows: np.ndarray, fn: Callable[[int, np.ndarray], Any], versions: dict
+    ) -> None:
+        request = np.array(coords[rows], dtype=np.int64, order="C", copy=True)
+        extents = self.extents(request)
+        self.counters.add("cache_misses", len(rows))
+        self.counters.add("fetch_calls")
+        seen = np.zeros(len(rows), dtype=bool)
+
+        def checked(j: int, values: Any) -> None:
+            arr = validate([values], request[j : j + 1], extents[j : j + 1], self.dtype)[0]
+            seen[j] = True
+            fn(int(rows[j]), arr)
+
+        try:
+            self.fetch.visit(request, checked, versions=versions)
+        except Exception as e:
+            e.add_note(f"altarr: raised by fetch.visit() asked for chunks {_describe_chunks(request)}")
+            raise
+        if not seen.all():
+            raise FetchError("fetch.visit() skipped a requested chunk", chunk=request[int(np.argmin(seen))])
+        self.counters.add("chunks_fetched", len(rows))
+        self.counters.add("bytes_fetched", int(extents.prod(axis=1).sum()) * self.dtype.itemsize)
+
+    def _fetch_validated_versioned(self, coords: np.ndarray) -> tuple[list[np.ndarray], dict]:
+        request = np.array(coords, dtype=np.int64, order="C", copy=True)
+        self.counters.add("fetch_calls")
+        try:
+            result, versions = self.fetch.fetch_versioned(request)
+        except Exception as e:
+            e.add_note(f"altarr: raised by fetch() asked for chunks {_describe_chunks(coords)}")
+            raise
+        values = validate(result, coords, self.extents(coords), self.dtype)
+        self.counters.add("chunks_fetched", len(values))
+        self.counters.add("bytes_fetched", sum(v.nbytes for v in values))
+        return values, versions
 
     def _fetch_validated(self, coords: np.ndarray) -> list[np.ndarray]:
         request = np.array(coords, dtype=np.int64, order="C", copy=True)

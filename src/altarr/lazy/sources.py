@@ -206,20 +206,53 @@ class DatasetFetch:
         assert self._decoder is not None
         return self._decoder.dtype
 
-    def visit(self, chunks: np.ndarray, fn: Any) -> None:
+    def visit(self, chunks: np.ndarray, fn: Any, versions: dict[str, Any] | None = None) -> None:
         """Streaming form of a fetch: ``fn(i, values)`` per row, on the engine's pool, with ``values``
         valid only during the call (decoded into scratch by :meth:`altarr.Dataset.visit_chunks`). The lazy
-        layer uses it when it does not keep the chunks, so nothing is allocated per chunk."""
+        layer uses it when it does not keep the chunks, so nothing is allocated per chunk. ``versions``
+        receives the version of every shard read (see :meth:`chunk_groups`)."""
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        ds.visit_chunks(chunks, lambda i, a: fn(i, decoder(a)))
+        ds._access.visit_chunks(chunks, lambda i, a: fn(i, decoder(a)), versions=versions)
+
+    # --- shard versions: the lazy cache never combines chunks of two versions of one shard -------------
+    def chunk_groups(self, chunks: np.ndarray) -> list[str] | None:
+        """The store key of the shard holding each chunk, or ``None`` for an unsharded dataset (whose
+        chunks are objects of their own, so no read can mix versions of one)."""
+        acc = self.dataset()._access
+        if not acc.sharded:
+            return None
+        return [acc.key(acc.shard_of(c)) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+
+    def current_versions(self, groups: Sequence[str]) -> dict[str, Any] | None:
+        """The current version of each shard where the store tells it cheaply (local files, memory: a
+        ``stat``), else ``None`` (object stores: one request per shard would cost as much as a read)."""
+        from ..dataset.access import MISSING
+
+        store = self.dataset().store
+        if not getattr(store, "cheap_stat", False):
+            return None
+        out: dict[str, Any] = {}
+        for g in dict.fromkeys(groups):
+            st = store.stat(g)
+            out[g] = MISSING if st is None else st[1]
+        return out
+
+    def fetch_versioned(self, chunks: np.ndarray) -> tuple[list[np.ndarray], dict[str, Any]]:
+        """:meth:`__call__` and the version of every shard it read (all its chunks of one shard come from
+        that version)."""
+        versions: dict[str, Any] = {}
+        return self._read(chunks, versions), versions
 
     def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
+        return self._read(chunks, None)
+
+    def _read(self, chunks: np.ndarray, versions: dict[str, Any] | None) -> list[np.ndarray]:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        raw = ds.read_chunks(chunks)
+        raw = ds._access.read_chunks(chunks, versions=versions)
         shape = np.asarray(ds.shape, dtype=np.int64)
         csize = np.asarray(ds.chunks, dtype=np.int64)
         fill = ds.fill_value if ds.fill_value is not None else 0

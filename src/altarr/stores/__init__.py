@@ -3,6 +3,8 @@
 * :class:`MemoryStore` - a dict in memory;
 * :class:`LocalStore` - files under a directory (positional reads, atomic replace, thread pool);
 * :class:`FsspecStore` - any fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...);
+* :class:`ObstoreStore` - object stores and HTTP through obstore (Rust ``object_store``), the default
+  client for ``s3://``, ``gs://``, ``az://`` and ``http(s)://`` (see ``docs/remote.md``);
 * :class:`ZipStore` - members of a zip archive;
 * :func:`store_from_url` - the right store for a path or URL.
 
@@ -23,6 +25,7 @@ from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, coalesce_ranges
 from .fsspec_store import FsspecStore
 from .local import LocalStore
 from .memory import MemoryStore
+from .obstore_store import ObstoreStore
 from .zip_store import ZipStore
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "MemoryStore",
     "LocalStore",
     "FsspecStore",
+    "ObstoreStore",
     "ZipStore",
     "normalize_key",
     "coalesce_ranges",
@@ -42,6 +46,16 @@ __all__ = [
 ]
 
 _MODES = ("r", "r+", "a", "w", "w-")
+
+#: URL schemes served by :class:`ObstoreStore` unless ``client="fsspec"`` is asked for: obstore was the
+#: faster client for batched ranged reads and whole-object writes (``benchmarks/README.md``).
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https")
+#: ``client=`` values of :func:`store_from_url`.
+CLIENTS = ("obstore", "fsspec")
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
 def _split_zip(path: str) -> tuple[str, str] | None:
@@ -60,7 +74,11 @@ def _split_zip(path: str) -> tuple[str, str] | None:
 
 
 def store_from_url(
-    path_or_url: str | os.PathLike[str] | Store, mode: str = "r", **storage_options: Any
+    path_or_url: str | os.PathLike[str] | Store,
+    mode: str = "r",
+    *,
+    client: str | None = None,
+    **storage_options: Any,
 ) -> tuple[Store, str]:
     """The store for a path or URL, and the node prefix inside it.
 
@@ -68,8 +86,9 @@ def store_from_url(
     * a plain path or ``file://`` URL -> :class:`LocalStore` rooted there;
     * a path to a ``.zip`` file (optionally followed by ``/inner/prefix``) -> :class:`ZipStore`
       (``"r"`` reads, ``"w"``/``"w-"`` create a new archive, ``"r+"``/``"a"`` append);
-    * any other URL (``memory://``, ``s3://``, ``gs://``, ``http(s)://``) -> :class:`FsspecStore` rooted at
-      the URL, with ``storage_options`` passed to the file system.
+    * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore` (or :class:`FsspecStore` with
+      ``client="fsspec"``), with ``storage_options`` passed to the client;
+    * any other URL (``memory://``, chained ``a::b`` URLs, ...) -> :class:`FsspecStore` rooted at the URL.
 
     ``mode`` is ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``; at this level only ``"r"`` matters (a
     read-only store). Creating, truncating and existence checks belong to the dataset layer.
@@ -81,8 +100,10 @@ def store_from_url(
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    if client is not None and client not in CLIENTS:
+        raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
     if isinstance(path_or_url, Store):
-        if storage_options:
+        if storage_options or client is not None:
             raise TypeError("storage options cannot be applied to an existing store")
         return path_or_url, ""
     url = os.fspath(path_or_url)
@@ -103,4 +124,6 @@ def store_from_url(
             zmode = {"r": "r", "w": "w", "w-": "x"}.get(mode, "a")
             return ZipStore(archive, zmode), prefix
         return LocalStore(local, read_only=read_only, **storage_options), ""
+    if client == "obstore" or (client is None and "::" not in url and _scheme(url) in OBSTORE_SCHEMES):
+        return ObstoreStore(url, read_only=read_only, **storage_options), ""
     return FsspecStore(url, read_only=read_only, **storage_options), ""

@@ -59,6 +59,9 @@ class StoreStats:
     deletes: int = 0
     lists: int = 0
     size_queries: int = 0
+    #: Batched backend calls whose requests were in flight together (one network round trip each on
+    #: object stores); counted by the remote stores (fsspec, obstore).
+    rounds: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:

@@ -223,6 +223,7 @@ class FsspecStore(Store):
         }
 
     def _infos(self, paths: Sequence[str]) -> list[Any]:
+        self.stats.add(rounds=1)
         for p in paths:
             self.fs.invalidate_cache(p)
         return self._gather([self._info_call(p) for p in paths])
@@ -234,7 +235,7 @@ class FsspecStore(Store):
         plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         results: list[bytes | None] = [None] * len(merged)
-        reads = size_queries = 0
+        reads = size_queries = rounds = 0
         # Requests the backend cannot take as they are: empty ranges (existence only) and, without native
         # suffix support, suffixes (size first).
         probe = {
@@ -280,10 +281,14 @@ class FsspecStore(Store):
             except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
                 raise self._fail("batched read", merged[todo[0]][0], e) from e
             reads += len(todo)
+            rounds += 1
             for m, s, e, r in zip(todo, starts, ends, out, strict=True):
                 results[m] = self._check_result(merged[m][0], s, e, r)
         self.stats.add(
-            reads=reads, size_queries=size_queries, bytes_read=sum(len(r) for r in results if r is not None)
+            reads=reads,
+            size_queries=size_queries,
+            rounds=rounds,
+            bytes_read=sum(len(r) for r in results if r is not None),
         )
         return plan.split(results)
 

@@ -1,0 +1,408 @@
+#!/usr/bin/env python
+"""Network benchmark: altarr against tensorstore and zarr-python (with fsspec and with obstore) over a
+loopback HTTP server and a moto S3 server, each waiting a set latency before answering every request.
+
+The array is written once per server by altarr: 256**3 uint16 (``--size``), shards of 128**3, chunks of
+32**3, zstd (level 3), a smooth noisy volume from a fixed seed. Every timed call **opens the array
+afresh** (a cold open: metadata, then the shard indexes, then the data) and does one scenario:
+
+* ``open_chunk`` - one aligned chunk;
+* ``scattered``  - 48 chunks scattered over the array, in one call (altarr ``read_regions``, tensorstore
+  ``ts.Batch``, zarr-python ``asyncio.gather`` of its async ``getitem``);
+* ``boxes``      - 8 unaligned 48**3 boxes in one call (same APIs);
+* ``boxes_loop`` - the same 8 boxes one region at a time (altarr only: the baseline of ``boxes``);
+* ``slab``       - one 128x256x256 slab;
+* ``whole``      - the whole array;
+* ``write_boxes``- (S3 only) 8 unaligned 48**3 boxes written into the existing shards (altarr
+  ``write_regions``, tensorstore one ``ts.Transaction``, zarr-python ``gather`` of ``setitem``); the
+  values written are the array's own, so every later read still checks against the source.
+
+Each library's result is checked against the source data on the warm-up run. Reported per call: the
+median time of ``--repeats`` runs, the requests the server answered and the rounds (requests whose
+service intervals overlapped, i.e. were in flight together, count as one round; see ``netservers.py``),
+and altarr's time over the best peer's. The servers run in child processes (their Python must not take
+the client's GIL).
+
+Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
+zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
+``data_copy_concurrency`` 2 and ``cache_pool`` 0, zarr-python ``threading.max_workers`` 2); network
+concurrency is each library's default. Everything runs in one process, one library at a time.
+
+Example:
+    python benchmarks/bench_remote.py --latencies 0,5,20 --json remote.json
+    python benchmarks/bench_remote.py --quick            # 64**3, latency 5 ms, one repeat
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from netservers import BUCKET, server_process  # noqa: E402
+
+THREADS = 2
+LIBS = ("altarr", "altarr-fsspec", "tensorstore", "zarr-fsspec", "zarr-obstore")
+PEERS = ("tensorstore", "zarr-fsspec", "zarr-obstore")
+SCENARIOS = ("open_chunk", "scattered", "boxes", "boxes_loop", "slab", "whole", "write_boxes")
+
+
+@dataclass
+class Geometry:
+    n: int
+    shard: int
+    chunk: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.n,) * 3
+
+
+def make_volume(n: int, seed: int = 0) -> np.ndarray:
+    """A smooth ramp plus noise (compresses like real images, not like zeros or white noise)."""
+    rng = np.random.default_rng(seed)
+    i, j, k = np.ogrid[:n, :n, :n]
+    smooth = (i * 7 + j * 3 + k) % 4096
+    return (smooth + rng.integers(0, 256, (n, n, n))).astype("uint16")
+
+
+def selections(geo: Geometry, seed: int = 1) -> dict[str, list[tuple[slice, ...]]]:
+    rng = np.random.default_rng(seed)
+    c, n = geo.chunk, geo.n
+    grid = n // c
+    flat = rng.choice(grid**3, size=min(48, grid**3), replace=False)
+    scattered = [
+        tuple(slice(int(v) * c, int(v) * c + c) for v in np.unravel_index(f, (grid,) * 3)) for f in flat
+    ]
+    box = min(48, n // 2)
+    boxes = [tuple(slice(int(s), int(s) + box) for s in rng.integers(0, n - box, 3)) for _ in range(8)]
+    one = tuple(slice(min(3, grid - 1) * c, min(3, grid - 1) * c + c) for _ in range(3))
+    return {
+        "open_chunk": [one],
+        "scattered": scattered,
+        "boxes": boxes,
+        "slab": [(slice(0, geo.shard), slice(None), slice(None))],
+        "whole": [(slice(None),) * 3],
+    }
+
+
+# --- libraries ----------------------------------------------------------------------------------------------
+class Lib:
+    name = ""
+
+    def __init__(self, kind: str, base: str, endpoint: str | None):
+        self.kind, self.base, self.endpoint = kind, base, endpoint
+
+    def read(self, sels: list) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def read_loop(self, sels: list) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def write(self, sels: list, values: list) -> None:
+        raise NotImplementedError
+
+
+class Altarr(Lib):
+    client = "obstore"
+
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        import altarr as aa
+        from altarr.dataset import set_max_workers
+
+        set_max_workers(THREADS)
+        self.aa = aa
+
+    def _open(self, mode: str = "r") -> Any:
+        opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
+        return self.aa.open_dataset(self.base, mode=mode, client=self.client, format="zarr3", **opts)
+
+    def read(self, sels):
+        ds = self._open()
+        return ds.read_regions(sels) if len(sels) > 1 else [ds[sels[0]]]
+
+    def read_loop(self, sels):
+        ds = self._open()
+        return [ds[s] for s in sels]
+
+    def write(self, sels, values):
+        self._open("r+").write_regions(sels, values)
+
+
+class AltarrFsspec(Altarr):
+    client = "fsspec"
+
+
+class Tensorstore(Lib):
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        import tensorstore as ts
+
+        self.ts = ts
+
+    def _open(self, write: bool = False) -> Any:
+        ts = self.ts
+        if self.kind == "s3":
+            kv = {
+                "driver": "s3",
+                "bucket": BUCKET,
+                "path": self.base.split(BUCKET + "/", 1)[1] + "/",
+                "endpoint": self.endpoint,
+                "aws_region": "us-east-1",
+            }
+        else:
+            kv = {"driver": "http", "base_url": self.base}
+        ctx = ts.Context(
+            {"cache_pool": {"total_bytes_limit": 0}, "data_copy_concurrency": {"limit": THREADS}}
+        )
+        return ts.open({"driver": "zarr3", "kvstore": kv}, read=True, write=write, context=ctx).result()
+
+    def read(self, sels):
+        a = self._open()
+        if len(sels) == 1:
+            return [a[sels[0]].read().result()]
+        with self.ts.Batch() as batch:
+            futs = [a[s].read(batch=batch) for s in sels]
+        return [f.result() for f in futs]
+
+    def write(self, sels, values):
+        a = self._open(write=True)
+        with self.ts.Transaction() as txn:
+            t = a.with_transaction(txn)
+            futs = [t[s].write(v) for s, v in zip(sels, values, strict=True)]
+            for f in futs:
+                f.result()
+
+
+class ZarrFsspec(Lib):
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        import zarr
+
+        zarr.config.set({"threading.max_workers": THREADS})
+        self.zarr = zarr
+
+    def _store(self, read_only: bool) -> Any:
+        opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
+        return self.zarr.storage.FsspecStore.from_url(self.base, storage_options=opts, read_only=read_only)
+
+    def _open(self, read_only: bool = True) -> Any:
+        return self.zarr.open_array(self._store(read_only), mode="r" if read_only else "r+", zarr_format=3)
+
+    def _gather(self, coros: list) -> list:
+        from zarr.core.sync import sync
+
+        async def run() -> list:
+            return await asyncio.gather(*coros)
+
+        return sync(run())
+
+    def read(self, sels):
+        z = self._open()
+        if len(sels) == 1:
+            return [z[sels[0]]]
+        return self._gather([z._async_array.getitem(s) for s in sels])
+
+    def write(self, sels, values):
+        z = self._open(read_only=False)
+        self._gather([z._async_array.setitem(s, v) for s, v in zip(sels, values, strict=True)])
+
+
+class ZarrObstore(ZarrFsspec):
+    def _store(self, read_only: bool) -> Any:
+        from obstore.store import from_url
+
+        if self.kind == "s3":
+            st = from_url(self.base, endpoint=self.endpoint, client_options={"allow_http": True})
+        else:
+            st = from_url(self.base, client_options={"allow_http": True})
+        return self.zarr.storage.ObjectStore(st, read_only=read_only)
+
+
+CLASSES: dict[str, type[Lib]] = {
+    "altarr": Altarr,
+    "altarr-fsspec": AltarrFsspec,
+    "tensorstore": Tensorstore,
+    "zarr-fsspec": ZarrFsspec,
+    "zarr-obstore": ZarrObstore,
+}
+
+
+# --- running --------------------------------------------------------------------------------------------------
+def cases(
+    kind: str, base: str, endpoint: str | None, geo: Geometry, data: np.ndarray, args: argparse.Namespace
+):
+    """``(scenario, lib, fn, check)`` for every case of this server."""
+    sels = selections(geo)
+    libs = {name: CLASSES[name](kind, base, endpoint) for name in args.libs}
+    for scen in args.scenarios:
+        if scen == "write_boxes" and kind != "s3":
+            continue
+        key = "boxes" if scen in ("boxes_loop", "write_boxes") else scen
+        ss = sels[key]
+        for name, lib in libs.items():
+            if scen == "boxes_loop" and not name.startswith("altarr"):
+                continue
+            if scen == "write_boxes":
+                vals = [data[s] for s in ss]
+
+                def fn(lib=lib, ss=ss, vals=vals):
+                    return lib.write(ss, vals)
+
+                def check(_r, ss=ss):
+                    for got, s in zip(Altarr(kind, base, endpoint).read(ss), ss, strict=True):
+                        np.testing.assert_array_equal(got, data[s])
+
+            else:
+
+                def fn(lib=lib, ss=ss, loop=scen == "boxes_loop"):
+                    return lib.read_loop(ss) if loop else lib.read(ss)
+
+                def check(results, ss=ss):
+                    for got, s in zip(results, ss, strict=True):
+                        np.testing.assert_array_equal(np.asarray(got), data[s])
+
+            yield scen, name, fn, check
+
+
+def bench_server(
+    kind: str,
+    base: str,
+    endpoint: str | None,
+    log: Any,
+    geo: Geometry,
+    data: np.ndarray,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """Every case at every latency. The libraries of one scenario take turns repetition by repetition,
+    so a change of the machine's load in between hits them alike."""
+    rows = []
+    by_scen: dict[str, list] = {}
+    for scen, name, fn, check in cases(kind, base, endpoint, geo, data, args):
+        by_scen.setdefault(scen, []).append((name, fn, check))
+    for scen, group in by_scen.items():
+        for lat in args.latencies:
+            log.latency = lat / 1000
+            res: dict[str, dict[str, Any]] = {}
+            for name, fn, check in group:  # warm-up (imports, connections): checked, not timed
+                try:
+                    check(fn())
+                    res[name] = {"times": [], "requests": [], "rounds": []}
+                except Exception as e:  # a peer that cannot do it: reported, not fatal
+                    res[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            for _ in range(args.repeats):
+                for name, fn, _check in group:
+                    r = res[name]
+                    if "error" in r:
+                        continue
+                    log.reset()
+                    t = time.perf_counter()
+                    fn()
+                    r["times"].append(time.perf_counter() - t)
+                    r["requests"].append(log.requests())
+                    r["rounds"].append(log.rounds())
+            for name, r in res.items():
+                row: dict[str, Any] = {"server": kind, "latency_ms": lat, "lib": name, "scenario": scen}
+                if "error" in r:
+                    row["error"] = r["error"]
+                else:
+                    row.update(
+                        ms=1000 * statistics.median(r["times"]),
+                        requests=int(statistics.median(r["requests"])),
+                        rounds=int(statistics.median(r["rounds"])),
+                    )
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def table(rows: list[dict[str, Any]], kind: str, lat: float, libs: list[str]) -> str:
+    sel = [r for r in rows if r["server"] == kind and r["latency_ms"] == lat]
+    scen = [s for s in SCENARIOS if any(r["scenario"] == s for r in sel)]
+    head = "| scenario | " + " | ".join(libs) + " | altarr / best peer |"
+    out = [head, "|---" * (len(libs) + 2) + "|"]
+    for s in scen:
+        cells = []
+        by = {r["lib"]: r for r in sel if r["scenario"] == s}
+        for lib in libs:
+            r = by.get(lib)
+            if r is None:
+                cells.append("")
+            elif "error" in r:
+                cells.append("error")
+            else:
+                cells.append(f"{r['ms']:.0f} ms ({r['requests']} req, {r['rounds']} rd)")
+        peers = [by[p]["ms"] for p in PEERS if p in by and "ms" in by[p]]
+        base = by.get("altarr", {}).get("ms")
+        if s == "boxes_loop":
+            batch = next((r for r in sel if r["scenario"] == "boxes" and r["lib"] == "altarr"), None)
+            ratio = f"batch is {base / batch['ms']:.1f}x faster" if base and batch and "ms" in batch else ""
+        else:
+            ratio = f"{base / min(peers):.2f}" if base and peers else ""
+        out.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", type=int, default=256)
+    p.add_argument("--latencies", default="0,5,20", help="milliseconds, comma-separated")
+    p.add_argument("--servers", default="http,s3")
+    p.add_argument("--libs", default=",".join(LIBS))
+    p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="64**3, 5 ms, one repeat")
+    p.add_argument("--json", help="write every row here")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.size, args.latencies, args.repeats = 64, "5", 1
+    args.latencies = [float(v) for v in args.latencies.split(",")]
+    args.libs = args.libs.split(",")
+    args.scenarios = args.scenarios.split(",")
+    geo = Geometry(args.size, args.size // 2, args.size // 8)
+    data = make_volume(geo.n)
+
+    import altarr as aa
+
+    def write(url: str, **opts: Any) -> None:
+        ds = aa.create_dataset(
+            url, shape=geo.shape, dtype="uint16", chunks=(geo.chunk,) * 3, shards=(geo.shard,) * 3,
+            compressor="zstd", overwrite=True, storage_options=opts or None,
+        )  # fmt: skip
+        ds[...] = data
+
+    rows: list[dict[str, Any]] = []
+    servers = args.servers.split(",")
+    if "http" in servers:
+        with tempfile.TemporaryDirectory() as d:
+            write(f"{d}/a.zarr")
+            with server_process("http", d) as (url, log):
+                rows += bench_server("http", f"{url}/a.zarr", None, log, geo, data, args)
+    if "s3" in servers:
+        with server_process("s3") as (endpoint, log):
+            write(f"s3://{BUCKET}/a.zarr", endpoint_url=endpoint)
+            rows += bench_server("s3", f"s3://{BUCKET}/a.zarr", endpoint, log, geo, data, args)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.platform()}, size {geo.n}")
+    for kind in servers:
+        for lat in args.latencies:
+            print(f"\n### {kind}, {lat:g} ms per request\n")
+            print(table(rows, kind, lat, args.libs))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,438 @@
+"""A store over obstore, the Python binding of Rust's ``object_store``: ``s3://``, ``gs://``, ``az://``,
+``http(s)://``.
+
+Every batch of range requests is coalesced (see :mod:`altarr.stores.coalesce`) and sent as concurrent
+``GET`` requests, all in flight together (one *round*, counted in ``stats.rounds``). Each answer carries
+the object's ETag, which :meth:`ObstoreStore.get_ranges_versioned` hands back with the bytes: the
+dataset layer validates its cached shard indexes against the version of the very response that brought
+a chunk's bytes, so a warm read needs no index request and no ``HEAD``, and never uses a stale index
+(see ``docs/remote.md``).
+
+Why this client is the default for object stores and HTTP (numbers in ``benchmarks/README.md``): its
+requests run on a Rust HTTP client outside the GIL, it answers a ranged ``GET`` with the object's ETag
+(s3fs and fsspec's HTTP file system drop it), and it writes conditionally (``If-Match``) without a
+second code path.
+
+``storage_options`` are obstore's own configuration keys (``access_key_id``, ``endpoint``, ``region``,
+``client_options``, ...); the fsspec spellings ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``
+and ``client_kwargs={"endpoint_url": ..., "region_name": ...}`` are translated, so the same options
+work with either client. Credentials otherwise come from the client's usual environment
+(``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_REGION``/``AWS_ENDPOINT_URL``,
+``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_ACCOUNT_NAME``/``AZURE_STORAGE_ACCOUNT_KEY``, ...).
+
+Example:
+    >>> s = ObstoreStore("memory://")
+    >>> s.set("a/b", b"0123456789")
+    >>> s.stats.reset()
+    >>> s.get_ranges([("a/b", 0, 3), ("a/b", -2, None), ("missing", None, None)])
+    [b'012', b'89', None]
+    >>> s.stats.reads, s.stats.rounds  # three GETs in flight together: one round
+    (3, 1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from typing import Any
+
+from ..errors import InvalidKeyError, StoreError
+from ._util import as_bytes
+from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+
+__all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
+
+#: Requests of one batch in flight at once (object stores serve many; HTTP/1.1 servers one per socket).
+DEFAULT_CONCURRENCY = 64
+
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_pid = 0  # a forked child has no loop thread (and must not share the parent's connections)
+#: The process that used obstore first: obstore's Rust runtime does not survive fork(), a request from a
+#: forked child would hang, so it raises instead.
+_used_in = 0
+#: obstore clients by (URL, configuration): opening a dataset again reuses the client and its open
+#: connections (a new client cost 3-6 ms here, plus a TCP and TLS handshake per connection)
+_clients: dict[str, Any] = {}
+
+
+def _run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on the one event loop thread the obstore stores share (started on first use), so a
+    call works the same from plain code, threads and running event loops (Jupyter)."""
+    global _loop, _loop_pid
+    with _loop_lock:
+        if _loop is None or _loop.is_closed() or _loop_pid != os.getpid():
+            _loop_pid = os.getpid()
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="altarr-obstore", daemon=True).start()
+        loop = _loop
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
+    """obstore configuration from ``storage_options`` that may use fsspec's (s3fs, gcsfs) spellings.
+
+    >>> fsspec_to_obstore_options("s3://b", {"key": "k", "secret": "s",
+    ...                                      "client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}})
+    {'access_key_id': 'k', 'secret_access_key': 's', 'endpoint': 'http://127.0.0.1:9000', 'client_options': {'allow_http': True}}
+    """
+    out: dict[str, Any] = {}
+    opts = dict(options)
+    renames = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token"}
+    if url.startswith(("s3://", "s3a://")):
+        for a, b in renames.items():
+            if a in opts:
+                out[b] = opts.pop(a)
+        if opts.pop("anon", False):
+            out["skip_signature"] = True
+    elif opts.pop("anon", False) and url.startswith(("gs://", "gcs://", "az://", "abfs://")):
+        out["skip_signature"] = True
+    ck = dict(opts.pop("client_kwargs", None) or {})
+    endpoint = opts.pop("endpoint_url", None) or ck.pop("endpoint_url", None)
+    if endpoint:
+        out["endpoint"] = endpoint
+    if ck.get("region_name"):
+        out["region"] = ck.pop("region_name")
+    client = dict(opts.pop("client_options", None) or {})
+    if (endpoint or "").startswith("http://") or url.startswith("http://"):
+        client.setdefault("allow_http", True)
+    out.update(opts)
+    if client:
+        out["client_options"] = client
+    return out
+
+
+def _version_of(meta: Any) -> str | float | None:
+    if not meta:
+        return None
+    for name in ("e_tag", "version"):
+        if meta.get(name):
+            return str(meta[name])
+    lm = meta.get("last_modified")
+    return lm.timestamp() if isinstance(lm, datetime.datetime) else None
+
+
+def _is_416(e: BaseException) -> bool:
+    return "416" in str(e)[:400]
+
+
+class ObstoreStore(Store):
+    """A store rooted at an object-store or HTTP URL, read and written through obstore.
+
+    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging) and ``concurrency``
+    (requests in flight at once). Other keywords are ``storage_options`` (see the module docstring).
+    The :meth:`stat` version token is the object's ETag.
+
+    >>> s = ObstoreStore("memory://")
+    >>> s.set("x", b"abc"); s.size("x"), s.exists("y"), s.stat("x")[0]
+    (3, False, 3)
+    """
+
+    #: Ranged reads come back with the version (ETag) of the object they were read from.
+    versioned_reads = True
+
+    def __init__(
+        self,
+        url: str,
+        read_only: bool = False,
+        *,
+        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **storage_options: Any,
+    ) -> None:
+        super().__init__()
+        try:
+            import obstore
+        except ImportError as e:  # pragma: no cover - obstore is a dependency
+            raise StoreError("client='obstore' needs the obstore package (pip install obstore)") from e
+        self._obs = obstore
+        self.url = url
+        self.read_only = bool(read_only)
+        self.coalesce_gap = coalesce_gap
+        self.max_coalesced_size = max_coalesced_size
+        self.concurrency = max(1, int(concurrency))
+        self.storage_options = dict(storage_options)
+        self._config = fsspec_to_obstore_options(url, storage_options)
+        self._client_pid = 0
+        self._client: Any = None
+        self._store  # noqa: B018 - build the client now: a bad URL or option fails here
+        # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
+        self._rm_reports_missing = url.startswith("memory://")
+
+    @property
+    def _store(self) -> Any:
+        """The obstore client: shared by the stores of one URL and configuration in a process, made
+        anew in a forked child (the parent's connections and runtime threads are not the child's)."""
+        global _used_in
+        pid = os.getpid()
+        if self._client_pid == pid:
+            return self._client
+        if _used_in and _used_in != pid:
+            raise StoreError(
+                "obstore cannot be used in a process forked after its parent used it (its Rust runtime "
+                "does not survive fork): start workers with multiprocessing's 'spawn' or 'forkserver' "
+                f"method, or open {self.url!r} with client='fsspec'"
+            )
+        _used_in = pid
+        url, config = self.url, self._config
+        ident = repr((url, sorted(config.items())))
+        with _loop_lock:  # (memory:// stays one store per object, as a test double should)
+            if _clients.get("pid") != pid:
+                _clients.clear()
+                _clients["pid"] = pid
+            client = None if url.startswith("memory:") else _clients.get(ident)
+        if client is None:
+            if self._client is not None and url.startswith("memory:"):
+                client = self._client  # a memory store keeps its contents
+            else:
+                from obstore.store import from_url
+
+                try:
+                    client = from_url(url, **config)
+                except Exception as e:
+                    raise StoreError(f"could not open {url!r} with obstore: {type(e).__name__}: {e}") from e
+            if not url.startswith("memory:"):
+                with _loop_lock:
+                    if len(_clients) > 64:
+                        _clients.clear()
+                        _clients["pid"] = pid
+                    _clients.setdefault(ident, client)
+        self._client, self._client_pid = client, pid
+        return client
+
+    @property
+    def identity(self) -> object:
+        return ("obstore", self.url)
+
+    def __repr__(self) -> str:
+        ro = ", read_only=True" if self.read_only else ""
+        return f"ObstoreStore({self.url!r}{ro})"
+
+    def __reduce__(self):
+        kwargs = {
+            "coalesce_gap": self.coalesce_gap,
+            "max_coalesced_size": self.max_coalesced_size,
+            "concurrency": self.concurrency,
+            **self.storage_options,
+        }
+        return (_rebuild, (self.url, self.read_only, kwargs))
+
+    def with_read_only(self) -> ObstoreStore:
+        """A read-only store over the same URL."""
+        return _rebuild(self.url, True, {**self.storage_options, "coalesce_gap": self.coalesce_gap})
+
+    def _fail(self, what: str, key: str | None, e: BaseException, byte_range=None) -> StoreError:
+        return StoreError(
+            f"{what} failed: {type(e).__name__}: {str(e)[:500]}", key=key, byte_range=byte_range
+        )
+
+    def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
+        """Run ``(async_fn, args)`` calls concurrently on the loop thread (at most ``concurrency`` at once;
+        obstore's coroutines must be created inside the running loop); exceptions are returned."""
+        limit = self.concurrency
+
+        async def runner() -> list[Any]:
+            sem = asyncio.Semaphore(limit)
+
+            async def one(fn: Callable[..., Any], args: tuple) -> Any:
+                async with sem:
+                    return await fn(*args)
+
+            return await asyncio.gather(*(one(fn, args) for fn, args in calls), return_exceptions=True)
+
+        return _run(runner())
+
+    # --- reads ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _options(s: int | None, e: int | None) -> dict[str, Any]:
+        if s is None:
+            return {}
+        if s < 0:
+            return {"range": {"suffix": -s}}
+        if e is None:
+            return {"range": {"offset": s}}
+        return {"range": (s, e)}
+
+    def _get_sync(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
+        """One request on the calling thread (a batch of one needs no event loop hop)."""
+        obs = self._obs
+        if s is not None and e is not None and e <= s:
+            return b"", obs.head(self._store, key)
+        try:
+            got = obs.get(self._store, key, options=self._options(s, e))
+        except Exception as err:
+            if isinstance(err, FileNotFoundError) or not _is_416(err):
+                raise
+            return b"", obs.head(self._store, key)
+        return got.bytes(), got.meta
+
+    async def _get(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
+        obs = self._obs
+        if s is not None and e is not None and e <= s:  # existence only
+            meta = await obs.head_async(self._store, key)
+            return b"", meta
+        options = self._options(s, e)
+        try:
+            got = await obs.get_async(self._store, key, options=options)
+        except Exception as err:
+            if isinstance(err, FileNotFoundError) or not _is_416(err):
+                raise
+            meta = await obs.head_async(self._store, key)  # past the end of an existing object
+            return b"", meta
+        data = await got.bytes_async()
+        return data, got.meta
+
+    def _get_ranges(self, requests: Sequence[RangeRequest]) -> tuple[list, list]:
+        if not requests:
+            return [], []
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
+        merged = plan.requests
+        if len(merged) == 1:
+            try:
+                out: list[Any] = [self._get_sync(*merged[0])]
+            except Exception as err:
+                out = [err]
+        else:
+            out = self._gather([(self._get, (k, s, e)) for k, s, e in merged])
+        results: list[bytes | None] = []
+        versions: list[Any] = []
+        for (key, s, e), r in zip(merged, out, strict=True):
+            if isinstance(r, FileNotFoundError):
+                results.append(None)
+                versions.append(None)
+            elif isinstance(r, BaseException):
+                raise self._fail("read", key, r, (s, e)) from r
+            else:
+                results.append(r[0])
+                versions.append(_version_of(r[1]))
+        self.stats.add(reads=len(merged), rounds=1, bytes_read=sum(len(r) for r in results if r is not None))
+        # zero-copy: obstore's buffers are sliced through memoryviews, never copied into bytes here
+        views = [None if r is None else memoryview(r) for r in results]
+        split: list[Any] = [
+            None if views[m] is None else (views[m] if ident else views[m][lo:hi])  # type: ignore[index]
+            for m, lo, hi, ident in plan.parts
+        ]
+        return split, plan.versions(split, versions)
+
+    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+        got = self._get_ranges(requests)[0]
+        return [r if r is None or type(r) is bytes else bytes(r) for r in got]
+
+    def get_ranges_versioned(
+        self, requests: Sequence[RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
+        """:meth:`get_ranges` plus each object's ETag, taken from the response that brought the bytes."""
+        return self._get_ranges(requests)
+
+    def _heads(self, keys: Sequence[str]) -> list[Any]:
+        self.stats.add(size_queries=len(keys), rounds=1)
+        out = self._gather([(self._obs.head_async, (self._store, k)) for k in keys])
+        for k, r in zip(keys, out, strict=True):
+            if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
+                raise self._fail("size query", k, r) from r
+        return [None if isinstance(r, BaseException) else r for r in out]
+
+    def size(self, key: str) -> int | None:
+        meta = self._heads([normalize_key(key)])[0]
+        return None if meta is None else int(meta["size"])
+
+    def stat(self, key: str) -> tuple[int, float | int | str] | None:
+        meta = self._heads([normalize_key(key)])[0]
+        if meta is None:
+            return None
+        v = _version_of(meta)
+        return int(meta["size"]), (v if v is not None else int(meta["size"]))
+
+    # --- writes ---------------------------------------------------------------------------------------
+    def _check_key_for_write(self, key: str, operation: str) -> str:
+        key = normalize_key(key)
+        self._require_writable(key, operation)
+        if not key:
+            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        return key
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self.set_many([(key, value)])
+
+    def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
+        """Write many objects with concurrent PUTs (one round). Each write is atomic on its own."""
+        if not items:
+            return
+        keys = [self._check_key_for_write(k, "write") for k, _ in items]
+        data = [as_bytes(v) for _, v in items]
+        out = self._gather(
+            [(self._obs.put_async, (self._store, k, d)) for k, d in zip(keys, data, strict=True)]
+        )
+        ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
+        self.stats.add(writes=len(ok), rounds=1, bytes_written=sum(len(data[i]) for i in ok))
+        for k, r in zip(keys, out, strict=True):
+            if isinstance(r, BaseException):
+                raise self._fail("write", k, r) from r
+
+    def delete(self, key: str) -> bool:
+        return self.delete_many([key])[0]
+
+    def delete_many(self, keys: Sequence[str]) -> list[bool]:
+        """Delete many objects (concurrently); whether each existed (asked with one HEAD each first, since
+        S3 reports no difference)."""
+        if not keys:
+            return []
+        keys = [self._check_key_for_write(k, "delete") for k in keys]
+        existed = [m is not None for m in self._heads(keys)]
+        todo = [k for k, e in zip(keys, existed, strict=True) if e]
+        if todo:
+            out = self._gather([(self._obs.delete_async, (self._store, k)) for k in todo])
+            self.stats.add(deletes=len(todo), rounds=1)
+            for k, r in zip(todo, out, strict=True):
+                if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
+                    raise self._fail("delete", k, r) from r
+        return existed
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every key under folder ``prefix``: one listing and bulk deletes."""
+        self._require_writable(prefix, "delete")
+        keys = list(self.list(prefix))
+        if keys:
+            try:
+                self._obs.delete(self._store, keys)
+            except Exception as e:
+                raise self._fail("bulk delete", prefix or None, e) from e
+            self.stats.add(deletes=len(keys), rounds=1)
+        return len(keys)
+
+    # --- listing --------------------------------------------------------------------------------------
+    def list(self, prefix: str = "") -> Iterator[str]:
+        prefix = normalize_key(prefix)
+        self.stats.add(lists=1, rounds=1)
+        pre = prefix + "/" if prefix else ""
+        try:
+            pages = self._obs.list(self._store, pre or None)
+            keys = [m["path"] for page in pages for m in page]
+        except FileNotFoundError:
+            keys = []
+        except Exception as e:
+            raise self._fail("listing", prefix or None, e) from e
+        return iter(sorted(k for k in keys if k.startswith(pre) and k != prefix))
+
+    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+        prefix = normalize_key(prefix)
+        self.stats.add(lists=1, rounds=1)
+        pre = prefix + "/" if prefix else ""
+        try:
+            got = self._obs.list_with_delimiter(self._store, pre or None)
+        except FileNotFoundError:
+            return [], []
+        except Exception as e:
+            raise self._fail("listing", prefix or None, e) from e
+        keys = [m["path"][len(pre) :] for m in got["objects"] if m["path"].startswith(pre)]
+        dirs = [p[len(pre) :].rstrip("/") for p in got["common_prefixes"] if p.startswith(pre)]
+        return sorted({k for k in keys if k and "/" not in k}), sorted({d for d in dirs if d})
+
+
+def _rebuild(url: str, read_only: bool, kwargs: dict[str, Any]) -> ObstoreStore:
+    return ObstoreStore(url, read_only, **kwargs)

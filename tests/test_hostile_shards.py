@@ -1,0 +1,149 @@
+"""Hostile shard indexes and N5 blocks (issue 11): every probe ends in an altarr.errors exception naming
+the key and chunk on every read path (region, batched read_chunks, visit, lazy altarr.open), before any
+allocation or pread of the claimed size."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.codecs.crc32c import crc32c_value
+from altarr.errors import AltarrError, CorruptChunkError, CorruptShardError
+
+READS = ["region", "region-part", "chunks", "chunk-one", "visit", "lazy"]
+
+
+def _read(path: str, how: str) -> None:
+    ds = aa.open_dataset(path)
+    if how == "region":
+        ds[...]
+    elif how == "region-part":
+        ds[0:2, 2:4]
+    elif how == "chunks":
+        ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
+    elif how == "chunk-one":
+        ds.read_chunks([(0, 1)])
+    elif how == "visit":
+        ds.visit_chunks([(0, 1), (1, 1)], lambda i, a: None)
+    else:
+        np.asarray(aa.open(path))
+
+
+def _make(tmp_path, **kw) -> str:
+    path = str(tmp_path / "a")
+    args = dict(shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor="zstd")
+    args.update(kw)
+    ds = aa.create_dataset(path, **args)
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    return path
+
+
+def _patch(shard: str, entry: int, offset: int, nbytes: int, location: str = "end") -> None:
+    """Set one (offset, nbytes) entry of a bytes+crc32c index of 4 entries, with a valid crc32c."""
+    raw = bytearray(open(shard, "rb").read())
+    where = slice(len(raw) - 68, len(raw)) if location == "end" else slice(0, 68)
+    index = np.frombuffer(bytes(raw[where][:64]), dtype="<u8").copy().reshape(-1, 2)
+    index[entry] = (offset, nbytes)
+    body = index.tobytes()
+    raw[where] = body + crc32c_value(body).to_bytes(4, "little")
+    with open(shard, "wb") as f:
+        f.write(bytes(raw))
+
+
+ENTRIES = {
+    "offset 2**63": (2**63, 10),
+    "nbytes 2**63": (0, 2**63),
+    "nbytes 2**36": (0, 2**36),
+    "offset 2**64-1 only": (2**64 - 1, 10),
+    "nbytes 2**64-1 only": (0, 2**64 - 1),
+    "past the end": (10, 10_000),
+}
+
+
+@pytest.mark.parametrize("how", READS)
+@pytest.mark.parametrize("probe", list(ENTRIES))
+def test_patched_index_entry(tmp_path, probe, how):
+    path = _make(tmp_path)
+    _patch(os.path.join(path, "c", "0", "0"), 1, *ENTRIES[probe])
+    with pytest.raises(CorruptShardError) as info:
+        _read(path, how)
+    assert info.value.key == "c/0/0"
+    assert info.value.chunk is not None
+
+
+@pytest.mark.parametrize("how", READS)
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_entry_pointing_into_the_index(tmp_path, location, how):
+    path = _make(tmp_path, index_location=location)
+    shard = os.path.join(path, "c", "0", "0")
+    size = os.path.getsize(shard)
+    _patch(shard, 1, size - 68 if location == "end" else 0, 16, location)
+    if location == "end" and how == "chunk-one":
+        # a batched read of one chunk reads the index alone (a suffix) and never learns the object's
+        # size; the entry then yields index bytes, which the chunk's decoder refuses
+        with pytest.raises(AltarrError) as info:
+            _read(path, how)
+    else:
+        with pytest.raises(CorruptShardError, match="outside the data region") as info:
+            _read(path, how)
+    assert info.value.key == "c/0/0"
+
+
+@pytest.mark.parametrize("how", READS)
+def test_truncated_n5_shard(tmp_path, how):
+    """A sharded N5 dataset (index without crc32c) whose shard lost its last 100 bytes: the index read
+    from the new end is garbage, and every entry is checked before use."""
+    path = _make(tmp_path, format="n5", compressor="gzip")
+    shard = os.path.join(path, "0", "0")
+    raw = open(shard, "rb").read()
+    with open(shard, "wb") as f:
+        f.write(raw[:-100])
+    with pytest.raises(AltarrError) as info:
+        _read(path, how)
+    assert info.value.key == "0/0"
+
+
+@pytest.mark.parametrize("how", ["region", "chunks", "visit", "lazy"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        struct.pack(">HHII", 0, 2, 2**32 - 1, 2**32 - 1),  # a block far larger than the dataset's blocks
+        struct.pack(">HHI", 0, 1, 4),  # one dimension in a 2-d dataset
+        struct.pack(">HH", 0, 40000),  # ndim claims 40000 sizes, the block ends first
+        struct.pack(">HHIII", 1, 2, 4, 4, 2**31),  # varlength numElements != prod(size)
+        struct.pack(">HI", 2, 2**32 - 1),  # object mode
+        struct.pack(">H", 7),  # unknown mode
+    ],
+    ids=["huge-size", "wrong-ndim", "ndim-40000", "varlength", "object", "mode-7"],
+)
+def test_hostile_n5_block_headers(tmp_path, header, how):
+    path = str(tmp_path / "n5")
+    ds = aa.create_dataset(path, shape=(8, 8), dtype="u2", chunks=(4, 4), format="n5", compressor="gzip")
+    ds[...] = 1
+    key = ds._access.key((0, 1))
+    ds.store.set(key, header + bytes(64))
+    with pytest.raises(AltarrError) as info:
+        if how == "region":
+            ds[...]
+        elif how == "chunks":
+            ds.read_chunks([(0, 1)])
+        elif how == "visit":
+            ds.visit_chunks([(0, 1)], lambda i, a: None)
+        else:
+            np.asarray(aa.open(path))
+    assert info.value.key == key
+
+
+def test_truncated_chunk_payload_is_corrupt_chunk(tmp_path):
+    path = _make(tmp_path, shards=None)
+    key = os.path.join(path, "c", "0", "1")
+    raw = open(key, "rb").read()
+    with open(key, "wb") as f:
+        f.write(raw[: len(raw) // 2])
+    with pytest.raises(CorruptChunkError) as info:
+        aa.open_dataset(path)[...]
+    assert info.value.key == "c/0/1"

@@ -1,0 +1,438 @@
+"""Remote reads in the fewest round trips (issue 13), asserted by request and round counts, not timings.
+
+Against the moto S3 server (``s3_endpoint``) and a loopback HTTP file server with ETags
+(``benchmarks/netservers.py``): a batch of k regions over s shards costs 1 round of metadata (cold) + 1
+round per shard level + 1 data round; a warm repeat reads no index; a shard rewritten by someone else is
+never read through a stale cached index; a batch of partial writes costs one read and one write per
+touched shard. Plus ``read_regions``/``write_regions``/``read_many`` against NumPy on local stores.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from _s3 import BUCKET, s3_options
+from altarr.errors import StoreError
+from altarr.stores import FsspecStore, ObstoreStore, store_from_url
+from altarr.stores.obstore_store import fsspec_to_obstore_options
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from netservers import http_server  # noqa: E402
+
+SHAPE = (32, 32)
+CHUNKS = (4, 4)
+SHARDS = (16, 16)
+VALUES = (np.arange(32 * 32, dtype="uint16").reshape(SHAPE) * 7) % 5003
+
+#: 5 regions over 3 of the 4 shards, unaligned, two of them sharing chunks; under half of each shard's
+#: chunks, so every shard's index is read (a shard mostly wanted is read whole instead)
+REGIONS = [np.s_[1:6, 2:9], np.s_[3:11, 5:7], np.s_[20:30, 1:3], np.s_[17, 3:14], np.s_[18:31:9, 17:25]]
+TOUCHED_SHARDS = 3
+
+
+def _region_chunks(regions, chunks=CHUNKS) -> set[tuple[int, int]]:
+    out = set()
+    for r in regions:
+        rows = range(*r[0].indices(SHAPE[0])) if isinstance(r[0], slice) else [r[0]]
+        cols = range(*r[1].indices(SHAPE[1])) if isinstance(r[1], slice) else [r[1]]
+        out |= {(i // chunks[0], j // chunks[1]) for i in rows for j in cols}
+    return out
+
+
+def _s3_url() -> str:
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}/data.zarr"
+
+
+def _write(url: str, endpoint: str | None = None, shards=SHARDS, **kw) -> aa.Dataset:
+    opts = {} if endpoint is None else s3_options(endpoint)
+    ds = aa.create_dataset(
+        url, shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=shards, storage_options=opts or None, **kw
+    )
+    ds[...] = VALUES
+    return ds
+
+
+# --- read_regions / write_regions / read_many on local stores --------------------------------------------
+def test_read_regions_equal_numpy_and_read_each_chunk_once(tmp_path):
+    ds = aa.create_dataset("memory://" + uuid.uuid4().hex, shape=SHAPE, dtype="uint16", chunks=CHUNKS)
+    ds[...] = VALUES
+    ds.store.stats.reset()
+    got = ds.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    # unsharded: one request per distinct chunk, shared chunks read (and decoded) once
+    assert ds.store.stats.reads == len(_region_chunks(REGIONS))
+
+
+def test_read_regions_index_expressions_and_modes(tmp_path):
+    ds = _write(str(tmp_path / "a.zarr"))
+    mask = VALUES % 3 == 0
+    sels = [np.s_[[3, 30, 3], 5:9], (mask,), np.s_[..., ::-5], np.s_[None, 7, [1, 31]], np.s_[31, 31]]
+    got = ds.read_regions(sels)
+    for g, s in zip(got, sels, strict=True):
+        np.testing.assert_array_equal(g, VALUES[s])
+    o = ds.read_regions([([1, 9, 30], [0, 31])], mode="oindex")[0]
+    np.testing.assert_array_equal(o, VALUES[np.ix_([1, 9, 30], [0, 31])])
+    v = ds.read_regions([([1, 9, 30], [0, 31, 2])], mode="vindex")[0]
+    np.testing.assert_array_equal(v, VALUES[[1, 9, 30], [0, 31, 2]])
+    assert ds.read_regions([]) == []
+
+
+def test_read_regions_bad_input(tmp_path):
+    ds = _write(str(tmp_path / "a.zarr"))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        ds.read_regions([np.s_[0]], mode="points")
+    with pytest.raises(TypeError, match="list of selections"):
+        ds.read_regions(np.s_[0:2, 0:2])
+    with pytest.raises(aa.errors.SelectionError):
+        ds.read_regions([np.s_[0:2], np.s_[40]])
+    with pytest.raises(ValueError, match="2 selections but 1 values"):
+        ds.write_regions([np.s_[0], np.s_[1]], [1])
+    with pytest.raises(aa.errors.ReadOnlyError):
+        aa.open_dataset(str(tmp_path / "a.zarr")).write_regions([np.s_[0]], [1])
+
+
+def test_write_regions_equal_sequential_writes_one_read_one_write_per_shard(tmp_path):
+    ds = _write(str(tmp_path / "a.zarr"))
+    expect = VALUES.copy()
+    regions = [*REGIONS, np.s_[0:16, 0:4], np.s_[2:4, 0:3]]  # a covered chunk column, then an edit of it
+    values = [np.full(expect[r].shape, 100 + i, "uint16") for i, r in enumerate(regions)]
+    for r, v in zip(regions, values, strict=True):
+        expect[r] = v
+    ds.store.stats.reset()
+    ds.write_regions(regions, values)
+    assert ds.store.stats.writes == TOUCHED_SHARDS
+    assert ds.store.stats.reads <= TOUCHED_SHARDS
+    np.testing.assert_array_equal(ds[...], expect)
+
+
+def test_lazy_read_many_one_fetch_call_and_each_chunk_once():
+    calls = []
+
+    def fetch(chunks):
+        calls.append(len(chunks))
+        return [VALUES[4 * i : 4 * i + 4, 4 * j : 4 * j + 4] for i, j in chunks]
+
+    x = aa.altarr(SHAPE, CHUNKS, fetch, dtype="uint16")
+    got = x.read_many(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    assert calls == [len(_region_chunks(REGIONS))]
+    assert aa.stats(x)["extract_subset"] == len(REGIONS)
+    with aa.set_options(cache_bytes=0):  # over budget: streamed, still one call, nothing cached
+        y = aa.altarr(SHAPE, CHUNKS, fetch, dtype="uint16")
+        got = aa.read_many(y, REGIONS, mode="oindex")
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    assert calls[-1] == len(_region_chunks(REGIONS)) and aa.stats(y)["chunks_cached"] == 0
+
+
+# --- S3: rounds and requests ------------------------------------------------------------------------------
+@pytest.mark.parametrize("client", ["obstore", "fsspec"])
+def test_s3_batch_costs_metadata_plus_one_round_per_level_plus_data(s3_endpoint, client):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, client=client, **s3_options(s3_endpoint))
+    st = ds.store.stats
+    assert st.rounds == 1  # metadata: every candidate document probed at once
+    meta_reads = st.reads
+    got = ds.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    assert st.rounds == 1 + 1 + 1  # + shard indexes + chunk ranges
+    assert st.size_queries == 0
+    cold_data_reads = st.reads - meta_reads - TOUCHED_SHARDS  # one index read per touched shard
+    assert 1 <= cold_data_reads <= len(_region_chunks(REGIONS))
+    st.reset()
+    ds.read_regions(REGIONS)
+    if client == "obstore":  # warm: the cached indexes, validated by the ETags of the data answers
+        assert st.rounds == 1 and st.reads == cold_data_reads
+    else:  # fsspec reports no ETag with a ranged read: the indexes are read again (no stale index)
+        assert st.rounds == 2 and st.reads == TOUCHED_SHARDS + cold_data_reads
+        trusting = aa.open_dataset(url, client=client, recheck=False, **s3_options(s3_endpoint))
+        trusting.read_regions(REGIONS)
+        trusting.store.stats.reset()
+        trusting.read_regions(REGIONS)
+        assert trusting.store.stats.rounds == 1 and trusting.store.stats.reads == cold_data_reads
+
+
+def test_s3_nested_shards_one_round_per_level(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint, shards=[(8, 8), (16, 16)])
+    ds = aa.open_dataset(url, **s3_options(s3_endpoint))
+    assert isinstance(ds.store, ObstoreStore) and ds.store.stats.rounds == 1
+    got = ds.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    assert ds.store.stats.rounds == 1 + 2 + 1
+    ds.store.stats.reset()
+    ds.read_regions(REGIONS)
+    assert ds.store.stats.rounds == 1  # both levels' indexes cached
+
+
+def test_s3_recheck_true_reads_indexes_every_call(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, recheck=True, **s3_options(s3_endpoint))
+    ds.read_regions(REGIONS)
+    ds.store.stats.reset()
+    ds.read_regions(REGIONS)
+    assert ds.store.stats.rounds == 2
+
+
+def test_s3_cached_index_of_a_rewritten_or_deleted_shard_is_never_used(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    reader = aa.open_dataset(url, **s3_options(s3_endpoint))
+    reader.read_regions(REGIONS)  # caches the indexes of three shards
+    writer = aa.open_dataset(url, mode="r+", **s3_options(s3_endpoint))
+    # rewrite shard (0, 0) with chunks of other sizes, so the old index would point at wrong bytes
+    noise = np.random.default_rng(1).integers(0, 60000, (16, 16), dtype="uint16")
+    writer[0:16, 0:16] = noise
+    expect = VALUES.copy()
+    expect[0:16, 0:16] = noise
+    reader.store.stats.reset()
+    got = reader.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, expect[r])
+    # the data round saw another ETag: the index was read again, then the data
+    assert reader.store.stats.rounds == 3
+    writer.delete_chunks(writer.chunks_in_shard((1, 0)))  # the shard object goes
+    expect[16:32, 0:16] = 0
+    got = reader.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, expect[r])
+
+
+def test_s3_write_regions_one_read_one_write_per_touched_shard(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, mode="r+", **s3_options(s3_endpoint))
+    expect = VALUES.copy()
+    values = [np.full(expect[r].shape, 9, "uint16") for r in REGIONS]
+    for r, v in zip(REGIONS, values, strict=True):
+        expect[r] = v
+    ds.store.stats.reset()
+    ds.write_regions(REGIONS, values)
+    st = ds.store.stats
+    assert st.reads == TOUCHED_SHARDS and st.writes == TOUCHED_SHARDS and st.rounds == 2
+    np.testing.assert_array_equal(aa.open_dataset(url, **s3_options(s3_endpoint))[...], expect)
+    # a warm read after our own write: the dropped index entries are read again, never stale
+    st.reset()
+    got = ds.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, expect[r])
+    assert st.rounds == 2
+
+
+def test_lazy_open_read_many_over_s3(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    x = aa.open(url, **s3_options(s3_endpoint))
+    got = x.read_many(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    assert aa.stats(x)["fetch_calls"] == 1
+    assert x._source.fetch.dataset().store.stats.rounds == 3
+
+
+# --- HTTP: the requests a server sees -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def http_array(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    _write(str(root / "a.zarr"))
+    with http_server(root) as (url, log):
+        yield f"{url}/a.zarr", log
+
+
+@pytest.mark.parametrize("client", ["obstore", "fsspec"])
+def test_http_batch_requests_and_rounds(http_array, client):
+    url, log = http_array
+    log.reset()
+    ds = aa.open_dataset(url, client=client)
+    assert type(ds.store) is (ObstoreStore if client == "obstore" else FsspecStore)
+    meta = log.requests()
+    assert meta == ds.store.stats.reads and ds.store.stats.rounds == 1
+    assert all(m == "GET" for m, *_ in log.entries)  # no HEAD, no listing
+    got = ds.read_regions(REGIONS)
+    for g, r in zip(got, REGIONS, strict=True):
+        np.testing.assert_array_equal(g, VALUES[r])
+    sent = log.entries[meta:]
+    suffixes = [e for e in sent if e[2] and e[2].startswith("bytes=-")]
+    assert len(suffixes) == TOUCHED_SHARDS  # one index read per shard, a suffix range
+    assert len(sent) == ds.store.stats.reads - meta and ds.store.stats.rounds == 3
+    log.reset()
+    ds.read_regions(REGIONS)
+    warm_suffixes = [e for e in log.entries if e[2] and e[2].startswith("bytes=-")]
+    assert len(warm_suffixes) == (0 if client == "obstore" else TOUCHED_SHARDS)
+    assert all(m == "GET" for m, *_ in log.entries)
+
+
+def test_http_region_loop_costs_k_times_more_rounds_than_one_batch(http_array):
+    url, _ = http_array
+    ds = aa.open_dataset(url)
+    ds.store.stats.reset()
+    for r in REGIONS:
+        ds[r]
+    loop_rounds = ds.store.stats.rounds
+    fresh = aa.open_dataset(url)
+    fresh.store.stats.reset()
+    fresh.read_regions(REGIONS)
+    assert fresh.store.stats.rounds == 2 < loop_rounds
+
+
+# --- the obstore store itself ---------------------------------------------------------------------------------
+def test_obstore_store_pickles_and_reads_ranges(s3_endpoint):
+    s = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
+    data = bytes(range(256)) * 40
+    s.set("x/y", data)
+    t = pickle.loads(pickle.dumps(s))
+    got = t.get_ranges(
+        [("x/y", 5, 10), ("x/y", -3, None), ("x/y", 20_000, 20_010), ("x/y", 7, 7), ("q", 0, 1)]
+    )
+    assert got == [data[5:10], data[-3:], b"", b"", None]
+    assert t.list_dir("x") == (["y"], []) and t.list_dir("") == ([], ["x"])
+    assert s.delete("x/y") and not s.delete("x/y")
+
+
+def test_store_from_url_default_clients(s3_endpoint):
+    s, _ = store_from_url(f"s3://{BUCKET}/k", **s3_options(s3_endpoint))
+    assert isinstance(s, ObstoreStore)
+    s, _ = store_from_url(f"s3://{BUCKET}/k", client="fsspec", **s3_options(s3_endpoint))
+    assert isinstance(s, FsspecStore)
+    assert isinstance(store_from_url("memory://x")[0], FsspecStore)
+    with pytest.raises(ValueError, match="client must be one of"):
+        store_from_url("s3://b/k", client="boto")
+
+
+def test_fsspec_options_are_translated():
+    opts = fsspec_to_obstore_options(
+        "s3://b", {"key": "a", "secret": "b", "anon": False, "client_kwargs": {"region_name": "eu-west-1"}}
+    )
+    assert opts == {"access_key_id": "a", "secret_access_key": "b", "region": "eu-west-1"}
+    assert fsspec_to_obstore_options("http://127.0.0.1:1/x", {}) == {"client_options": {"allow_http": True}}
+
+
+def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_index(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, **s3_options(s3_endpoint))
+    slab = [np.s_[0:16, :], np.s_[3:5, 7]]
+    meta_reads = ds.store.stats.reads
+    got = ds.read_regions(slab)
+    np.testing.assert_array_equal(got[0], VALUES[slab[0]])
+    np.testing.assert_array_equal(got[1], VALUES[slab[1]])
+    assert ds.store.stats.rounds == 1 + 1 and ds.store.stats.reads - meta_reads == 2  # two shards, read whole
+    ds.store.stats.reset()
+    np.testing.assert_array_equal(ds.read_regions(slab)[0], VALUES[slab[0]])
+    assert ds.store.stats.rounds == 1  # their indexes were parsed from the whole reads and cached
+
+
+def test_docs_remote_example_runs():
+    """The last code block of docs/remote.md (the others need a bucket) runs as written."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "remote.md").read_text()
+    blocks = text.split("```python\n")[1:]
+    exec(compile(blocks[-1].split("```")[0], "docs/remote.md", "exec"), {})
+
+
+def test_open_with_a_format_hint_asks_for_that_format_only(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    ds = aa.open_dataset(url, format="zarr3", **s3_options(s3_endpoint))
+    assert ds.store.stats.reads == 1 and ds.store.stats.rounds == 1
+    with pytest.raises(aa.errors.MetadataError):
+        aa.open_dataset(url, format="n5", **s3_options(s3_endpoint))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_consolidated_metadata_opens_children_without_requests(tmp_path, zarr_format):
+    zarr = pytest.importorskip("zarr")
+    root = zarr.open_group(str(tmp_path / "h.zarr"), mode="w", zarr_format=zarr_format)
+    a = root.create_array("raw/a", shape=(6, 6), chunks=(3, 3), dtype="int16")
+    a[...] = np.arange(36, dtype="int16").reshape(6, 6)
+    root.create_group("empty")
+    zarr.consolidate_metadata(str(tmp_path / "h.zarr"), zarr_format=zarr_format)
+    g = aa.open_group(str(tmp_path / "h.zarr"))
+    opened = g.store.stats.reads
+    sub = g["raw"]
+    ds = sub["a"]
+    assert g.store.stats.reads == opened  # both from the consolidated snapshot
+    assert isinstance(g["empty"], aa.Group) and g.store.stats.reads == opened
+    np.testing.assert_array_equal(ds[...], np.arange(36).reshape(6, 6))
+    after_data = g.store.stats.reads
+    assert g["raw/a"].shape == (6, 6) and g.store.stats.reads == after_data
+    # writable groups do not trust the snapshot (it goes stale as they add children)
+    w = aa.open_group(str(tmp_path / "h.zarr"), mode="r+")
+    before = w.store.stats.reads
+    w["raw/a"]
+    assert w.store.stats.reads > before
+
+
+def _read_in_child(store, queue):
+    try:
+        queue.put(store.get_ranges([("k", 0, 3)]))
+    except StoreError as e:
+        queue.put(str(e))
+
+
+def test_obstore_store_in_a_forked_child_fails_fast_and_works_when_spawned(s3_endpoint):
+    """obstore's runtime does not survive fork(): a forked child gets a clear error, not a hang; a
+    spawned child (a pickled store) reads."""
+    import multiprocessing
+
+    s = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
+    s.set("k", b"abcdef")
+    assert s.get_ranges([("k", 0, 3), ("k", 3, 6)]) == [b"abc", b"def"]  # the loop thread runs here
+    for method, expect in [("fork", "spawn"), ("spawn", [b"abc"])]:
+        ctx = multiprocessing.get_context(method)
+        queue = ctx.Queue()
+        p = ctx.Process(target=_read_in_child, args=(s, queue))
+        p.start()
+        try:
+            got = queue.get(timeout=120)
+        finally:
+            p.join(60)
+        assert p.exitcode == 0
+        assert expect in got if method == "fork" else got == expect
+
+
+def test_bench_remote_smoke(tmp_path):
+    """A tiny run of the network benchmark (altarr alone, both servers): it checks every result it
+    times against the source data, and prints its table."""
+    import json
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_remote.py"
+    out = tmp_path / "rows.json"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick", "--libs", "altarr", "--json", str(out),
+         "--scenarios", "open_chunk,boxes,boxes_loop,write_boxes"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert {r["scenario"] for r in rows} == {"open_chunk", "boxes", "boxes_loop", "write_boxes"}
+    assert all("error" not in r for r in rows)
+    one = [r for r in rows if r["scenario"] == "open_chunk"]
+    assert all(r["requests"] == 3 and r["rounds"] == 3 for r in one)  # metadata, index, chunk
+    assert "| boxes_loop |" in proc.stdout
+
+
+def test_s3_nested_cached_outer_index_of_a_deleted_shard_reads_as_missing(s3_endpoint):
+    url = _s3_url()
+    _write(url, s3_endpoint, shards=[(8, 8), (16, 16)])
+    reader = aa.open_dataset(url, **s3_options(s3_endpoint))
+    reader.read_regions(REGIONS)
+    writer = aa.open_dataset(url, mode="r+", **s3_options(s3_endpoint))
+    writer.delete_chunks(writer.chunks_in_shard((0, 0)))
+    expect = VALUES.copy()
+    expect[0:16, 0:16] = 0
+    for g, r in zip(reader.read_regions(REGIONS), REGIONS, strict=True):
+        np.testing.assert_array_equal(g, expect[r])
