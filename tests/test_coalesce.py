@@ -117,6 +117,18 @@ def test_max_size_splits_but_contained_ranges_are_absorbed():
     assert coalesce_ranges([("k", 0, 500)], max_size=100).requests == [("k", 0, 500)]
 
 
+def test_a_range_inside_the_span_never_costs_a_request_even_past_max_size():
+    """A range that ends inside the merged span is served by it, however large the span already is: an
+    extra request would fetch bytes already on their way (a mutant that applies max_size to it sends
+    ``('k', 60, 70)`` a second time)."""
+    plan = coalesce_ranges([("k", 0, 100), ("k", 60, 70)], gap=0, max_size=50)
+    assert plan.requests == [("k", 0, 100)]
+    data = bytes(range(100))
+    assert plan.split([data]) == [data, data[60:70]]
+    # also when the inner range ends exactly where the span ends
+    assert coalesce_ranges([("k", 0, 100), ("k", 90, 100)], max_size=10).requests == [("k", 0, 100)]
+
+
 def test_whole_object_absorbs_ranges_and_suffixes():
     plan = coalesce_ranges([("k", 5, 9), ("k", None, None), ("k", -3, None), ("k", 2, None)])
     assert plan.requests == [("k", None, None)]
@@ -187,3 +199,91 @@ def test_split_checks_result_count():
     plan = coalesce_ranges([("k", 0, 1), ("j", 0, 1)])
     with pytest.raises(ValueError):
         plan.split([b"x"])
+
+
+# --- found by mutation testing (tools/mutation.py coalesce; see docs/development.md) ---------------------
+
+
+def test_split_says_how_many_results_it_expected():
+    plan = coalesce_ranges([("k", 0, 1), ("j", 0, 1)])
+    with pytest.raises(ValueError, match="expected 2 results, got 1"):
+        plan.split([b"x"])
+
+
+def test_an_identical_request_gets_the_merged_bytes_object_itself():
+    data = b"0123456789"
+    whole = coalesce_ranges([("k", None, None)])
+    assert whole.split([data])[0] is data
+    ranged = coalesce_ranges([("k", 2, 6), ("j", -3, None)])  # each alone: identical to its merged request
+    got = ranged.split([data[2:6], data[-3:]])
+    assert got[0] is not None and got[1] is not None
+    assert [type(r) for r in got] == [bytes, bytes]
+    both = [data[2:6], data[-3:]]
+    assert all(a is b for a, b in zip(ranged.split(both), both, strict=True))
+
+
+def test_views_are_unsigned_zero_copy_slices_of_merged_reads():
+    plan = coalesce_ranges([("k", 0, 2), ("k", 3, 5)])
+    data = bytes([250, 251, 252, 253, 254])  # bytes >= 128 tell an unsigned view from a signed one
+    for merged in (data, bytearray(data), memoryview(data)):
+        out = plan.split([merged], views=True)
+        assert all(type(r) is memoryview and r.format == "B" for r in out), out
+        assert [bytes(r) for r in out] == [data[0:2], data[3:5]]
+        assert out[0] == data[0:2] and out[1] == data[3:5]  # equal as unsigned bytes
+    # without views: bytes copies, also from a bytes result
+    assert [type(r) for r in plan.split([data])] == [bytes, bytes]
+    # a request identical to its merged one stays a bytes object even with views
+    assert type(coalesce_ranges([("k", None, None)]).split([bytearray(data)], views=True)[0]) is bytes
+
+
+def test_a_whole_request_beside_ranges_of_its_key_gets_the_object_itself():
+    data = b"0123456789"
+    plan = coalesce_ranges([("k", None, None), ("k", 2, 4), ("k", 0, None), ("k", -2, None)])
+    assert plan.requests == [("k", None, None)]
+    out = plan.split([data], views=True)
+    assert out[0] is data and out[2] is data  # whole and (0, None): the merged bytes object itself
+    assert type(out[1]) is memoryview and out[1] == data[2:4] and bytes(out[3]) == data[-2:]
+
+
+def test_versions_follow_the_merged_read_and_none_for_missing():
+    plan = coalesce_ranges([("k", 1, 3), ("k", 4, 6), ("j", 0, 1)])
+    out = plan.split([b"0123456", None])
+    assert plan.versions(out, ["v1", "ignored"]) == ["v1", "v1", None]  # j is missing: no version
+
+
+def test_repeated_whole_requests_of_a_key_cost_one_request():
+    for extra in ([], [("k", 0, None)]):  # whole objects only (the fast path), and mixed with a range
+        plan = coalesce_ranges([("k", None, None), ("j", None, None), ("k", None, None), *extra])
+        assert plan.requests == [("k", None, None), ("j", None, None)]
+        assert plan.split([b"kk", b"jj"]) == [b"kk", b"jj", b"kk"] + [b"kk"] * len(extra)
+
+
+def test_coalesce_requests_passes_max_size_on():
+    from altarr.stores.coalesce import coalesce_requests
+
+    reqs = [("a//b", 0, 8), ("a/b", 8, 16)]
+    assert coalesce_requests(reqs, 0, 16).requests == [("a/b", 0, 16)]
+    assert coalesce_requests(reqs, 0, 10).requests == [("a/b", 0, 8), ("a/b", 8, 16)]
+
+
+@pytest.mark.parametrize("req", [("k", 0, 0), ("k", None, 0)])
+def test_an_empty_range_at_zero_is_not_a_whole_object_read(req):
+    plan = coalesce_ranges([req])
+    assert plan.requests == [("k", 0, 0)]  # reaches the backend, which can tell a missing key; 0 bytes
+    assert plan.split([b""]) == [b""] and plan.split([None]) == [None]
+    assert type(plan.split([b""], views=True)[0]) is bytes  # identical to its merged request: not a view
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (("k", 1.5, None), "byte range bounds must be integers or None, got float"),
+        (("k", 0, "9"), "byte range bounds must be integers or None, got str"),
+        (("k", -5, 3), "a negative (suffix) start needs a stop that is None or negative"),
+    ],
+)
+def test_bad_bounds_are_named_with_their_range(bad, message):
+    with pytest.raises(InvalidKeyError) as info:
+        coalesce_ranges([bad])
+    assert info.value.message == message
+    assert info.value.key == "k" and info.value.byte_range == bad[1:]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import altarr as aa
+from _shard_layout import Layout
 from altarr.codecs import register_codec
 from altarr.codecs.base import BytesBytesCodec
 
@@ -56,10 +57,13 @@ def fill_shard(ds, shard):
 def test_read_k_chunks_of_one_shard(store):
     ds = make(store)
     fill_shard(ds, (0, 0))
-    wanted = [(0, 0), (2, 1), (3, 3), (1, 2)]  # 4 of 16 chunks: below the whole-shard threshold
+    wanted = [(0, 0), (2, 1), (1, 2)]  # 3 of 16 chunks: below the whole-shard threshold
+    lay = Layout(ds, store, (0, 0))
     store.stats.reset()
     got = ds.read_chunks(wanted)
-    assert store.stats.reads <= 1 + len(wanted)
+    # the index, then one coalesced range from the first wanted chunk to the last: not the whole shard
+    assert store.stats.reads == 2
+    assert store.stats.bytes_read == lay.index + lay.span(wanted) < lay.size
     assert store.stats.size_queries == 0
     assert store.stats.writes == 0
     for c, a in zip(wanted, got, strict=True):
@@ -69,9 +73,11 @@ def test_read_k_chunks_of_one_shard(store):
 def test_nearby_ranges_are_coalesced(store):
     ds = make(store)
     fill_shard(ds, (0, 0))
+    lay = Layout(ds, store, (0, 0))
     store.stats.reset()
     ds.read_chunks([(0, 0), (0, 1), (0, 2)])  # adjacent in the shard: one ranged read after the index
     assert store.stats.reads == 2
+    assert store.stats.bytes_read == lay.index + lay.chunk_bytes([(0, 0), (0, 1), (0, 2)])
 
 
 def test_read_chunks_of_many_shards_costs_one_index_read_per_shard(store):
@@ -79,9 +85,13 @@ def test_read_chunks_of_many_shards_costs_one_index_read_per_shard(store):
     for s in [(0, 0), (1, 1), (2, 3)]:
         fill_shard(ds, s)
     wanted = [(0, 0), (5, 5), (9, 13)]  # one chunk in each shard
+    lays = [Layout(ds, store, s) for s in [(0, 0), (1, 1), (2, 3)]]
     store.stats.reset()
     got = ds.read_chunks(wanted)
     assert store.stats.reads == 3 + 3
+    assert store.stats.bytes_read == sum(
+        lay.index + lay.chunk_bytes([c]) for lay, c in zip(lays, wanted, strict=True)
+    )
     assert store.stats.size_queries == 0
     for c, a in zip(wanted, got, strict=True):
         np.testing.assert_array_equal(a, chunk_values(ds, c))
@@ -90,10 +100,35 @@ def test_read_chunks_of_many_shards_costs_one_index_read_per_shard(store):
 def test_most_of_a_shard_is_read_whole(store):
     ds = make(store)
     chunks = fill_shard(ds, (0, 0))
+    lay = Layout(ds, store, (0, 0))
     store.stats.reset()
     got = ds.read_chunks(chunks[:12])
-    assert store.stats.reads == 1
+    assert store.stats.reads == 1 and store.stats.bytes_read == lay.size
     assert all(a is not None for a in got)
+
+
+def test_exactly_half_a_shard_is_read_whole_and_just_under_half_is_not(store):
+    """The documented rule (``WHOLE_SHARD_FRACTION = 0.5``): a batch wanting at least half the chunks of
+    a shard reads the shard object in one request, all its bytes; one chunk fewer reads the index and the
+    chunks' ranges, fewer bytes than the object."""
+    from altarr.dataset.access import WHOLE_SHARD_FRACTION
+
+    ds = make(store)
+    chunks = fill_shard(ds, (0, 0))
+    half = int(WHOLE_SHARD_FRACTION * len(chunks))
+    assert half == 8
+    shard_bytes = len(store.get_ranges([(ds.chunk_key((0, 0)), None, None)])[0])
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    got = ds.read_chunks(chunks[:half])
+    assert store.stats.reads == 1 and store.stats.bytes_read == shard_bytes
+    for c, a in zip(chunks[:half], got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    ds.read_chunks(chunks[: half - 1])
+    assert store.stats.reads >= 2  # the index, then the chunks' ranges
+    assert store.stats.bytes_read < shard_bytes
 
 
 def test_nested_sharding_costs_one_more_index_read_per_level(store):
@@ -112,7 +147,7 @@ def test_missing_shard_costs_one_request(store):
     ds = make(store)
     store.stats.reset()
     assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
-    assert store.stats.reads == 1
+    assert store.stats.reads == 1 and store.stats.bytes_read == 0
     assert ds.read_chunk((7, 7)) is None
 
 
@@ -133,9 +168,11 @@ def test_write_touching_s_shards_costs_at_most_s_reads_and_s_writes(store):
     fill_shard(ds, (0, 0))
     fill_shard(ds, (1, 1))
     updates = [(0, 0), (1, 1), (5, 5), (6, 4), (12, 12)]  # shards (0,0), (1,1), (3,3 - new)
+    sizes = [Layout(ds, store, s).size for s in [(0, 0), (1, 1)]]
     store.stats.reset()
     ds.write_chunks(updates, [chunk_values(ds, c, seed=7) for c in updates])
-    assert store.stats.reads <= 3
+    # each touched shard read once, whole (its untouched chunks are carried over); the new one is missing
+    assert store.stats.reads == 3 and store.stats.bytes_read == sum(sizes)
     assert store.stats.writes == 3
     for c in updates:
         np.testing.assert_array_equal(ds.read_chunk(c), chunk_values(ds, c, seed=7))
@@ -206,9 +243,11 @@ def test_unsharded_request_counts(store):
     ds = make(store, shards=None)
     wanted = [(0, 0), (3, 4), (7, 7)]
     ds.write_chunks(wanted[:2], [chunk_values(ds, c) for c in wanted[:2]])
+    stored = sum(len(store.get_ranges([(ds.chunk_key(c), None, None)])[0]) for c in wanted[:2])
     store.stats.reset()
     got = ds.read_chunks(wanted)
     assert store.stats.reads == 3  # one per stored chunk, one that finds the missing one
+    assert store.stats.bytes_read == stored
     assert got[2] is None
     assert ds.delete_chunks(wanted) == [True, True, False]
 
@@ -254,9 +293,11 @@ def test_java_shard_test_sequence(store):
 def test_index_location(store, location):
     ds = make(store, index_location=location)
     chunks = fill_shard(ds, (1, 1))
+    lay = Layout(ds, store, (1, 1))
     store.stats.reset()
     got = ds.read_chunks(chunks[:2])
     assert store.stats.reads == 2
+    assert store.stats.bytes_read == lay.index + lay.span(chunks[:2])
     np.testing.assert_array_equal(got[1], chunk_values(ds, chunks[1]))
 
 
@@ -281,10 +322,12 @@ def test_warm_reads_use_the_cached_index(store):
     ds = make(store)
     fill_shard(ds, (0, 0))
     wanted = [(0, 0), (2, 1), (3, 3)]
+    lay = Layout(ds, store, (0, 0))
     ds.read_chunks(wanted)  # cold: reads the index
     store.stats.reset()
     got = ds.read_chunks(wanted)  # warm: one version check, then only the chunks' ranges
-    assert store.stats.reads <= len(wanted)
+    assert store.stats.reads == 1  # the three ranges coalesce into one request; no index read
+    assert store.stats.bytes_read == lay.span(wanted)
     assert store.stats.size_queries == 1
     for c, a in zip(wanted, got, strict=True):
         np.testing.assert_array_equal(a, chunk_values(ds, c))
@@ -334,10 +377,12 @@ def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
 def test_a_whole_shard_read_also_fills_the_index_cache(store):
     ds = make(store)
     chunks = fill_shard(ds, (0, 0))
+    lay = Layout(ds, store, (0, 0))
     ds.read_chunks(chunks)  # read whole: the index comes out of the shard's bytes
     store.stats.reset()
     got = ds.read_chunks([(1, 2)])
     assert store.stats.reads == 1 and store.stats.size_queries == 1  # version check + the chunk's range
+    assert store.stats.bytes_read == lay.chunk_bytes([(1, 2)])
     np.testing.assert_array_equal(got[0], chunk_values(ds, (1, 2)))
 
 
@@ -351,6 +396,7 @@ def test_region_reads_on_local_files_open_each_shard_once(tmp_path, monkeypatch)
     ds = make(store)
     fill_shard(ds, (0, 0))
     fill_shard(ds, (0, 1))
+    lays = [Layout(ds, store, (0, 0)), Layout(ds, store, (0, 1))]
     opened = []
     orig = store.open_reader
     monkeypatch.setattr(store, "open_reader", lambda key: opened.append(key) or orig(key))
@@ -363,10 +409,15 @@ def test_region_reads_on_local_files_open_each_shard_once(tmp_path, monkeypatch)
     np.testing.assert_array_equal(ds[sel], want[sel])
     assert sorted(opened) == sorted({ds.chunk_key((0, 0)), ds.chunk_key((0, 4))})
     assert store.stats.reads == 2 + 4 and store.stats.size_queries == 0  # 2 indexes + 4 chunks
+    # each chunk's own range (a pread each, nothing between them), and the two indexes
+    in_sel = [[(0, 3), (1, 3)], [(0, 4), (1, 4)]]
+    chunk_bytes = sum(lay.chunk_bytes(cs) for lay, cs in zip(lays, in_sel, strict=True))
+    assert store.stats.bytes_read == lays[0].index + lays[1].index + chunk_bytes
     opened.clear()
     store.stats.reset()
     np.testing.assert_array_equal(ds[sel], want[sel])  # warm
     assert len(opened) == 2 and store.stats.reads == 4 and store.stats.size_queries == 0
+    assert store.stats.bytes_read == chunk_bytes
     # a missing shard costs an open and no read; its region is the fill value
     store.stats.reset()
     np.testing.assert_array_equal(ds[20:24, 0:8], 0)

@@ -93,6 +93,27 @@ def test_dtype_ddof_initial_out_and_ufunc_reduce():
         x.sum(axis=2)
 
 
+def test_ddof_at_or_past_the_count_answers_like_numpy_with_its_warning():
+    """``var``/``std`` with ``ddof >= n``: NumPy divides by ``max(n - ddof, 0)``, so a positive sum of
+    squares gives ``inf`` and a zero one ``nan``, with a RuntimeWarning, never a negative variance."""
+    data = np.arange(6.0).reshape(3, 2) ** 2
+    x, _ = lazy(data, (2, 1))
+    for func, kwargs in [
+        ("var", {"axis": 0, "ddof": 5}),
+        ("var", {"ddof": 7}),
+        ("std", {"axis": 0, "ddof": 3}),
+    ]:
+        with pytest.warns(RuntimeWarning):
+            want = getattr(np, func)(data, **kwargs)
+        with pytest.warns(RuntimeWarning):
+            got = getattr(x, func)(**kwargs)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        assert np.all(np.isinf(got)), (func, kwargs, got)
+    flat, _ = lazy(np.ones((3, 2)), (2, 2))  # all equal: 0 / 0
+    with pytest.warns(RuntimeWarning):
+        np.testing.assert_array_equal(flat.var(axis=0, ddof=4), [np.nan, np.nan])
+
+
 def test_variance_is_numerically_stable():
     rng = np.random.default_rng(3)
     data = 1e9 + rng.normal(size=(200, 50))

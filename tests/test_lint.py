@@ -1,5 +1,7 @@
-"""The repository stays ruff clean (lint and format), as the README promises."""
+"""The repository stays ruff clean (lint and format), as the README promises, judged by the ruff version
+pinned in pyproject.toml (a newer release's new rules must not turn main red without a change here)."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -10,9 +12,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _ruff() -> list[str]:
+    ruff = shutil.which("ruff")
+    return [ruff] if ruff else [sys.executable, "-m", "ruff"]
+
+
+def test_installed_ruff_is_the_pinned_one():
+    pinned = re.search(r'"ruff==([0-9.]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pinned, "pyproject.toml's test extra must pin ruff (ruff==X.Y.Z)"
+    out = subprocess.run([*_ruff(), "--version"], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["ruff", pinned.group(1)], (
+        f"installed {out.stdout.strip()!r}, pinned {pinned.group(1)}: pip install -e '.[test]'"
+    )
+
+
 @pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
 def test_ruff(args):
-    ruff = shutil.which("ruff")
-    cmd = [ruff, *args] if ruff else [sys.executable, "-m", "ruff", *args]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*_ruff(), *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr

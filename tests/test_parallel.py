@@ -8,6 +8,15 @@ import pytest
 from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
 
 
+@pytest.fixture(autouse=True, params=[1, 2, 8], ids=lambda n: f"threads={n}")
+def pool_size(request):
+    """Every contract below holds at every pool size (1 runs inline on the calling thread)."""
+    import altarr as aa
+
+    with aa.set_options(threads=request.param):
+        yield request.param
+
+
 def test_results_in_order_and_every_item_runs():
     seen = []
     lock = threading.Lock()
@@ -51,8 +60,9 @@ def test_nested_calls_run_inline_and_threads_are_bounded():
 
 
 def test_one_worker_runs_inline():
+    before = get_max_workers()
     set_max_workers(1)
     try:
         assert pmap(lambda x: threading.get_ident(), [1, 2, 3]) == [threading.get_ident()] * 3
     finally:
-        set_max_workers(None)
+        set_max_workers(before)

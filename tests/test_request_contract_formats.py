@@ -28,6 +28,7 @@ import pytest
 
 import altarr as aa
 from _peers import chunk_slices
+from _shard_layout import Layout
 from altarr.stores import LocalStore, MemoryStore
 
 SHAPE = (19, 30)
@@ -77,12 +78,13 @@ def test_read_k_stored_and_m_missing_chunks(make_store, layout):
     ds.write_chunks(present, [values_of(ds, c) for c in present])
     missing = [(3, 3), (0, 4)]
     wanted = [present[0], missing[0], *present[1:3], missing[1], *present[3:]]
+    stored_bytes = {c: len(store.get(ds.chunk_key(c))) for c in present}
 
     ds = reopen(store)
     got = ds.read_chunks(wanted)
     s = store.stats
     assert (s.reads, s.size_queries, s.writes, s.lists) == (len(present) + len(missing), 0, 0, 0)
-    assert s.bytes_read > 0
+    assert s.bytes_read == sum(stored_bytes.values())  # each stored object once, whole; missing ones: 0
     for c, a in zip(wanted, got, strict=True):  # request order, None for the missing ones
         if c in missing:
             assert a is None
@@ -92,6 +94,7 @@ def test_read_k_stored_and_m_missing_chunks(make_store, layout):
     store.stats.reset()
     twice = ds.read_chunks([(4, 4), (4, 4), (3, 3), (3, 3)])
     assert store.stats.reads == 2  # a chunk asked for twice is read once
+    assert store.stats.bytes_read == stored_bytes[(4, 4)]
     np.testing.assert_array_equal(twice[1], values_of(ds, (4, 4)))
     assert twice[2] is None and twice[3] is None
 
@@ -161,9 +164,11 @@ def test_region_read_and_delete(make_store, layout):
     ds = create(store, UNSHARDED[layout])
     stored = [(0, 0), (1, 1), (1, 2), (3, 3)]
     ds.write_chunks(stored, [values_of(ds, c) for c in stored])
+    stored_bytes = sum(len(store.get(ds.chunk_key(c))) for c in stored)
     ds = reopen(store, "r+")
     ds[3:13, 5:22]  # rows 0-3 x cols 0-3: 16 chunks, 4 of them stored
     assert (store.stats.reads, store.stats.size_queries) == (16, 0)
+    assert store.stats.bytes_read == stored_bytes
     store.stats.reset()
     assert ds.delete_chunks([(0, 0), (4, 4), (1, 2)]) == [True, False, True]
     assert (store.stats.reads, store.stats.writes) == (0, 0)
@@ -208,12 +213,15 @@ def test_sharded_n5_read_contract(make_store):
     absent_entry = [(1, 1)]
     missing_shard = [(9, 9), (8, 0)]  # shards (2, 2) and (2, 0) were never written
     wanted = [in_00[0], *missing_shard[:1], in_11[0], *absent_entry, *in_00[1:], *in_11[1:], missing_shard[1]]
+    lays = [Layout(ds, store, (0, 0)), Layout(ds, store, (1, 1))]
+    chunk_bytes = lays[0].chunk_bytes(in_00) + lays[1].chunk_bytes(in_11)
 
     ds = reopen(store)
     got = ds.read_chunks(wanted)
     s = store.stats
     # 2 index reads + 6 chunk ranges + 1 request per missing shard; the absent entry costs nothing
     assert (s.reads, s.size_queries, s.writes) == (2 + 6 + 2, 0, 0)
+    assert s.bytes_read == lays[0].index + lays[1].index + chunk_bytes
     for c, a in zip(wanted, got, strict=True):
         if c in absent_entry or c in missing_shard:
             assert a is None
@@ -224,24 +232,30 @@ def test_sharded_n5_read_contract(make_store):
     store.stats.reset()
     ds.read_chunks(in_00 + in_11)
     assert (store.stats.reads, store.stats.size_queries) == (6, 2)
+    assert store.stats.bytes_read == chunk_bytes
 
 
 def test_sharded_n5_ranges_are_merged_by_a_coalescing_store(make_store):
     store = make_store()  # default coalescing: the chunk ranges of one small shard become one request
     ds = sharded(store)
     fill_shards(ds, [(0, 0), (1, 1)])
+    lays = [Layout(ds, store, (0, 0)), Layout(ds, store, (1, 1))]
     ds = reopen(store)
     ds.read_chunks([(0, 0), (3, 3), (1, 2), (4, 4), (7, 5), (6, 7)])
     assert store.stats.reads == 2 + 2
+    spans = lays[0].span([(0, 0), (3, 3), (1, 2)]) + lays[1].span([(4, 4), (7, 5), (6, 7)])
+    assert store.stats.bytes_read == lays[0].index + lays[1].index + spans
 
 
 def test_sharded_n5_most_of_a_shard_is_read_whole(make_store):
     store = make_store(exact=True)
     ds = sharded(store)
     fill_shards(ds, [(0, 0)])
+    size = Layout(ds, store, (0, 0)).size
     ds = reopen(store)
     got = ds.read_chunks(ds.chunks_in_shard((0, 0))[:9])  # 9 of 16: one request for the whole object
     assert store.stats.reads == 1 and all(a is not None for a in got)
+    assert store.stats.bytes_read == size
 
 
 def test_nested_sharded_n5_one_index_read_per_level(make_store):

@@ -4,6 +4,10 @@ numcodecs' compressors (zstd, blosc, zlib) run in C and release the GIL, so deco
 batched call on a thread pool sized to the cores scales without an event loop. Small batches run inline:
 a thread hop costs more than decoding one small chunk.
 
+The pool's size is altarr's one thread policy (:mod:`altarr._threads`): ``altarr.set_options(threads=N)``,
+else the environment variable ``ALTARR_THREADS`` (read once), else the cores this process may use. It is
+read on every call, so a change applies to the next call.
+
 Example:
     >>> from altarr.dataset.parallel import pmap
     >>> pmap(lambda x: x * 2, [1, 2, 3])
@@ -13,11 +17,12 @@ Example:
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from .._threads import get_threads, set_threads
 
 __all__ = ["pmap", "set_max_workers", "get_max_workers"]
 
@@ -26,30 +31,46 @@ R = TypeVar("R")
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
-_max_workers: int = max(1, os.cpu_count() or 1)
+_executor_size = 0
 _local = threading.local()
 
 
 def set_max_workers(n: int | None) -> None:
-    """Size of the shared decode/encode pool (default: the number of cores). ``1`` disables threading."""
-    global _executor, _max_workers
-    with _lock:
-        _max_workers = max(1, int(n)) if n else max(1, os.cpu_count() or 1)
-        if _executor is not None:
-            _executor.shutdown(wait=False)
-            _executor = None
+    """Set altarr's pool size (the same as ``altarr.set_options(threads=n)`` outside a ``with`` block;
+    ``None``: back to the default). ``1`` disables threading."""
+    set_threads(None if not n else max(1, int(n)))
 
 
 def get_max_workers() -> int:
-    return _max_workers
+    """altarr's pool size in force now (see :mod:`altarr._threads`)."""
+    return get_threads()
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _executor
+def _pool(size: int) -> ThreadPoolExecutor:
+    global _executor, _executor_size
     with _lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(_max_workers, thread_name_prefix="altarr")
+        if _executor is None or _executor_size != size:
+            if _executor is not None:
+                _executor.shutdown(wait=False)  # its running tasks finish; new ones go to the new pool
+            _executor = ThreadPoolExecutor(size, thread_name_prefix="altarr")
+            _executor_size = size
         return _executor
+
+
+def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``pmap`` on the calling thread, with the same contract: every item runs, then the first failing
+    item's exception propagates (``KeyboardInterrupt`` and ``SystemExit`` stop at once)."""
+    results: list[R] = []
+    first: Exception | None = None
+    for x in items:
+        try:
+            results.append(fn(x))
+        except Exception as e:
+            first = first or e
+            results.append(None)  # type: ignore[arg-type]
+    if first is not None:
+        raise first
+    return results
 
 
 def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
@@ -60,8 +81,9 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     them. Runs inline when called from inside a runner (no nested waits, so no deadlock). Every item is
     processed; then the exception of the first failing item (in item order) propagates unchanged."""
     n = len(items)
-    if n < min_items or _max_workers == 1 or getattr(_local, "in_pool", False):
-        return [fn(x) for x in items]
+    workers = get_threads()
+    if n < min_items or workers == 1 or getattr(_local, "in_pool", False):
+        return _inline(fn, items)
     results: list[R] = [None] * n  # type: ignore[list-item]
     errors: list[tuple[int, BaseException]] = []
     counter = itertools.count()  # next() on it is atomic under the GIL
@@ -77,7 +99,8 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
         finally:
             _local.in_pool = False
 
-    futures = [_pool().submit(runner) for _ in range(min(_max_workers, n) - 1)]
+    pool = _pool(workers)
+    futures = [pool.submit(runner) for _ in range(min(workers, n) - 1)]
     runner()  # the calling thread takes its share instead of waiting idle
     for f in futures:
         f.result()

@@ -11,6 +11,13 @@ Three options steer every lazy array:
   (``np.asarray(x)``, ``np.sort(x)``, ...) may produce before it is refused with
   :class:`~altarr.errors.MaterializeError`.
 
+One more option steers the whole library, not only lazy arrays:
+
+* ``threads`` (default: the environment variable ``ALTARR_THREADS``, read once at import, else the CPU
+  cores this process may run on, ``os.sched_getaffinity``): the size of every altarr thread pool, the
+  engine's decode/encode pool and the batch pool of each ``LocalStore`` made without ``max_workers``
+  (see :mod:`altarr._threads`). ``1`` runs everything on the calling thread.
+
 The options are process-wide (shared by every thread). :func:`set_options` called as a plain function
 sets them globally and they stay set until changed again; used as a ``with`` block it sets them on
 entry the same way and restores the previous values on exit (also when the block raises).
@@ -29,6 +36,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .. import _threads
+
 __all__ = ["set_options", "get_options", "DEFAULTS"]
 
 #: Default values of every option.
@@ -36,6 +45,7 @@ DEFAULTS: dict[str, int] = {
     "cache_bytes": 256 * 2**20,
     "batch_chunks": 64,
     "max_materialize": 1_000_000,
+    "threads": _threads.default_threads(),
 }
 
 _lock = threading.Lock()
@@ -53,7 +63,7 @@ def _validate(name: str, value: Any) -> int:
         raise TypeError(f"option {name!r} must be a number, got {value!r}") from e
     if as_int != value:
         raise ValueError(f"option {name!r} must be a whole number, got {value!r}")
-    minimum = 1 if name == "batch_chunks" else 0
+    minimum = 1 if name in ("batch_chunks", "threads") else 0
     if as_int < minimum:
         raise ValueError(f"option {name!r} must be >= {minimum}, got {value!r}")
     return as_int
@@ -64,10 +74,10 @@ def get_options() -> dict[str, int]:
 
     Example:
         >>> sorted(get_options())
-        ['batch_chunks', 'cache_bytes', 'max_materialize']
+        ['batch_chunks', 'cache_bytes', 'max_materialize', 'threads']
     """
     with _lock:
-        return dict(_options)
+        return {**_options, "threads": _threads.get_threads()}
 
 
 def _get(name: str) -> int:
@@ -87,6 +97,7 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
         batch_chunks: chunks per fetch call in streamed reductions, and the least number of chunks per
             fetch call of a selection too big for the cache (>= 1).
         max_materialize: largest number of elements an implicit NumPy conversion may produce.
+        threads: size of every altarr thread pool (>= 1; ``1`` runs on the calling thread).
 
     Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
 
@@ -107,8 +118,10 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
         new = {name: _validate(name, value) for name, value in options.items()}
         with _lock:
             self._previous = {name: _options[name] for name in new}
+            if "threads" in new:
+                self._previous["threads"] = _threads.get_threads()
             _options.update(new)
-        _after_change()
+        _after_change(new)
 
     def __enter__(self) -> set_options:
         return self
@@ -116,10 +129,12 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
     def __exit__(self, *exc: object) -> None:
         with _lock:
             _options.update(self._previous)
-        _after_change()
+        _after_change(self._previous)
 
 
-def _after_change() -> None:
+def _after_change(changed: dict[str, int]) -> None:
+    if "threads" in changed:
+        _threads.set_threads(changed["threads"])
     # Imported here: the cache module reads the options, not the other way round.
     from .cache import CACHE
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-__all__ = ["as_byte_view", "as_bytes", "default_workers", "resolve_range"]
+__all__ = ["as_byte_view", "as_bytes", "resolve_range"]
 
 
 def as_byte_view(value: object) -> memoryview:
@@ -30,14 +28,6 @@ def as_bytes(value: object) -> bytes:
     if isinstance(value, list | tuple):
         return b"".join(value)
     return as_byte_view(value).tobytes()
-
-
-def default_workers() -> int:
-    """The number of CPU cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def resolve_range(start: int | None, stop: int | None, size: int) -> tuple[int, int]:

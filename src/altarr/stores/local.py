@@ -27,8 +27,9 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from .._threads import get_threads
 from ..errors import InvalidKeyError, StoreError
-from ._util import as_byte_view, default_workers, resolve_range
+from ._util import as_byte_view, resolve_range
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
@@ -163,7 +164,8 @@ class LocalStore(VersionedReads, Store):
     """Files under a root directory. See the module docstring.
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
-    ``max_workers`` (thread pool size for batches; default: the cores available), ``fsync`` (fsync each
+    ``max_workers`` (thread pool size for batches; default: altarr's pool size in force at each batch,
+    ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``fsync`` (fsync each
     written file and its directory before returning), ``coalesce_gap``/``max_coalesced_size`` (request
     merging, see :func:`~altarr.stores.coalesce.coalesce_ranges`).
 
@@ -194,7 +196,7 @@ class LocalStore(VersionedReads, Store):
         self.read_only = bool(read_only)
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
-        self.max_workers = max_workers or default_workers()
+        self._max_workers = max_workers
         self.fsync = bool(fsync)
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
@@ -205,7 +207,13 @@ class LocalStore(VersionedReads, Store):
         self._safe_dirs: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
+        self._pool_size = 0
         self._pool_lock = threading.Lock()
+
+    @property
+    def max_workers(self) -> int:
+        """The batch pool's size: ``max_workers`` as given, else altarr's pool size in force now."""
+        return self._max_workers or get_threads()
 
     @property
     def identity(self) -> object:
@@ -218,7 +226,7 @@ class LocalStore(VersionedReads, Store):
     def __reduce__(self):
         kwargs = {
             "read_only": self.read_only,
-            "max_workers": self.max_workers,
+            "max_workers": self._max_workers,
             "fsync": self.fsync,
             "coalesce_gap": self.coalesce_gap,
             "max_coalesced_size": self.max_coalesced_size,
@@ -322,15 +330,16 @@ class LocalStore(VersionedReads, Store):
 
     # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:
-        pool = self._pool
-        if pool is None or self._pool_pid != os.getpid():
+        pool, size = self._pool, self.max_workers
+        if pool is None or self._pool_pid != os.getpid() or self._pool_size != size:
             with self._pool_lock:
                 pool = self._pool
-                if pool is None or self._pool_pid != os.getpid():  # none yet, or inherited through fork
-                    pool = self._pool = ThreadPoolExecutor(
-                        self.max_workers, thread_name_prefix="altarr-local"
-                    )
-                    self._pool_pid = os.getpid()
+                # none yet, inherited through fork, or the pool size was changed since
+                if pool is None or self._pool_pid != os.getpid() or self._pool_size != size:
+                    if pool is not None and self._pool_pid == os.getpid():
+                        pool.shutdown(wait=False)  # its running tasks finish
+                    pool = self._pool = ThreadPoolExecutor(size, thread_name_prefix="altarr-local")
+                    self._pool_pid, self._pool_size = os.getpid(), size
         return pool
 
     def close(self) -> None:
@@ -625,7 +634,7 @@ class LocalStore(VersionedReads, Store):
         return LocalStore(
             self.root,
             True,
-            self.max_workers,
+            self._max_workers,
             fsync=self.fsync,
             coalesce_gap=self.coalesce_gap,
             max_coalesced_size=self.max_coalesced_size,

@@ -1,0 +1,175 @@
+"""Mutation testing of altarr's core modules with mutmut, one module at a time, against its own tests.
+
+Usage (outside the default suite; needs ``pip install -e ".[quality]"``)::
+
+    python tools/mutation.py --list              # the modules and the tests each is run against
+    python tools/mutation.py coalesce            # mutate stores/coalesce.py, run its tests per mutant
+    python tools/mutation.py coalesce --results  # the tally and the survivors of the last run
+    python tools/mutation.py coalesce --show NAME  # the diff of one mutant
+
+Each run works in its own copy of the repository (``src``, ``tests``, ``pyproject.toml``) under
+``--workdir`` (default ``/tmp/altarr-mutation/<module>``), so it never touches the work tree and several
+modules can run side by side; mutmut keeps its results there, and running the same command again
+carries on where an interrupted run stopped. The pool size is forced to 1 (``ALTARR_THREADS=1``) and
+pytest runs without xdist, so a run costs one core.
+
+The tally printed at the end counts each mutant once: ``killed`` (a test failed or timed out),
+``survived``, of which ``equivalent`` are the survivors written down as equivalent in
+``docs/development.md`` (by mutant name, with the reason), and ``unexplained`` the rest, each of which
+needs a test or an entry in the docs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "development.md"
+
+#: module name -> (files to mutate, tests that judge them)
+MODULES: dict[str, tuple[list[str], list[str]]] = {
+    "coalesce": (["src/altarr/stores/coalesce.py"], ["tests/test_coalesce.py", "tests/test_stores.py"]),
+    "sharding": (
+        ["src/altarr/codecs/sharding.py"],
+        ["tests/test_sharding_codec.py", "tests/test_codecs.py", "tests/test_dataset_requests.py"],
+    ),
+    "engine": (
+        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py", "src/altarr/dataset/regions.py"],
+        [
+            "tests/test_dataset_requests.py",
+            "tests/test_dataset_regions.py",
+            "tests/test_grid.py",
+            "tests/test_visit_chunks.py",
+            "tests/test_dataset_bad_input.py",
+            "tests/test_request_contract_formats.py",
+        ],
+    ),
+    "formats": (
+        ["src/altarr/formats/*.py"],
+        [
+            "tests/test_formats_detect.py",
+            "tests/test_formats_n5.py",
+            "tests/test_formats_zarr3.py",
+            "tests/test_zarr2_format.py",
+            "tests/test_dataset_bad_input_n5_zarr2.py",
+        ],
+    ),
+    "indexing": (["src/altarr/lazy/indexing.py"], ["tests/test_lazy_indexing.py"]),
+    "reduce": (["src/altarr/lazy/reduce.py"], ["tests/test_lazy_reduce.py"]),
+}
+
+_PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q", "-x", "-o", "addopts="]
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+
+def prepare(module: str, work: Path) -> None:
+    """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``."""
+    mutate, tests = MODULES[module]
+    if (work / "mutants").exists():
+        return  # carry on with the existing run
+    work.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("src", "tests"):
+        shutil.rmtree(work / name, ignore_errors=True)
+        shutil.copytree(ROOT / name, work / name, ignore=ignore)
+    config = (ROOT / "pyproject.toml").read_text()
+    config += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src/altarr"]\n'
+        f"only_mutate = {_toml_list(mutate)}\n"
+        f"pytest_add_cli_args = {_toml_list(_PYTEST_ARGS)}\n"
+        f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+    )
+    (work / "pyproject.toml").write_text(config)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, ALTARR_THREADS="1")
+    env.pop("PYTHONPATH", None)  # mutmut puts its mutated copy of src first; nothing may shadow it
+    return env
+
+
+def mutmut(work: Path, *args: str, capture: bool = False) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mutmut", *args], cwd=work, env=_env(), text=True, capture_output=capture
+    )
+
+
+def documented_equivalents() -> set[str]:
+    """Mutant names listed as equivalent in docs/development.md (a table row starting with the name)."""
+    if not DOCS.exists():
+        return set()
+    return set(re.findall(r"^\|\s*`([\w.ǁ]+__mutmut_\d+)`\s*\|", DOCS.read_text(), flags=re.M))
+
+
+def tally(work: Path) -> tuple[dict[str, int], list[str]]:
+    out = mutmut(work, "results", "--all", "true", capture=True).stdout
+    counts = {"killed": 0, "survived": 0, "equivalent": 0, "unexplained": 0, "not checked": 0, "other": 0}
+    survivors = []
+    equivalents = documented_equivalents()
+    for line in out.splitlines():
+        name, _, status = line.strip().rpartition(": ")
+        if not name:
+            continue
+        if status in ("killed", "timeout"):
+            counts["killed"] += 1
+        elif status in ("survived", "no tests"):  # no test even reaches it: a survivor too
+            counts["survived"] += 1
+            if name in equivalents:
+                counts["equivalent"] += 1
+            else:
+                counts["unexplained"] += 1
+                survivors.append(name)
+        elif status == "not checked":
+            counts["not checked"] += 1
+        else:
+            counts["other"] += 1
+    return counts, survivors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("module", nargs="?", choices=sorted(MODULES))
+    parser.add_argument("--list", action="store_true", help="list the modules and their tests")
+    parser.add_argument("--results", action="store_true", help="only print the last run's tally")
+    parser.add_argument("--show", metavar="MUTANT", help="print one mutant's diff")
+    parser.add_argument("--fresh", action="store_true", help="start over (drop the previous run)")
+    parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/altarr-mutation"))
+    args = parser.parse_args(argv)
+    if args.list or not args.module:
+        for name, (mutate, tests) in MODULES.items():
+            print(f"{name:9} {' '.join(mutate)}\n{'':9}   judged by {' '.join(tests)}")
+        return 0
+    work = args.workdir / args.module
+    if args.show:
+        return mutmut(work, "show", args.show).returncode
+    if not args.results:
+        if args.fresh:
+            shutil.rmtree(work, ignore_errors=True)
+        prepare(args.module, work)
+        mutmut(work, "run", "--max-children", str(args.max_children))
+    counts, survivors = tally(work)
+    for name in survivors:
+        print(f"survived (unexplained): {name}")
+    total = counts["killed"] + counts["survived"]
+    score = f"{100 * counts['killed'] / total:.1f} %" if total else "n/a"
+    print(
+        f"{args.module}: {counts['killed']} killed / {counts['survived']} survived "
+        f"({counts['equivalent']} documented equivalent, {counts['unexplained']} unexplained); "
+        f"not checked {counts['not checked']}, other {counts['other']}; score {score}"
+    )
+    return 1 if counts["unexplained"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
