@@ -348,7 +348,7 @@ def test_local_failed_replace_keeps_old_object_and_no_temp(tmp_path, monkeypatch
     s = LocalStore(tmp_path)
     s.set("k/v", b"old")
 
-    def boom(src, dst):
+    def boom(src, dst, **kw):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
