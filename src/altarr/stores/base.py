@@ -207,6 +207,16 @@ class Store(ABC):
         default (``"single-writer"`` stores) does nothing."""
         yield
 
+    def list_temporary(self, prefix: str = "") -> list[str]:
+        """Leftover temporary files of writers that were killed (``.altarr-tmp`` files of unfinished
+        writes, ``.altarr-lock`` files of killed lock holders) under ``prefix``; other listings skip
+        them. Stores that write objects whole, without temporary objects, have none (this default)."""
+        return []
+
+    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+        """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
+        return []
+
     def _require_writable(self, key: str | None, operation: str) -> None:
         """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""
         if self.read_only:
