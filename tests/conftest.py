@@ -29,3 +29,14 @@ def s3_endpoint():
 
     with moto_server() as endpoint:
         yield endpoint
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (soak runs) are deselected unless the marker expression names them
+    (``-m slow``); ``.ci/run`` runs them after the default suite."""
+    if "slow" in (config.getoption("markexpr", "") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]

@@ -217,6 +217,14 @@ class Store(ABC):
         """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
         return []
 
+    def list_temp_files(self, prefix: str = "") -> list[str]:
+        """The same as :meth:`list_temporary` (the name ``altarr.verify`` asks for)."""
+        return self.list_temporary(prefix)
+
+    def delete_temp_file(self, key: str) -> bool:
+        """Remove one leftover temporary file (see :meth:`remove_temporary`); whether it was removed."""
+        return bool(self.remove_temporary([key]))
+
     def _require_writable(self, key: str | None, operation: str) -> None:
         """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""
         if self.read_only:

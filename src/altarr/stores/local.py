@@ -751,6 +751,7 @@ class LocalStore(VersionedReads, Store):
                 os.close(dfd)
             removed.append(key)
             self.stats.add(deletes=1)
+            self._prune(key)
         return removed
 
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
