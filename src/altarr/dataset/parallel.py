@@ -44,6 +44,18 @@ def get_max_workers() -> int:
     return _max_workers
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's pool threads: it starts its own pool when it needs one
+    (work handed to the inherited pool would wait forever)."""
+    global _executor, _lock
+    _executor = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _executor
     with _lock:
