@@ -608,9 +608,19 @@ class FsspecStore(Store):
         keys = []
         for p in paths:
             k = self._key(p)
-            if k and k.startswith(pre) and k != prefix:
+            if k and k.startswith(pre) and k != prefix and not self._is_temporary(k):
                 keys.append(k)
         return iter(sorted(keys))
+
+    def _is_temporary(self, key: str) -> bool:
+        """A temporary or lock file of the local writes (listings skip them, as LocalStore's do)."""
+        if self._local is None:
+            return False
+        from .filelock import LOCK_SUFFIX
+        from .local import TEMP_SUFFIX
+
+        name = key.rpartition("/")[2]
+        return name.startswith(".") and name.endswith((TEMP_SUFFIX, LOCK_SUFFIX))
 
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
         prefix = normalize_key(prefix)
@@ -631,7 +641,7 @@ class FsspecStore(Store):
             if not k or not k.startswith(pre):
                 continue  # the folder itself, or a file named like it
             name = k[len(pre) :]
-            if not name or "/" in name:
+            if not name or "/" in name or self._is_temporary(name):
                 continue
             (dirs if entry.get("type") == "directory" else keys).append(name)
         return sorted(set(keys)), sorted(set(dirs))

@@ -5,7 +5,7 @@ reads of the archive file at the member's data offset; compressed (deflated, ...
 once per batch and sliced.
 
 Writing never changes the archive at its path in place. Modes ``"w"`` (new archive, replacing),
-``"x"`` (new archive, must not exist) and ``"a"`` (change an archive; it is copied first) write members
+``"x"`` (new archive, must not exist) and ``"a"`` (change an archive, copied first, or start one) write members
 (``compression``: ``zipfile.ZIP_STORED`` by default, so chunks stay range-readable) to a staging file
 beside the archive (``.<name>.<random>.altarr-tmp``), and :meth:`ZipStore.close` publishes it with one
 atomic rename (``durable=True`` fsyncs the file and the folder first). So the file at the path is a
@@ -101,11 +101,10 @@ class _Session:
             if mode == "x" and os.path.exists(path):
                 raise StoreError(f"zip archive exists: {path}")
             self.staging = self._new_staging()
-            if mode == "a":
-                if not os.path.exists(path):
-                    raise StoreError(f"zip archive not found: {path}")
+            exists = mode == "a" and os.path.exists(path)
+            if exists:  # "a" on a missing archive starts a new one, as zipfile's "a" does
                 shutil.copyfile(path, self.staging)
-            self.zf = self._open(self.staging, "a" if mode == "a" else "w")
+            self.zf = self._open(self.staging, "a" if exists else "w")
         except BaseException:
             self.abandon()
             raise
