@@ -211,7 +211,8 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3
     ds = aa.create_dataset(
         url, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None, storage_options=options
     )
-    other = FsspecStore(url, **options)
+    # another writer: its own file system instance, so none of this process's locks are shared
+    other = FsspecStore(url, skip_instance_cache=True, **options)
     ds.write_chunks([(0,)], [np.full(2, 1, "u1")])
     store = ds.store
     real_put = store._s3_put
@@ -220,8 +221,9 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3
     async def put_after_another_writer(path, data, version):
         if sneaks["n"] > 0:  # another writer adds chunk 3 between our read and our write
             sneaks["n"] -= 1
+            v = 9 if sneaks["n"] == 0 else sneaks["n"] % 200 + 10  # new bytes each time (S3's ETag is an MD5)
             await asyncio.to_thread(
-                lambda: aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, 9, "u1")])
+                lambda: aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, v, "u1")])
             )
         return await real_put(path, data, version)
 
