@@ -1,9 +1,15 @@
 """A moto S3 server on 127.0.0.1 for the tests that need a real S3 peer (one per test session; see the
-``s3_endpoint`` fixture in conftest.py). Tests keep apart by writing under a fresh uuid prefix."""
+``s3_endpoint`` fixture in conftest.py). Tests keep apart by writing under a fresh uuid prefix.
+
+moto checks a conditional write's ``If-Match``/``If-None-Match`` and then stores the object in two
+steps, on a threaded server, so two racing conditional PUTs can both pass the check; S3 does both in
+one atomic step. The server here runs requests that change objects (PUT, POST, DELETE) one at a time,
+which gives moto S3's atomicity (reads stay concurrent)."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,11 +35,9 @@ def s3_options(endpoint: str) -> dict:
 def moto_server() -> Iterator[str]:
     """Start the server (a free port) with :data:`BUCKET` in it; yields its endpoint URL. The AWS
     environment variables it needs are set meanwhile and restored afterwards."""
-    from moto.server import ThreadedMotoServer
-
     saved = {k: os.environ.get(k) for k in _AWS_ENV}
     os.environ.update(_AWS_ENV)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = _server_class()(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
         endpoint = "http://{}:{}".format(*server.get_host_and_port())
@@ -48,3 +52,27 @@ def moto_server() -> Iterator[str]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _server_class() -> type:
+    """moto's threaded server with requests that change objects serialized (see the module docstring)."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    class AtomicWritesMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = DomainDispatcherApplication(create_backend_app)
+            lock = threading.Lock()
+
+            def serialized_writes(environ, start_response):
+                if environ.get("REQUEST_METHOD") in ("PUT", "POST", "DELETE"):
+                    with lock:
+                        return list(app(environ, start_response))
+                return app(environ, start_response)
+
+            self._server = make_server(self._ip_address, self._port, serialized_writes, True)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return AtomicWritesMotoServer

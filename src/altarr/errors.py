@@ -23,6 +23,7 @@ __all__ = [
     "StoreError",
     "InvalidKeyError",
     "ReadOnlyError",
+    "WriteConflictError",
     "MetadataError",
     "UnknownCodecError",
     "UnsupportedError",
@@ -109,6 +110,20 @@ class InvalidKeyError(StoreError, ValueError):
 
 class ReadOnlyError(StoreError):
     """A write, delete or create was attempted on a store or dataset opened read-only."""
+
+
+class WriteConflictError(StoreError):
+    """Another writer changed an object between this writer's read and its conditional write.
+
+    Object stores raise it for a write conditioned on the version that was read (S3 ``If-Match``);
+    altarr retries the read-modify-write and raises it to the caller only after the retries are used
+    up. ``keys`` lists every object that conflicted."""
+
+    def __init__(self, message: str, *, keys: Sequence[str] = (), **ctx: Any) -> None:
+        self.keys = list(keys)
+        if ctx.get("key") is None and self.keys:
+            ctx["key"] = self.keys[0]
+        super().__init__(message, **ctx)
 
 
 # --- metadata -----------------------------------------------------------------------------------------

@@ -38,11 +38,11 @@ import numpy as np
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError
+from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError, WriteConflictError
 from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
 from .grid import NestedGrid
-from .locks import shard_locks
+from .locks import MAX_ATTEMPTS, _gave_up, conflict_backoff, store_exclusive
 from .parallel import pmap
 
 if TYPE_CHECKING:
@@ -821,15 +821,42 @@ class DatasetAccess:
         groups = self._write_groups(updates)
         arena = self._arena(max(len(g) for g in groups))
         for group in groups:
-            if not self.sharded:
-                needs_read = [c for c, u in group.items() if isinstance(u, Merge)]
-                with shard_locks(self._lock_namespace, [self.key(c) for c in needs_read]):
-                    existed.update(self._apply_unsharded(group, arena))
-            else:
-                keys = [self.key(pos) for pos in self.group_by_shard(list(group))]
-                with shard_locks(self._lock_namespace, keys):
-                    existed.update(self._apply_sharded(group, arena))
+            self._apply_group(group, arena, existed)
         return existed
+
+    #: At most this many objects are locked at once on stores with cross-process locks (each lock holds
+    #: two descriptors until the group is written): larger groups are split.
+    LOCKED_OBJECTS_PER_GROUP = 256
+
+    def _apply_group(self, group: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+        """One group under its objects' locks (in-process, then the store's cross-process guard, see
+        :mod:`.locks`); the objects whose conditional write met another writer's change are read,
+        merged and written again (bounded, then ``WriteConflictError``)."""
+        pending = group
+        for attempt in range(MAX_ATTEMPTS):
+            if self.sharded:
+                keys = [self.key(pos) for pos in self.group_by_shard(list(pending))]
+            else:  # only chunks that are read and merged need a guard; whole chunks are replaced
+                keys = [self.key(c) for c, u in pending.items() if isinstance(u, Merge)]
+            try:
+                with store_exclusive(self.store, keys):
+                    if self.sharded:
+                        existed.update(self._apply_sharded(pending, arena))
+                    else:
+                        existed.update(self._apply_unsharded(pending, arena))
+                return
+            except WriteConflictError as e:
+                if attempt + 1 == MAX_ATTEMPTS:
+                    raise _gave_up(e) from e
+                again = set(e.keys)
+                pending = {c: u for c, u in pending.items() if self._object_key(c) in again}
+                if not pending:
+                    raise
+            conflict_backoff(attempt)
+
+    def _object_key(self, chunk: Chunk) -> str:
+        """The key of the stored object holding ``chunk``."""
+        return self.key(self.shard_of(chunk)) if self.sharded else self.key(chunk)
 
     def _arena(self, n: int) -> np.ndarray | None:
         """One output slot per chunk of a write group, for chains that compress into a given buffer.
@@ -849,26 +876,31 @@ class DatasetAccess:
         chunk_bytes = self.dtype.itemsize
         for n in self.grid.chunks:
             chunk_bytes *= n
-        if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES:
+        max_objects = (
+            self.LOCKED_OBJECTS_PER_GROUP if getattr(self.store, "concurrent_writes", "") == "locked" else 0
+        )
+        if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
+            not max_objects or len(updates) <= max_objects
+        ):
             return [updates]
         objects = self.group_by_shard(list(updates)) if self.sharded else {c: [c] for c in updates}
         groups: list[dict[Chunk, Any]] = []
         current: dict[Chunk, Any] = {}
+        n_objects = 0
         for chunks in objects.values():
-            if current and (len(current) + len(chunks)) * chunk_bytes > WRITE_GROUP_BYTES:
+            if current and (
+                (len(current) + len(chunks)) * chunk_bytes > WRITE_GROUP_BYTES
+                or (max_objects and n_objects >= max_objects)
+            ):
                 groups.append(current)
                 current = {}
+                n_objects = 0
+            n_objects += 1
             for c in chunks:
                 current[c] = updates[c]
         if current:
             groups.append(current)
         return groups
-
-    @property
-    def _lock_namespace(self) -> object:
-        """Identity of the store for the in-process shard locks: stores over the same files share it."""
-        ident = getattr(self.store, "identity", None)
-        return ident if ident is not None else id(self.store)
 
     def _new_bytes(
         self, chunk: Chunk, update: Any, old: tuple[str, Any] | None, out: np.ndarray | None = None
@@ -954,7 +986,10 @@ class DatasetAccess:
                 to_delete.append(keys[pos])
         try:
             if to_set:
-                self.store.set_many(to_set)
+                try:
+                    self.store.set_many(to_set)
+                except WriteConflictError as e:  # the deletes were not tried: they go again too
+                    raise WriteConflictError(e.message, keys=[*e.keys, *to_delete]) from e
             if to_delete:
                 self.store.delete_many(to_delete)
         finally:

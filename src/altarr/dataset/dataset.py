@@ -20,6 +20,7 @@ from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from .access import DatasetAccess, Merge
 from .casting import cast_like_setitem
+from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
 from .regions import flip_reversed, is_basic_selection, normalize_selection, plan_dim
 
@@ -29,10 +30,23 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "Attributes"]
 
 
+#: The document that holds a node's user attributes, per format.
+_ATTRIBUTES_DOCUMENT = {"zarr3": "zarr.json", "zarr2": ".zattrs", "n5": "attributes.json"}
+
+
 class Attributes(MutableMapping):
     """User attributes of a node, read from and written through to its metadata.
 
-    Every mutation rewrites the metadata document once; use :meth:`update` for several keys at once.
+    Every mutation re-reads the metadata document, applies just the keys it changes and writes the
+    document back, under the document's lock (local files) or conditioned on the version it read
+    (S3), so changes made meanwhile through another handle or process are kept; use :meth:`update`
+    for several keys at once (one read and one write).
+
+    >>> import altarr as aa
+    >>> g1 = aa.create_group("memory://doc-attrs-merge"); g2 = aa.open_group("memory://doc-attrs-merge", mode="r+")
+    >>> g1.attrs["x"] = 1; g2.attrs["y"] = 2
+    >>> g1.attrs.refresh(); dict(g1.attrs)
+    {'x': 1, 'y': 2}
     """
 
     def __init__(self, store: Store, prefix: str, fmt: Format, read_only: bool, initial: dict | None = None):
@@ -44,25 +58,36 @@ class Attributes(MutableMapping):
             self._cache = dict(self._fmt.read_attributes(self._store, self._prefix))
         return self._cache
 
-    def _save(self, attrs: dict[str, Any]) -> None:
+    def _change(self, changes: dict[str, Any], removals: tuple[str, ...] = ()) -> None:
+        """Re-read, apply ``changes`` and ``removals``, write: one read-modify-write of the document."""
         if self._read_only:
             raise ReadOnlyError("attributes of a node opened read-only cannot be changed", key=self._prefix)
-        self._fmt.write_attributes(self._store, self._prefix, attrs)
-        self._cache = attrs
+        doc = _ATTRIBUTES_DOCUMENT.get(self._fmt.name, "")
+        key = f"{self._prefix}/{doc}" if self._prefix and doc else self._prefix or doc
+
+        def merge() -> dict[str, Any]:
+            attrs = dict(self._fmt.read_attributes(self._store, self._prefix))
+            for k in removals:
+                if k not in attrs:
+                    raise KeyError(k)
+                del attrs[k]
+            attrs.update(changes)
+            self._fmt.write_attributes(self._store, self._prefix, attrs)
+            return attrs
+
+        self._cache = run_exclusive(self._store, [key], merge)
 
     def __getitem__(self, k: str) -> Any:
         return self._load()[k]
 
     def __setitem__(self, k: str, v: Any) -> None:
-        self._save({**self._load(), k: v})
+        self._change({k: v})
 
     def __delitem__(self, k: str) -> None:
-        d = dict(self._load())
-        del d[k]
-        self._save(d)
+        self._change({}, (k,))
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # one write for many keys
-        self._save({**self._load(), **dict(*args, **kwargs)})
+    def update(self, *args: Any, **kwargs: Any) -> None:  # one read and one write for many keys
+        self._change(dict(*args, **kwargs))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._load())

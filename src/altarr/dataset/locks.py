@@ -1,27 +1,55 @@
-"""In-process locks that make a shard's read-modify-write atomic with respect to other threads.
+"""Locks that make a stored object's read-modify-write atomic with respect to other writers.
 
-Two threads writing different chunks of one shard at the same time would otherwise both read the old
-shard and the second write would drop the first one's chunk — the silent loss zarr-python users hit
-with dask's threaded scheduler (zarr-python#3682). altarr serializes the read-modify-write of each
-stored object per store, so such writes are safe inside one process. Across processes, partition the
-work so that each shard has one writer (``Dataset.group_by_shard``), as N5 and tensorstore recommend.
+Two writers changing different chunks of one shard at the same time would otherwise both read the old
+shard and the second write would drop the first one's chunk: the silent loss zarr-python users hit
+with dask (zarr-python#3682). altarr guards each read-modify-write twice:
 
-Locks are taken in sorted key order, so two batched writes touching overlapping shard sets cannot
-deadlock.
+* inside a process, a lock per stored object and store (:func:`shard_locks`) serializes threads;
+* across processes, the store's :meth:`~altarr.stores.Store.exclusive` does what the store can
+  (:attr:`~altarr.stores.Store.concurrent_writes`): local files hold an ``flock`` lock from the read
+  to the rename; S3 conditions each write on the version that was read and the write is retried from
+  the read when another writer got there first (:func:`run_exclusive`, bounded, then
+  :class:`~altarr.errors.WriteConflictError`); other stores (HTTP, zip archives, GCS) give each object
+  one writer at a time, which callers arrange with ``Dataset.group_by_shard``.
+
+Locks are taken in sorted key order, so two batched writes touching overlapping sets cannot deadlock.
+
+``_cross_process`` is a private switch for tests: set it to ``False`` and stores are not asked for
+their cross-process guard (updates can then be lost between processes, which the tests show).
 
 Example:
+    >>> from altarr.stores import MemoryStore
+    >>> s = MemoryStore()
     >>> with shard_locks("store-id", ["c/1/0", "c/0/0"]):
     ...     pass
+    >>> run_exclusive(s, ["n"], lambda: s.set("n", (s.get("n") or b"") + b"1")); s.get("n")
+    b'1'
 """
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 import weakref
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["shard_locks"]
+from ..errors import WriteConflictError
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = ["shard_locks", "store_exclusive", "run_exclusive", "conflict_backoff", "MAX_ATTEMPTS"]
+
+#: How many times a conflicting read-modify-write is tried before WriteConflictError reaches the caller.
+MAX_ATTEMPTS = 24
+
+#: Private test switch: ``False`` skips the stores' cross-process guard (locks, conditional writes).
+_cross_process = True
+
+T = TypeVar("T")
 
 _registry_lock = threading.Lock()
 _locks: weakref.WeakValueDictionary[tuple[Hashable, str], threading.Lock] = weakref.WeakValueDictionary()
@@ -49,3 +77,50 @@ def shard_locks(namespace: Hashable, keys: Iterable[str]) -> Iterator[None]:
     finally:
         for lock in reversed(acquired):
             lock.release()
+
+
+def _namespace(store: Store) -> Hashable:
+    ident = getattr(store, "identity", None)
+    return ident if ident is not None else id(store)
+
+
+@contextmanager
+def store_exclusive(store: Store, keys: Iterable[str]) -> Iterator[None]:
+    """The in-process locks of ``keys`` and then the store's cross-process guard (unless switched off)."""
+    keys = sorted(set(keys))
+    with shard_locks(_namespace(store), keys):
+        if _cross_process:
+            with store.exclusive(keys):
+                yield
+        else:
+            yield
+
+
+def conflict_backoff(attempt: int) -> None:
+    """Sleep before retry ``attempt`` (0-based) of a conflicting write: random, growing to 0.5 s."""
+    time.sleep(random.uniform(0, min(0.5, 0.002 * 2**attempt)))
+
+
+def run_exclusive(store: Store, keys: Iterable[str], fn: Callable[[], T]) -> T:
+    """``fn()`` (a read-modify-write of ``keys``) under :func:`store_exclusive`, run again from the start
+    when the store reports a conflicting writer, up to :data:`MAX_ATTEMPTS` times; then the
+    :class:`~altarr.errors.WriteConflictError` goes to the caller."""
+    keys = list(keys)
+    for attempt in range(MAX_ATTEMPTS):
+        try:
+            with store_exclusive(store, keys):
+                return fn()
+        except WriteConflictError as e:
+            if attempt + 1 == MAX_ATTEMPTS:
+                raise _gave_up(e) from e
+        conflict_backoff(attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _gave_up(e: WriteConflictError) -> WriteConflictError:
+    ctx: dict[str, Any] = e._context()
+    return WriteConflictError(
+        f"{e.message}; gave up after {MAX_ATTEMPTS} attempts (other writers kept changing it)",
+        keys=e.keys,
+        **ctx,
+    )

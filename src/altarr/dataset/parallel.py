@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +45,19 @@ def set_max_workers(n: int | None) -> None:
 def get_max_workers() -> int:
     """altarr's pool size in force now (see :mod:`altarr._threads`)."""
     return get_threads()
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's pool threads: it starts its own pool when it needs one
+    (work handed to the inherited pool would wait forever)."""
+    global _executor, _executor_size, _lock
+    _executor = None
+    _executor_size = 0
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _pool(size: int) -> ThreadPoolExecutor:

@@ -118,11 +118,12 @@ def store_from_url(
     if local is not None:
         zipped = _split_zip(local)
         if zipped is not None:
+            durable = bool(storage_options.pop("durable", False))
             if storage_options:
                 raise TypeError(f"storage options do not apply to a zip archive: {sorted(storage_options)}")
             archive, prefix = zipped
             zmode = {"r": "r", "w": "w", "w-": "x"}.get(mode, "a")
-            return ZipStore(archive, zmode), prefix
+            return ZipStore(archive, zmode, durable=durable), prefix
         return LocalStore(local, read_only=read_only, **storage_options), ""
     if client == "obstore" or (client is None and "::" not in url and _scheme(url) in OBSTORE_SCHEMES):
         return ObstoreStore(url, read_only=read_only, **storage_options), ""

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 
 from ..errors import InvalidKeyError, ReadOnlyError
@@ -192,6 +193,40 @@ class Store(ABC):
     @abstractmethod
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
         """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it."""
+
+    # --- concurrent writers ----------------------------------------------------------------------------
+    #: How this store keeps two writers (processes, machines) doing a read-modify-write of one object
+    #: from losing an update: ``"locked"`` (an OS lock held from the read to the write),
+    #: ``"conditional"`` (writes conditioned on the version that was read, :class:`WriteConflictError`
+    #: on a change, retried by the caller) or ``"single-writer"`` (neither: give each object one writer
+    #: at a time). Threads of one process are always serialized by the dataset layer.
+    concurrent_writes: str = "single-writer"
+
+    @contextmanager
+    def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
+        """Make the read-modify-write of ``keys`` done inside safe against other writers, as
+        :attr:`concurrent_writes` says: hold locks, or condition the writes of these keys on the
+        versions read inside (raising :class:`~altarr.errors.WriteConflictError` to be retried). This
+        default (``"single-writer"`` stores) does nothing."""
+        yield
+
+    def list_temporary(self, prefix: str = "") -> list[str]:
+        """Leftover temporary files of writers that were killed (``.altarr-tmp`` files of unfinished
+        writes, ``.altarr-lock`` files of killed lock holders) under ``prefix``; other listings skip
+        them. Stores that write objects whole, without temporary objects, have none (this default)."""
+        return []
+
+    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+        """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
+        return []
+
+    def list_temp_files(self, prefix: str = "") -> list[str]:
+        """The same as :meth:`list_temporary` (the name ``altarr.verify`` asks for)."""
+        return self.list_temporary(prefix)
+
+    def delete_temp_file(self, key: str) -> bool:
+        """Remove one leftover temporary file (see :meth:`remove_temporary`); whether it was removed."""
+        return bool(self.remove_temporary([key]))
 
     def _require_writable(self, key: str | None, operation: str) -> None:
         """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""

@@ -8,6 +8,15 @@ are counted. Writes use ``fs.pipe_file`` (one atomic PUT per object on object st
 ``fs.rm_file``, listings ``fs.find``/``fs.ls`` (with the listing cache invalidated first, so other
 writers' objects are seen).
 
+Concurrent writers (:attr:`FsspecStore.concurrent_writes`): on S3, a read-modify-write inside
+:meth:`FsspecStore.exclusive` reads its objects with their ETags (``GetObject``) and writes them with
+``If-Match: <etag>`` (``If-None-Match: *`` for an object that did not exist), deletes them with
+``If-Match``; a changed object fails the write with 412 and :class:`~altarr.errors.WriteConflictError`
+names it, and the dataset layer reads, merges and writes it again. On local files (``file://``) writes
+and deletes go through a :class:`~altarr.stores.LocalStore` on the same folder: temporary file and
+rename (``durable=True`` adds fsync), cross-process locks, stale temporary files listed. Other file
+systems (GCS through gcsfs, HTTP, memory) write unconditionally: give each object one writer.
+
 Backend behaviours handled here (checked against s3fs 2026.9 with moto and fsspec's memory and HTTP file
 systems): S3 answers a range that starts at or past the end of an object with ``416`` (mapped to ``b""``
 for an existing object); S3 ignores a range whose end precedes its start and sends the whole object, so
@@ -29,13 +38,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import fsspec
 from fsspec.core import url_to_fs
 
-from ..errors import InvalidKeyError, StoreError
+from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
@@ -46,6 +57,10 @@ __all__ = ["FsspecStore"]
 NATIVE_SUFFIX_PROTOCOLS = frozenset({"memory", "s3", "s3a", "http", "https", "gs", "gcs", "file", "local"})
 #: Protocols whose ``rm_file`` raises ``FileNotFoundError`` for a missing object (no size query needed).
 RM_REPORTS_MISSING = frozenset({"memory", "file", "local"})
+#: The version recorded for an object that did not exist when it was read (written with If-None-Match).
+_ABSENT = "<absent>"
+#: S3 error codes that mean "the object is not the version this write was conditioned on".
+_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"})
 #: Info fields that identify an object version, best first.
 _VERSION_FIELDS = (
     "ETag",
@@ -70,6 +85,22 @@ def _unsatisfiable(e: BaseException) -> bool:
     if getattr(e, "status", None) == 416 or getattr(e, "code", None) == 416:
         return True
     return isinstance(e, OSError) and e.errno == errno.EINVAL and "satisf" in str(e).lower()
+
+
+def _conflict(r: Any) -> bool:
+    """Whether the outcome ``r`` of a conditional S3 write or delete says the object changed."""
+    if not isinstance(r, BaseException):
+        return False
+    if isinstance(r, FileExistsError | FileNotFoundError):  # If-None-Match / If-Match on a missing object
+        return True
+    for e in (r, r.__cause__):
+        response = getattr(e, "response", None)
+        if isinstance(response, dict):
+            error = response.get("Error") or {}
+            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+            if error.get("Code") in _CONFLICT_CODES or status in (409, 412):
+                return True
+    return False
 
 
 def _token(value: Any) -> float | int | str:
@@ -105,6 +136,7 @@ class FsspecStore(Store):
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
         native_suffix: bool | None = None,
         batch_size: int | None = None,
+        durable: bool = False,
         **storage_options: Any,
     ) -> None:
         super().__init__()
@@ -137,6 +169,22 @@ class FsspecStore(Store):
         )
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
+        self.durable = bool(durable)
+        self._local: Any = None
+        self._scope = threading.local()
+        self._set_write_mode()
+
+    def _set_write_mode(self) -> None:
+        """Local files are written through a LocalStore on the same folder (temporary file + rename,
+        locks); S3 writes are conditional inside :meth:`exclusive`."""
+        if self._has_folders:
+            from .local import LocalStore
+
+            self._local = LocalStore(self._root or "/", read_only=self.read_only, durable=self.durable)
+            self._local.stats = self.stats
+            self.concurrent_writes = self._local.concurrent_writes
+        elif self._s3_head:
+            self.concurrent_writes = "conditional"
 
     @property
     def identity(self) -> object:
@@ -154,6 +202,7 @@ class FsspecStore(Store):
             "max_coalesced_size": self.max_coalesced_size,
             "native_suffix": self.native_suffix,
             "batch_size": self.batch_size,
+            "durable": self.durable,
         }
         return (_rebuild, (self.fs, self._root, kwargs))
 
@@ -232,6 +281,11 @@ class FsspecStore(Store):
     def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
         if not requests:
             return []
+        watched = self._watched()
+        if watched:
+            mine = [i for i, (k, _, _) in enumerate(requests) if normalize_key(k) in watched]
+            if mine:
+                return self._get_ranges_recorded(requests, mine)
         plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         results: list[bytes | None] = [None] * len(merged)
@@ -350,34 +404,134 @@ class FsspecStore(Store):
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects; concurrent PUTs on async file systems. Each write is atomic on its own."""
+        """Write many objects; concurrent PUTs on async file systems. Each write is atomic on its own.
+        Inside :meth:`exclusive` on S3, objects read there are written conditioned on the version read
+        (:class:`~altarr.errors.WriteConflictError` names those another writer changed meanwhile; the
+        others are written)."""
         if not items:
+            return
+        if self._local is not None:
+            for k, _ in items:
+                self._check_key_for_write(k, "write")
+            self._local.set_many(items)
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
         data = [as_bytes(v) for _, v in items]
         paths = [self._path(k) for k in keys]
-        out = self._gather([self._pipe_call(p, d) for p, d in zip(paths, data, strict=True)])
-        retry = (
-            [i for i, r in enumerate(out) if isinstance(r, FileNotFoundError)] if self._has_folders else []
+        versions = self._recorded()
+        conditional = [versions.get(k) for k in keys]
+        out = self._gather(
+            [
+                self._pipe_call(p, d) if v is None else (self._s3_put, (p, d, v))
+                for p, d, v in zip(paths, data, conditional, strict=True)
+            ]
         )
-        if retry:  # file systems with real folders (local files) want the parent created (not S3: that
-            # would create a missing bucket)
-            for i in retry:
-                parent = paths[i].rpartition("/")[0]
-                if parent:
-                    try:
-                        self.fs.makedirs(parent, exist_ok=True)
-                    except Exception as e:
-                        out[i] = e
-                        continue
-            again = self._gather([self._pipe_call(paths[i], data[i]) for i in retry])
-            for i, r in zip(retry, again, strict=True):
-                out[i] = r
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
         self.stats.add(writes=len(ok), bytes_written=sum(len(data[i]) for i in ok))
+        conflicts = [keys[i] for i, r in enumerate(out) if conditional[i] is not None and _conflict(r)]
         for i, r in enumerate(out):
-            if isinstance(r, BaseException):
+            if isinstance(r, BaseException) and keys[i] not in conflicts:
                 raise self._fail("write", keys[i], r) from r
+        if conflicts:
+            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
+
+    # --- conditional writes (S3) ------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
+        """Guard a read-modify-write of ``keys`` against other writers (see the module docstring): S3
+        records the ETag of each of them read inside and conditions their writes and deletes on it;
+        local files hold cross-process locks; other file systems do nothing (one writer per object).
+
+        >>> s = FsspecStore("memory://altarr-doc-exclusive")
+        >>> with s.exclusive(["k"]):
+        ...     s.set("k", b"1")
+        >>> s.concurrent_writes
+        'single-writer'
+        """
+        if self._local is not None:
+            with self._local.exclusive(keys):
+                yield
+            return
+        if not self._s3_head or self.read_only or self._watched() is not None:
+            yield
+            return
+        self._scope.keys = {normalize_key(k) for k in keys}
+        self._scope.versions = {}
+        try:
+            yield
+        finally:
+            self._scope.keys = self._scope.versions = None
+
+    def _watched(self) -> set[str] | None:
+        return getattr(self._scope, "keys", None)
+
+    def _recorded(self) -> dict[str, str]:
+        return getattr(self._scope, "versions", None) or {}
+
+    def _get_ranges_recorded(self, requests: Sequence[RangeRequest], mine: list[int]) -> list[bytes | None]:
+        """Requests ``mine`` (of objects inside :meth:`exclusive`) read whole with their ETags, which are
+        recorded for the conditional writes; the other requests as usual."""
+        versions = self._scope.versions
+        keys = [normalize_key(requests[i][0]) for i in mine]
+        out = self._gather([(self._s3_get, (self._path(k),)) for k in keys])
+        results: list[bytes | None] = [None] * len(requests)
+        nbytes = 0
+        for i, key, r in zip(mine, keys, out, strict=True):
+            if isinstance(r, BaseException):
+                raise self._fail("read", key, r) from r
+            data, etag = r
+            if versions.setdefault(key, etag) != etag:
+                raise WriteConflictError("the object changed between two reads of one update", keys=[key])
+            if data is not None:
+                nbytes += len(data)
+                _, start, stop = requests[i]
+                results[i] = data if start is None and stop is None else data[start:stop]
+        self.stats.add(reads=len(mine), bytes_read=nbytes)
+        rest = [i for i in range(len(requests)) if i not in set(mine)]
+        if rest:
+            for i, r in zip(rest, self.get_ranges([requests[i] for i in rest]), strict=True):
+                results[i] = r
+        return results
+
+    async def _s3_get(self, path: str) -> tuple[bytes | None, str]:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(path)
+        try:
+            out = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return None, _ABSENT
+        body = out["Body"]
+        try:
+            data = await body.read()
+        finally:
+            body.close()
+        return data, out["ETag"]
+
+    async def _s3_put(self, path: str, data: bytes, version: str) -> Any:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(path)
+        cond = {"IfNoneMatch": "*"} if version == _ABSENT else {"IfMatch": version}
+        try:
+            return await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=data, **cond)
+        finally:
+            fs.invalidate_cache(path)
+
+    async def _s3_delete(self, path: str, version: str) -> Any:
+        fs = self.fs
+        bucket, key, _ = fs.split_path(path)
+        try:
+            return await fs._call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
+        finally:
+            fs.invalidate_cache(path)
+
+    # --- temporary files ----------------------------------------------------------------------------------
+    def list_temporary(self, prefix: str = "") -> list[str]:
+        """Leftover temporary files of killed writers (local files only; object stores have none)."""
+        return [] if self._local is None else self._local.list_temporary(prefix)
+
+    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+        """Remove leftover temporary files (see :meth:`LocalStore.remove_temporary`)."""
+        return [] if self._local is None else self._local.remove_temporary(keys)
 
     def delete(self, key: str) -> bool:
         return self.delete_many([key])[0]
@@ -386,29 +540,51 @@ class FsspecStore(Store):
         """Delete many objects (concurrently on async file systems); whether each existed."""
         if not keys:
             return []
+        if self._local is not None:
+            for k in keys:
+                self._check_key_for_write(k, "delete")
+            return self._local.delete_many(keys)
         keys = [self._check_key_for_write(k, "delete") for k in keys]
         paths = [self._path(k) for k in keys]
         existed = [True] * len(keys)
-        if not self._rm_reports_missing:
-            infos = self._infos(paths)
-            self.stats.add(size_queries=len(keys))
-            for i, info in enumerate(infos):
+        recorded = self._recorded()
+        conditional = [recorded.get(k) for k in keys]
+        unknown = [i for i, v in enumerate(conditional) if v is None]
+        if not self._rm_reports_missing and unknown:
+            infos = self._infos([paths[i] for i in unknown])
+            self.stats.add(size_queries=len(unknown))
+            for i, info in zip(unknown, infos, strict=True):
                 existed[i] = self._size_from_info(info, keys[i]) is not None
+        for i, v in enumerate(conditional):
+            if v == _ABSENT:
+                existed[i] = False
         todo = [i for i in range(len(keys)) if existed[i]]
         rm = self.fs._rm_file if self.fs.async_impl else self.fs.rm_file
-        out = self._gather([(rm, (paths[i],)) for i in todo])
+        out = self._gather(
+            [
+                (rm, (paths[i],)) if conditional[i] is None else (self._s3_delete, (paths[i], conditional[i]))
+                for i in todo
+            ]
+        )
         self.stats.add(deletes=len(todo))
+        conflicts = []
         for i, r in zip(todo, out, strict=True):
-            if isinstance(r, FileNotFoundError):
+            if conditional[i] is not None and _conflict(r):
+                conflicts.append(keys[i])
+            elif isinstance(r, FileNotFoundError):
                 existed[i] = False
             elif isinstance(r, BaseException):
                 raise self._fail("delete", keys[i], r) from r
+        if conflicts:
+            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
         return existed
 
     def delete_prefix(self, prefix: str) -> int:
         """Delete every key under folder ``prefix`` with one listing and bulk deletes (S3 deletes up to
         1000 objects per request); returns how many keys were deleted (each counted in ``deletes``)."""
         self._require_writable(prefix, "delete")
+        if self._local is not None:
+            return self._local.delete_prefix(prefix)
         keys = list(self.list(prefix))
         if not keys:
             return 0
@@ -437,9 +613,19 @@ class FsspecStore(Store):
         keys = []
         for p in paths:
             k = self._key(p)
-            if k and k.startswith(pre) and k != prefix:
+            if k and k.startswith(pre) and k != prefix and not self._is_temporary(k):
                 keys.append(k)
         return iter(sorted(keys))
+
+    def _is_temporary(self, key: str) -> bool:
+        """A temporary or lock file of the local writes (listings skip them, as LocalStore's do)."""
+        if self._local is None:
+            return False
+        from .filelock import LOCK_SUFFIX
+        from .local import TEMP_SUFFIX
+
+        name = key.rpartition("/")[2]
+        return name.startswith(".") and name.endswith((TEMP_SUFFIX, LOCK_SUFFIX))
 
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
         prefix = normalize_key(prefix)
@@ -460,7 +646,7 @@ class FsspecStore(Store):
             if not k or not k.startswith(pre):
                 continue  # the folder itself, or a file named like it
             name = k[len(pre) :]
-            if not name or "/" in name:
+            if not name or "/" in name or self._is_temporary(name):
                 continue
             (dirs if entry.get("type") == "directory" else keys).append(name)
         return sorted(set(keys)), sorted(set(dirs))
@@ -476,6 +662,7 @@ class FsspecStore(Store):
                 "max_coalesced_size": self.max_coalesced_size,
                 "native_suffix": self.native_suffix,
                 "batch_size": self.batch_size,
+                "durable": self.durable,
             },
         )
 
@@ -485,4 +672,5 @@ def _rebuild(fs: fsspec.AbstractFileSystem, root: str, kwargs: dict) -> FsspecSt
     store._root = root
     store._root_sep = root + "/" if root else ""
     store.url = fs.unstrip_protocol(root) if root else None
+    store._set_write_mode()
     return store

@@ -3,10 +3,14 @@
 Keys map to files under the root (``a/b/c`` -> ``<root>/a/b/c``). Reads are positional (``os.pread``
 on a file descriptor, no seek, no buffered file object), and a batch runs concurrently on one thread pool
 per store (created on first use, shut down by :meth:`LocalStore.close`); a batch of one request runs
-inline. Writes go to a temporary file in the target's directory, optionally fsync'ed, then
-``os.replace`` it over the target (atomic: readers see the old or the new object). A key can never
-resolve outside the root: keys are normalized, directories are checked with ``realpath`` (once each), and
-a symlink as the last component is opened only if it points inside the root.
+inline. Writes go to a temporary file in the target's directory, then ``os.replace`` it over the
+target (atomic: readers see the old or the new object); ``durable=True`` also fsyncs the file and its
+folder. A key can never resolve outside the root, checked at every use (nothing cached): the folder of
+a key is opened and the path of the open folder (``/proc/self/fd``) checked to lie inside the root, then
+every operation on the object is relative to that open folder (``openat``-style, ``O_NOFOLLOW``), so a
+folder swapped for a symlink at any moment cannot lead outside; a symlink as the last component is
+followed only when what was opened lies inside the root. :meth:`LocalStore.exclusive` holds
+cross-process locks for read-modify-writes (see :mod:`altarr.stores.filelock`).
 
 Example:
     >>> import tempfile
@@ -23,12 +27,14 @@ import os
 import secrets
 import stat as _stat
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any
 
 from .._threads import get_threads
 from ..errors import InvalidKeyError, StoreError
+from . import filelock
 from ._util import as_byte_view, resolve_range
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
@@ -41,7 +47,11 @@ TEMP_SUFFIX = ".altarr-tmp"
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC
+# Where the kernel tells the path of an open descriptor (Linux); elsewhere the check falls back to
+# ``realpath`` before the open.
+_PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
 # Bounded reads longer than this are clipped to the file size first (one fstat), so a request such as
 # (key, 0, 2**62) does not allocate its nominal length.
 _CLIP_ABOVE = 1 << 20
@@ -165,9 +175,10 @@ class LocalStore(VersionedReads, Store):
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
     ``max_workers`` (thread pool size for batches; default: altarr's pool size in force at each batch,
-    ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``fsync`` (fsync each
-    written file and its directory before returning), ``coalesce_gap``/``max_coalesced_size`` (request
-    merging, see :func:`~altarr.stores.coalesce.coalesce_ranges`).
+    ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``durable`` (fsync
+    each written file and its folder before returning, so a write that returned survives a power loss;
+    ``fsync`` is an older name for it), ``coalesce_gap``/``max_coalesced_size`` (request merging, see
+    :func:`~altarr.stores.coalesce.coalesce_ranges`).
 
     The :meth:`stat` version token is ``"<mtime_ns>:<inode>"``: every write replaces the file by a new
     inode, so the token changes even when two writes fall within the file system's timestamp granularity.
@@ -187,7 +198,8 @@ class LocalStore(VersionedReads, Store):
         read_only: bool = False,
         max_workers: int | None = None,
         *,
-        fsync: bool = False,
+        durable: bool = False,
+        fsync: bool | None = None,
         coalesce_gap: int = DEFAULT_COALESCE_GAP,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
     ) -> None:
@@ -197,14 +209,12 @@ class LocalStore(VersionedReads, Store):
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         self._max_workers = max_workers
-        self.fsync = bool(fsync)
+        self.durable = bool(durable if fsync is None else fsync)
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self._root_sep = self.root.rstrip(os.sep) + os.sep
         self._real_root = os.path.realpath(self.root)
         self._real_root_sep = self._real_root.rstrip(os.sep) + os.sep
-        # Parent folders (as keys) already checked to be real directories inside the root.
-        self._safe_dirs: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_size = 0
@@ -227,7 +237,7 @@ class LocalStore(VersionedReads, Store):
         kwargs = {
             "read_only": self.read_only,
             "max_workers": self._max_workers,
-            "fsync": self.fsync,
+            "durable": self.durable,
             "coalesce_gap": self.coalesce_gap,
             "max_coalesced_size": self.max_coalesced_size,
         }
@@ -241,64 +251,124 @@ class LocalStore(VersionedReads, Store):
             key = key.replace("/", os.sep)
         return self._root_sep + key
 
+    def _inside(self, real: str) -> bool:
+        return real == self._real_root or real.startswith(self._real_root_sep)
+
     def _check_inside(self, path: str, key: str) -> None:
-        real = os.path.realpath(path)
-        if real != self._real_root and not real.startswith(self._real_root_sep):
+        if not self._inside(os.path.realpath(path)):
             raise InvalidKeyError(
                 f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
             )
 
-    def _check_parent(self, key: str, path: str, create: bool = False) -> None:
-        """Check that the folder holding ``key`` resolves inside the root; create it if asked."""
-        parent_key = key.rpartition("/")[0]
-        if parent_key in self._safe_dirs:
-            return
-        parent = os.path.dirname(path)
-        self._check_inside(parent, key)
-        if create:
+    def _check_fd(self, fd: int, path: str, key: str) -> None:
+        """Check that the open ``fd`` (opened from ``path``) lies inside the root; closes it if not.
+
+        Where the kernel names an open descriptor's path (``/proc/self/fd``) the check is on what was
+        opened, so no swap between a check and the open can fool it; elsewhere ``realpath``."""
+        real = None
+        if _PROC_FD is not None:
             try:
-                os.makedirs(parent, exist_ok=True)
+                real = os.readlink(_PROC_FD + str(fd))
+            except OSError:  # pragma: no cover - /proc unmounted meanwhile
+                real = None
+        if real is None:  # pragma: no cover - non-Linux
+            real = os.path.realpath(path)
+        if not self._inside(real):
+            os.close(fd)
+            raise InvalidKeyError(
+                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
+            )
+
+    def _parent_fd(self, key: str, create: bool = False) -> int | None:
+        """The folder holding ``key``, open and checked to lie inside the root (at this use: nothing is
+        cached, so a folder replaced by a symlink later is caught); ``None`` if it does not exist and
+        ``create`` is false. Operations on the object then go relative to it (``dir_fd``)."""
+        parent_key = key.rpartition("/")[0]
+        path = self._fspath(parent_key)
+        try:
+            dfd = os.open(path, _DIR_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            if not create:
+                return None
+            return self._make_dirs(parent_key, key)
+        except OSError as e:
+            raise StoreError(_oserror_message(f"opening folder {path!r}", e), key=key) from e
+        self._check_fd(dfd, path, key)
+        return dfd
+
+    def _make_dirs(self, parent_key: str, key: str) -> int:
+        """Create the folders of ``parent_key`` one at a time, each checked before going into it (a
+        symlink leading outside is refused before anything is created there); returns the last one."""
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            dfd = os.open(self.root, _DIR_FLAGS)
+        except OSError as e:
+            raise StoreError(_oserror_message(f"creating folder {self.root!r}", e), key=key) from e
+        self._check_fd(dfd, self.root, key)
+        path = self.root
+        for part in parent_key.split("/") if parent_key else ():
+            path = os.path.join(path, part)
+            try:
+                try:
+                    os.mkdir(part, dir_fd=dfd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=dfd)
             except OSError as e:
-                raise StoreError(_oserror_message(f"creating folder {parent!r}", e), key=key) from e
-            self._check_inside(parent, key)  # a racing symlink swap
-        if os.path.isdir(parent):
-            self._safe_dirs.add(parent_key)
+                os.close(dfd)
+                raise StoreError(_oserror_message(f"creating folder {path!r}", e), key=key) from e
+            os.close(dfd)
+            dfd = nfd
+            self._check_fd(dfd, path, key)
+        return dfd
 
     def _open(self, key: str) -> int | None:
         """A read descriptor for ``key``, or ``None`` if it does not exist."""
-        path = self._fspath(key)
-        self._check_parent(key, path)
-        try:
-            return os.open(path, _READ_FLAGS)
-        except (FileNotFoundError, NotADirectoryError):
+        dfd = self._parent_fd(key)
+        if dfd is None:
             return None
-        except OSError as e:
-            if e.errno != errno.ELOOP:
-                raise StoreError(_oserror_message("opening", e), key=key) from e
-        # The last component is a symlink: follow it only if it stays inside the root.
-        self._check_inside(path, key)
+        name = key.rpartition("/")[2]
         try:
-            return os.open(path, _READ_FLAGS & ~_O_NOFOLLOW)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(_oserror_message("opening", e), key=key) from e
-
-    def _lstat(self, key: str) -> os.stat_result | None:
-        path = self._fspath(key)
-        self._check_parent(key, path)
-        follow = False
-        while True:
             try:
-                st = os.stat(path, follow_symlinks=follow)
+                return os.open(name, _READ_FLAGS, dir_fd=dfd)
             except (FileNotFoundError, NotADirectoryError):
                 return None
             except OSError as e:
-                raise StoreError(_oserror_message("stat", e), key=key) from e
-            if follow or not _stat.S_ISLNK(st.st_mode):
-                return st if _stat.S_ISREG(st.st_mode) else None
-            self._check_inside(path, key)  # a symlink: follow it only inside the root
-            follow = True
+                if e.errno != errno.ELOOP:
+                    raise StoreError(_oserror_message("opening", e), key=key) from e
+            # The last component is a symlink: follow it only if what it opens lies inside the root.
+            try:
+                fd = os.open(name, _READ_FLAGS & ~_O_NOFOLLOW, dir_fd=dfd)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as e:
+                raise StoreError(_oserror_message("opening", e), key=key) from e
+            self._check_fd(fd, self._fspath(key), key)
+            return fd
+        finally:
+            os.close(dfd)
+
+    def _lstat(self, key: str) -> os.stat_result | None:
+        dfd = self._parent_fd(key)
+        if dfd is None:
+            return None
+        try:
+            st = os.stat(key.rpartition("/")[2], dir_fd=dfd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(_oserror_message("stat", e), key=key) from e
+        finally:
+            os.close(dfd)
+        if _stat.S_ISLNK(st.st_mode):  # a symlink: follow it only inside the root
+            fd = self._open(key)
+            if fd is None:
+                return None
+            try:
+                st = self._fstat(fd, key)
+            finally:
+                os.close(fd)
+        return st if _stat.S_ISREG(st.st_mode) else None
 
     def open_reader(self, key: str) -> FileReader | None:
         """One open file to read many ranges of ``key`` from (``None`` if it does not exist).
@@ -471,6 +541,10 @@ class LocalStore(VersionedReads, Store):
         return None if st is None else (st.st_size, _version(st))
 
     # --- writes ---------------------------------------------------------------------------------------
+    #: How concurrent read-modify-writes of one object are kept from losing updates: an OS lock held
+    #: from the read to the rename (see :meth:`exclusive`).
+    concurrent_writes = "locked" if filelock.AVAILABLE else "single-writer"
+
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         key = normalize_key(key)
         self._require_writable(key, "write")
@@ -479,59 +553,56 @@ class LocalStore(VersionedReads, Store):
         # an object given in parts (a shard's chunks and index) is written with writev, never joined
         mvs = [as_byte_view(p) for p in value] if isinstance(value, list | tuple) else [as_byte_view(value)]
         nbytes = sum(m.nbytes for m in mvs)
-        path = self._fspath(key)
-        parent = os.path.dirname(path)
-        name = os.path.basename(path)
-        tmp = os.path.join(parent, f".{name[:100]}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
-        self._check_parent(key, path, create=True)
-        fd = None
-        for attempt in range(3):
-            try:
-                fd = os.open(tmp, _TEMP_FLAGS, 0o666)
-                break
-            except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
-                if attempt == 2:
-                    raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
-                self._safe_dirs.discard(key.rpartition("/")[0])
-                self._check_parent(key, path, create=True)
-            except OSError as e:
-                raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
-        assert fd is not None
+        name = key.rpartition("/")[2]
+        tmp = f".{name[:100]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        dfd = self._parent_fd(key, create=True)
+        assert dfd is not None
         try:
+            fd = None
+            for attempt in range(3):
+                try:
+                    fd = os.open(tmp, _TEMP_FLAGS, 0o666, dir_fd=dfd)
+                    break
+                except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
+                    if attempt == 2:
+                        raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+                    os.close(dfd)
+                    dfd = self._parent_fd(key, create=True)
+                    assert dfd is not None
+                except OSError as e:
+                    raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+            assert fd is not None
             try:
-                if len(mvs) == 1:
-                    _write_all(fd, mvs[0])
-                else:
-                    _writev_all(fd, mvs)
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            if isinstance(e, OSError):
-                raise StoreError(_oserror_message("writing", e), key=key) from e
-            raise
-        if self.fsync:
-            self._fsync_dir(parent, key)
+                try:
+                    if len(mvs) == 1:
+                        _write_all(fd, mvs[0])
+                    else:
+                        _writev_all(fd, mvs)
+                    if self.durable:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException as e:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                if isinstance(e, OSError):
+                    raise StoreError(_oserror_message("writing", e), key=key) from e
+                raise
+            if self.durable:
+                self._fsync_dir(dfd, key)
+        finally:
+            os.close(dfd)
         self.stats.add(writes=1, bytes_written=nbytes)
 
     @staticmethod
-    def _fsync_dir(path: str, key: str) -> None:
-        try:
-            dfd = os.open(path, os.O_RDONLY | _O_CLOEXEC)
-        except OSError:  # pragma: no cover - platforms without directory descriptors
-            return
+    def _fsync_dir(dfd: int, key: str) -> None:
         try:
             os.fsync(dfd)
         except OSError as e:  # pragma: no cover - depends on the file system
             raise StoreError(_oserror_message("fsync of the folder", e), key=key) from e
-        finally:
-            os.close(dfd)
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
         """Write many objects concurrently on the store's thread pool (each write atomic)."""
@@ -550,17 +621,24 @@ class LocalStore(VersionedReads, Store):
         self._require_writable(key, "delete")
         if not key:
             raise InvalidKeyError("the empty key names the store root, not an object", key=key)
-        path = self._fspath(key)
-        self._check_parent(key, path)
+        dfd = self._parent_fd(key)
         self.stats.add(deletes=1)
+        if dfd is None:
+            return False
         try:
-            os.unlink(path)
+            os.unlink(key.rpartition("/")[2], dir_fd=dfd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return False
         except OSError as e:
-            if e.errno == errno.EPERM and os.path.isdir(path):  # macOS: unlink(dir) -> EPERM
-                return False
+            if e.errno == errno.EPERM:  # macOS: unlink(dir) -> EPERM
+                try:
+                    if _stat.S_ISDIR(os.stat(key.rpartition("/")[2], dir_fd=dfd).st_mode):
+                        return False
+                except OSError:
+                    pass
             raise StoreError(_oserror_message("deleting", e), key=key) from e
+        finally:
+            os.close(dfd)
         self._prune(key)
         return True
 
@@ -568,12 +646,122 @@ class LocalStore(VersionedReads, Store):
         """Remove now-empty folders above ``key``, up to (not including) the root."""
         parent_key = key.rpartition("/")[0]
         while parent_key:
+            dfd = self._parent_fd(parent_key)
+            if dfd is None:
+                break
             try:
-                os.rmdir(self._fspath(parent_key))
+                os.rmdir(parent_key.rpartition("/")[2], dir_fd=dfd)
             except OSError:
                 break
-            self._safe_dirs.discard(parent_key)
+            finally:
+                os.close(dfd)
             parent_key = parent_key.rpartition("/")[0]
+
+    @contextmanager
+    def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
+        """Hold the cross-process exclusive lock of each of ``keys`` (in sorted order, so two writers
+        cannot deadlock) for a read-modify-write: read, build, write and rename all happen inside.
+
+        Locks are ``flock`` locks on ``.<name>.altarr-lock`` files beside the objects (see
+        :mod:`altarr.stores.filelock`); they exclude other processes, other threads and other store
+        objects over the same files. A read-only store takes no locks.
+
+        >>> import tempfile
+        >>> s = LocalStore(tempfile.mkdtemp())
+        >>> with s.exclusive(["a/k"]):
+        ...     s.set("a/k", (s.get("a/k") or b"") + b"+")
+        >>> s.get("a/k"), list(s.list())
+        (b'+', ['a/k'])
+        """
+        if self.read_only or not filelock.AVAILABLE:
+            yield
+            return
+        held: list[tuple[int, str, int, str]] = []
+        try:
+            for key in sorted({normalize_key(k) for k in keys} - {""}):
+                dfd = self._parent_fd(key, create=True)
+                assert dfd is not None
+                name = key.rpartition("/")[2]
+                try:
+                    fd = filelock.acquire(dfd, name)
+                except OSError as e:
+                    os.close(dfd)
+                    raise StoreError(_oserror_message("locking", e), key=key) from e
+                except BaseException:
+                    os.close(dfd)
+                    raise
+                assert fd is not None
+                held.append((dfd, name, fd, key))
+            yield
+        finally:
+            for dfd, name, fd, key in reversed(held):
+                try:
+                    filelock.release(dfd, name, fd)
+                finally:
+                    os.close(dfd)
+                self._prune(key)  # the lock file may have been the last entry of a new folder
+
+    def list_temporary(self, prefix: str = "") -> list[str]:
+        """Keys of leftover temporary files under ``prefix``: ``.altarr-tmp`` files of writes that were
+        killed before their rename, and ``.altarr-lock`` files of lock holders that were killed. Other
+        listings skip both. Run it (and :meth:`remove_temporary`) when no writer is active: a write in
+        flight has a temporary file too.
+
+        >>> import os, tempfile
+        >>> d = tempfile.mkdtemp(); s = LocalStore(d)
+        >>> s.set("a/k", b"1"); open(os.path.join(d, "a", ".k.1f2e.altarr-tmp"), "wb").close()
+        >>> s.list_temporary(), list(s.list())
+        (['a/.k.1f2e.altarr-tmp'], ['a/k'])
+        >>> s.remove_temporary(s.list_temporary()), s.list_temporary()
+        (['a/.k.1f2e.altarr-tmp'], [])
+        """
+        prefix, top = self._folder(prefix)
+        self.stats.add(lists=1)
+        out = []
+        n = len(top) + 1
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames.sort()
+            rel = dirpath[n:].replace(os.sep, "/")
+            base = "/".join(p for p in (prefix, rel) if p)
+            for f in sorted(filenames):
+                if f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
+                    out.append(f"{base}/{f}" if base else f)
+        return out
+
+    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+        """Remove leftover temporary files (keys as :meth:`list_temporary` gives them); returns the keys
+        removed. Only ``.altarr-tmp`` and ``.altarr-lock`` files are accepted (anything else raises
+        ``InvalidKeyError``); a lock file someone holds is left alone."""
+        removed = []
+        for key in keys:
+            key = normalize_key(key)
+            self._require_writable(key, "remove temporary files")
+            name = key.rpartition("/")[2]
+            if not name.startswith(".") or not name.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
+                raise InvalidKeyError("not a temporary file of altarr", key=key)
+            dfd = self._parent_fd(key)
+            if dfd is None:
+                continue
+            try:
+                if name.endswith(TEMP_SUFFIX):
+                    try:
+                        os.unlink(name, dir_fd=dfd)
+                    except FileNotFoundError:
+                        continue
+                else:
+                    obj = name[1 : -len(filelock.LOCK_SUFFIX)]
+                    fd = filelock.acquire(dfd, obj, blocking=False) if filelock.AVAILABLE else None
+                    if fd is None:
+                        continue
+                    filelock.release(dfd, obj, fd)
+            except OSError as e:
+                raise StoreError(_oserror_message("removing a temporary file", e), key=key) from e
+            finally:
+                os.close(dfd)
+            removed.append(key)
+            self.stats.add(deletes=1)
+            self._prune(key)
+        return removed
 
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
         if len(keys) <= 1 or self.max_workers == 1:
@@ -608,7 +796,7 @@ class LocalStore(VersionedReads, Store):
             parts = [p for p in (prefix, rel) if p]
             base = "/".join(parts) + "/" if parts else ""
             for f in sorted(filenames):
-                if not f.endswith(TEMP_SUFFIX):
+                if not f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
                     yield base + f
 
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
@@ -621,7 +809,7 @@ class LocalStore(VersionedReads, Store):
                 for entry in it:
                     if entry.is_dir():
                         dirs.append(entry.name)
-                    elif entry.is_file() and not entry.name.endswith(TEMP_SUFFIX):
+                    elif entry.is_file() and not entry.name.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
                         keys.append(entry.name)
         except (FileNotFoundError, NotADirectoryError):
             return [], []
@@ -635,7 +823,7 @@ class LocalStore(VersionedReads, Store):
             self.root,
             True,
             self._max_workers,
-            fsync=self.fsync,
+            durable=self.durable,
             coalesce_gap=self.coalesce_gap,
             max_coalesced_size=self.max_coalesced_size,
         )

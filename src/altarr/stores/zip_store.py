@@ -1,12 +1,28 @@
-"""A store over a zip archive: reads of an existing archive, or building a new one.
+"""A store over a zip archive: reads of an existing archive, or writing one that is published whole.
 
 Mode ``"r"`` reads an archive (read-only). Ranged reads of stored (uncompressed) members are positional
 reads of the archive file at the member's data offset; compressed (deflated, ...) members are inflated
-once per batch and sliced. Modes ``"w"`` (new archive, truncating), ``"x"`` (new archive, must not exist)
-and ``"a"`` (append to an archive) write members with ``compression`` (``zipfile.ZIP_STORED`` by default,
-so chunks stay range-readable); the central directory is written by :meth:`ZipStore.close`. A zip archive
-cannot replace or delete a member in place: writing a key again appends a new member that shadows the old
-one (reads see the newest), and :meth:`ZipStore.delete` raises ``UnsupportedError`` for an existing key.
+once per batch and sliced.
+
+Writing never changes the archive at its path in place. Modes ``"w"`` (new archive, replacing),
+``"x"`` (new archive, must not exist) and ``"a"`` (change an archive, copied first, or start one) write members
+(``compression``: ``zipfile.ZIP_STORED`` by default, so chunks stay range-readable) to a staging file
+beside the archive (``.<name>.<random>.altarr-tmp``), and :meth:`ZipStore.close` publishes it with one
+atomic rename (``durable=True`` fsyncs the file and the folder first). So the file at the path is a
+complete zip at every moment, the old one or the new one: a writer killed at any point leaves the old
+archive (and a stale staging file, which :meth:`ZipStore.list_temporary` lists), never a broken one.
+
+Why not append in place: a zip is read from its end (the central directory); appending members and a
+new directory to the archive itself leaves, after a crash, a file whose end is not a directory, which
+zip readers (Python's ``zipfile``, zarr-python, libzip) refuse until it is repaired. Staging and renaming
+keeps every reader working, at the cost of copying an archive opened with ``"a"`` once per session.
+
+A zip member cannot be replaced in place: writing a key again appends a new member that shadows the old
+one (reads see the newest) and :meth:`ZipStore.delete` drops a member from the directory. The bytes
+they leave behind are reclaimed: when they exceed the live members' bytes (and 1 MiB) the staging file
+is rewritten with the live members only, and the published archive never holds shadowed or deleted
+members. One writer at a time: a second store opening the same archive for writing (in any process)
+raises ``StoreError`` while the first is open (an ``flock`` lock beside the archive).
 
 Example:
     >>> import os, tempfile
@@ -22,24 +38,178 @@ Example:
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import threading
 import warnings
+import weakref
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
-from ..errors import InvalidKeyError, ReadOnlyError, StoreError, UnsupportedError
+from ..errors import InvalidKeyError, ReadOnlyError, StoreError
+from . import filelock
 from ._util import as_bytes, resolve_range
 from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
 
-__all__ = ["ZipStore"]
+__all__ = ["ZipStore", "COMPACT_MIN_BYTES"]
 
 _MODES = ("r", "w", "x", "a")
+_TEMP_SUFFIX = ".altarr-tmp"
+#: The staging file is rewritten with its live members when the bytes of shadowed and deleted members
+#: exceed both the live members' bytes and this many bytes.
+COMPACT_MIN_BYTES = 1 << 20
 
 
 def _version(info: zipfile.ZipInfo) -> str:
     """A member's version token: its checksum and place in the archive (a rewrite appends a new member)."""
     return f"{info.CRC}:{info.header_offset}"
+
+
+def _member_bytes(info: zipfile.ZipInfo) -> int:
+    """The bytes a member takes in the archive (local header, name, extra field, data)."""
+    return 30 + len(info.filename.encode("utf-8")) + len(info.extra) + info.compress_size
+
+
+class _Session:
+    """The state of a writing :class:`ZipStore`: staging file, its ``ZipFile``, the writer lock. Kept
+    apart from the store so that a store dropped without ``close`` still publishes (``weakref.finalize``)."""
+
+    def __init__(self, path: str, mode: str, compression: int, compresslevel: int | None, durable: bool):
+        self.path, self.compression, self.compresslevel, self.durable = (
+            path,
+            compression,
+            compresslevel,
+            durable,
+        )
+        folder, self.name = os.path.split(path)
+        self.folder = folder or "."
+        try:
+            self.dir_fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise StoreError(f"cannot open the folder of zip archive {path}: {e.strerror or e}") from e
+        self.lock_fd: int | None = None
+        if filelock.AVAILABLE:
+            self.lock_fd = filelock.acquire(self.dir_fd, self.name, blocking=False)
+            if self.lock_fd is None:
+                os.close(self.dir_fd)
+                raise StoreError(f"zip archive {path} is open for writing by another writer")
+        self.zf: zipfile.ZipFile | None = None
+        self.deleted: set[str] = set()
+        try:
+            if mode == "x" and os.path.exists(path):
+                raise StoreError(f"zip archive exists: {path}")
+            self.staging = self._new_staging()
+            exists = mode == "a" and os.path.exists(path)
+            if exists:  # "a" on a missing archive starts a new one, as zipfile's "a" does
+                shutil.copyfile(path, self.staging)
+            self.zf = self._open(self.staging, "a" if exists else "w")
+        except BaseException:
+            self.abandon()
+            raise
+
+    def _new_staging(self) -> str:
+        return os.path.join(self.folder, f".{self.name}.{secrets.token_hex(6)}{_TEMP_SUFFIX}")
+
+    def _open(self, path: str, mode: str) -> zipfile.ZipFile:
+        try:
+            return zipfile.ZipFile(
+                path, mode, compression=self.compression, compresslevel=self.compresslevel, allowZip64=True
+            )
+        except (OSError, zipfile.BadZipFile) as e:
+            raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
+
+    def live(self) -> list[zipfile.ZipInfo]:
+        assert self.zf is not None
+        return [i for n, i in self.zf.NameToInfo.items() if n not in self.deleted and not i.is_dir()]
+
+    def dead_bytes(self) -> tuple[int, int]:
+        """``(dead, live)``: bytes of shadowed or deleted members, bytes of live ones."""
+        assert self.zf is not None
+        live = sum(_member_bytes(i) for i in self.live())
+        return max(0, self.zf.start_dir - live), live
+
+    def compact(self) -> None:
+        """Rewrite the staging file with the live members only (a new file; the old one is removed)."""
+        assert self.zf is not None
+        target = self._new_staging()
+        try:
+            with self._open(target, "w") as out:
+                for info in self.live():
+                    zi = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+                    zi.compress_type = info.compress_type
+                    zi.external_attr = info.external_attr
+                    out.writestr(zi, self.zf.read(info))
+        except BaseException:
+            _unlink(target)
+            raise
+        self.zf.close()
+        _unlink(self.staging)
+        self.staging, self.deleted = target, set()
+        self.zf = self._open(target, "a")
+
+    def publish(self) -> None:
+        """Write the directory, make the staging file the archive (one rename), release the lock."""
+        if self.zf is None:
+            return
+        try:
+            dead, _ = self.dead_bytes()
+            if dead or self.deleted:
+                self.compact()
+            self.zf.close()
+            if self.durable:
+                fd = os.open(self.staging, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            os.replace(self.staging, self.path)
+            if self.durable:
+                os.fsync(self.dir_fd)
+        except OSError as e:
+            self.abandon()
+            raise StoreError(f"publishing zip archive {self.path} failed: {e.strerror or e}") from e
+        except BaseException:
+            self.abandon()
+            raise
+        self.zf = None
+        self._release()
+
+    def abandon(self) -> None:
+        """Drop the staging file; the archive at the path stays as it was."""
+        if self.zf is not None:
+            try:
+                self.zf.close()
+            except Exception:  # pragma: no cover - closing a broken staging file
+                pass
+            self.zf = None
+        staging = getattr(self, "staging", None)
+        if staging:
+            _unlink(staging)
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock_fd is not None:
+            filelock.release(self.dir_fd, self.name, self.lock_fd)
+            self.lock_fd = None
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _publish_at_exit(session: _Session) -> None:  # pragma: no cover - runs at garbage collection / exit
+    try:
+        session.publish()
+    except Exception:
+        session.abandon()
 
 
 class ZipStore(Store):
@@ -49,7 +219,8 @@ class ZipStore(Store):
     >>> path = os.path.join(tempfile.mkdtemp(), "x.zip")
     >>> z = ZipStore(path, mode="w"); z.set("k", b"v"); z.get("k"), list(z.list())
     (b'v', ['k'])
-    >>> z.close()
+    >>> z.close(); ZipStore(path).get("k")
+    b'v'
     """
 
     def __init__(
@@ -59,6 +230,7 @@ class ZipStore(Store):
         *,
         compression: int = zipfile.ZIP_STORED,
         compresslevel: int | None = None,
+        durable: bool = False,
         coalesce_gap: int = DEFAULT_COALESCE_GAP,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
     ) -> None:
@@ -68,43 +240,64 @@ class ZipStore(Store):
         self.path = os.path.abspath(os.fspath(path))
         self.mode = mode
         self.read_only = mode == "r"
+        self.durable = bool(durable)
         self.cheap_stat = True  # member information is in memory
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self._lock = threading.RLock()
-        try:
-            self._zf = zipfile.ZipFile(
-                self.path, mode, compression=compression, compresslevel=compresslevel, allowZip64=True
-            )
-        except FileNotFoundError as e:
-            raise StoreError(f"zip archive not found: {self.path}") from e
-        except (OSError, zipfile.BadZipFile) as e:
-            raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
-        # Positional reads of stored members (read mode only): one descriptor, data offsets cached.
-        self._fd: int | None = (
-            os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)) if self.read_only else None
-        )
+        self._session: _Session | None = None
+        self._fd: int | None = None
+        if self.read_only:
+            try:
+                self._zf: zipfile.ZipFile = zipfile.ZipFile(self.path, "r", allowZip64=True)
+            except FileNotFoundError as e:
+                raise StoreError(f"zip archive not found: {self.path}") from e
+            except (OSError, zipfile.BadZipFile) as e:
+                raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
+            # Positional reads of stored members: one descriptor, data offsets cached.
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        else:
+            self._session = _Session(self.path, mode, compression, compresslevel, self.durable)
+            assert self._session.zf is not None
+            self._zf = self._session.zf
+            self._finalizer = weakref.finalize(self, _publish_at_exit, self._session)
         self._offsets: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r}, mode={self.mode!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         if self.mode != "r":
             raise TypeError("a ZipStore open for writing cannot be pickled")
         return (ZipStore, (self.path, "r"))
 
     def close(self) -> None:
-        """Close the archive (in the writing modes this writes its central directory)."""
+        """Close the archive. In the writing modes this publishes it: the staging file, compacted and
+        with its directory, replaces the archive at the path in one rename."""
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-            self._zf.close()
+            if self._session is not None:
+                self._finalizer.detach()
+                self._session.publish()
+            else:
+                self._zf.close()
+
+    def abort(self) -> None:
+        """Close a writing store without publishing: the archive at the path stays as it was."""
+        with self._lock:
+            if self._session is not None:
+                self._finalizer.detach()
+                self._session.abandon()
 
     def _info(self, key: str) -> zipfile.ZipInfo | None:
         info = self._zf.NameToInfo.get(key)
-        return None if info is None or info.is_dir() else info
+        if info is None or info.is_dir():
+            return None
+        if self._session is not None and key in self._session.deleted:
+            return None
+        return info
 
     def _data_offset(self, info: zipfile.ZipInfo) -> int:
         off = self._offsets.get(info.filename)
@@ -173,6 +366,10 @@ class ZipStore(Store):
         return data if start is None and stop is None else data[start:stop]
 
     def _check_open(self) -> None:
+        if self._session is not None:
+            if self._session.zf is None:
+                raise StoreError(f"the zip archive {self.path} is closed")
+            self._zf = self._session.zf  # compaction opens a new staging file
         if self._zf.fp is None:
             raise StoreError(f"the zip archive {self.path} is closed")
 
@@ -198,26 +395,84 @@ class ZipStore(Store):
         data = as_bytes(value)
         with self._lock:
             self._check_open()
+            session = self._session
+            assert session is not None
             try:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", "Duplicate name", UserWarning)
                     self._zf.writestr(key, data)
+                session.deleted.discard(key)
+                dead, live = session.dead_bytes()
+                if dead > max(live, COMPACT_MIN_BYTES):
+                    session.compact()
+                    self._zf = session.zf  # type: ignore[assignment]
+                    self._offsets.clear()
             except (OSError, ValueError) as e:
                 raise StoreError(f"writing to zip archive failed: {e}", key=key) from e
         self.stats.add(writes=1, bytes_written=len(data))
 
     def delete(self, key: str) -> bool:
+        """Drop a member (its bytes are reclaimed when the archive is published)."""
         key = normalize_key(key)
         self._require_writable(key, "delete")
-        if self._info(key) is None:
-            return False
-        raise UnsupportedError("zip archives cannot delete a member in place", key=key)
+        with self._lock:
+            self._check_open()
+            self.stats.add(deletes=1)
+            if self._info(key) is None:
+                return False
+            assert self._session is not None
+            self._session.deleted.add(key)
+            return True
+
+    # --- temporary files ------------------------------------------------------------------------------
+    def list_temporary(self, prefix: str = "") -> list[str]:
+        """Paths of stale staging and lock files beside the archive, left by killed writers (this
+        store's own staging file is not listed). ``prefix`` is ignored: they belong to the archive."""
+        folder, name = os.path.split(self.path)
+        own = self._session.staging if self._session is not None and self._session.zf is not None else None
+        out = []
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        for f in entries:
+            full = os.path.join(folder, f)
+            stale_staging = f.startswith(f".{name}.") and f.endswith(_TEMP_SUFFIX)
+            stale_lock = f == filelock.lock_name(name) and self._session is None
+            if (stale_staging or stale_lock) and full != own:
+                out.append(full)
+        return out
+
+    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+        """Remove stale staging and lock files listed by :meth:`list_temporary`; returns those removed."""
+        allowed = set(self.list_temporary())
+        removed = []
+        for path in keys:
+            if path not in allowed:
+                raise InvalidKeyError("not a stale temporary file of this archive", key=path)
+            folder, f = os.path.split(path)
+            if f.endswith(filelock.LOCK_SUFFIX):
+                dfd = os.open(folder, os.O_RDONLY)
+                try:
+                    obj = f[1 : -len(filelock.LOCK_SUFFIX)]
+                    fd = filelock.acquire(dfd, obj, blocking=False)
+                    if fd is None:
+                        continue
+                    filelock.release(dfd, obj, fd)
+                finally:
+                    os.close(dfd)
+            else:
+                _unlink(path)
+            removed.append(path)
+        return removed
 
     # --- listing --------------------------------------------------------------------------------------
     def _names(self, prefix: str) -> list[str]:
         pre = prefix + "/" if prefix else ""
         with self._lock:
             names = {n for n in self._zf.NameToInfo if not n.endswith("/")}
+            if self._session is not None:
+                names -= self._session.deleted
         return sorted(n for n in names if n.startswith(pre))
 
     def list(self, prefix: str = "") -> Iterator[str]:

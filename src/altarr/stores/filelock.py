@@ -1,0 +1,85 @@
+"""Cross-process exclusive locks on objects of local files: ``flock`` on a lock file beside the object.
+
+A read-modify-write of a stored object (a shard, an unsharded chunk, a metadata document) holds the lock
+of that object from the read to the rename of the new file, so writers in different processes (or
+threads, or different store objects on the same files) never both read the same old version. The lock
+file of ``<folder>/<name>`` is ``<folder>/.<name>.altarr-lock``; listings skip it.
+
+``flock`` locks belong to an open file, not to a process, so two threads of one process exclude each
+other too, and the kernel releases a lock when its holder dies (a ``SIGKILL`` leaves no stale lock,
+at most a stale, unlocked lock file). The holder removes the lock file when it releases the lock; a
+waiter that then gets the lock checks that the path still names the file it locked and otherwise locks
+the new one, so removing lock files never lets two writers in at once.
+
+``flock`` is advisory and local: it holds between processes on one machine (and on NFS where the
+client maps it to ``fcntl`` locks), not across machines sharing a network file system without lock
+support; on platforms without ``fcntl`` (Windows) :data:`AVAILABLE` is false and there is no lock.
+
+Example:
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); dfd = os.open(d, os.O_RDONLY)
+    >>> fd = acquire(dfd, "shard")
+    >>> os.listdir(d)
+    ['.shard.altarr-lock']
+    >>> release(dfd, "shard", fd); os.listdir(d)
+    []
+    >>> os.close(dfd)
+"""
+
+from __future__ import annotations
+
+import os
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LOCK_SUFFIX", "AVAILABLE", "lock_name", "acquire", "release"]
+
+#: Lock files end with this suffix; listings skip them.
+LOCK_SUFFIX = ".altarr-lock"
+#: Whether this platform has ``flock``.
+AVAILABLE = fcntl is not None
+
+_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def lock_name(name: str) -> str:
+    """The lock file name of the object file ``name`` (in the same folder)."""
+    return f".{name}{LOCK_SUFFIX}"
+
+
+def acquire(dir_fd: int, name: str, blocking: bool = True) -> int | None:
+    """Lock the object ``name`` of the folder open as ``dir_fd``; returns the lock's descriptor (pass it
+    to :func:`release`), or ``None`` when ``blocking`` is false and another holder has it."""
+    assert fcntl is not None
+    lname = lock_name(name)
+    while True:
+        fd = os.open(lname, _FLAGS, 0o666, dir_fd=dir_fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        mine = os.fstat(fd)
+        try:
+            now = os.stat(lname, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_ino, now.st_dev) == (mine.st_ino, mine.st_dev):
+            return fd
+        os.close(fd)  # the previous holder removed the file we locked: lock the one at the path now
+
+
+def release(dir_fd: int, name: str, fd: int) -> None:
+    """Remove the lock file (while still holding it) and release the lock."""
+    try:
+        os.unlink(lock_name(name), dir_fd=dir_fd)
+    except FileNotFoundError:  # pragma: no cover - removed by hand
+        pass
+    finally:
+        os.close(fd)
