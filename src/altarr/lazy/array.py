@@ -527,7 +527,7 @@ class LazyArray(NDArrayOperatorsMixin):
     # --- extras -----------------------------------------------------------------------------------------
     def to_dask(self, chunks: Any = None) -> Any:
         """A dask array over this lazy array, one task per (batch of) chunk(s); needs ``dask``."""
-        from .dask_export import to_dask
+        from ..integrations.dask import to_dask
 
         return to_dask(self, chunks=chunks)
 
@@ -535,7 +535,7 @@ class LazyArray(NDArrayOperatorsMixin):
         self, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
     ) -> Any:
         """An ``xarray.DataArray`` with this array's dims and coords, still lazy; needs ``xarray``."""
-        from .xarray_export import to_xarray
+        from ..integrations.xarray import to_xarray
 
         return to_xarray(self, name=name, attrs=attrs, dask=dask)
 
