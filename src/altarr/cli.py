@@ -48,7 +48,7 @@ app = typer.Typer(
     help="altarr: chunked, compressed N-D arrays (N5, Zarr v2, Zarr v3 sharded) from the command line.",
 )
 console = Console(width=140, highlight=False)
-err_console = Console(stderr=True, width=200, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 _state = {"debug": False}
 
 
@@ -328,16 +328,17 @@ def copy(
                 kw["chunks"] = parse_shape(chunks, src.ndim, "--chunks")
             if shards is not None:
                 kw["shards"] = None if shards.lower() == "none" else parse_shape(shards, src.ndim, "--shards")
-            bar = _progress_bar(src.nbytes, label) if progress else None
+            bar: dict[str, Any] = {}  # started on the first progress report (after the checks)
 
             def report(nbytes: int, units: int) -> None:
-                if bar is not None:
-                    bar.advance(task, nbytes)
+                if progress:
+                    if not bar:
+                        bar["bar"] = _progress_bar(src.nbytes, label)
+                        bar["bar"].start()
+                        bar["task"] = bar["bar"].add_task(label, total=src.nbytes)
+                    bar["bar"].advance(bar["task"], nbytes)
                 interrupt.check()
 
-            if bar is not None:
-                bar.start()
-                task = bar.add_task(label, total=src.nbytes)
             try:
                 result = copy_array(
                     src,
@@ -353,30 +354,42 @@ def copy(
                     **kw,
                 )
             finally:
-                if bar is not None:
-                    bar.stop()
+                if bar:
+                    bar["bar"].stop()
             for note in result.notes:
                 err_console.print(f"note: {label}: {note}")
             return result
 
-        if isinstance(node, aa.Group):
-            results = copy_tree(
-                node,
-                destination,
-                format=format,
-                overwrite=overwrite,
-                resume=resume,
-                on_array=lambda rel, src: one_array(src, destination, rel, rel),
+        def _copy_node(node: Any) -> list[Any]:
+            if isinstance(node, aa.Group):
+                results = copy_tree(
+                    node,
+                    destination,
+                    format=format,
+                    overwrite=overwrite,
+                    resume=resume,
+                    on_array=lambda rel, src: one_array(src, destination, rel, rel),
+                )
+                arrays = [r for _, r in results]
+            else:
+                arrays = [one_array(node, destination, "", Path(source.rstrip("/")).name or source)]
+            return arrays
+
+        try:
+            arrays = _copy_node(node)
+        except KeyboardInterrupt:
+            err_console.print(
+                f"interrupted: the shards written so far are complete; run the same command with --resume "
+                f"to continue the copy into {destination}",
+                markup=False,
             )
-            arrays = [r for _, r in results]
-        else:
-            arrays = [one_array(node, destination, "", Path(source.rstrip("/")).name or source)]
+            raise typer.Exit(code=130) from None
     seconds = time.perf_counter() - t0
     moved = sum(r.bytes for r in arrays)
     written = sum(r.written for r in arrays)
     skipped = sum(r.skipped for r in arrays)
     resumed = f", {skipped} already there" if skipped else ""
-    console.print(
+    print(
         f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
         f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
     )
@@ -520,7 +533,7 @@ def show(
     if 0 in values.shape:
         raise UsageProblem(f"--index {index!r} selects an empty slice {values.shape}")
     scale = render_png(values, output, cmap=cmap, title=f"{Path(path).name}[{index}]")
-    console.print(f"wrote {output}: a {values.shape[0]}x{values.shape[1]} slice at {scale} px per value")
+    print(f"wrote {output}: a {values.shape[0]}x{values.shape[1]} slice at {scale} px per value")
 
 
 # --- demo ------------------------------------------------------------------------------------------------
