@@ -192,7 +192,7 @@ def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list],
         raise ImportError(
             "altarr copy --scheduler needs dask.distributed: pip install 'altarr[distributed]'"
         ) from e
-    client = Client(address, timeout="20s", set_as_default=False)
+    client = Client(address, timeout="20s")
 
     def run(src: Any, dst: Any, todo: list[tuple[int, Any]]) -> Iterator[tuple[int, int]]:
         futures = {
