@@ -108,17 +108,17 @@ def to_xarray(
 
 
 # --- the xarray backend --------------------------------------------------------------------------------
-def _dims_of(ds: Any) -> tuple[str, ...]:
+def _dims_of(ds: Any, phony: str = "dim") -> tuple[str, ...]:
     names = ds.dimension_names
     if names and all(isinstance(n, str) for n in names):
         return tuple(names)
     stored = ds.attrs.get("_ARRAY_DIMENSIONS")
     if isinstance(stored, list) and len(stored) == ds.ndim and all(isinstance(n, str) for n in stored):
         return tuple(stored)
-    return tuple(f"dim_{d}" for d in range(ds.ndim))
+    return tuple(f"{phony}_{d}" for d in range(ds.ndim))
 
 
-def _variable(ds: Any, location: str) -> Any:
+def _variable(ds: Any, location: str, phony: str = "dim") -> Any:
     """An ``xarray.Variable`` over the dataset ``ds`` found at ``location`` (read lazily through
     ``altarr.open(location)``: one planned, batched read per xarray selection)."""
     import altarr as aa
@@ -128,9 +128,13 @@ def _variable(ds: Any, location: str) -> Any:
 
     x = aa.open(location)
     attrs = {k: v for k, v in ds.attrs.asdict().items() if k != "_ARRAY_DIMENSIONS"}
-    if ds.format == "zarr2" and "_FillValue" not in attrs and ds.fill_value is not None:
+    if ds.format == "zarr2" and ds.fill_value is not None:
         attrs["_FillValue"] = ds.fill_value  # as xarray's zarr engine reads Zarr v2 (masking is CF's)
-    dims = _dims_of(ds)
+    elif isinstance(attrs.get("_FillValue"), str):  # xarray writes a Zarr v3 float _FillValue in base64
+        from xarray.backends.zarr import FillValueCoder
+
+        attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], ds.dtype)
+    dims = _dims_of(ds, phony)
     data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
     variable = xr.Variable(dims, data, attrs=attrs)
     block = ds.shards or ds.chunks
@@ -167,7 +171,9 @@ def open_altarr_dataset(
     variables = {}
     for name, child in _arrays(node, "", recursive):
         if name not in drop:
-            variables[name] = _variable(child, _join(location, name))
+            # arrays of a group without dimension names get their own phony dims (``<name>_dim_0``), so
+            # arrays of different shapes do not claim one dimension with two lengths
+            variables[name] = _variable(child, _join(location, name), phony=f"{name}_dim")
     return xr.Dataset(variables, attrs=dict(node.attrs))
 
 
