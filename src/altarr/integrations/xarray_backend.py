@@ -7,7 +7,7 @@ Example:
     >>> import tempfile, xarray as xr, altarr as aa
     >>> path = aa.example_zarr(tempfile.mkdtemp(), shape=(4, 6), chunks=(2, 3))
     >>> ds = xr.open_dataset(path, engine=AltarrBackendEntrypoint)
-    >>> ds["example"].dims, float(ds["example"][3, 5])
+    >>> ds["example"].dims, float(ds["example"].isel(dim_0=3, dim_1=5))
     (('dim_0', 'dim_1'), 23.0)
 """
 
