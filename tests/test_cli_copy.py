@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -198,3 +199,33 @@ def test_copy_interrupted_by_sigint_resumes_to_the_same_bytes(tmp_path):
     other = run_cli("copy", src_path, dst, "--format", "n5", "--chunks", "4,4,4", "--resume")
     assert other.returncode != 0 and len(other.stderr.strip().splitlines()) == 1
     assert os.path.exists(dst / "attributes.json")
+
+
+def _peak_rss_mb(*args: str) -> float:
+    """Peak resident memory (MB) of one ``altarr`` run, measured by a fresh parent that has no other child."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+        "assert r.returncode == 0, r.stderr\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *altarr_command(), *args], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout)
+
+
+def test_copy_memory_is_bounded_by_the_shards_in_flight(tmp_path):
+    rng = np.random.default_rng(1)
+    for name, shape in [("small", (64, 64, 128)), ("big", (256, 256, 256))]:
+        ds = aa.create_dataset(
+            str(tmp_path / f"{name}.zarr"), shape=shape, dtype="u2", chunks=(32, 32, 64), shards=(64, 64, 128)
+        )
+        ds[...] = rng.integers(0, 4000, shape, dtype="u2")
+    args = ["--format", "n5", "--chunks", "32,32,32", "--workers", "2", "--no-progress"]
+    small = _peak_rss_mb("copy", str(tmp_path / "small.zarr"), str(tmp_path / "small.n5"), *args)
+    big = _peak_rss_mb("copy", str(tmp_path / "big.zarr"), str(tmp_path / "big.n5"), *args)
+    # the big array holds 32 MiB of values in 32 shards of 1 MiB; two workers hold ~2 shards at a time
+    assert big - small < 16, (small, big)
+    np.testing.assert_array_equal(aa.open_dataset(str(tmp_path / "big.n5"))[...], ds[...])
