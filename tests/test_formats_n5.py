@@ -10,7 +10,7 @@ import pytest
 
 from altarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
 from altarr.codecs.n5 import GzipCompression, N5BlockCodec, RawCompression, XzCompression
-from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.errors import AltarrError, GridError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import detect_format, get_format
 from altarr.formats.n5 import parse_n5_attributes
 from altarr.stores import MemoryStore
@@ -83,21 +83,24 @@ def test_codecs_with_data_codecs_and_bytes_block_codec():
     assert not spec.codecs.array_bytes.truncates_edges
 
 
-def test_sharding_codecs_are_reversed_to_numpy_order():
+@pytest.mark.parametrize("index_name", ["raw-bytes", "bytes"])  # N5 >= 4.0.0-alpha-7, and before
+def test_sharding_chunk_shape_is_numpy_order_as_java_writes_it(index_name):
+    # N5 chunk [2, 1] in shards [8, 4]: Java writes chunk_shape reversed (@N5Annotations.ReverseArray)
     doc = {
         "dataType": "uint8",
+        "compression": {"type": "raw"},  # Java's legacy key beside codecs: ignored
         "blockSize": [8, 4],  # outer = shard size, N5 order
         "dimensions": [24, 12],
         "codecs": [
             {
                 "name": "sharding_indexed",
                 "configuration": {
-                    "chunk_shape": [2, 1],
-                    "codecs": [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 3}}],
+                    "chunk_shape": [1, 2],
                     "index_codecs": [
-                        {"name": "bytes", "configuration": {"endian": "big"}},
+                        {"name": index_name, "configuration": {"endian": "big"}},
                         {"name": "crc32c"},
                     ],
+                    "codecs": [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 3}}],
                 },
             }
         ],
@@ -109,6 +112,42 @@ def test_sharding_codecs_are_reversed_to_numpy_order():
     assert sc.chunk_shape == (1, 2) and sc.index_location == "end"  # index_location defaults to end
     assert sc.codecs.array_bytes == N5BlockCodec(GzipCompression(3))
     assert sc.index_codecs.codecs == (BytesCodec("big"), Crc32cCodec())
+    # the endian of raw-bytes defaults to big, as Java's RawBlockCodecInfo
+    doc["codecs"][0]["configuration"]["index_codecs"] = [{"name": index_name}]
+    assert parse_n5_attributes(doc).codecs.array_bytes.index_codecs.codecs == (BytesCodec("big"),)
+
+
+def test_n5_order_chunk_shape_is_refused_not_misread():
+    # N5 dims [16, 8], chunk [2, 4], shard [8, 8]: a chunk_shape in N5 order ([2, 4]) divides the shard
+    # either way, so only the n5bytes headers ([2, 4] where [4, 2] is expected) can tell; they are checked
+    store = MemoryStore()
+    ds_doc = {
+        "dataType": "uint8",
+        "blockSize": [8, 8],
+        "dimensions": [16, 8],
+        "codecs": [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [2, 4],
+                    "index_codecs": [{"name": "raw-bytes", "configuration": {"endian": "big"}}],
+                    "index_location": "end",
+                    "codecs": [{"name": "n5bytes"}],
+                },
+            }
+        ],
+    }
+    store.set("attributes.json", b'{"n5": "4.0.0"}')
+    spec = N5.create_array(
+        store, "ok", shape=(8, 16), dtype="uint8", chunks=(4, 2), shards=(8, 8), index_crc32c=False
+    )
+    right = spec.codecs.encode(np.arange(64, dtype="uint8").reshape(8, 8))
+    store.set("bad/attributes.json", json.dumps(ds_doc).encode())
+    store.set("bad/0/0", right)  # a shard of N5 chunks [2, 4] read with the N5 chunk [4, 2] of the doc
+    import altarr as aa
+
+    with pytest.raises(AltarrError, match="does not fit"):
+        aa.open_dataset(store, path="bad")[...]
 
 
 def test_sharding_chunk_shape_must_divide_the_block_size():
@@ -185,7 +224,7 @@ def test_create_unsharded_writes_java_layout_and_root_version():
         attributes={"unit": "nm"},
     )
     assert store.get("g/ds/attributes.json") == (
-        b'{"dataType":"int32","compression":{"type":"gzip","level":-1,"useZlib":false},'
+        b'{"dataType":"int32","compression":{"type":"gzip","useZlib":false,"level":6},'
         b'"blockSize":[5,4],"dimensions":[7,5],"unit":"nm"}'
     )
     assert _doc(store, "attributes.json") == {"n5": "4.0.0"}
@@ -220,7 +259,7 @@ def test_create_unknown_compressor():
     assert ei.value.key == "ds/attributes.json"
 
 
-def test_create_sharded_writes_codecs_and_outer_block_size():
+def test_create_sharded_writes_java_codecs_and_outer_block_size():
     store = MemoryStore()
     spec = N5.create_array(
         store, "ds", shape=(24, 12), dtype="uint16", chunks=(2, 1), shards=(8, 4), compressor="gzip"
@@ -234,13 +273,13 @@ def test_create_sharded_writes_codecs_and_outer_block_size():
             {
                 "name": "sharding_indexed",
                 "configuration": {
-                    "chunk_shape": [1, 2],
-                    "codecs": [
-                        {"name": "n5bytes"},
-                        {"name": "gzip", "configuration": {"level": -1, "useZlib": False}},
+                    "chunk_shape": [2, 1],  # NumPy order, as Java writes it
+                    "index_codecs": [
+                        {"name": "raw-bytes", "configuration": {"endian": "big"}},
+                        {"name": "crc32c"},  # on by default
                     ],
-                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "big"}}],
                     "index_location": "end",
+                    "codecs": [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 6}}],
                 },
             }
         ],
@@ -249,6 +288,49 @@ def test_create_sharded_writes_codecs_and_outer_block_size():
     assert spec.outer_chunks == (8, 4)
     assert spec.codecs.array_bytes.chunk_shape == (2, 1)
     assert N5.open_array(store, "ds").codecs == spec.codecs
+    # Java's index options and its legacy compression key
+    N5.create_array(
+        store,
+        "java",
+        shape=(24, 12),
+        dtype="uint16",
+        chunks=(2, 1),
+        shards=(8, 4),
+        compressor="raw",
+        index_location="start",
+        index_endian="little",
+        index_crc32c=False,
+        legacy_compression=True,
+    )
+    assert store.get("java/attributes.json") == (
+        b'{"dataType":"uint16","compression":{"type":"raw"},"blockSize":[4,8],"dimensions":[12,24],'
+        b'"codecs":[{"name":"sharding_indexed","configuration":{"chunk_shape":[2,1],"index_codecs":'
+        b'[{"name":"raw-bytes","configuration":{"endian":"little"}}],"index_location":"start",'
+        b'"codecs":[{"name":"n5bytes"}]}}]}'
+    )
+    sc = N5.open_array(store, "java").codecs.array_bytes
+    assert sc.index_location == "start" and sc.index_codecs.codecs == (BytesCodec("little"),)
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"index_location": "middle"}, "index_location"),
+        ({"index_endian": "native"}, "index_endian"),
+        ({"index_crc32c": 1}, "index_crc32c"),
+        ({"legacy_compression": "yes"}, "legacy_compression"),
+        ({"index_order": "C"}, "unknown N5 option"),
+    ],
+)
+def test_create_sharded_bad_options(options, match):
+    with pytest.raises(MetadataError, match=match) as ei:
+        N5.create_array(MemoryStore(), "ds", shape=(8,), dtype="uint8", chunks=(2,), shards=(4,), **options)
+    assert ei.value.key == "ds/attributes.json"
+
+
+def test_shard_options_without_shards_are_refused():
+    with pytest.raises(MetadataError, match="sharded N5 only"):
+        N5.create_array(MemoryStore(), "ds", shape=(8,), dtype="uint8", chunks=(2,), index_crc32c=False)
 
 
 def test_create_nested_shards():
@@ -272,7 +354,14 @@ def test_java_shard_test_sizes():
     # raw, index bytes big-endian at the end: 4 blocks -> 320 bytes, 2 -> 288, 1 -> 272.
     store = MemoryStore()
     spec = N5.create_array(
-        store, "ds", shape=(24, 24), dtype="uint8", chunks=(2, 2), shards=(8, 8), compressor="raw"
+        store,
+        "ds",
+        shape=(24, 24),
+        dtype="uint8",
+        chunks=(2, 2),
+        shards=(8, 8),
+        compressor="raw",
+        index_crc32c=False,
     )
     sc = spec.codecs.array_bytes
     cps = sc.chunks_per_shard(spec.outer_chunks)

@@ -193,7 +193,8 @@ def test_sharded_n5_metadata_is_n5_4_codecs(make_store):
     doc = json.loads(store.get("attributes.json"))
     assert doc["blockSize"] == [12, 8] and doc["dimensions"] == [30, 19]
     conf = doc["codecs"][0]["configuration"]
-    assert conf["chunk_shape"] == [3, 2] and conf["index_location"] == "end"
+    # chunk_shape in NumPy order, as Java N5 writes it (@ReverseArray); blockSize/dimensions in N5 order
+    assert conf["chunk_shape"] == [2, 3] and conf["index_location"] == "end"
     assert conf["codecs"][0] == {"name": "n5bytes"}
 
 

@@ -15,7 +15,7 @@ header; ``decode`` returns an array of shape ``size[::-1]``. Edge blocks are sto
 (``truncates_edges = True``): the header records the smaller size.
 
 The compressions are bytes->bytes codecs with two JSON forms: the N5 ``compression`` object
-(``{"type": "gzip", "level": -1, "useZlib": false}``, :meth:`N5Compression.to_n5_json`,
+(``{"type": "gzip", "useZlib": false, "level": 6}``, :meth:`N5Compression.to_n5_json`,
 :func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (``{"name": "gzip", "configuration":
 {...}}``, :meth:`~altarr.codecs.base.Codec.to_json`, :func:`n5_codec_from_json`). They live in their own
 small registry, separate from the Zarr v3 codec registry (N5's ``gzip`` is not Zarr's ``gzip``).
@@ -165,7 +165,7 @@ class N5Compression(BytesBytesCodec):
         """The N5 ``compression`` object.
 
         >>> GzipCompression(level=6).to_n5_json()
-        {'type': 'gzip', 'level': 6, 'useZlib': False}
+        {'type': 'gzip', 'useZlib': False, 'level': 6}
         """
         return {"type": self.name, **self.params()}
 
@@ -203,16 +203,25 @@ class RawCompression(N5Compression):
         return decoded_size
 
 
+_GZIP_OS_BYTE = 9  # offset of the OS field in a gzip member header (RFC 1952)
+
+
 @register_n5_compression
 class GzipCompression(N5Compression):
-    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` -1 = zlib's default (6).
+    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` 6 by default (Java N5
+    4.x's default; the -1 of older files means zlib's default, which is also 6).
 
-    The decoder accepts concatenated gzip members, as Java's commons-compress does.
+    The decoder accepts concatenated gzip members, as Java's commons-compress does. In the N5 4.x
+    ``codecs`` form Java describes gzip by its ``level`` alone (``useZlib`` is no ``@NameConfig.Parameter``
+    there), so :meth:`configuration` writes ``useZlib`` only when it is set.
+
+    >>> GzipCompression().to_json()
+    {'name': 'gzip', 'configuration': {'level': 6}}
     """
 
     name = "gzip"
 
-    def __init__(self, level: int = -1, use_zlib: bool = False) -> None:
+    def __init__(self, level: int = 6, use_zlib: bool = False) -> None:
         if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
             raise MetadataError(f"N5 gzip compression: 'level' must be an integer in [-1, 9], got {level!r}")
         if not isinstance(use_zlib, bool):
@@ -222,16 +231,27 @@ class GzipCompression(N5Compression):
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(level=params.get("level", -1), use_zlib=params.get("useZlib", False))
+        return cls(level=params.get("level", 6), use_zlib=params.get("useZlib", False))
 
     def params(self) -> dict[str, Any]:
-        return {"level": self.level, "useZlib": self.use_zlib}
+        return {"useZlib": self.use_zlib, "level": self.level}  # the order Java N5 writes them in
+
+    def configuration(self) -> dict[str, Any] | None:
+        config: dict[str, Any] = {"level": self.level}
+        if self.use_zlib:  # not in Java's codecs form: the faithful extension (see docs/n5.md)
+            config["useZlib"] = True
+        return config
 
     def encode(self, data: BytesLike) -> BytesLike:
         level = 6 if self.level == -1 else self.level
         wbits = 15 if self.use_zlib else 31  # 31 = gzip container (mtime 0, no file name)
         c = zlib.compressobj(level, zlib.DEFLATED, wbits)
-        return c.compress(data) + c.flush()
+        out = c.compress(data) + c.flush()
+        if not self.use_zlib:
+            # the header's OS byte: 0xff ("unknown") as Java's commons-compress writes it, so the member is
+            # byte for byte Java's (zlib would write its build's OS, e.g. 3 for Unix)
+            out = out[:_GZIP_OS_BYTE] + b"\xff" + out[_GZIP_OS_BYTE + 1 :]
+        return out
 
     def decode(self, data: BytesLike) -> BytesLike:
         try:
@@ -568,8 +588,8 @@ def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
     the compressions (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``, ``blosc``) with their N5
     parameters as configuration, plus ``crc32c`` and ``id``.
 
-    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": False}}).to_n5_json()
-    {'type': 'gzip', 'level': 6, 'useZlib': False}
+    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": True}}).to_n5_json()
+    {'type': 'gzip', 'useZlib': True, 'level': 6}
     """
     if isinstance(obj, str):
         obj = {"name": obj}

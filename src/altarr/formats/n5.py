@@ -15,23 +15,26 @@ container root records the format version (``{"n5": "4.0.0"}``); a major version
 has no fill value: missing blocks read as 0 (a numeric N5 4.x ``defaultValue`` is honoured when present).
 
 **N5 4.x ``codecs``.** When present, ``codecs`` wins over ``compression`` (as in the Java reader):
-element 0 is the block codec (``n5bytes``; ``bytes`` with ``endian``, default big; or
-``sharding_indexed``, whose ``chunk_shape`` is in N5 order and whose inner ``codecs``/``index_codecs`` use
-N5 codec names), the rest are data codecs (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``,
-``blosc``, ``crc32c``, ``id``).
+element 0 is the block codec (``n5bytes``; ``raw-bytes``, spelled ``bytes`` before N5 4.0.0-alpha-7, with
+``endian``, default big; or ``sharding_indexed``), the rest are data codecs (``raw``, ``gzip``, ``bzip2``,
+``lz4``, ``xz``, ``zstd``, ``blosc``, ``crc32c``, ``id``). A ``sharding_indexed`` ``chunk_shape`` is in
+**NumPy order**: Java serializes it reversed (``@N5Annotations.ReverseArray``) while ``blockSize`` and
+``dimensions`` stay in N5 order; its inner ``codecs`` and ``index_codecs`` use the same N5 codec names.
 
-**Writing sharded N5.** ``create_array(shards=...)`` writes ``dataType``, ``blockSize``, ``dimensions``
-and ``codecs`` = ``[sharding_indexed(chunk_shape=<chunk, N5 order>, codecs=[n5bytes, <compression>],
-index_codecs=[bytes(big)], index_location=end)]`` (nested once per shard level), which is the layout of
-the Java library's shard tests (inner ``n5bytes``, big-endian ``bytes`` index without ``crc32c``, index at
-the end). ``blockSize`` is the **outermost (shard) size**: it is the only place the shard size is
-recorded, and the Java reader takes the outer grid from ``blockSize`` and the inner sizes from each
-``sharding_indexed`` ``chunk_shape`` (the Java 4.0 *writer* only writes the legacy keys with the level-0
-block size — a known FIXME that loses the sharding — so it is not followed here). ``compression`` is
-deliberately **not** written for sharded datasets: a legacy reader that ignores ``codecs`` then fails
-loudly instead of misreading shard objects as N5 blocks. Unsharded datasets get exactly the legacy keys,
-in the order Java N5 writes them (``dataType``, ``compression``, ``blockSize``, ``dimensions``), as
-compact JSON.
+**Writing sharded N5** (``create_array(shards=...)``) gives Java N5 4.0.2's layout, as its
+``NameConfigAdapter`` serializes it (docs/n5.md has the whole story): ``dataType``, ``blockSize`` = the
+**outermost (shard) size** in N5 order, ``dimensions``, and ``codecs`` = ``[sharding_indexed(chunk_shape=
+<chunk, NumPy order>, index_codecs=[raw-bytes(endian), crc32c?], index_location, codecs=[n5bytes,
+<compression>])]`` (nested once per shard level), keys in Java's order. The options are Java's:
+``index_location`` (``"end"``/``"start"``), ``index_endian`` (``"big"``/``"little"``), ``index_crc32c``
+(default **True**: every reader of this layout, Java >= 4.0.0-alpha-7 and altarr, verifies it; it turns a
+torn or corrupt index into an error), and ``legacy_compression`` (default False): Java's ``createDataset``
+also writes ``"compression":{"type":"raw"}``, which no N5 4.x reader needs and which makes readers without
+N5 sharding (z5py, Java 3.x) read shards as plain blocks (z5py silently returns wrong values); altarr
+writes it only on request, to reproduce Java's document exactly. Shard files are Java's byte for byte: the
+chunks' ``n5bytes`` blocks (edge chunks truncated) back to back in C order, then (or before) the index,
+chunks wholly outside the array indexed as empty. Unsharded datasets get exactly the legacy keys, in the
+order Java N5 writes them (``dataType``, ``compression``, ``blockSize``, ``dimensions``), as compact JSON.
 
 Example:
     >>> from altarr.formats.n5 import parse_n5_attributes
@@ -43,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,7 +57,6 @@ from ._common import (
     check_shape,
     dump_json,
     fetch_documents,
-    nest_in_shards,
     normalize_levels,
     parse_json,
 )
@@ -71,6 +74,7 @@ __all__ = [
     "check_version",
     "n5_compression",
     "N5_VERSION",
+    "IndexOptions",
     "ATTRIBUTES_KEY",
     "DATASET_KEYS",
 ]
@@ -90,6 +94,11 @@ DATASET_KEYS = (
     "defaultValue",
 )
 _ARRAY_MARKERS = ("dimensions", "blockSize", "dataType")
+#: Names of Java's raw (header-less) block codec: ``raw-bytes`` since N5 4.0.0-alpha-7
+#: (``RawBlockCodecInfo.TYPE``), ``bytes`` before.
+RAW_BYTES_NAMES = ("raw-bytes", "bytes")
+#: Writer options of sharded N5 (see :class:`IndexOptions` and :meth:`N5Format.array_attributes`).
+SHARD_OPTIONS = ("index_location", "index_endian", "index_crc32c", "legacy_compression")
 
 
 def check_version(root_doc: dict[str, Any] | None, *, key: str = ATTRIBUTES_KEY) -> str | None:
@@ -121,8 +130,8 @@ def n5_compression(compressor: Any) -> N5Compression:
     ``"gzip"``, ``"bzip2"``, ``"xz"``, ``"lz4"``, ``"zstd"``, ``"blosc"``, each with the N5 defaults), an N5
     ``{"type": ...}`` object, an N5 4.x ``{"name": ..., "configuration": ...}`` object, or an instance.
 
-    >>> n5_compression("gzip").to_n5_json()
-    {'type': 'gzip', 'level': -1, 'useZlib': False}
+    >>> n5_compression("gzip").to_n5_json()  # Java N5 4.x's default level
+    {'type': 'gzip', 'useZlib': False, 'level': 6}
     """
     from ..codecs.n5 import N5Compression, RawCompression, compression_from_n5_json, n5_codec_from_json
 
@@ -172,18 +181,19 @@ def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
     try:
         if name == "n5bytes":
             return CodecChain([N5BlockCodec(data)])
-        if name == "bytes":
+        if name in RAW_BYTES_NAMES:
             endian = config.get("endian", "big")  # Java's RawBlockCodecInfo defaults to big-endian
             return CodecChain([BytesCodec(endian), *data])
         if name == "sharding_indexed":
             for required in ("chunk_shape", "codecs", "index_codecs"):
                 if required not in config:
                     raise MetadataError(f"field {field!r}: sharding_indexed needs {required!r}", key=key)
-            n5_shape = check_shape(
+            # Java writes chunk_shape reversed (@N5Annotations.ReverseArray): it is already NumPy order
+            np_shape = check_shape(
                 config["chunk_shape"], key=key, field=f"{field}.sharding_indexed.chunk_shape", positive=True
             )
             sharding = ShardingCodec(
-                chunk_shape=n5_shape[::-1],
+                chunk_shape=np_shape,
                 codecs=_n5_chain(config["codecs"], key, f"{field}.sharding_indexed.codecs"),
                 index_codecs=_n5_chain(config["index_codecs"], key, f"{field}.sharding_indexed.index_codecs"),
                 index_location=config.get("index_location", "end"),
@@ -192,21 +202,82 @@ def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
     except AltarrError as e:
         raise e.with_context(key=key) from e
     raise UnknownCodecError(
-        f"field {field!r}: unknown N5 block codec {name!r} (expected n5bytes, bytes or sharding_indexed)",
+        f"field {field!r}: unknown N5 block codec {name!r} (expected n5bytes, raw-bytes, bytes or "
+        "sharding_indexed)",
         key=key,
         codec=name,
     )
 
 
-def _codecs_json(levels_n5: list[list[int]], compression: N5Compression) -> list[dict[str, Any]]:
-    """The N5 4.x ``codecs`` list for blocks of ``levels_n5[0]`` nested in shards (N5 order, inner first)."""
+def _codecs_json(
+    levels: list[tuple[int, ...]], compression: N5Compression, index: IndexOptions
+) -> list[dict[str, Any]]:
+    """The N5 4.x ``codecs`` list as Java's ``NameConfigAdapter`` serializes it, for chunks of
+    ``levels[0]`` nested in shards (NumPy order, innermost first): per level one ``sharding_indexed`` with
+    its keys in Java's order and ``chunk_shape`` in NumPy order (Java's ``@ReverseArray``), an index of
+    ``raw-bytes`` (+ ``crc32c``), and inside ``n5bytes`` followed by the compression (``raw`` is dropped,
+    as Java does).
+
+    >>> from altarr.codecs.n5 import RawCompression
+    >>> _codecs_json([(2, 3), (4, 6)], RawCompression(), IndexOptions())[0]["configuration"]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'chunk_shape': [2, 3], 'index_codecs': [{'name': 'raw-bytes', 'configuration': {'endian': 'big'}},
+     {'name': 'crc32c'}], 'index_location': 'end', 'codecs': [{'name': 'n5bytes'}]}
+    """
     from ..codecs.n5 import RawCompression
 
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
         codecs.append(compression.to_json())
-    # N5 shard indexes are big-endian, like every other N5 number, and have no checksum
-    return nest_in_shards(levels_n5, codecs, [{"name": "bytes", "configuration": {"endian": "big"}}])
+    for inner in levels[:-1]:
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(inner),
+                    "index_codecs": index.codecs_json(),
+                    "index_location": index.location,
+                    "codecs": codecs,
+                },
+            }
+        ]
+    return codecs
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How sharded N5 stores its shard indexes: the writer options ``index_location`` (``"end"`` or
+    ``"start"``), ``index_endian`` (``"big"``, as every number in N5, or ``"little"``) and
+    ``index_crc32c`` (a crc32c checksum after the index; on by default, see docs/n5.md).
+
+    >>> IndexOptions(location="start", endian="little", crc32c=False).codecs_json()
+    [{'name': 'raw-bytes', 'configuration': {'endian': 'little'}}]
+    """
+
+    location: str = "end"
+    endian: str = "big"
+    crc32c: bool = True
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any], *, key: str) -> IndexOptions:
+        """Validate the writer options (``MetadataError`` naming ``key`` for a bad value)."""
+        location = options.get("index_location", cls.location)
+        endian = options.get("index_endian", cls.endian)
+        crc32c = options.get("index_crc32c", cls.crc32c)
+        if location not in ("start", "end"):
+            raise MetadataError(f"index_location must be 'start' or 'end', got {location!r}", key=key)
+        if endian not in ("big", "little"):
+            raise MetadataError(f"index_endian must be 'big' or 'little', got {endian!r}", key=key)
+        if not isinstance(crc32c, bool):
+            raise MetadataError(f"index_crc32c must be True or False, got {crc32c!r}", key=key)
+        return cls(location, endian, crc32c)
+
+    def codecs_json(self) -> list[dict[str, Any]]:
+        """The ``index_codecs`` list (a fresh list: each document owns its parts)."""
+        codecs: list[dict[str, Any]] = [{"name": "raw-bytes", "configuration": {"endian": self.endian}}]
+        if self.crc32c:
+            codecs.append({"name": "crc32c"})
+        return codecs
 
 
 # --- parsing --------------------------------------------------------------------------------------------
@@ -277,6 +348,7 @@ class N5Format(Format):
     name = "n5"
     metadata_key = ATTRIBUTES_KEY
     title = "N5"
+    array_options = SHARD_OPTIONS
 
     def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
@@ -337,20 +409,27 @@ class N5Format(Format):
                 f"N5 has no fill value (missing blocks read as 0); fill_value={fill_value!r} cannot be stored",
                 key=key,
             )
-        n5_levels = [list(level[::-1]) for level in levels]
         if len(levels) == 1:
+            given = sorted(set(new.options) & set(SHARD_OPTIONS))
+            if given:
+                raise MetadataError(f"option(s) {given} apply to sharded N5 only (no shards given)", key=key)
             return {
                 "dataType": data_type,
                 "compression": compression.to_n5_json(),
-                "blockSize": n5_levels[0],
+                "blockSize": list(levels[0][::-1]),
                 "dimensions": list(shape[::-1]),
             }
-        return {
-            "dataType": data_type,
-            "blockSize": n5_levels[-1],
-            "dimensions": list(shape[::-1]),
-            "codecs": _codecs_json(n5_levels, compression),
-        }
+        index = IndexOptions.from_options(new.options, key=key)
+        legacy = new.options.get("legacy_compression", False)
+        if not isinstance(legacy, bool):
+            raise MetadataError(f"legacy_compression must be True or False, got {legacy!r}", key=key)
+        doc: dict[str, Any] = {"dataType": data_type}
+        if legacy:  # what Java's createDataset writes beside codecs (see the module docstring)
+            doc["compression"] = {"type": "raw"}
+        doc["blockSize"] = list(levels[-1][::-1])  # the shard size, N5 order
+        doc["dimensions"] = list(shape[::-1])
+        doc["codecs"] = _codecs_json(levels, compression, index)
+        return doc
 
     def _ensure_root(self, store: Store, root: dict[str, Any] | None) -> None:
         """Record the container version at the root when it is missing (refusing newer containers)."""
@@ -361,7 +440,9 @@ class N5Format(Format):
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
-        order. ``compressor`` takes N5 names (default ``"zstd"``, level 3) or N5 JSON objects. N5 has no
+        order. ``compressor`` takes N5 names (default ``"zstd"``, level 3; a bare name gets Java's defaults,
+        e.g. gzip level 6) or N5 JSON objects. Sharded datasets take the options ``index_location``,
+        ``index_endian``, ``index_crc32c`` and ``legacy_compression`` (see the module docstring). N5 has no
         dimension names: they are refused (``UnsupportedError``) rather than dropped.
 
         >>> from altarr.formats.base import NewArray
