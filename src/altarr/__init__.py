@@ -52,6 +52,9 @@ _PUBLIC = {
     "ZipStore": "altarr.stores",
     "ObstoreStore": "altarr.stores",
     "Store": "altarr.stores",
+    # dask and xarray adapters (imported on first use)
+    "to_dask": "altarr.integrations.dask",
+    "store": "altarr.integrations.dask",
     # errors module
     "errors": "altarr.errors",
     # integrity check (a callable module: altarr.verify(path), altarr.verify.VerifyReport)

@@ -1,11 +1,11 @@
 """Adapters from altarr to other array libraries (optional dependencies, imported on use).
 
-The adapters live beside the lazy arrays they convert (``altarr.lazy.dask_export`` and
-``altarr.lazy.xarray_export``, so the lazy layer never imports a layer above it); this package gathers
-them for code that integrates altarr elsewhere:
+* :mod:`altarr.integrations.dask` - :func:`to_dask` over a dataset or a lazy array, :func:`store` of a
+  dask array into a dataset one shard per task, and copies on a dask.distributed cluster;
+* :mod:`altarr.integrations.xarray` - :func:`to_xarray` for lazy arrays and the ``altarr`` xarray backend
+  (``xarray.open_dataset(path, engine="altarr")`` and ``xarray.open_datatree``).
 
-* :func:`to_dask` - a dask array over a lazy array (``x.to_dask()``), dask chunks aligned to altarr's;
-* :func:`to_xarray` - an ``xarray.DataArray`` with dims and coords, still lazy (``x.to_xarray()``).
+The lazy layer does not import these modules; ``LazyArray.to_dask()`` and ``.to_xarray()`` call them.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -14,7 +14,7 @@ Example:
     (16.0, ('y', 'x'))
 """
 
-from ..lazy.dask_export import to_dask
-from ..lazy.xarray_export import to_xarray
+from .dask import store, to_dask
+from .xarray import to_xarray
 
-__all__ = ["to_dask", "to_xarray"]
+__all__ = ["to_dask", "store", "to_xarray"]

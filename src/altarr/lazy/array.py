@@ -138,6 +138,15 @@ class _IndexerProxy:
         raise ReadOnlyError("lazy arrays are read-only")
 
 
+def _adapter(library: str, name: str) -> Callable[..., Any]:
+    """The converter ``name`` of ``altarr.integrations.<library>``. The adapters live in the layer above
+    this one, which knows the lazy array; the lazy layer only looks them up by name when a conversion
+    is asked for, and does not import their code (nor dask or xarray) otherwise."""
+    import importlib
+
+    return getattr(importlib.import_module(f"altarr.integrations.{library}"), name)
+
+
 class LazyArray(NDArrayOperatorsMixin):
     """A read-only, NumPy-compatible array whose values are fetched chunk by chunk on demand.
 
@@ -626,17 +635,13 @@ class LazyArray(NDArrayOperatorsMixin):
     # --- extras -----------------------------------------------------------------------------------------
     def to_dask(self, chunks: Any = None) -> Any:
         """A dask array over this lazy array, one task per (batch of) chunk(s); needs ``dask``."""
-        from .dask_export import to_dask
-
-        return to_dask(self, chunks=chunks)
+        return _adapter("dask", "to_dask")(self, chunks=chunks)
 
     def to_xarray(
         self, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
     ) -> Any:
         """An ``xarray.DataArray`` with this array's dims and coords, still lazy; needs ``xarray``."""
-        from .xarray_export import to_xarray
-
-        return to_xarray(self, name=name, attrs=attrs, dask=dask)
+        return _adapter("xarray", "to_xarray")(self, name=name, attrs=attrs, dask=dask)
 
     # --- container protocol -----------------------------------------------------------------------------
     def read_many(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:

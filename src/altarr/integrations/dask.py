@@ -1,0 +1,209 @@
+"""dask: ``to_dask`` over datasets and lazy arrays, ``store`` of a dask array into a dataset shard by
+shard, and copies run on a dask.distributed cluster.
+
+* :func:`to_dask` - a dask array over a :class:`~altarr.Dataset` (one block per shard, or per chunk of
+  an unsharded dataset) or over a lazy array (blocks aligned to whole altarr chunks; each task reads its
+  block with one planned ``x[block]`` call). The dask token is the lazy array's recipe token.
+* :func:`store` - write a dask array into a dataset, re-chunked first so that each dask block is one
+  destination shard (or a block of whole chunks): each task writes whole stored objects and no two tasks
+  touch one, so the writes need no lock and work on any scheduler.
+* :func:`cluster_runner` - what ``altarr copy --scheduler ADDRESS`` uses: one task per destination
+  shard, each opening the source and destination itself (stores pickle as their location).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((6, 4), (3, 2), lambda c: [np.ones((3, 2))] * len(c))
+    >>> d = to_dask(x, chunks=(6, 2))
+    >>> d.chunks, float(d.sum().compute())
+    (((6,), (2, 2)), 24.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["to_dask", "store", "cluster_runner"]
+
+
+def _import_dask() -> Any:
+    try:
+        import dask.array as da
+    except ImportError as e:
+        raise ImportError(
+            "LazyArray.to_dask() needs the optional dependency dask: pip install 'dask[array]' "
+            "(or pip install 'altarr[dask]')"
+        ) from e
+    return da
+
+
+def _block_shape(x: Any, chunks: Any) -> tuple[int, ...]:
+    if chunks is None:
+        return tuple(x.chunks)
+    blocks = (
+        (int(chunks),) * x.ndim if isinstance(chunks, int | np.integer) else tuple(int(c) for c in chunks)
+    )
+    if len(blocks) != x.ndim:
+        raise ValueError(f"chunks {blocks} must give one block length per dimension ({x.ndim})")
+    for d, (b, c, n) in enumerate(zip(blocks, x.chunks, x.shape, strict=True)):
+        if b < 1 or (b % c != 0 and b < n):
+            raise ValueError(
+                f"dask block length {b} along dimension {d} must be a multiple of the altarr chunk length {c} "
+                f"(or cover the whole dimension of length {n})"
+            )
+    return blocks
+
+
+class _DatasetReader:
+    """What dask reads a dataset through: ``reader[region]`` opens the dataset once per process (the
+    store pickles as its location) and reads the region in one planned call."""
+
+    def __init__(self, ds: Any) -> None:
+        self.store, self.path = ds.store, ds.path
+        self.shape, self.dtype, self.ndim = ds.shape, ds.dtype, ds.ndim
+        self._ds = ds
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_ds"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._ds = None
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if self._ds is None:
+            import altarr as aa
+
+            self._ds = aa.open_dataset(self.store, path=self.path)
+        return self._ds[key]
+
+
+def to_dask(x: Any, chunks: Any = None) -> Any:
+    """A dask array over a dataset or a lazy array.
+
+    Args:
+        x: an :class:`~altarr.Dataset` or a lazy array.
+        chunks: dask block shape; ``None`` (default) for one block per shard of a dataset (per chunk if it
+            is unsharded) or per altarr chunk of a lazy array; else multiples of the chunk shape, so that
+            each task reads its chunks in one call.
+
+    Example:
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-to-dask", shape=(8, 8), dtype="u1", chunks=(2, 2),
+        ...                        shards=(4, 8))
+        >>> ds[...] = 1
+        >>> d = aa.to_dask(ds)
+        >>> d.chunks, int(d.sum().compute())
+        (((4, 4), (8,)), 64)
+    """
+    da = _import_dask()
+    from ..dataset import Dataset
+
+    if isinstance(x, Dataset):
+        blocks = tuple(x.shards or x.chunks) if chunks is None else _block_shape(x, chunks)
+        meta = np.empty((0,) * x.ndim, dtype=x.dtype)
+        return da.from_array(
+            _DatasetReader(x), chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False
+        )
+    blocks = _block_shape(x, chunks)
+    meta = np.empty((0,) * x.ndim, dtype=x.dtype)
+    return da.from_array(x, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
+
+
+class _DatasetWriter:
+    """The target of ``dask.array.store``: ``writer[region] = block`` writes through a dataset opened
+    once per process."""
+
+    def __init__(self, ds: Any) -> None:
+        self.store, self.path = ds.store, ds.path
+        self._ds = ds
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_ds"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._ds = None
+
+    def __setitem__(self, key: Any, value: np.ndarray) -> None:
+        if self._ds is None:
+            import altarr as aa
+
+            self._ds = aa.open_dataset(self.store, mode="r+", path=self.path)
+        self._ds[key] = value
+
+
+def shard_aligned_chunks(darr: Any, ds: Any) -> tuple[tuple[int, ...], ...]:
+    """The dask chunks that make each block of ``darr`` exactly one shard of ``ds`` (one chunk if ``ds``
+    is unsharded), clipped at the array edge."""
+    block = ds.shards or ds.chunks
+    return tuple(
+        tuple(min(b, n - s) for s in range(0, n, b)) if n else (0,)
+        for b, n in zip(block, ds.shape, strict=True)
+    )
+
+
+def store(darr: Any, ds: Any, *, compute: bool = True, **kwargs: Any) -> Any:
+    """Write the dask array ``darr`` into the dataset ``ds`` (same shape), one task per shard.
+
+    ``darr`` is re-chunked to the dataset's shard grid first (its chunk grid when unsharded), so every
+    task writes whole shards and no two tasks touch the same stored object; ``kwargs`` go to
+    ``dask.array.store`` (``compute=False`` returns the delayed graph).
+
+    Example:
+        >>> import dask.array as da, numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-store", shape=(6, 6), dtype="i4", chunks=(2, 2),
+        ...                        shards=(4, 4))
+        >>> _ = aa.store(da.arange(36, dtype="i4", chunks=5).reshape(6, 6), ds)
+        >>> int(ds[5, 5]), ds.store.stats.as_dict()["writes"] - 1  # one write per shard (+ metadata)
+        (35, 4)
+    """
+    da = _import_dask()
+    if tuple(darr.shape) != tuple(ds.shape):
+        raise ValueError(f"dask array shape {tuple(darr.shape)} differs from the dataset's {ds.shape}")
+    aligned = darr.rechunk(shard_aligned_chunks(darr, ds))
+    if aligned.dtype != ds.dtype:
+        aligned = aligned.astype(ds.dtype)
+    return da.store(aligned, _DatasetWriter(ds), lock=False, compute=compute, **kwargs)
+
+
+def _copy_unit_task(src_store: Any, src_path: str, dst_store: Any, dst_path: str, region: Any) -> int:
+    import altarr as aa
+
+    from ..transfer import copy_unit
+
+    src = aa.open_dataset(src_store, path=src_path)
+    dst = aa.open_dataset(dst_store, mode="r+", path=dst_path)
+    return copy_unit(src, dst, region)
+
+
+def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
+    """A ``run_units`` for :func:`altarr.transfer.copy_array` that runs each destination shard as one
+    task on the dask.distributed scheduler at ``address`` and yields ``(unit, value_bytes)`` as they
+    finish (so the resume journal and the progress bar follow the cluster).
+
+    The source and destination must be reachable from the workers under the same path or URL.
+    """
+    try:
+        from distributed import Client, as_completed
+    except ImportError as e:
+        raise ImportError(
+            "altarr copy --scheduler needs dask.distributed: pip install 'altarr[distributed]'"
+        ) from e
+    client = Client(address, timeout="20s")
+
+    def run(src: Any, dst: Any, todo: list[tuple[int, Any]]) -> Iterator[tuple[int, int]]:
+        futures = {
+            client.submit(_copy_unit_task, src.store, src.path, dst.store, dst.path, region, pure=False): i
+            for i, region in todo
+        }
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+    return run

@@ -1,0 +1,226 @@
+"""xarray: ``to_xarray`` for lazy arrays, and the ``altarr`` backend for ``xarray.open_dataset``.
+
+``xarray.open_dataset(path, engine="altarr")`` opens an N5, Zarr v2 or Zarr v3 (sharded) array or group
+lazily (installing altarr registers the engine): an array becomes a one-variable dataset named after it,
+a group one variable per child array. Dimension names come from Zarr v3 ``dimension_names`` or the
+``_ARRAY_DIMENSIONS`` attribute (``dim_0``, ... otherwise); CF decoding (``scale_factor``, ``_FillValue``,
+units) is left to xarray. ``group="a/b"`` opens a sub-group, ``xarray.open_datatree(path,
+engine="altarr")`` the whole hierarchy. ``chunks={}`` gives dask arrays chunked like the stored shards.
+
+``to_xarray`` wraps a lazy array as a ``DataArray``.
+
+By default the data is wrapped as an xarray backend array (``LazilyIndexedArray``), so xarray's
+selections (``isel``/``sel``, basic, outer and vectorized) become planned altarr reads of just the
+touched chunks; with ``dask=True`` it is a dask array instead (see :func:`to_dask`).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((4, 4), 2, lambda c: [np.zeros((2, 2))] * len(c), dims=("t", "x"),
+    ...               coords={"t": [10, 20, 30, 40]})
+    >>> da = to_xarray(x, name="v")
+    >>> da.sel(t=30).values.tolist(), aa.stats(x)["fetch_calls"]
+    ([0.0, 0.0, 0.0, 0.0], 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["to_xarray", "open_altarr_dataset", "open_groups_as_dict"]
+
+
+def _import_xarray() -> Any:
+    try:
+        import xarray as xr
+    except ImportError as e:
+        raise ImportError(
+            "LazyArray.to_xarray() needs the optional dependency xarray: pip install xarray "
+            "(or pip install 'altarr[xarray]')"
+        ) from e
+    return xr
+
+
+def _backend_array_class() -> type:
+    from xarray.backends.common import BackendArray
+    from xarray.core import indexing
+
+    class AltarrBackendArray(BackendArray):
+        """xarray backend array over a lazy array: basic, outer and vectorized keys are planned reads."""
+
+        def __init__(self, array: Any) -> None:
+            self.array = array
+            self.shape = array.shape
+            self.dtype = array.dtype
+
+        def __getitem__(self, key: Any) -> Any:
+            array = self.array
+            if isinstance(key, indexing.VectorizedIndexer):
+                method = array.vindex.__getitem__
+            elif isinstance(key, indexing.OuterIndexer):
+                method = array.oindex.__getitem__
+            else:
+                method = array.__getitem__
+            return indexing.explicit_indexing_adapter(
+                key, self.shape, indexing.IndexingSupport.VECTORIZED, method
+            )
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (_rebuild_backend_array, (self.array,))
+
+    return AltarrBackendArray
+
+
+_BACKEND_CLASS: type | None = None
+
+
+def _rebuild_backend_array(array: Any) -> Any:
+    global _BACKEND_CLASS
+    if _BACKEND_CLASS is None:
+        _BACKEND_CLASS = _backend_array_class()
+    return _BACKEND_CLASS(array)
+
+
+def to_xarray(
+    x: Any, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
+) -> Any:
+    """An ``xarray.DataArray`` with the dims and coords of ``x`` (``dim_0``, ... when it has none).
+
+    Args:
+        x: a lazy array.
+        name: the DataArray's name.
+        attrs: its attributes.
+        dask: wrap a dask array (``x.to_dask()``) instead of xarray's lazy indexing.
+    """
+    xr = _import_xarray()
+    from xarray.core import indexing
+
+    dims = tuple(x.dims) if x.dims else tuple(f"dim_{d}" for d in range(x.ndim))
+    coords = {}
+    for key, values in (x.coords or {}).items():
+        coords[key] = (key, values) if key in dims else values
+    if dask:
+        data: Any = x.to_dask()
+    else:
+        data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
+    variable = xr.Variable(dims, data, attrs=dict(attrs or {}))
+    return xr.DataArray(variable, coords=coords, name=name)
+
+
+# --- the xarray backend --------------------------------------------------------------------------------
+def _dims_of(ds: Any, phony: str = "dim") -> tuple[str, ...]:
+    names = ds.dimension_names
+    if names and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    stored = ds.attrs.get("_ARRAY_DIMENSIONS")
+    if isinstance(stored, list) and len(stored) == ds.ndim and all(isinstance(n, str) for n in stored):
+        return tuple(stored)
+    return tuple(f"{phony}_{d}" for d in range(ds.ndim))
+
+
+def _variable(ds: Any, location: str, phony: str = "dim") -> Any:
+    """An ``xarray.Variable`` over the dataset ``ds`` found at ``location`` (read lazily through
+    ``altarr.open(location)``: one planned, batched read per xarray selection)."""
+    import altarr as aa
+
+    xr = _import_xarray()
+    from xarray.core import indexing
+
+    x = aa.open(location)
+    attrs = {k: v for k, v in ds.attrs.asdict().items() if k != "_ARRAY_DIMENSIONS"}
+    if ds.format == "zarr2" and ds.fill_value is not None:
+        attrs["_FillValue"] = ds.fill_value  # as xarray's zarr engine reads Zarr v2 (masking is CF's)
+    elif isinstance(attrs.get("_FillValue"), str):  # xarray writes a Zarr v3 float _FillValue in base64
+        from xarray.backends.zarr import FillValueCoder
+
+        attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], ds.dtype)
+    dims = _dims_of(ds, phony)
+    data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
+    variable = xr.Variable(dims, data, attrs=attrs)
+    block = ds.shards or ds.chunks
+    variable.encoding = {
+        "chunks": tuple(ds.chunks),
+        "preferred_chunks": dict(zip(dims, block, strict=True)),
+        "dtype": ds.dtype,
+    }
+    return variable
+
+
+def _join(location: str, path: str) -> str:
+    return f"{location.rstrip('/')}/{path}" if path else location
+
+
+def open_altarr_dataset(
+    location: str, *, group: str | None = None, drop_variables: Any = None, recursive: bool = False
+) -> Any:
+    """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable for an
+    array, one per child array for a group (``recursive`` also takes arrays of sub-groups, named by their
+    paths). Nothing is read but metadata."""
+    import altarr as aa
+
+    xr = _import_xarray()
+    location = _join(str(location), (group or "").strip("/"))
+    drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+    node = _open_node(location)
+    if isinstance(node, aa.Dataset):
+        name = location.rstrip("/").rsplit("/", 1)[-1] or "data"
+        for suffix in (".zarr", ".n5"):
+            name = name.removesuffix(suffix)
+        variables = {} if name in drop else {name: _variable(node, location)}
+        return xr.Dataset(variables)
+    variables = {}
+    for name, child in _arrays(node, "", recursive):
+        if name not in drop:
+            # arrays of a group without dimension names get their own phony dims (``<name>_dim_0``), so
+            # arrays of different shapes do not claim one dimension with two lengths
+            variables[name] = _variable(child, _join(location, name), phony=f"{name}_dim")
+    return xr.Dataset(variables, attrs=dict(node.attrs))
+
+
+def _open_node(location: str) -> Any:
+    import altarr as aa
+    from altarr.errors import AltarrError
+
+    try:
+        return aa.open_dataset(location)
+    except AltarrError as e:
+        try:
+            return aa.open_group(location)
+        except AltarrError:
+            raise e from None
+
+
+def _arrays(group: Any, prefix: str, recursive: bool) -> Any:
+    import altarr as aa
+
+    for name in group.keys():
+        child = group[name]
+        if isinstance(child, aa.Dataset):
+            yield prefix + name, child
+        elif recursive:
+            yield from _arrays(child, f"{prefix}{name}/", True)
+
+
+def _groups(group: Any, prefix: str) -> Any:
+    import altarr as aa
+
+    yield prefix, group
+    for name in group.keys():
+        child = group[name]
+        if isinstance(child, aa.Group):
+            yield from _groups(child, f"{prefix}{name}/")
+
+
+def open_groups_as_dict(location: str, **kwargs: Any) -> dict[str, Any]:
+    """``{"/": Dataset, "/sub": Dataset, ...}`` for every group under ``location`` (what
+    ``xarray.open_datatree`` builds its tree from)."""
+    import altarr as aa
+
+    location = str(location)
+    root = _open_node(location)
+    if isinstance(root, aa.Dataset):
+        return {"/": open_altarr_dataset(location, **kwargs)}
+    return {
+        "/" + path.rstrip("/"): open_altarr_dataset(_join(location, path.rstrip("/")), **kwargs)
+        for path, _ in _groups(root, "")
+    }
