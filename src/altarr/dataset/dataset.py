@@ -269,7 +269,7 @@ class Dataset:
                 piece = pieces[chunk]
                 out[tuple(p[2] for p in piece)] = values[tuple(p[1] for p in piece)]
 
-            self._access.visit(list(pieces), place)
+            self._access.visit(list(pieces), place, into=(out, pieces))
         out = flip_reversed(out, dims)
         return out.reshape(out_shape)
 
