@@ -304,12 +304,15 @@ def read_into(
         if _in_memory(data):
             si, start, length, reader = len(sources), 0, memoryview(data).nbytes, None
             sources.append(data)
-        else:  # a ChunkRange: read from its shard's open file
-            reader = data.reader
+        else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
+            reader = getattr(data, "reader", None)
+            fd = getattr(reader, "fd", None)
+            if not isinstance(fd, int) or fd < 0 or not hasattr(reader, "count_reads"):
+                continue
             si = source_of.get(id(reader))
             if si is None:
                 si = source_of[id(reader)] = len(sources)
-                sources.append(reader.fd)
+                sources.append(fd)
             start, length = data.start, data.length
         rec = [si, start, length]
         for _, s, d in pieces[c]:
