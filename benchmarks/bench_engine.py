@@ -1237,8 +1237,14 @@ def machine() -> dict[str, Any]:
             rev += " (src modified)" if git("status", "--porcelain", "--", ".") else ""
         else:
             rev = f"unknown (altarr imported from {pkg})"
+    native = "?"
+    with contextlib.suppress(Exception):
+        from altarr.dataset import kernel
+
+        native = "on" if kernel.enabled() else "off (not built)" if not kernel.available() else "off"
     return {
         "altarr_git": rev,
+        "altarr_native_kernel": native,
         "load_avg": os.getloadavg(),
         "nproc": os.cpu_count(),
         "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -1362,7 +1368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     versions = report.get("versions", {})
     tables.append(
         f"Machine: {m['nproc']} cores ({m['cpu']}), load average at start {m['load_avg'][0]:.1f}, "
-        f"altarr at git {m['altarr_git']}, Python {m['python']}, numpy {m['numpy']}, "
+        f"altarr at git {m['altarr_git']} (native kernel {m.get('altarr_native_kernel', '?')}), "
+        f"Python {m['python']}, numpy {m['numpy']}, "
         f"numcodecs {m['numcodecs']}; "
         + ", ".join(f"{k} {v}" for k, v in versions.items())
         + f". Total {time.perf_counter() - t_start:.0f} s."

@@ -40,3 +40,19 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+@pytest.fixture(scope="module", params=["native", "python"])
+def engine_path(request):
+    """Runs a module's tests twice: region reads and writes through the native kernel, then through the
+    pure-Python path (``altarr.dataset.kernel``). Used by the request-contract, interop, region and
+    bad-input modules (``pytestmark = pytest.mark.usefixtures("engine_path")``)."""
+    from altarr.dataset import kernel
+
+    if request.param == "native" and not kernel.available():
+        pytest.fail(
+            "the native kernel (altarr.dataset._kernel) is not built: `pip install -e .` builds it "
+            "(or `python setup.py build_ext --inplace`)"
+        )
+    with kernel.use_native(request.param == "native"):
+        yield request.param

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import altarr as aa
+from altarr.dataset import kernel
 from altarr.errors import (
     AltarrError,
     ChecksumError,
@@ -20,6 +21,9 @@ from altarr.errors import (
     MetadataError,
 )
 from altarr.stores import MemoryStore
+
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
 
 
 def sharded(store=None, compressor=None, **kw):
@@ -161,7 +165,8 @@ def test_failed_write_leaves_old_data_intact(monkeypatch):
         return original(self, data)
 
     monkeypatch.setattr(ZstdCodec, "encode", failing)
-    with pytest.raises(AltarrError, match="disk on fire|zstd"):
+    # the patched encoder is the pure-Python path's (the kernel's own failures: test_native_kernel.py)
+    with kernel.use_native(False), pytest.raises(AltarrError, match="disk on fire|zstd"):
         ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4), "u2") + 5, np.zeros((4, 4), "u2") + 6])
     assert {k: ds.store.get(k) for k in ds.store.list("")} == before
     monkeypatch.undo()

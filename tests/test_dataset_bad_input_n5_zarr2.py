@@ -12,6 +12,9 @@ import altarr as aa
 from altarr.errors import AltarrError, CorruptChunkError, MetadataError, UnknownCodecError
 from altarr.stores import MemoryStore
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 
 def n5_dataset(compressor=None):
     ds = aa.create_dataset(

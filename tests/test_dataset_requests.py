@@ -12,6 +12,9 @@ from _shard_layout import Layout
 from altarr.codecs import register_codec
 from altarr.codecs.base import BytesBytesCodec
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 
 class CountingCodec(BytesBytesCodec):
     """An identity bytes->bytes codec that counts how often it encodes and decodes."""

@@ -28,6 +28,9 @@ import altarr as aa
 from _peers import altarr_chunks_match, read_json, sample
 from altarr.errors import MetadataError
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 SHAPE = (5, 9, 7)  # NumPy order; N5 dimensions [7, 9, 5]
 CHUNKS = (2, 4, 5)  # N5 blockSize [5, 4, 2]: edge blocks truncated in every dimension
 #: Two overlapping writes: the corner block (truncated in every dimension) is written, blocks (2, 0, *) not.

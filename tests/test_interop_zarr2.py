@@ -26,6 +26,9 @@ from altarr.formats import get_format
 from altarr.formats.zarr2 import consolidate_metadata, read_consolidated_metadata
 from altarr.stores import LocalStore
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 SHAPE = (9, 7)
 CHUNKS = (4, 3)
 REGIONS = [(slice(0, 6), slice(1, 7)), (slice(4, 9), slice(0, 2))]  # chunks (2, 1) and (2, 2) stay unwritten

@@ -38,6 +38,9 @@ from _peers import (
     ts_read,
 )
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 SHAPE = (7, 10, 9)
 #: Two overlapping writes; their union leaves whole chunks and shards unwritten in every layout.
 REGIONS = [

@@ -31,6 +31,9 @@ from _peers import chunk_slices
 from _shard_layout import Layout
 from altarr.stores import LocalStore, MemoryStore
 
+# region reads and writes through the native kernel and the pure-Python path (conftest.py)
+pytestmark = pytest.mark.usefixtures("engine_path")
+
 SHAPE = (19, 30)
 CHUNKS = (4, 7)  # grid (5, 5); the last row and column of chunks are clipped
 UNSHARDED = {

@@ -41,6 +41,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError, WriteConflictError
 from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
+from . import kernel
 from .grid import NestedGrid
 from .locks import MAX_ATTEMPTS, _gave_up, conflict_backoff, store_exclusive
 from .parallel import pmap
@@ -332,6 +333,10 @@ class DatasetAccess:
         self.write_empty_chunks = write_empty_chunks
         self.fill_value = spec.fill_value
         self.index_cache = IndexCache(store, recheck=recheck)
+        #: The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``).
+        self.native = kernel.plan_for(self)
+        if self.native is not None and self.encode_slot is None:
+            self.encode_slot = self.native.encode_slot
 
     # --- keys and grouping -----------------------------------------------------------------------------
     @property
@@ -522,11 +527,15 @@ class DatasetAccess:
         fn: Callable[[Chunk, np.ndarray], Any],
         *,
         versions: dict[str, Any] | None = None,
+        into: tuple[np.ndarray, dict[Chunk, Any]] | None = None,
     ) -> None:
         """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
         decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
         array for a chunk that is not stored). On local files each shard is opened once and every chunk's
-        range read inside its own task. Region reads and :meth:`visit_chunks` are built on it."""
+        range read inside its own task. Region reads and :meth:`visit_chunks` are built on it.
+
+        ``into=(out, pieces)`` (region reads: ``fn`` copies ``pieces[chunk]`` of each chunk into ``out``):
+        the native kernel decodes the chunks it can straight into ``out`` first, ``fn`` does the rest."""
         if not chunks:
             return
         fill = np.asarray(self.fill_value, dtype=self.dtype)
@@ -549,6 +558,8 @@ class DatasetAccess:
 
         with self.open_readers() as readers:  # local files: each shard opened once for the call
             raw = self.read_raw(chunks, readers=readers, versions=versions)
+            if into is not None:
+                chunks = kernel.read_into(self, raw, chunks, *into)
             pmap(one, chunks)
 
     def read_raw(
@@ -917,6 +928,20 @@ class DatasetAccess:
             update = self._coerce(chunk, update.fn(base))
         return self.encode_chunk(update, chunk, out=out)
 
+    def _encode_items(
+        self, items: list[tuple[Chunk, Any]], olds: list[tuple[str, Any] | None], arena: np.ndarray | None
+    ) -> list[Any]:
+        """The new bytes of each ``(chunk, update)`` (see :meth:`_new_bytes`) on the pool: whole arrays
+        through the native kernel where it applies, everything else (and whatever it declines) here."""
+        new, rows = kernel.encode(self, items, arena)
+        todo = [i for i, b in enumerate(new) if b is kernel.TODO]
+        done = pmap(
+            lambda i: self._new_bytes(*items[i], olds[i], None if arena is None else arena[rows[i]]), todo
+        )
+        for i, b in zip(todo, done, strict=True):
+            new[i] = b
+        return new
+
     def _apply_unsharded(
         self, updates: dict[Chunk, Any], arena: np.ndarray | None = None
     ) -> dict[Chunk, bool]:
@@ -924,10 +949,7 @@ class DatasetAccess:
         deletes = [c for c, u in updates.items() if u is None]
         old = self.read_raw(merges) if merges else {}
         items = list(updates.items())
-        new = pmap(
-            lambda i: self._new_bytes(*items[i], old.get(items[i][0]), None if arena is None else arena[i]),
-            range(len(items)),
-        )
+        new = self._encode_items(items, [old.get(c) for c, _ in items], arena)
         to_set = [(self.key(c), b) for (c, _), b in zip(items, new, strict=True) if b is not None]
         to_delete = [self.key(c) for (c, u), b in zip(items, new, strict=True) if b is None]
         if to_set:
@@ -962,18 +984,8 @@ class DatasetAccess:
             for c in group:
                 old_raw[c] = (keys[pos], found[c]) if c in found else None
         items = list(updates.items())
-        new = dict(
-            zip(
-                updates,
-                pmap(
-                    lambda i: self._new_bytes(
-                        *items[i], old_raw[items[i][0]], None if arena is None else arena[i]
-                    ),
-                    range(len(items)),
-                ),
-                strict=True,
-            )
-        )
+        encoded = self._encode_items(items, [old_raw[c] for c, _ in items], arena)
+        new = dict(zip(updates, encoded, strict=True))
         to_set, to_delete = [], []
         for pos, group in groups.items():
             # the outermost level as parts, which the store writes back to back (no joined copy)

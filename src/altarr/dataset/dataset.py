@@ -319,7 +319,7 @@ class Dataset:
                 piece = pieces[chunk]
                 out[tuple(p[2] for p in piece)] = values[tuple(p[1] for p in piece)]
 
-            self._access.visit(list(pieces), place)
+            self._access.visit(list(pieces), place, into=(out, pieces))
         out = flip_reversed(out, dims)
         out = out.reshape(out_shape)
         scalar = not out_shape and not any(s is Ellipsis for s in _as_tuple(selection))

@@ -158,6 +158,11 @@ class FileReader:
         self._stats.add(reads=1, bytes_read=got)
         return got
 
+    def count_reads(self, reads: int, nbytes: int) -> None:
+        """Count ``reads`` ranged reads of ``nbytes`` in all that were made on :attr:`fd` directly (the
+        native kernel reads chunk ranges itself), as :meth:`read_into` counts its own."""
+        self._stats.add(reads=reads, bytes_read=nbytes)
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

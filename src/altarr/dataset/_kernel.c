@@ -1,0 +1,740 @@
+/*
+ * altarr's native shard kernel: the per-chunk hot loop of region reads and writes, GIL released for
+ * the whole batch.
+ *
+ * Reads: for each task, pread a chunk's byte range (or take it from a bytes-like object in memory),
+ * decompress it into a reused per-thread buffer (or straight into the destination when the chunk lands
+ * in one C-contiguous run of it) and scatter the selected part into the output array (strided copy).
+ * Writes: for each task, gather a chunk from a strided source array (padding edge chunks with the fill
+ * value), tell fill-valued chunks apart, and compress it into its slot of one output arena.
+ *
+ * No codec is implemented here. zstd and blosc are called through function pointers that the Python
+ * wrapper (altarr/dataset/kernel.py) takes with ctypes from the libraries numcodecs and
+ * python-zstandard already ship and load, declared below with their documented C signatures. Every
+ * decode is bounded: a frame whose decoded size is not exactly the chunk's size is reported as a
+ * failure (the destination capacity given to the codec is the chunk's size, never more), and the
+ * Python wrapper then runs the pure-Python path for that chunk, which raises the error naming the key,
+ * chunk and codec. Work is shared between the pool's threads through one atomic counter per batch.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAXDIM 32
+#define KEEP_BYTES ((size_t)64 << 20)
+
+/* task status codes (shared with kernel.py) */
+#define ST_OK 0
+#define ST_PENDING 1
+#define ST_FILL 2           /* writes: the chunk equals the fill value (not stored) */
+#define ST_READ_FAILED -1   /* pread failed */
+#define ST_SHORT_READ -2    /* fewer bytes than the range asks for */
+#define ST_DECODE_FAILED -3 /* the codec refused the frame */
+#define ST_SIZE_MISMATCH -4 /* the frame does not decode to exactly the chunk's size */
+#define ST_NO_MEMORY -5
+#define ST_BAD_TASK -6      /* geometry outside the chunk or the output */
+#define ST_ENCODE_FAILED -7
+
+#define CODEC_ZSTD 1
+#define CODEC_BLOSC 2
+
+/* zstd (zstd.h, stable API) */
+typedef size_t (*zstd_decompressDCtx_t)(void *dctx, void *dst, size_t dstCapacity, const void *src,
+                                        size_t srcSize);
+typedef void *(*zstd_createCtx_t)(void);
+typedef size_t (*zstd_freeCtx_t)(void *ctx);
+typedef unsigned (*zstd_isError_t)(size_t code);
+typedef unsigned long long (*zstd_getFrameContentSize_t)(const void *src, size_t srcSize);
+typedef size_t (*zstd_CCtx_setParameter_t)(void *cctx, int param, int value);
+typedef size_t (*zstd_CCtx_reset_t)(void *cctx, int reset);
+typedef size_t (*zstd_compress2_t)(void *cctx, void *dst, size_t dstCapacity, const void *src, size_t srcSize);
+#define ZSTD_CONTENTSIZE_UNKNOWN (0ULL - 1)
+#define ZSTD_CONTENTSIZE_ERROR (0ULL - 2)
+#define ZSTD_c_compressionLevel 100
+#define ZSTD_c_contentSizeFlag 200
+#define ZSTD_c_checksumFlag 201
+#define ZSTD_reset_session_and_parameters 3
+
+/* c-blosc 1.x (blosc.h) */
+typedef int (*blosc_decompress_ctx_t)(const void *src, void *dest, size_t destsize, int numinternalthreads);
+typedef int (*blosc_compress_ctx_t)(int clevel, int doshuffle, size_t typesize, size_t nbytes, const void *src,
+                                    void *dest, size_t destsize, const char *compressor, size_t blocksize,
+                                    int numinternalthreads);
+typedef int (*blosc_cbuffer_validate_t)(const void *cbuffer, size_t cbytes, size_t *nbytes);
+
+struct codec_fns {
+    zstd_decompressDCtx_t zstd_decompressDCtx;
+    zstd_createCtx_t zstd_createDCtx;
+    zstd_freeCtx_t zstd_freeDCtx;
+    zstd_isError_t zstd_isError;
+    zstd_getFrameContentSize_t zstd_getFrameContentSize;
+    zstd_createCtx_t zstd_createCCtx;
+    zstd_freeCtx_t zstd_freeCCtx;
+    zstd_CCtx_setParameter_t zstd_CCtx_setParameter;
+    zstd_CCtx_reset_t zstd_CCtx_reset;
+    zstd_compress2_t zstd_compress2;
+    blosc_decompress_ctx_t blosc_decompress_ctx;
+    blosc_compress_ctx_t blosc_compress_ctx;
+    blosc_cbuffer_validate_t blosc_cbuffer_validate;
+};
+static struct codec_fns F;
+
+/* --- per-thread state: reused buffers and zstd contexts, freed when the thread ends ---------------- */
+typedef struct {
+    void *in;
+    size_t in_cap;
+    void *scratch;
+    size_t scratch_cap;
+    void *dctx;
+    zstd_freeCtx_t free_dctx;
+    void *cctx;
+    zstd_freeCtx_t free_cctx;
+} tstate;
+
+static pthread_key_t tkey;
+static pthread_once_t tonce = PTHREAD_ONCE_INIT;
+
+static void tstate_free(void *p) {
+    tstate *t = (tstate *)p;
+    free(t->in);
+    free(t->scratch);
+    if (t->dctx && t->free_dctx) t->free_dctx(t->dctx);
+    if (t->cctx && t->free_cctx) t->free_cctx(t->cctx);
+    free(t);
+}
+
+static void make_key(void) { (void)pthread_key_create(&tkey, tstate_free); }
+
+static tstate *get_tstate(void) {
+    pthread_once(&tonce, make_key);
+    tstate *t = (tstate *)pthread_getspecific(tkey);
+    if (!t) {
+        t = (tstate *)calloc(1, sizeof *t);
+        if (t && pthread_setspecific(tkey, t)) {
+            free(t);
+            t = NULL;
+        }
+    }
+    return t;
+}
+
+/* A buffer of at least `need` bytes, reused across calls; given back when it is far larger than needed
+ * and above KEEP_BYTES (as the Python path's scratch buffers are). */
+static void *grow(void **buf, size_t *cap, size_t need) {
+    if (need == 0) need = 1;
+    if (*buf && *cap >= need && !(*cap > KEEP_BYTES && need < *cap / 4)) return *buf;
+    free(*buf);
+    *buf = NULL;
+    *cap = 0;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, need)) return NULL;
+    *buf = p;
+    *cap = need;
+    return p;
+}
+
+/* --- strided copies ------------------------------------------------------------------------------------ */
+/* Copy an n-d block of `count` elements of `isz` bytes between two strided layouts (byte strides).
+ * Innermost dimensions that are contiguous in both layouts are merged into one run, so a block that is
+ * one run in both is one memcpy; otherwise the innermost dimension is copied element by element. */
+static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *src, const int64_t *sstr_in,
+                    char *dst, const int64_t *dstr_in) {
+    int64_t count[MAXDIM], sstr[MAXDIM], dstr[MAXDIM];
+    int n = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (count_in[d] == 0) return;
+        if (count_in[d] == 1) continue; /* a dimension of one element moves nothing */
+        count[n] = count_in[d];
+        sstr[n] = sstr_in[d];
+        dstr[n] = dstr_in[d];
+        n++;
+    }
+    if (n == 0) {
+        memcpy(dst, src, isz);
+        return;
+    }
+    const int64_t esz = (int64_t)isz;
+    int m = n - 1; /* dims [0, m) are iterated; dim m (and those merged into it) is the inner loop */
+    const int contiguous = (sstr[m] == esz && dstr[m] == esz);
+    int64_t run = count[m] * esz;
+    if (contiguous) {
+        while (m > 0 && sstr[m - 1] == run && dstr[m - 1] == run) {
+            run *= count[m - 1];
+            m--;
+        }
+    }
+    const int64_t inner = count[m], ss = sstr[m], ds = dstr[m];
+    int64_t idx[MAXDIM];
+    memset(idx, 0, sizeof idx);
+    const char *s = src;
+    char *dd = dst;
+    for (;;) {
+        if (contiguous) {
+            memcpy(dd, s, (size_t)run);
+        } else {
+            const char *ps = s;
+            char *pd = dd;
+            switch (isz) {
+            case 1:
+                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) *pd = *ps;
+                break;
+            case 2:
+                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 2);
+                break;
+            case 4:
+                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 4);
+                break;
+            case 8:
+                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 8);
+                break;
+            default:
+                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, isz);
+            }
+        }
+        int d = m - 1;
+        while (d >= 0) {
+            idx[d]++;
+            s += sstr[d];
+            dd += dstr[d];
+            if (idx[d] < count[d]) break;
+            s -= sstr[d] * count[d];
+            dd -= dstr[d] * count[d];
+            idx[d] = 0;
+            d--;
+        }
+        if (d < 0) return;
+    }
+}
+
+/* --- codecs ---------------------------------------------------------------------------------------------- */
+static int decode_zstd(tstate *t, const void *in, size_t len, void *dst, size_t expected) {
+    unsigned long long cs = F.zstd_getFrameContentSize(in, len);
+    if (cs == ZSTD_CONTENTSIZE_ERROR) return ST_DECODE_FAILED;
+    if (cs != ZSTD_CONTENTSIZE_UNKNOWN && cs != (unsigned long long)expected) return ST_SIZE_MISMATCH;
+    if (!t->dctx) {
+        t->dctx = F.zstd_createDCtx();
+        t->free_dctx = F.zstd_freeDCtx;
+        if (!t->dctx) return ST_NO_MEMORY;
+    }
+    size_t r = F.zstd_decompressDCtx(t->dctx, dst, expected, in, len);
+    if (F.zstd_isError(r)) return ST_DECODE_FAILED;
+    return r == expected ? ST_OK : ST_SIZE_MISMATCH;
+}
+
+static int decode_blosc(const void *in, size_t len, void *dst, size_t expected) {
+    size_t nbytes = 0;
+    if (len < 16 || F.blosc_cbuffer_validate(in, len, &nbytes) != 0) return ST_DECODE_FAILED;
+    if (nbytes != expected) return ST_SIZE_MISMATCH;
+    int r = F.blosc_decompress_ctx(in, dst, expected, 1);
+    if (r < 0) return ST_DECODE_FAILED;
+    return (size_t)r == expected ? ST_OK : ST_SIZE_MISMATCH;
+}
+
+static int decode(int codec, tstate *t, const void *in, size_t len, void *dst, size_t expected) {
+    return codec == CODEC_ZSTD ? decode_zstd(t, in, len, dst, expected) : decode_blosc(in, len, dst, expected);
+}
+
+/* --- sources --------------------------------------------------------------------------------------------- */
+typedef struct {
+    int fd; /* >= 0: read with pread; -1: `view` holds the bytes */
+    Py_buffer view;
+    int has_view;
+} source;
+
+static void release_sources(source *src, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (src[i].has_view) PyBuffer_Release(&src[i].view);
+    PyMem_Free(src);
+}
+
+/* One source per item of `seq`: an int is a file descriptor, anything else a C-contiguous bytes-like
+ * object (flags: PyBUF_SIMPLE for chunk bytes, PyBUF_STRIDES for arrays to gather from). */
+static source *acquire_sources(PyObject *seq, Py_ssize_t *n_out, int flags) {
+    PyObject *fast = PySequence_Fast(seq, "sources must be a sequence");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    source *src = (source *)PyMem_Calloc(n ? n : 1, sizeof(source));
+    if (!src) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
+        if (PyLong_Check(o)) {
+            long fd = PyLong_AsLong(o);
+            if (fd < 0 || fd > INT32_MAX) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad file descriptor");
+                release_sources(src, i);
+                Py_DECREF(fast);
+                return NULL;
+            }
+            src[i].fd = (int)fd;
+        } else {
+            src[i].fd = -1;
+            if (PyObject_GetBuffer(o, &src[i].view, flags) < 0) {
+                release_sources(src, i);
+                Py_DECREF(fast);
+                return NULL;
+            }
+            src[i].has_view = 1;
+        }
+    }
+    Py_DECREF(fast);
+    *n_out = n;
+    return src;
+}
+
+static int pread_full(int fd, void *buf, size_t len, int64_t off) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = pread(fd, (char *)buf + got, len - got, (off_t)(off + (int64_t)got));
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return ST_READ_FAILED;
+        }
+        if (k == 0) return ST_SHORT_READ;
+        got += (size_t)k;
+    }
+    return ST_OK;
+}
+
+/* --- reads ----------------------------------------------------------------------------------------------- */
+typedef struct {
+    int ndim;
+    int codec;
+    size_t isz;
+    size_t expected; /* bytes of one whole decoded chunk */
+    int64_t cshape[MAXDIM];
+    int64_t cstride[MAXDIM]; /* C-order byte strides of a whole chunk */
+    char *out;
+    int64_t oshape[MAXDIM];
+    int64_t ostride[MAXDIM];
+} read_geo;
+
+/* task record: source, offset, length, then per dimension (src start, src step, count, dst start) */
+static int read_task(const read_geo *g, const source *srcs, Py_ssize_t nsrc, const int64_t *r) {
+    tstate *t = get_tstate();
+    if (!t) return ST_NO_MEMORY;
+    const int64_t si = r[0], off = r[1], len = r[2];
+    const int64_t *dims = r + 3;
+    if (si < 0 || si >= nsrc || off < 0 || len < 0) return ST_BAD_TASK;
+    int64_t count[MAXDIM], sstr[MAXDIM];
+    char *dst = g->out;
+    int64_t soff = 0;
+    int whole = 1, contiguous = 1;
+    for (int d = 0; d < g->ndim; d++) {
+        const int64_t start = dims[4 * d], step = dims[4 * d + 1], n = dims[4 * d + 2], dstart = dims[4 * d + 3];
+        if (n < 0 || step < 1 || start < 0 || dstart < 0 || dstart + n > g->oshape[d]) return ST_BAD_TASK;
+        if (n > 0 && start + (n - 1) * step >= g->cshape[d]) return ST_BAD_TASK;
+        count[d] = n;
+        sstr[d] = step * g->cstride[d];
+        soff += start * g->cstride[d];
+        dst += dstart * g->ostride[d];
+        if (start != 0 || step != 1 || n != g->cshape[d]) whole = 0;
+        if (n > 1 && g->ostride[d] != g->cstride[d]) contiguous = 0;
+    }
+    const source *s = &srcs[si];
+    const char *in;
+    if (s->fd >= 0) {
+        char *buf = (char *)grow(&t->in, &t->in_cap, (size_t)len);
+        if (!buf) return ST_NO_MEMORY;
+        int st = pread_full(s->fd, buf, (size_t)len, off);
+        if (st != ST_OK) return st;
+        in = buf;
+    } else {
+        if (off + len > (int64_t)s->view.len) return ST_SHORT_READ;
+        in = (const char *)s->view.buf + off;
+    }
+    if (whole && contiguous) /* the chunk is one run of the output: decode straight into it */
+        return decode(g->codec, t, in, (size_t)len, dst, g->expected);
+    char *scratch = (char *)grow(&t->scratch, &t->scratch_cap, g->expected);
+    if (!scratch) return ST_NO_MEMORY;
+    int st = decode(g->codec, t, in, (size_t)len, scratch, g->expected);
+    if (st != ST_OK) return st;
+    copy_nd(g->ndim, count, g->isz, scratch + soff, sstr, dst, g->ostride);
+    return ST_OK;
+}
+
+static int parse_shape(PyObject *obj, int64_t *shape, int *ndim) {
+    PyObject *fast = PySequence_Fast(obj, "chunk_shape must be a sequence");
+    if (!fast) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAXDIM) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "too many dimensions for the native kernel");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return -1;
+        }
+        if (v < 1) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "chunk dimensions must be positive");
+            return -1;
+        }
+        shape[i] = v;
+    }
+    *ndim = (int)n;
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int check_codec(int codec, int writing) {
+    if (codec == CODEC_ZSTD) {
+        if (writing ? !(F.zstd_createCCtx && F.zstd_compress2 && F.zstd_CCtx_setParameter && F.zstd_CCtx_reset &&
+                        F.zstd_isError)
+                    : !(F.zstd_decompressDCtx && F.zstd_createDCtx && F.zstd_isError &&
+                        F.zstd_getFrameContentSize)) {
+            PyErr_SetString(PyExc_RuntimeError, "zstd functions were not set");
+            return -1;
+        }
+        return 0;
+    }
+    if (codec == CODEC_BLOSC) {
+        if (writing ? !F.blosc_compress_ctx : !(F.blosc_decompress_ctx && F.blosc_cbuffer_validate)) {
+            PyErr_SetString(PyExc_RuntimeError, "blosc functions were not set");
+            return -1;
+        }
+        return 0;
+    }
+    PyErr_SetString(PyExc_ValueError, "unknown codec");
+    return -1;
+}
+
+static int64_t *counter_ptr(Py_buffer *b) {
+    if (b->len < (Py_ssize_t)sizeof(int64_t) || ((uintptr_t)b->buf % sizeof(int64_t))) {
+        PyErr_SetString(PyExc_ValueError, "counter must be an aligned int64 buffer");
+        return NULL;
+    }
+    return (int64_t *)b->buf;
+}
+
+PyDoc_STRVAR(read_chunks_doc,
+             "read_chunks(sources, tasks, counter, status, out, chunk_shape, codec) -> None\n\n"
+             "Decode and scatter chunks into `out` (see kernel.py). Tasks are taken from the shared int64\n"
+             "`counter` until none is left; `status[i]` (int32) receives each task's result code.");
+
+static PyObject *read_chunks(PyObject *self, PyObject *args) {
+    PyObject *sources, *outobj, *shapeobj;
+    Py_buffer tasks, counter, status, out;
+    int codec;
+    if (!PyArg_ParseTuple(args, "Oy*w*w*OOi", &sources, &tasks, &counter, &status, &outobj, &shapeobj, &codec))
+        return NULL;
+    PyObject *ret = NULL;
+    source *srcs = NULL;
+    Py_ssize_t nsrc = 0;
+    int have_out = 0;
+    read_geo g;
+    memset(&g, 0, sizeof g);
+    if (check_codec(codec, 0) < 0 || parse_shape(shapeobj, g.cshape, &g.ndim) < 0) goto done;
+    if (PyObject_GetBuffer(outobj, &out, PyBUF_WRITABLE | PyBUF_STRIDES | PyBUF_FORMAT) < 0) goto done;
+    have_out = 1;
+    if (out.ndim != g.ndim) {
+        PyErr_SetString(PyExc_ValueError, "out must have the chunks' number of dimensions");
+        goto done;
+    }
+    g.codec = codec;
+    g.isz = (size_t)out.itemsize;
+    g.out = (char *)out.buf;
+    size_t stride = g.isz;
+    for (int d = g.ndim - 1; d >= 0; d--) {
+        g.cstride[d] = (int64_t)stride;
+        stride *= (size_t)g.cshape[d];
+        g.oshape[d] = out.shape[d];
+        g.ostride[d] = out.strides[d];
+    }
+    g.expected = stride;
+    const Py_ssize_t rec = 3 + 4 * g.ndim;
+    if (tasks.len % (rec * (Py_ssize_t)sizeof(int64_t))) {
+        PyErr_SetString(PyExc_ValueError, "tasks has the wrong size");
+        goto done;
+    }
+    const Py_ssize_t n = tasks.len / (rec * (Py_ssize_t)sizeof(int64_t));
+    if (status.len < n * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "status is too small");
+        goto done;
+    }
+    int64_t *next = counter_ptr(&counter);
+    if (!next) goto done;
+    srcs = acquire_sources(sources, &nsrc, PyBUF_SIMPLE);
+    if (!srcs) goto done;
+    const int64_t *tk = (const int64_t *)tasks.buf;
+    int32_t *stat = (int32_t *)status.buf;
+    Py_BEGIN_ALLOW_THREADS for (;;) {
+        int64_t i = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+        if (i >= n) break;
+        stat[i] = read_task(&g, srcs, nsrc, tk + i * rec);
+    }
+    Py_END_ALLOW_THREADS ret = Py_None;
+    Py_INCREF(ret);
+done:
+    if (srcs) release_sources(srcs, nsrc);
+    if (have_out) PyBuffer_Release(&out);
+    PyBuffer_Release(&tasks);
+    PyBuffer_Release(&counter);
+    PyBuffer_Release(&status);
+    return ret;
+}
+
+/* --- writes ---------------------------------------------------------------------------------------------- */
+#define FILL_NONE 0
+#define FILL_BYTES 1
+#define FILL_F4 2
+#define FILL_F8 3
+
+typedef struct {
+    int ndim;
+    int codec;
+    size_t isz;
+    size_t expected;
+    int64_t cshape[MAXDIM];
+    int64_t cstride[MAXDIM];
+    char *arena;
+    size_t slot;
+    int level, flag, typesize;
+    size_t blocksize;
+    const char *cname;
+    int fill_mode;
+    const char *fill; /* isz bytes */
+} write_geo;
+
+/* Whether every element of the contiguous buffer equals the fill value (value semantics of
+ * DatasetAccess.is_fill for the dtypes the wrapper sends: bytes for integers and booleans, == for
+ * float32/float64 with NaN matching a NaN fill). */
+static int is_fill(const write_geo *g, const char *buf) {
+    const size_t n = g->expected;
+    if (g->fill_mode == FILL_BYTES) {
+        if (memcmp(buf, g->fill, g->isz)) return 0;
+        return n <= g->isz || memcmp(buf, buf + g->isz, n - g->isz) == 0;
+    }
+    if (g->fill_mode == FILL_F4) {
+        float fv;
+        memcpy(&fv, g->fill, 4);
+        const size_t k = n / 4;
+        for (size_t i = 0; i < k; i++) {
+            float v;
+            memcpy(&v, buf + 4 * i, 4);
+            if (fv != fv ? v == v : v != fv) return 0;
+        }
+        return 1;
+    }
+    if (g->fill_mode == FILL_F8) {
+        double fv;
+        memcpy(&fv, g->fill, 8);
+        const size_t k = n / 8;
+        for (size_t i = 0; i < k; i++) {
+            double v;
+            memcpy(&v, buf + 8 * i, 8);
+            if (fv != fv ? v == v : v != fv) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int encode_task(const write_geo *g, const Py_buffer *v, int64_t i, int64_t *length) {
+    tstate *t = get_tstate();
+    if (!t) return ST_NO_MEMORY;
+    if (v->ndim != g->ndim || (size_t)v->itemsize != g->isz) return ST_BAD_TASK;
+    int whole = 1, contiguous = 1;
+    for (int d = 0; d < g->ndim; d++) {
+        if (v->shape[d] < 1 || v->shape[d] > g->cshape[d]) return ST_BAD_TASK;
+        if (v->shape[d] != g->cshape[d]) whole = 0;
+        if (v->shape[d] > 1 && (!v->strides || v->strides[d] != g->cstride[d])) contiguous = 0;
+    }
+    const char *src;
+    if (whole && contiguous) {
+        src = (const char *)v->buf; /* compress straight from the caller's array */
+    } else {
+        char *scratch = (char *)grow(&t->scratch, &t->scratch_cap, g->expected);
+        if (!scratch) return ST_NO_MEMORY;
+        if (!whole) { /* an edge chunk: the part outside the array is the fill value */
+            for (size_t k = 0; k < g->expected; k += g->isz) memcpy(scratch + k, g->fill, g->isz);
+        }
+        int64_t count[MAXDIM], sstr[MAXDIM];
+        for (int d = 0; d < g->ndim; d++) {
+            count[d] = v->shape[d];
+            sstr[d] = v->strides ? v->strides[d] : 0;
+        }
+        if (!v->strides) { /* C-contiguous export without strides */
+            int64_t s = (int64_t)g->isz;
+            for (int d = g->ndim - 1; d >= 0; d--) {
+                sstr[d] = s;
+                s *= v->shape[d];
+            }
+        }
+        copy_nd(g->ndim, count, g->isz, (const char *)v->buf, sstr, scratch, g->cstride);
+        src = scratch;
+    }
+    if (g->fill_mode != FILL_NONE && is_fill(g, src)) return ST_FILL;
+    char *dst = g->arena + (size_t)i * g->slot;
+    if (g->codec == CODEC_ZSTD) {
+        if (!t->cctx) {
+            t->cctx = F.zstd_createCCtx();
+            t->free_cctx = F.zstd_freeCCtx;
+            if (!t->cctx) return ST_NO_MEMORY;
+        }
+        if (F.zstd_isError(F.zstd_CCtx_reset(t->cctx, ZSTD_reset_session_and_parameters)) ||
+            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_compressionLevel, g->level)) ||
+            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_checksumFlag, g->flag)) ||
+            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_contentSizeFlag, 1)))
+            return ST_ENCODE_FAILED;
+        size_t r = F.zstd_compress2(t->cctx, dst, g->slot, src, g->expected);
+        if (F.zstd_isError(r)) return ST_ENCODE_FAILED;
+        *length = (int64_t)r;
+        return ST_OK;
+    }
+    int r = F.blosc_compress_ctx(g->level, g->flag, (size_t)g->typesize, g->expected, src, dst, g->slot, g->cname,
+                                 g->blocksize, 1);
+    if (r <= 0) return ST_ENCODE_FAILED;
+    *length = r;
+    return ST_OK;
+}
+
+PyDoc_STRVAR(encode_chunks_doc,
+             "encode_chunks(arrays, counter, status, lengths, arena, chunk_shape, codec, params, fill, "
+             "fill_mode) -> None\n\n"
+             "Gather and compress each array into its row of the 2-d uint8 `arena` (see kernel.py).");
+
+static PyObject *encode_chunks(PyObject *self, PyObject *args) {
+    PyObject *arrays, *shapeobj, *params;
+    Py_buffer counter, status, lengths, arena, fill;
+    int codec, fill_mode;
+    if (!PyArg_ParseTuple(args, "Ow*w*w*w*OiOy*i", &arrays, &counter, &status, &lengths, &arena, &shapeobj, &codec,
+                          &params, &fill, &fill_mode))
+        return NULL;
+    PyObject *ret = NULL;
+    source *srcs = NULL;
+    Py_ssize_t n = 0;
+    write_geo g;
+    memset(&g, 0, sizeof g);
+    const char *cname = NULL;
+    Py_ssize_t blocksize = 0, slot = 0, itemsize = 0;
+    if (check_codec(codec, 1) < 0 || parse_shape(shapeobj, g.cshape, &g.ndim) < 0) goto done;
+    if (!PyArg_ParseTuple(params, "iiinzn", &g.level, &g.flag, &g.typesize, &blocksize, &cname, &itemsize))
+        goto done;
+    if (itemsize < 1 || fill.len != itemsize || fill_mode < FILL_NONE || fill_mode > FILL_F8 ||
+        (fill_mode == FILL_F4 && itemsize != 4) || (fill_mode == FILL_F8 && itemsize != 8) ||
+        (codec == CODEC_BLOSC && !cname)) {
+        PyErr_SetString(PyExc_ValueError, "bad encode parameters");
+        goto done;
+    }
+    g.codec = codec;
+    g.isz = (size_t)itemsize;
+    g.blocksize = (size_t)blocksize;
+    g.cname = cname;
+    g.fill_mode = fill_mode;
+    g.fill = (const char *)fill.buf;
+    size_t stride = g.isz;
+    for (int d = g.ndim - 1; d >= 0; d--) {
+        g.cstride[d] = (int64_t)stride;
+        stride *= (size_t)g.cshape[d];
+    }
+    g.expected = stride;
+    int64_t *next = counter_ptr(&counter);
+    if (!next) goto done;
+    srcs = acquire_sources(arrays, &n, PyBUF_STRIDES);
+    if (!srcs) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!srcs[i].has_view) {
+            PyErr_SetString(PyExc_TypeError, "arrays must be buffers");
+            goto done;
+        }
+    }
+    slot = n ? arena.len / n : 0;
+    if (n && (status.len < n * (Py_ssize_t)sizeof(int32_t) || lengths.len < n * (Py_ssize_t)sizeof(int64_t) ||
+              slot < 1 || (arena.len % n))) {
+        PyErr_SetString(PyExc_ValueError, "status, lengths or arena do not fit the arrays");
+        goto done;
+    }
+    g.arena = (char *)arena.buf;
+    g.slot = (size_t)slot;
+    int32_t *stat = (int32_t *)status.buf;
+    int64_t *lens = (int64_t *)lengths.buf;
+    Py_BEGIN_ALLOW_THREADS for (;;) {
+        int64_t i = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+        if (i >= n) break;
+        stat[i] = encode_task(&g, &srcs[i].view, i, &lens[i]);
+    }
+    Py_END_ALLOW_THREADS ret = Py_None;
+    Py_INCREF(ret);
+done:
+    if (srcs) release_sources(srcs, n);
+    PyBuffer_Release(&counter);
+    PyBuffer_Release(&status);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&arena);
+    PyBuffer_Release(&fill);
+    return ret;
+}
+
+/* --- codec functions --------------------------------------------------------------------------------- */
+PyDoc_STRVAR(set_functions_doc,
+             "set_functions(addresses: dict[str, int]) -> None\n\n"
+             "Addresses of the zstd and blosc C functions (ctypes) the kernel calls; missing names leave\n"
+             "that codec unavailable.");
+
+static PyObject *set_functions(PyObject *self, PyObject *arg) {
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "set_functions takes a dict");
+        return NULL;
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } names[] = {
+        {"ZSTD_decompressDCtx", offsetof(struct codec_fns, zstd_decompressDCtx)},
+        {"ZSTD_createDCtx", offsetof(struct codec_fns, zstd_createDCtx)},
+        {"ZSTD_freeDCtx", offsetof(struct codec_fns, zstd_freeDCtx)},
+        {"ZSTD_isError", offsetof(struct codec_fns, zstd_isError)},
+        {"ZSTD_getFrameContentSize", offsetof(struct codec_fns, zstd_getFrameContentSize)},
+        {"ZSTD_createCCtx", offsetof(struct codec_fns, zstd_createCCtx)},
+        {"ZSTD_freeCCtx", offsetof(struct codec_fns, zstd_freeCCtx)},
+        {"ZSTD_CCtx_setParameter", offsetof(struct codec_fns, zstd_CCtx_setParameter)},
+        {"ZSTD_CCtx_reset", offsetof(struct codec_fns, zstd_CCtx_reset)},
+        {"ZSTD_compress2", offsetof(struct codec_fns, zstd_compress2)},
+        {"blosc_decompress_ctx", offsetof(struct codec_fns, blosc_decompress_ctx)},
+        {"blosc_compress_ctx", offsetof(struct codec_fns, blosc_compress_ctx)},
+        {"blosc_cbuffer_validate", offsetof(struct codec_fns, blosc_cbuffer_validate)},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        PyObject *v = PyDict_GetItemString(arg, names[k].name);
+        if (!v) continue;
+        void *p = PyLong_AsVoidPtr(v);
+        if (!p && PyErr_Occurred()) return NULL;
+        memcpy((char *)&F + names[k].offset, &p, sizeof p);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"read_chunks", read_chunks, METH_VARARGS, read_chunks_doc},
+    {"encode_chunks", encode_chunks, METH_VARARGS, encode_chunks_doc},
+    {"set_functions", set_functions, METH_O, set_functions_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kernel", "altarr's native shard kernel (see altarr.dataset.kernel).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "MAXDIM", MAXDIM) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,403 @@
+"""The native shard kernel under region reads and writes (the optional C extension ``_kernel``).
+
+What it does: for the chunks of one call whose codec chain is ``[bytes (native order), zstd or blosc]``,
+the per-chunk hot loop runs in C with the GIL released for the whole batch, on the engine's thread pool
+(one C call per pool thread; the threads share the chunks through one atomic counter):
+
+* **reads** (``Dataset[...]``): ``pread`` each chunk's byte range from its shard's open file (or take the
+  bytes the store returned), decompress it into a reused per-thread buffer, or straight into the result
+  when the chunk is one contiguous run of it, and copy the selected part into the result (strided copy);
+* **writes** (``Dataset[...] = ...``, ``write_chunks``): gather each chunk from its strided source (edge
+  chunks padded with the fill value), tell fill-valued chunks apart exactly as ``is_fill`` does, and
+  compress it into its row of the write group's output arena. The shard and its index are then built by
+  the engine from the arena's rows (``ShardingCodec.assemble_parts``) and written with ``writev``, as on
+  the pure-Python path, so the arena is never copied into one joined buffer.
+
+Planning, the shard-index cache, request grouping, version checks and locks stay in Python, so the
+request contract (one batched read per level, counters in ``store.stats``) is the same on both paths.
+The codecs are the libraries the project already ships: zstd from python-zstandard (libzstd 1.5.7;
+numcodecs' copy when it is missing) and c-blosc 1.x inside numcodecs, called through function pointers
+taken here with :mod:`ctypes`. Decoding is bounded: the codec gets exactly the chunk's size as its
+output capacity, and a frame that does not decode to exactly that size is a failure.
+
+A chunk the kernel cannot do (another codec or chain, a missing chunk, a read error, a frame that does not
+decode to the chunk's size, a merge of a partial write) goes through the pure-Python path, which does the
+work or raises the usual error naming key, chunk and codec. That path is also the whole engine when the
+extension is not built, or when it is switched off: environment variable ``ALTARR_NATIVE=0`` (read at
+import) or :func:`set_enabled`.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> from altarr.dataset import kernel
+    >>> ds = aa.create_dataset("memory://doc-kernel", shape=(8, 8), dtype="uint16", chunks=(4, 4),
+    ...                        shards=(8, 8), compressor="zstd")
+    >>> ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    >>> with kernel.use_native(False):          # the pure-Python path gives the same values
+    ...     same = np.array_equal(ds[1:7, ::3], np.arange(64).reshape(8, 8)[1:7, ::3])
+    >>> same, int(ds[7, 7])
+    (True, 63)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..codecs import blosc_ctx
+from ..codecs.compress import BloscCodec, ZstdCodec
+from .parallel import get_max_workers, pmap
+
+if TYPE_CHECKING:
+    from .access import DatasetAccess
+
+try:
+    from . import _kernel as _ext
+except ImportError:  # not built (no compiler at install time, or a platform without pread/pthreads)
+    _ext = None
+
+__all__ = [
+    "TODO",
+    "Plan",
+    "available",
+    "enabled",
+    "set_enabled",
+    "use_native",
+    "plan_for",
+    "read_into",
+    "encode",
+]
+
+_ZSTD, _BLOSC = 1, 2
+_ST_OK, _ST_FILL = 0, 2
+_ST_READ_DONE = (0, -3, -4)  # the range was read (then decoded, or refused by the codec)
+_FILL_NONE, _FILL_BYTES, _FILL_F4, _FILL_F8 = 0, 1, 2, 3
+
+
+class _Todo:
+    """Marks an item the kernel left to the pure-Python path."""
+
+    def __repr__(self) -> str:
+        return "TODO"
+
+
+#: Placeholder in :func:`encode`'s result for an item the pure-Python path must encode.
+TODO: Any = _Todo()
+
+
+def _env_enabled() -> bool:
+    return os.environ.get("ALTARR_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+_enabled = _env_enabled()
+
+
+# --- the codec functions ---------------------------------------------------------------------------------
+def _address(lib: Any, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+_ZSTD_DECODE = (
+    "ZSTD_decompressDCtx",
+    "ZSTD_createDCtx",
+    "ZSTD_freeDCtx",
+    "ZSTD_isError",
+    "ZSTD_getFrameContentSize",
+)
+_ZSTD_ENCODE = (
+    "ZSTD_createCCtx",
+    "ZSTD_freeCCtx",
+    "ZSTD_CCtx_setParameter",
+    "ZSTD_CCtx_reset",
+    "ZSTD_compress2",
+)
+_BLOSC_DECODE = ("blosc_decompress_ctx", "blosc_cbuffer_validate")
+_BLOSC_ENCODE = ("blosc_compress_ctx",)
+
+
+def _zstd_library() -> Any:
+    """The libzstd that python-zstandard ships (its cffi module exports the C API), else numcodecs'.
+
+    Loaded with ctypes only (the Python module is not imported). ``None`` when neither exports it."""
+    paths = []
+    spec = importlib.util.find_spec("zstandard._cffi") if importlib.util.find_spec("zstandard") else None
+    if spec is not None and spec.origin:
+        paths.append(spec.origin)
+    spec = importlib.util.find_spec("numcodecs.zstd")
+    if spec is not None and spec.origin:
+        paths.append(spec.origin)
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if all(_address(lib, n) for n in (*_ZSTD_DECODE, *_ZSTD_ENCODE, "ZSTD_compressBound")):
+            lib.ZSTD_compressBound.restype = ctypes.c_size_t
+            lib.ZSTD_compressBound.argtypes = [ctypes.c_size_t]
+            return lib
+    return None
+
+
+def _load() -> tuple[Any, frozenset[int]]:
+    """Hand the codec functions to the extension; returns the zstd library and the usable codecs."""
+    if _ext is None:
+        return None, frozenset()
+    addresses: dict[str, int] = {}
+    codecs: set[int] = set()
+    zstd = _zstd_library()
+    if zstd is not None:
+        addresses.update({n: _address(zstd, n) for n in (*_ZSTD_DECODE, *_ZSTD_ENCODE)})
+        codecs.add(_ZSTD)
+    blosc = blosc_ctx._lib  # c-blosc 1.x of numcodecs, already checked by blosc_ctx
+    if blosc is not None and all(_address(blosc, n) for n in (*_BLOSC_DECODE, *_BLOSC_ENCODE)):
+        addresses.update({n: _address(blosc, n) for n in (*_BLOSC_DECODE, *_BLOSC_ENCODE)})
+        codecs.add(_BLOSC)
+    _ext.set_functions(addresses)
+    return zstd, frozenset(codecs)
+
+
+_zstd_lib, _codecs = _load()
+
+
+def available() -> bool:
+    """Whether the extension is built and found at least one codec library.
+
+    >>> isinstance(available(), bool)
+    True
+    """
+    return bool(_codecs)
+
+
+def enabled() -> bool:
+    """Whether region reads and writes use the kernel now (built, and not switched off)."""
+    return _enabled and available()
+
+
+def set_enabled(flag: bool) -> bool:
+    """Switch the kernel on or off for the whole process (the pure-Python path when off); returns the
+    previous setting. Switching it on has no effect where it is not :func:`available`.
+
+    >>> previous = set_enabled(False); enabled()
+    False
+    >>> _ = set_enabled(previous)
+    """
+    global _enabled
+    previous = _enabled
+    _enabled = bool(flag)
+    return previous
+
+
+@contextmanager
+def use_native(flag: bool) -> Iterator[None]:
+    """:func:`set_enabled` for the duration of a ``with`` block."""
+    previous = set_enabled(flag)
+    try:
+        yield
+    finally:
+        set_enabled(previous)
+
+
+# --- per dataset ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """What the kernel needs to know about one dataset's chunks (see :func:`plan_for`)."""
+
+    codec: int
+    chunk_shape: tuple[int, ...]
+    dtype: np.dtype
+    #: zstd: (level, checksum, 0, 0, None, itemsize); blosc: (clevel, shuffle, typesize, blocksize, cname,
+    #: itemsize); ``None`` when writes cannot use the kernel (a dtype whose fill test it does not do)
+    encode_params: tuple | None
+    fill: bytes
+    fill_mode: int
+    #: bytes per chunk of the output arena writes compress into
+    encode_slot: int
+
+
+def plan_for(acc: DatasetAccess) -> Plan | None:
+    """The kernel's view of a dataset, or ``None`` when its chunks need the pure-Python path: a chain
+    other than ``[bytes, zstd | blosc]`` in native byte order, too many dimensions, or no extension."""
+    codec = acc._direct
+    if _ext is None or acc.truncates or codec is None or len(acc.grid.chunks) > _ext.MAXDIM:
+        return None
+    dtype = acc.dtype
+    if dtype.hasobject or dtype.itemsize == 0:
+        return None
+    nbytes = int(np.prod(acc.grid.chunks, dtype=np.int64)) * dtype.itemsize
+    if type(codec) is ZstdCodec and _ZSTD in _codecs:
+        kind = _ZSTD
+        params: tuple = (codec.level, int(codec.checksum), 0, 0, None, dtype.itemsize)
+        slot = int(_zstd_lib.ZSTD_compressBound(nbytes))
+    elif type(codec) is BloscCodec and _BLOSC in _codecs:
+        kind = _BLOSC
+        shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[codec.shuffle]
+        params = (codec.clevel, shuffle, codec.typesize or 1, codec.blocksize, codec.cname, dtype.itemsize)
+        slot = nbytes + blosc_ctx.MAX_OVERHEAD
+    else:
+        return None
+    try:
+        fill = np.asarray(acc.fill_value, dtype=dtype).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        fill = b""
+    if acc.write_empty_chunks:
+        mode = _FILL_NONE
+    elif dtype.kind in "biu":
+        mode = _FILL_BYTES
+    elif dtype.kind == "f" and dtype.itemsize in (4, 8):
+        mode = _FILL_F4 if dtype.itemsize == 4 else _FILL_F8
+    else:  # float16, complex, dates, strings: the fill test stays in NumPy
+        mode = -1
+    ok = len(fill) == dtype.itemsize and mode >= 0
+    return Plan(
+        codec=kind,
+        chunk_shape=tuple(int(c) for c in acc.grid.chunks),
+        dtype=dtype,
+        encode_params=params if ok else None,
+        fill=fill,
+        fill_mode=max(mode, 0),
+        encode_slot=slot,
+    )
+
+
+def _run(call: Any, n: int) -> None:
+    """``call()`` on ``min(workers, n)`` pool threads at once (each pulls tasks from the shared counter)."""
+    pmap(lambda _: call(), range(min(get_max_workers(), n)))
+
+
+def _in_memory(data: Any) -> bool:
+    return isinstance(data, bytes | bytearray | memoryview) and (
+        not isinstance(data, memoryview) or data.c_contiguous
+    )
+
+
+def read_into(
+    acc: DatasetAccess, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
+) -> list[Any]:
+    """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
+    of ``chunks``) left to the pure-Python path.
+
+    ``raw`` is :meth:`DatasetAccess.read_raw`'s result (with open readers: :class:`ChunkRange` slots that
+    the kernel reads itself), ``pieces[chunk]`` the region plan of ``Dataset.__getitem__``: per dimension
+    ``(chunk index, slice of the chunk, slice of out)``."""
+    plan: Plan | None = acc.native
+    if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
+        return list(chunks)
+    sources: list[Any] = []
+    source_of: dict[int, int] = {}
+    rows: list[list[int]] = []
+    done: list[Any] = []
+    readers: list[Any] = []
+    for c in chunks:
+        got = raw[c]
+        if got is None:
+            continue
+        data = got[1]
+        if _in_memory(data):
+            si, start, length, reader = len(sources), 0, memoryview(data).nbytes, None
+            sources.append(data)
+        else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
+            reader = getattr(data, "reader", None)
+            fd = getattr(reader, "fd", None)
+            if not isinstance(fd, int) or fd < 0 or not hasattr(reader, "count_reads"):
+                continue
+            si = source_of.get(id(reader))
+            if si is None:
+                si = source_of[id(reader)] = len(sources)
+                sources.append(fd)
+            start, length = data.start, data.length
+        rec = [si, start, length]
+        for _, s, d in pieces[c]:
+            rec += (s.start, s.step, d.stop - d.start, d.start)
+        rows.append(rec)
+        done.append(c)
+        readers.append(reader)
+    if not rows:
+        return list(chunks)
+    tasks = np.array(rows, dtype=np.int64)
+    status = np.full(len(rows), 1, dtype=np.int32)
+    counter = np.zeros(1, dtype=np.int64)
+    _run(
+        lambda: _ext.read_chunks(sources, tasks, counter, status, out, plan.chunk_shape, plan.codec),
+        len(rows),
+    )
+    # the store's counters: one read per chunk range read from a file, as FileReader.read_into counts
+    counts: dict[int, list[Any]] = {}
+    for reader, st, length in zip(readers, status.tolist(), tasks[:, 2].tolist(), strict=True):
+        if reader is not None and st in _ST_READ_DONE:
+            entry = counts.setdefault(id(reader), [reader, 0, 0])
+            entry[1] += 1
+            entry[2] += length
+    for reader, n, nbytes in counts.values():
+        reader.count_reads(n, nbytes)
+    finished = {c for c, st in zip(done, status.tolist(), strict=True) if st == _ST_OK}
+    return [c for c in chunks if c not in finished]
+
+
+def encode(
+    acc: DatasetAccess, items: Sequence[tuple[Any, Any]], arena: np.ndarray | None
+) -> tuple[list[Any], list[int]]:
+    """Encode the whole-array updates of a write group with the kernel.
+
+    ``items`` are ``(chunk, update)`` pairs as in ``DatasetAccess.apply``. Returns, per item, its encoded
+    bytes (a view of its arena row), ``None`` for a chunk equal to the fill value that is not stored, or
+    :data:`TODO` where the pure-Python path must do it; and per item the arena row it owns (the rows of
+    the kernel's items come first, so they are one contiguous block)."""
+    n = len(items)
+    identity = list(range(n))
+    plan: Plan | None = acc.native
+    if plan is None or plan.encode_params is None or not _enabled or plan.codec not in _codecs:
+        return [TODO] * n, identity
+    native = [
+        i
+        for i, (_, u) in enumerate(items)
+        if isinstance(u, np.ndarray) and u.dtype == plan.dtype and u.ndim == len(plan.chunk_shape)
+    ]
+    if not native:
+        return [TODO] * n, identity
+    rows = [0] * n
+    chosen = set(native)
+    others = [i for i in range(n) if i not in chosen]
+    for r, i in enumerate(native + others):
+        rows[i] = r
+    k = len(native)
+    block = (
+        arena[:k]
+        if arena is not None and arena.shape[0] >= n and arena.shape[1] >= plan.encode_slot
+        else np.empty((k, plan.encode_slot), dtype=np.uint8)
+    )
+    block = np.ascontiguousarray(block)
+    arrays = [items[i][1] for i in native]
+    status = np.full(k, 1, dtype=np.int32)
+    lengths = np.zeros(k, dtype=np.int64)
+    counter = np.zeros(1, dtype=np.int64)
+    _run(
+        lambda: _ext.encode_chunks(
+            arrays,
+            counter,
+            status,
+            lengths,
+            block,
+            plan.chunk_shape,
+            plan.codec,
+            plan.encode_params,
+            plan.fill,
+            plan.fill_mode,
+        ),
+        k,
+    )
+    result: list[Any] = [TODO] * n
+    for r, (i, st, length) in enumerate(zip(native, status.tolist(), lengths.tolist(), strict=True)):
+        if st == _ST_OK:
+            result[i] = block[r, :length]
+        elif st == _ST_FILL:
+            result[i] = None
+    return result, rows

@@ -1,0 +1,327 @@
+"""The native shard kernel (altarr.dataset.kernel + the C extension _kernel): same values, bytes, requests
+and errors as the pure-Python path, bounded decoding, and a build that falls back in one line (issue 15).
+
+The request-contract, interop and bad-input modules run on both paths too (the ``engine_path`` fixture
+in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.codecs import ShardingCodec
+from altarr.codecs.compress import ZstdCodec
+from altarr.dataset import kernel
+from altarr.errors import AltarrError, CodecError
+from altarr.stores import LocalStore, MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BLOSC_LZ4 = {
+    "name": "blosc",
+    "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2},
+}
+COMPRESSORS = {
+    "zstd3": {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+    "zstd0-checksum": {"name": "zstd", "configuration": {"level": 0, "checksum": True}},
+    "zstd-neg": {"name": "zstd", "configuration": {"level": -2, "checksum": False}},
+    "blosc-lz4": BLOSC_LZ4,
+    "blosc-zstd-bit": {
+        "name": "blosc",
+        "configuration": {
+            "cname": "zstd",
+            "clevel": 3,
+            "shuffle": "bitshuffle",
+            "typesize": 4,
+            "blocksize": 4096,
+        },
+    },
+    "blosc-noshuffle": {
+        "name": "blosc",
+        "configuration": {"cname": "blosclz", "clevel": 9, "shuffle": "noshuffle"},
+    },
+}
+
+
+def test_the_kernel_is_built_and_on():
+    """`pip install -e .` builds it; without it every other test here would pass on the Python path."""
+    assert kernel.available(), "altarr.dataset._kernel is not built: run `pip install -e .`"
+    assert kernel.enabled()
+    ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
+    assert ds._access.native is not None and ds._access.native.encode_params is not None
+
+
+def _stores(tmp_path, name):
+    return {"memory": MemoryStore(), "local": LocalStore(tmp_path / name)}
+
+
+def _objects(store):
+    return {k: bytes(store.get(k)) for k in store.list("") if not k.endswith(".json")}
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+@pytest.mark.parametrize("comp", list(COMPRESSORS))
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "int32", "float32", "float64"])
+def test_same_shards_and_values_on_both_paths(tmp_path, where, comp, dtype):
+    rng = np.random.default_rng(1)
+    shape = (21, 18, 13)  # edge chunks and edge shards along every axis
+    data = (rng.normal(50, 20, shape)).astype(dtype)
+    data[:8, :8, :8] = 0  # whole chunks of the fill value: not stored on either path
+    made = {}
+    for native in (True, False):
+        store = _stores(tmp_path, f"s{native}")[where]
+        ds = aa.create_dataset(
+            store, shape=shape, dtype=dtype, chunks=(4, 4, 4), shards=(8, 8, 8), compressor=COMPRESSORS[comp]
+        )
+        with kernel.use_native(native):
+            ds[...] = data
+            ds[3:20:2, ::-3, 5] = data[3:20:2, ::-3, 5] + 1  # merges of partly covered chunks
+        made[native] = (ds, _objects(store))
+    assert made[True][1] == made[False][1]  # byte for byte: the same frames, shards and index
+    want = data.copy()
+    want[3:20:2, ::-3, 5] += 1
+    ds = made[True][0]
+    sels = [
+        np.s_[...],
+        np.s_[1:20, 2:17:3, ::-1],
+        np.s_[7, :, 4:9],
+        np.s_[::5, ::-4, ::6],
+        np.s_[4:8, 8:16, 0:4],
+    ]
+    for sel in sels:
+        with kernel.use_native(True):
+            got = ds[sel]
+        with kernel.use_native(False):
+            ref = ds[sel]
+        np.testing.assert_array_equal(got, want[sel])
+        np.testing.assert_array_equal(ref, want[sel])
+
+
+def test_chunks_that_are_one_run_of_the_result_decode_straight_into_it(tmp_path):
+    """Chunks spanning the trailing dimensions are contiguous in the result (decoded in place)."""
+    data = np.arange(16 * 32 * 24, dtype="uint16").reshape(16, 32, 24)
+    ds = aa.create_dataset(
+        LocalStore(tmp_path / "s"), shape=data.shape, dtype="u2", chunks=(2, 32, 24), shards=(8, 32, 24)
+    )
+    ds[...] = data
+    np.testing.assert_array_equal(ds[...], data)
+    np.testing.assert_array_equal(ds[2:14], data[2:14])
+    np.testing.assert_array_equal(ds[3:13], data[3:13])  # partial first/last chunks: scattered
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        lambda d: 7,  # a broadcast scalar: zero strides
+        lambda d: d[::-1, ::-1],  # negative strides
+        lambda d: np.asfortranarray(d),
+        lambda d: d.astype("int64"),  # cast to the dataset's dtype first
+    ],
+)
+def test_writes_gather_any_source_layout(values):
+    data = np.arange(40 * 36, dtype="uint16").reshape(40, 36)
+    src = values(data)
+    want = np.broadcast_to(np.asarray(src).astype("uint16"), data.shape)
+    out = {}
+    for native in (True, False):
+        ds = aa.create_dataset(MemoryStore(), shape=data.shape, dtype="u2", chunks=(8, 8), shards=(16, 16))
+        with kernel.use_native(native):
+            ds[...] = src
+        out[native] = _objects(ds.store)
+        np.testing.assert_array_equal(ds[...], want)
+    assert out[True] == out[False]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fill_chunks_by_value_not_bytes(dtype):
+    """-0.0 equals a 0.0 fill and any NaN a NaN fill (as in DatasetAccess.is_fill), on both paths."""
+    for fill, stored_as in ((0.0, -0.0), (float("nan"), np.float64("nan") * -1)):
+        keys = {}
+        for native in (True, False):
+            ds = aa.create_dataset(
+                MemoryStore(), shape=(8, 8), dtype=dtype, chunks=(4, 4), shards=(8, 8), fill_value=fill
+            )
+            with kernel.use_native(native):
+                ds[...] = np.full((8, 8), stored_as, dtype)
+                ds[0, 0] = 1.5
+            keys[native] = sorted(ds.store.list(""))
+            np.testing.assert_array_equal(ds[4:, 4:], np.full((4, 4), fill, dtype))
+        assert keys[True] == keys[False]
+
+
+def test_write_empty_chunks_stores_fill_chunks_on_both_paths():
+    out = {}
+    for native in (True, False):
+        ds = aa.create_dataset(
+            MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8), write_empty_chunks=True
+        )
+        with kernel.use_native(native):
+            ds[...] = 0
+        out[native] = _objects(ds.store)
+    assert out[True] == out[False] and len(out[True]) == 1
+
+
+@pytest.mark.parametrize("comp", ["zstd3", "blosc-lz4"])
+def test_same_requests_on_both_paths(tmp_path, comp):
+    """Region reads on local files: the kernel's own preads count as the engine's reads did."""
+    data = np.arange(32 * 32, dtype="uint16").reshape(32, 32)
+    store = LocalStore(tmp_path / "s")
+    ds = aa.create_dataset(
+        store, shape=(32, 32), dtype="u2", chunks=(4, 4), shards=(16, 16), compressor=COMPRESSORS[comp]
+    )
+    ds[...] = data
+    counts = {}
+    for native in (True, False):
+        with kernel.use_native(native):
+            ds._access.index_cache.clear()
+            store.stats.reset()
+            np.testing.assert_array_equal(ds[1:7, 14:19], data[1:7, 14:19])
+            cold = store.stats.as_dict()
+            store.stats.reset()
+            np.testing.assert_array_equal(ds[...], data)
+            counts[native] = (cold, store.stats.as_dict())
+    assert counts[True] == counts[False]
+    # 2 indexes + 4 chunks; then the 2 indexes not cached yet + 64 chunks
+    assert counts[True][0]["reads"] == 2 + 4 and counts[True][1]["reads"] == 2 + 64
+
+
+def _corrupt_shard(ds, chunk, payload):
+    """Replace one chunk's stored bytes (the shard rebuilt around it, index and checksum included)."""
+    key = ds.chunk_key(chunk)
+    sc = ds._access.sharding[1]
+    cps = ds._access.grid.per_block(1)
+    entries = sc.split(ds.store.get(key), cps)
+    entries = [None if e is None else bytes(e) for e in entries]
+    entries[ds._access.grid.flat_index(ds._access.grid.relative(chunk, 0, 1), 1)] = payload
+    ds.store.set(key, sc.assemble(entries, cps))
+    return key
+
+
+def _error(ds, native, sel=np.s_[...]):
+    with kernel.use_native(native), pytest.raises(AltarrError) as info:
+        ds[sel]
+    return info.value
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+@pytest.mark.parametrize(
+    "comp, payload",
+    [
+        ("zstd3", lambda: ZstdCodec(3).encode(np.zeros(15, "u2").tobytes())),  # one element short
+        ("zstd3", lambda: ZstdCodec(3).encode(np.zeros(10_000, "u2").tobytes())),  # a bomb, 600x larger
+        ("zstd3", lambda: b"\x28\xb5\x2f\xfd" + b"\x00garbage" * 3),
+        ("zstd3", lambda: b""),
+        ("blosc-lz4", lambda: bytes(16) + b"x" * 20),
+        ("blosc-lz4", lambda: _blosc(np.zeros(10_000, "u2"))),  # claims far more than the chunk
+        ("blosc-lz4", lambda: _blosc(np.zeros(15, "u2"))),
+    ],
+)
+def test_bad_chunks_raise_the_same_error_on_both_paths(tmp_path, where, comp, payload):
+    """A frame that does not decode to exactly the chunk's size is an error naming key, chunk and codec
+    (the destination is never overrun): the kernel hands the chunk to the Python path, which says why."""
+    store = _stores(tmp_path, "s")[where]
+    ds = aa.create_dataset(
+        store, shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8), compressor=COMPRESSORS[comp]
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
+    key = _corrupt_shard(ds, (1, 0), payload())
+    native, python = _error(ds, True), _error(ds, False)
+    assert type(native) is type(python) and str(native) == str(python)
+    assert native.key == key and native.chunk == (1, 0)
+    np.testing.assert_array_equal(ds[:4, :], np.arange(32).reshape(4, 8) + 1)  # its neighbours still read
+
+
+def _blosc(a):
+    from altarr.codecs.compress import BloscCodec
+
+    return bytes(BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=2).encode(a.tobytes()))
+
+
+def test_a_failing_encode_in_the_kernel_goes_to_the_python_path_and_nothing_is_written(monkeypatch):
+    """The kernel declines a chunk it cannot encode; the Python path then raises and nothing is written."""
+    ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
+    ds[...] = 1
+    before = _objects(ds.store)
+
+    class Declining:  # the real extension, except that it reports every chunk as failed to encode
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def encode_chunks(self, arrays, counter, status, *args):
+            real.encode_chunks(arrays, counter, status, *args)
+            status[:] = -7
+
+    real = kernel._ext
+    calls = []
+
+    def failing(self, data):
+        calls.append(1)
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(kernel, "_ext", Declining())
+    monkeypatch.setattr(ZstdCodec, "encode", failing)
+    with pytest.raises(CodecError, match="disk on fire") as info:
+        ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    assert info.value.key == ds.chunk_key((0, 0)) and calls
+    assert _objects(ds.store) == before
+
+
+def test_missing_chunks_and_other_chains_mix_with_kernel_chunks(tmp_path):
+    ds = aa.create_dataset(
+        LocalStore(tmp_path / "s"), shape=(16, 16), dtype="i4", chunks=(4, 4), shards=(8, 8), fill_value=-1
+    )
+    ds[0:8, 0:8] = 5  # one shard stored, three missing
+    want = np.full((16, 16), -1, "i4")
+    want[:8, :8] = 5
+    np.testing.assert_array_equal(ds[...], want)
+    gz = aa.create_dataset(MemoryStore(), shape=(16, 16), dtype="i4", chunks=(4, 4), compressor="gzip")
+    assert gz._access.native is None  # gzip: pure-Python path
+    gz[...] = want
+    np.testing.assert_array_equal(gz[...], want)
+
+
+def test_the_environment_switch_turns_the_kernel_off():
+    code = "from altarr.dataset import kernel; print(kernel.available(), kernel.enabled())"
+    env = {**os.environ, "ALTARR_NATIVE": "0", "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_a_failed_build_falls_back_in_one_line(tmp_path):
+    """No usable compiler: the install still succeeds (pure-Python engine) and says so in one line."""
+    shutil.copy(ROOT / "setup.py", tmp_path / "setup.py")
+    (tmp_path / "src/altarr/dataset").mkdir(parents=True)
+    shutil.copy(ROOT / "src/altarr/dataset/_kernel.c", tmp_path / "src/altarr/dataset/_kernel.c")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "altarr-build-probe"\nversion = "0"\n')
+    env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"}
+    out = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "altarr" in ln]
+    assert len(lines) == 1 and "native kernel not built" in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    assert not list(tmp_path.glob("src/altarr/dataset/_kernel*.so"))
+
+
+def test_shard_assembly_of_kernel_output_is_the_codecs():
+    """The kernel compresses into arena rows; the shard around them is ShardingCodec's (index, crc32c)."""
+    ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    blob = ds.store.get(ds.chunk_key((0, 0)))
+    zstd = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+    sc = ShardingCodec((4, 4), codecs=[{"name": "bytes", "configuration": {"endian": "little"}}, zstd])
+    pieces = sc.split(blob, (2, 2))
+    assert all(p is not None for p in pieces)
+    np.testing.assert_array_equal(sc.decode(blob, (8, 8), "uint16"), np.arange(64).reshape(8, 8))
