@@ -107,7 +107,9 @@ def _run(url, options, *, nprocs, nthreads, rounds, side, cross_process=True):
 def _s3(endpoint: str) -> tuple[str, dict]:
     from _s3 import BUCKET, s3_options
 
-    return f"s3://{BUCKET}/{uuid.uuid4().hex}/a.zarr", s3_options(endpoint)
+    # conditional writes are made through s3fs/botocore (If-Match / If-None-Match); the obstore client,
+    # the default for s3:// reads, writes without conditions (docs/engine.md, Safety)
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}/a.zarr", {**s3_options(endpoint), "client": "fsspec"}
 
 
 # --- the default suite: small runs and the lock itself -----------------------------------------------------

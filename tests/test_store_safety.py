@@ -178,11 +178,12 @@ def test_zip_dataset_round_trip_with_overwrite(tmp_path):
 def _s3_store(endpoint: str) -> tuple[str, dict]:
     from _s3 import BUCKET, s3_options
 
-    return f"s3://{BUCKET}/{uuid.uuid4().hex}", s3_options(endpoint)
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}", {**s3_options(endpoint), "client": "fsspec"}
 
 
 def test_s3_conditional_writes_detect_other_writers(s3_endpoint):
     url, options = _s3_store(s3_endpoint)
+    options.pop("client")
     a, b = FsspecStore(url, **options), FsspecStore(url, **options)
     assert a.concurrent_writes == "conditional"
     with a.exclusive(["k"]):
@@ -212,7 +213,7 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3
         url, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None, storage_options=options
     )
     # another writer: its own file system instance, so none of this process's locks are shared
-    other = FsspecStore(url, skip_instance_cache=True, **options)
+    other = FsspecStore(url, skip_instance_cache=True, **{k: v for k, v in options.items() if k != "client"})
     ds.write_chunks([(0,)], [np.full(2, 1, "u1")])
     store = ds.store
     real_put = store._s3_put
