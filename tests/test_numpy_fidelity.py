@@ -138,6 +138,8 @@ def test_lazy_views_keep_one_fetch_call_per_batch():
     r = x.ravel()
     assert aa.is_altarr(r) and r.chunks == (40,)
     np.testing.assert_array_equal(r[7:50], data.ravel()[7:50])
+    np.testing.assert_array_equal(x.flatten()[[0, 59]], data.flatten()[[0, 59]])
+    np.testing.assert_array_equal(x.mT[...], data.mT)  # the last two axes swapped, as NumPy's mT
     assert x.item(59) == 59.0 and x.item(1, 2, 3) == data[1, 2, 3] and isinstance(x.item(0), float)
     assert x.argmax() == 59 and (x.argmin(axis=2) == 0).all()
 

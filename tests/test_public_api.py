@@ -45,7 +45,9 @@ def public_members(cls: type) -> list[str]:
 
 def public_surface() -> dict[str, list[str]]:
     return {
-        "altarr": sorted(aa.__all__),
+        # ``open`` is public but kept out of ``__all__`` so that ``from altarr import *`` cannot shadow
+        # the builtin ``open``
+        "altarr": sorted({*aa.__all__, "open"}),
         "Dataset": public_members(aa.Dataset),
         "Group": public_members(aa.Group),
         "LazyArray": public_members(aa.LazyArray),

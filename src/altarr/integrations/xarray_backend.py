@@ -5,7 +5,7 @@ N5, Zarr v2 and Zarr v3 (sharded) arrays and groups lazily; see :mod:`altarr.int
 
 Example:
     >>> import tempfile, xarray as xr, altarr as aa
-    >>> path = aa.example_zarr(tempfile.mkdtemp(), shape=(4, 6), chunks=(2, 3))
+    >>> path = aa.example_zarr(tempfile.mkdtemp() + "/example", shape=(4, 6), chunks=(2, 3))
     >>> ds = xr.open_dataset(path, engine=AltarrBackendEntrypoint)
     >>> ds["example"].dims, float(ds["example"].isel(dim_0=3, dim_1=5))
     (('dim_0', 'dim_1'), 23.0)
