@@ -105,10 +105,10 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(tmp_path
     """Several write groups reuse one arena: every shard must still hold its own chunks, byte for byte
     what the write stores without the arena."""
     import altarr as aa
-    from altarr.dataset import access
+    from altarr.dataset import shard_write
     from altarr.stores import LocalStore, MemoryStore
 
-    monkeypatch.setattr(access, "WRITE_GROUP_BYTES", 2 * 8 * 16 * 16 * 2)  # 2 shards per group
+    monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 2 * 8 * 16 * 16 * 2)  # 2 shards per group
     data = (np.arange(64 * 64 * 16).reshape(64, 64, 16) % 1013).astype("<u2")
     stores = []
     for slot in ("arena", "fresh"):

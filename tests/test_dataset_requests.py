@@ -357,9 +357,9 @@ def test_cached_index_is_never_stale(store):
 def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
     """A write bigger than WRITE_GROUP_BYTES is applied in groups of whole shards (bounded memory),
     with the same request counts: one write per shard, no reads for covered shards."""
-    from altarr.dataset import access
+    from altarr.dataset import shard_write
 
-    monkeypatch.setattr(access, "WRITE_GROUP_BYTES", 2 * 16 * 4 * 4 * 2)  # two shards' worth
+    monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 2 * 16 * 4 * 4 * 2)  # two shards' worth
     ds = make(store, shape=(64, 64))
     calls = []
     orig = store.set_many
@@ -511,9 +511,9 @@ def test_reads_take_every_chunk_of_a_shard_from_one_version(tmp_path, how):
 
 
 def test_thread_scratch_buffers_are_given_back_after_huge_chunks(monkeypatch):
-    from altarr.dataset import access
+    from altarr.dataset import access, chunk_codec
 
-    monkeypatch.setattr(access, "SCRATCH_KEEP_BYTES", 1 << 20)
+    monkeypatch.setattr(chunk_codec, "SCRATCH_KEEP_BYTES", 1 << 20)
     big = access._scratch((1024, 1024), np.dtype("uint16"))  # 2 MiB
     assert access._scratch((1024, 1024), np.dtype("uint16")).base is big.base  # reused
     small = access._scratch((64, 64), np.dtype("uint16"))

@@ -55,7 +55,7 @@ from ..codecs.compress import BloscCodec, ZstdCodec
 from .parallel import get_max_workers, pmap
 
 if TYPE_CHECKING:
-    from .access import DatasetAccess
+    from .chunk_codec import ChunkCodec
 
 try:
     from . import _kernel as _ext
@@ -223,16 +223,16 @@ class Plan:
     encode_slot: int
 
 
-def plan_for(acc: DatasetAccess) -> Plan | None:
-    """The kernel's view of a dataset, or ``None`` when its chunks need the pure-Python path: a chain
+def plan_for(cc: ChunkCodec) -> Plan | None:
+    """The kernel's view of a dataset's chunks, or ``None`` when they need the pure-Python path: a chain
     other than ``[bytes, zstd | blosc]`` in native byte order, too many dimensions, or no extension."""
-    codec = acc._direct
-    if _ext is None or acc.truncates or codec is None or len(acc.grid.chunks) > _ext.MAXDIM:
+    codec = cc.direct
+    if _ext is None or cc.truncates or codec is None or len(cc.grid.chunks) > _ext.MAXDIM:
         return None
-    dtype = acc.dtype
+    dtype = cc.dtype
     if dtype.hasobject or dtype.itemsize == 0:
         return None
-    nbytes = int(np.prod(acc.grid.chunks, dtype=np.int64)) * dtype.itemsize
+    nbytes = int(np.prod(cc.grid.chunks, dtype=np.int64)) * dtype.itemsize
     if type(codec) is ZstdCodec and _ZSTD in _codecs:
         kind = _ZSTD
         params: tuple = (codec.level, int(codec.checksum), 0, 0, None, dtype.itemsize)
@@ -245,10 +245,10 @@ def plan_for(acc: DatasetAccess) -> Plan | None:
     else:
         return None
     try:
-        fill = np.asarray(acc.fill_value, dtype=dtype).tobytes()
+        fill = np.asarray(cc.fill_value, dtype=dtype).tobytes()
     except (TypeError, ValueError, OverflowError):
         fill = b""
-    if acc.write_empty_chunks:
+    if cc.write_empty_chunks:
         mode = _FILL_NONE
     elif dtype.kind in "biu":
         mode = _FILL_BYTES
@@ -259,7 +259,7 @@ def plan_for(acc: DatasetAccess) -> Plan | None:
     ok = len(fill) == dtype.itemsize and mode >= 0
     return Plan(
         codec=kind,
-        chunk_shape=tuple(int(c) for c in acc.grid.chunks),
+        chunk_shape=tuple(int(c) for c in cc.grid.chunks),
         dtype=dtype,
         encode_params=params if ok else None,
         fill=fill,
@@ -280,7 +280,7 @@ def _in_memory(data: Any) -> bool:
 
 
 def read_into(
-    acc: DatasetAccess, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
+    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
 ) -> list[Any]:
     """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
     of ``chunks``) left to the pure-Python path.
@@ -288,7 +288,7 @@ def read_into(
     ``raw`` is :meth:`DatasetAccess.read_raw`'s result (with open readers: :class:`ChunkRange` slots that
     the kernel reads itself), ``pieces[chunk]`` the region plan of ``Dataset.__getitem__``: per dimension
     ``(chunk index, slice of the chunk, slice of out)``."""
-    plan: Plan | None = acc.native
+    plan: Plan | None = cc.native
     if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
         return list(chunks)
     sources: list[Any] = []
@@ -343,7 +343,7 @@ def read_into(
 
 
 def encode(
-    acc: DatasetAccess, items: Sequence[tuple[Any, Any]], arena: np.ndarray | None
+    cc: ChunkCodec, items: Sequence[tuple[Any, Any]], arena: np.ndarray | None
 ) -> tuple[list[Any], list[int]]:
     """Encode the whole-array updates of a write group with the kernel.
 
@@ -353,7 +353,7 @@ def encode(
     the kernel's items come first, so they are one contiguous block)."""
     n = len(items)
     identity = list(range(n))
-    plan: Plan | None = acc.native
+    plan: Plan | None = cc.native
     if plan is None or plan.encode_params is None or not _enabled or plan.codec not in _codecs:
         return [TODO] * n, identity
     native = [

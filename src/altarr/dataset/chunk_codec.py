@@ -1,0 +1,179 @@
+"""One chunk's bytes <-> values: decode, encode, fill detection, and the threads' scratch buffers.
+
+:class:`ChunkCodec` wraps the chunk codec chain of an array (the chain inside the innermost shard) with
+what the engine needs around it: decoding straight into a destination (a fresh array, or this thread's
+reusable scratch buffer), clipping at the array edge, padding edge chunks for encoding, telling a chunk
+that equals the fill value apart (not stored unless ``write_empty_chunks``), and the native kernel's
+plan for the chains it handles (:mod:`~altarr.dataset.kernel`). It never touches a store.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-codec", shape=(5, 5), dtype="uint8", chunks=(4, 4))
+    >>> cc = ChunkCodec(ShardLayout(ds.spec, ""), fill_value=0)
+    >>> data = cc.encode_chunk(np.ones((1, 4), "u1"), (1, 0))  # an edge chunk: padded, then encoded
+    >>> cc.decode_chunk(data, (1, 0), "c/1/0").tolist()
+    [[1, 1, 1, 1]]
+    >>> cc.encode_chunk(np.zeros((4, 4), "u1"), (0, 0)) is None  # all fill: not stored
+    True
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import AltarrError, CorruptShardError, GridError
+from . import kernel
+from .layout import Chunk, ShardLayout
+
+__all__ = ["SCRATCH_KEEP_BYTES", "ChunkCodec", "scratch_array", "scratch_bytes"]
+
+_thread_buffers = threading.local()
+
+#: A thread's scratch buffer larger than this is given back once a request needs under a quarter of it,
+#: so one read of huge chunks does not pin that memory in every pool thread for the life of the process.
+SCRATCH_KEEP_BYTES = 64 << 20
+
+
+def _thread_buffer(name: str, nbytes: int) -> np.ndarray:
+    """This thread's reusable uint8 buffer ``name``, at least ``nbytes`` long (grown as needed, shrunk
+    when it is far larger than needed and above :data:`SCRATCH_KEEP_BYTES`)."""
+    raw = getattr(_thread_buffers, name, None)
+    if raw is None or raw.nbytes < nbytes or (raw.nbytes > SCRATCH_KEEP_BYTES and 4 * nbytes < raw.nbytes):
+        raw = np.empty(max(nbytes, 1), dtype=np.uint8)
+        setattr(_thread_buffers, name, raw)
+    return raw
+
+
+def scratch_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """This thread's reusable buffer of ``shape`` and ``dtype`` for decoded values."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    return _thread_buffer("decoded", nbytes)[:nbytes].view(dtype).reshape(shape)
+
+
+def scratch_bytes(nbytes: int) -> memoryview:
+    """This thread's reusable buffer for encoded chunk bytes read from a file: no allocation and no page
+    faults per chunk, and the bytes stay in the CPU cache for the decode."""
+    return _thread_buffer("encoded", nbytes)[:nbytes].data
+
+
+class ChunkCodec:
+    """Decode and encode single chunks of one array (see the module docstring)."""
+
+    def __init__(self, layout: ShardLayout, fill_value: Any, *, write_empty_chunks: bool = False) -> None:
+        self.layout = layout
+        self.grid = layout.grid
+        self.dtype = layout.dtype
+        self.chain = layout.chunk_chain
+        self.fill_value = fill_value
+        self.write_empty_chunks = write_empty_chunks
+        self.truncates = bool(getattr(self.chain.array_bytes, "truncates_edges", False))
+        #: ``[bytes, one compressor]`` chains decode straight into the destination (see decode_chunk)
+        self.direct = None if self.truncates else self.chain.direct_compressor(self.dtype)
+        #: Bytes per chunk of the output arena writes compress into (None: the chain allocates its own).
+        self.encode_slot = None if self.truncates else self.chain.encode_bound(self.grid.chunks, self.dtype)
+        #: The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``).
+        self.native = kernel.plan_for(self)
+        if self.native is not None and self.encode_slot is None:
+            self.encode_slot = self.native.encode_slot
+
+    def decode_chunk(
+        self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None
+    ) -> np.ndarray:
+        """Decode one chunk's bytes into an array of its clipped shape.
+
+        By default the result is a fresh array the caller owns. With ``scratch=True`` it is decoded into
+        this thread's reusable buffer (no allocation, no page faults): valid only until the same thread
+        decodes again, for callers that copy it out at once (region reads)."""
+        full = self.grid.chunks
+        try:
+            if self.truncates:
+                a = self.chain.decode(data, full, self.dtype)
+            else:  # decode straight into the destination buffer
+                buf = scratch_array(full, self.dtype) if scratch else np.empty(full, self.dtype)
+                if self.direct is not None:  # [bytes, compressor]: no per-codec steps in between
+                    a = self.direct.decode(data, out=buf)
+                    if a is not buf:  # the stream did not announce its size: copy (and size-check) it
+                        a = self.chain.array_bytes.decode(a, full, self.dtype, out=buf)
+                else:
+                    a = self.chain.decode(data, full, self.dtype, out=buf)
+        except AltarrError as e:  # name where the bad bytes are (the README's promise)
+            raise e.with_context(key=key, chunk=chunk, byte_range=byte_range) from e
+        clipped = self.layout.clipped(chunk)
+        if a.shape == clipped:
+            return a
+        if a.ndim != len(clipped):
+            raise CorruptShardError(
+                f"chunk decoded to {a.ndim} dimensions, expected {len(clipped)}", key=key, chunk=chunk
+            )
+        if all(s >= c for s, c in zip(a.shape, clipped, strict=True)):
+            return a[tuple(slice(0, c) for c in clipped)]
+        # a truncating format stored a smaller block than the array edge allows: pad with the fill value
+        out = np.full(clipped, self.fill_value, dtype=self.dtype)
+        out[tuple(slice(0, min(s, c)) for s, c in zip(a.shape, clipped, strict=True))] = a[
+            tuple(slice(0, min(s, c)) for s, c in zip(a.shape, clipped, strict=True))
+        ]
+        return out
+
+    def is_fill(self, a: np.ndarray) -> bool:
+        """Whether every value equals the fill value (NaN matches a NaN fill). Looks at the corners
+        first, so a chunk holding data is usually told apart without a full scan."""
+        fv = self.fill_value
+        nan_fill = self.dtype.kind in "fc" and bool(np.isnan(fv))
+        if a.size == 0:
+            return True
+        for corner in ((0,) * a.ndim, tuple(s - 1 for s in a.shape)):
+            v = a[corner]
+            if not (np.isnan(v) if nan_fill else v == fv):
+                return False
+        if nan_fill:
+            return bool(np.isnan(a).all())
+        return bool((a == fv).all())
+
+    def encode_chunk(self, a: np.ndarray, chunk: Chunk, out: np.ndarray | None = None) -> Any:
+        """Encode one chunk of its clipped shape (``None`` when it equals the fill value and empty chunks
+        are not written). ``out``: a slot of :attr:`encode_slot` bytes to compress into (the result is
+        then a view of it), for chains that support it."""
+        if not self.write_empty_chunks and self.is_fill(a):
+            return None
+        full = self.grid.chunks
+        if not self.truncates and a.shape != full:
+            padded = np.full(full, self.fill_value, dtype=self.dtype)
+            padded[tuple(slice(0, s) for s in a.shape)] = a
+            a = padded
+        elif not a.flags.c_contiguous and self.chain.bytes_bytes:
+            # a view into a larger array: gather it into this thread's reusable buffer instead of a fresh
+            # copy (compressors write new output, so the buffer is free again when encode returns)
+            buf = scratch_array(a.shape, self.dtype)
+            np.copyto(buf, a)
+            try:
+                encoded = self.chain.encode(buf, out=out)
+            except AltarrError as e:
+                raise e.with_context(key=self.layout.object_key(chunk), chunk=chunk) from e
+            if np.shares_memory(np.frombuffer(encoded, dtype=np.uint8), buf):  # a codec passed it through
+                encoded = bytes(encoded)
+            return encoded
+        try:
+            return self.chain.encode(np.ascontiguousarray(a), out=out)
+        except AltarrError as e:
+            raise e.with_context(key=self.layout.object_key(chunk), chunk=chunk) from e
+
+    def coerce(self, chunk: Chunk, value: Any) -> np.ndarray:
+        """A value written to a chunk as an array of the chunk's clipped shape and the dataset's dtype."""
+        a = np.asarray(value)
+        clipped = self.layout.clipped(chunk)
+        if a.shape != clipped:
+            if a.shape == self.grid.chunks:  # a full (padded) edge chunk: keep the in-bounds part
+                a = a[tuple(slice(0, c) for c in clipped)]
+            else:
+                raise GridError(
+                    f"chunk {chunk} has shape {clipped} (clipped at the array edge), got an array of "
+                    f"shape {a.shape}",
+                    chunk=chunk,
+                )
+        if a.dtype != self.dtype:
+            a = a.astype(self.dtype)
+        return a

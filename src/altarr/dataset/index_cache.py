@@ -1,0 +1,158 @@
+"""Decoded shard indexes kept across calls, and the version rules that keep them honest.
+
+A shard's index is read once and reused while the shard's object stays the same version; every read of
+one call must come from one version of each shard. :class:`IndexCache` holds the entries and says, per
+store, how an entry is validated (its docstring states the staleness rule); :func:`check_versions`
+raises :class:`ShardChanged` when a read of a call came from another version than an earlier one, which
+makes the read side (:mod:`~altarr.dataset.shard_read`) drop the entries and read again.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.stores import MemoryStore
+    >>> store = MemoryStore()
+    >>> store.set("s", b"shard bytes")
+    >>> cache = IndexCache(store)
+    >>> version = store.stat("s")[1]
+    >>> cache.put("s", 1, 0, version, np.zeros((2, 2), "u8"))
+    >>> cache.get("s", 1, 0, {}).shape
+    (2, 2)
+    >>> store.set("s", b"another shard")  # a new version: the entry is stale and dropped
+    >>> cache.get("s", 1, 0, {}) is None
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = ["MISSING", "IndexCache", "ShardChanged", "check_versions"]
+
+#: The version reported (``read_chunks(..., versions=)``) for a shard that does not exist.
+MISSING = "missing"
+
+
+class ShardChanged(Exception):
+    """Internal: objects whose version changed between two reads of one call."""
+
+    def __init__(self, keys: set[str]) -> None:
+        super().__init__(sorted(keys))
+        self.keys = keys
+
+
+def check_versions(tokens: dict[str, Any], keys: list[str], versions: list[Any]) -> None:
+    """Raise :class:`ShardChanged` when a read came from another version of its object than the one
+    seen earlier in the same call (the reads of one call must all come from one version of a shard)."""
+    changed = {k for k, v in zip(keys, versions, strict=True) if v is not None and tokens.get(k, v) != v}
+    if changed:
+        raise ShardChanged(changed)
+
+
+class IndexCache:
+    """Decoded shard indexes kept across calls, each tied to the version of the object it came from.
+
+    How an entry is validated before use (the *staleness rule*; see ``docs/remote.md``):
+
+    * stores whose ``stat`` is cheap and whose ranged reads report versions (local files, memory): the
+      object's current version (``store.stat``: a file's mtime and inode, a memory store's write counter)
+      is checked to equal the one the index was read with, once per object per call;
+    * stores whose every ranged read answers with the object's version (``store.versioned_reads``:
+      obstore, whose responses carry the ETag): the entry is used at once, and the chunk reads it leads
+      to are checked against its version; a shard replaced since (another ETag, or gone) makes the call
+      drop the entry and read the index again, so no request is spent on validation and a stale index
+      never yields data;
+    * other stores (fsspec over S3 or HTTP, whose ranged reads do not report the ETag): no cache, the
+      index is read on every call, unless ``recheck=False`` (the caller promises the array does not
+      change while it is open, as tensorstore's ``recheck_cached_data=False``).
+
+    ``recheck=True`` turns the cache off (every call reads the indexes again). The dataset's own writes
+    read whole shards, never a cached index, and drop the entries of the shards they touch. Bounded to
+    ``max_bytes`` of index arrays (LRU).
+    """
+
+    def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
+        self.store = store
+        versioned = hasattr(store, "get_ranges_versioned")
+        self.cheap = bool(getattr(store, "cheap_stat", False)) and versioned
+        #: entries are used without a stat and checked by the versions the chunk reads report
+        self.optimistic = not self.cheap and (
+            bool(getattr(store, "versioned_reads", False)) or recheck is False
+        )
+        self.trusted = recheck is False and not bool(getattr(store, "versioned_reads", False))
+        self.enabled = recheck is not True and (self.cheap or self.optimistic)
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
+        self._by_key: dict[str, set[tuple[str, int, int]]] = {}
+        self._nbytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def read(self, requests: list) -> tuple[list, list]:
+        """Ranged reads, with the version of each object when the cache is on (and then as zero-copy
+        slices of coalesced reads)."""
+        if not requests:
+            return [], []
+        if self.enabled:
+            return self.store.get_ranges_versioned(requests)  # type: ignore[attr-defined]
+        return self.store.get_ranges(requests), [None] * len(requests)
+
+    def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
+        if not self.enabled:
+            return None
+        with self._lock:
+            entry = self._entries.get((key, level, start))
+        if entry is None:
+            return None
+        if key not in tokens:  # one version check per object per call
+            if self.optimistic:  # checked against the versions of the chunk reads instead
+                tokens[key] = entry[0]
+            else:
+                st = self.store.stat(key)
+                tokens[key] = None if st is None else st[1]
+        if tokens[key] is None or tokens[key] != entry[0]:
+            self.forget([key])
+            return None
+        with self._lock:
+            if (key, level, start) in self._entries:
+                self._entries.move_to_end((key, level, start))
+            self.hits += 1
+        return entry[1]
+
+    def put(self, key: str, level: int, start: int, version: Any, index: np.ndarray) -> None:
+        if version is None and self.trusted:
+            version = "trusted"
+        if not self.enabled or version is None:
+            return
+        ck = (key, level, start)
+        with self._lock:
+            old = self._entries.pop(ck, None)
+            if old is not None:
+                self._nbytes -= old[1].nbytes
+            self._entries[ck] = (version, index)
+            self._by_key.setdefault(key, set()).add(ck)
+            self._nbytes += index.nbytes
+            while self._nbytes > self.max_bytes and self._entries:
+                (k, lv, st), (_, idx) = self._entries.popitem(last=False)
+                self._nbytes -= idx.nbytes
+                self._by_key.get(k, set()).discard((k, lv, st))
+
+    def forget(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                for ck in self._by_key.pop(key, ()):
+                    entry = self._entries.pop(ck, None)
+                    if entry is not None:
+                        self._nbytes -= entry[1].nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._by_key.clear()
+            self._nbytes = 0

@@ -1,0 +1,182 @@
+"""Where chunks live: the nested shard layout of one array, free of I/O.
+
+A :class:`ShardLayout` knows the grid (chunk, shard and nested-shard shapes), the sharding codec of
+each level, the store key of each outermost block and how a batch of chunks groups into stored objects.
+It also carves the raw chunk bytes out of a shard held in memory (:meth:`ShardLayout.split_down`) and
+assembles a shard from raw chunk bytes (:meth:`ShardLayout.build`), recursing through nested shards,
+without decoding a chunk. Nothing here reads or writes a store: the read side
+(:mod:`~altarr.dataset.shard_read`) and the write side (:mod:`~altarr.dataset.shard_write`) bring the
+bytes.
+
+Example:
+    >>> import altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-layout", shape=(8, 8), dtype="uint8", chunks=(2, 2),
+    ...                        shards=(4, 4))
+    >>> lay = ShardLayout(ds.spec, "a")
+    >>> lay.sharded, lay.shard_of((3, 1)), lay.key((1, 0))
+    (True, (1, 0), 'a/c/1/0')
+    >>> lay.group_by_shard([(0, 0), (3, 3), (1, 1)])
+    {(0, 0): [(0, 0), (1, 1)], (1, 1): [(3, 3)]}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..codecs.chain import CodecChain
+from ..codecs.sharding import ShardingCodec
+from ..errors import AltarrError, GridError, UnsupportedError
+from ..formats._common import check_spec_limits
+from ..formats.base import DatasetSpec, join_key
+from .grid import NestedGrid
+
+__all__ = ["Chunk", "ShardLayout"]
+
+Chunk = tuple[int, ...]
+
+
+def _levels_of(spec: DatasetSpec) -> tuple[list[tuple[int, ...]], list[ShardingCodec], CodecChain]:
+    """Block shapes (outermost first), the sharding codec of each shard level, and the chunk chain."""
+    chain = spec.codecs
+    shapes = [tuple(spec.outer_chunks)]
+    shardings: list[ShardingCodec] = []
+    while isinstance(chain.array_bytes, ShardingCodec):
+        if chain.array_array or chain.bytes_bytes:
+            names = [c.name for c in (*chain.array_array, *chain.bytes_bytes)]
+            raise UnsupportedError(
+                f"codecs {names} around sharding_indexed would need whole-shard decoding; altarr supports "
+                "array->array codecs inside the shard's own codec chain only",
+                codec="sharding_indexed",
+            )
+        sc = chain.array_bytes
+        shardings.append(sc)
+        shapes.append(tuple(sc.chunk_shape))
+        chain = sc.codecs
+    return shapes, shardings, chain
+
+
+class ShardLayout:
+    """The nested shard layout of one array: grid, sharding codec per level, keys and grouping.
+
+    ``sharding[l]`` splits a level-``l`` block into level-``l - 1`` blocks (index 0 unused; level 0 is a
+    chunk). ``max_block_bytes[l]`` is the most bytes a stored level-``l`` block can have: index entries
+    claiming more are refused before anything is read or allocated for them."""
+
+    def __init__(self, spec: DatasetSpec, prefix: str) -> None:
+        self.spec = spec
+        self.prefix = prefix
+        self.dtype = np.dtype(spec.dtype)
+        shapes, shardings, chunk_chain = _levels_of(spec)
+        meta_key = join_key(prefix, next(iter(spec.metadata), "")) if spec.metadata else (prefix or None)
+        check_spec_limits(spec.shape, shapes[::-1], self.dtype, key=meta_key)
+        self.grid = NestedGrid(spec.shape, shapes[::-1])
+        self.sharding: list[ShardingCodec | None] = [None, *shardings[::-1]]
+        for level in range(1, self.grid.nlevels):
+            sc = self.sharding[level]
+            assert sc is not None
+            if sc.chunks_per_shard(self.grid.levels[level]) != self.grid.per_block(level):
+                raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
+        #: The codec chain of one chunk (inside the innermost shard).
+        self.chunk_chain = chunk_chain
+        self.max_block_bytes: list[int] = [chunk_chain.max_encoded_size(self.grid.chunks, self.dtype)]
+        for level in range(1, self.grid.nlevels):
+            cps = self.grid.per_block(level)
+            sc = self.sharding[level]
+            assert sc is not None
+            self.max_block_bytes.append(sc.index_nbytes(cps) + math.prod(cps) * self.max_block_bytes[-1])
+
+    # --- keys and grouping -----------------------------------------------------------------------------
+    @property
+    def sharded(self) -> bool:
+        return self.grid.nlevels > 1
+
+    def key(self, outer_pos: Sequence[int]) -> str:
+        """The store key of the outermost block at ``outer_pos`` (a shard, or a chunk when unsharded)."""
+        return join_key(self.prefix, self.spec.chunk_key(tuple(int(p) for p in outer_pos)))
+
+    def shard_of(self, chunk: Sequence[int]) -> Chunk:
+        return self.grid.position(chunk, self.grid.nlevels - 1)
+
+    def object_key(self, chunk: Chunk) -> str:
+        """The key of the stored object holding ``chunk``."""
+        return self.key(self.shard_of(chunk))
+
+    def group_by_shard(self, chunks: Sequence[Chunk]) -> dict[Chunk, list[Chunk]]:
+        """The chunks by the outermost block holding them (first-seen order, both levels)."""
+        top = self.grid.nlevels - 1
+        groups: dict[Chunk, list[Chunk]] = {}
+        for c in chunks:
+            groups.setdefault(self.grid.position(c, top), []).append(c)
+        return groups
+
+    def clipped(self, chunk: Chunk) -> tuple[int, ...]:
+        """The shape of ``chunk`` clipped at the array edge."""
+        return self.grid.block_clipped_shape(chunk, 0)
+
+    # --- shard bytes <-> raw chunk bytes (no decoding) ---------------------------------------------------
+    def split_down(
+        self, mem: memoryview, level: int, pos: Chunk, chunks: set[Chunk], key: str
+    ) -> dict[Chunk, memoryview]:
+        """Raw bytes of the stored ``chunks`` (level-0 coords) inside the level-``level`` block ``mem``."""
+        sc = self.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        try:
+            entries = sc.split(mem, cps)
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+        by_child: dict[Chunk, set[Chunk]] = {}
+        for c in chunks:
+            by_child.setdefault(self.grid.relative(c, level - 1, level), set()).add(c)
+        found: dict[Chunk, memoryview] = {}
+        for rel, group in by_child.items():
+            entry = entries[self.grid.flat_index(rel, level)]
+            if entry is None:
+                continue
+            if level == 1:
+                found[next(iter(group))] = entry
+            else:
+                child = self.grid.position(next(iter(group)), level - 1)
+                found.update(self.split_down(entry, level - 1, child, group, key))
+        return found
+
+    def build(
+        self,
+        level: int,
+        pos: Chunk,
+        old: memoryview | None,
+        new: dict[Chunk, Any],
+        key: str,
+        parts: bool = False,
+    ) -> Any:
+        """Assemble the level-``level`` block at ``pos``: old entries carried over as bytes, ``new``
+        (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty; with
+        ``parts`` the block is returned as the list of its parts (see ``ShardingCodec.assemble_parts``)."""
+        sc = self.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        n = 1
+        for k in cps:
+            n *= k
+        if old is not None:
+            try:
+                entries: list[Any] = list(sc.split(old, cps))
+            except AltarrError as e:
+                raise e.with_context(key=key) from e
+        else:
+            entries = [None] * n
+        by_child: dict[Chunk, dict[Chunk, Any]] = {}
+        for c, b in new.items():
+            by_child.setdefault(self.grid.relative(c, level - 1, level), {})[c] = b
+        for rel, group in by_child.items():
+            i = self.grid.flat_index(rel, level)
+            if level == 1:
+                entries[i] = next(iter(group.values()))
+            else:
+                child = self.grid.position(next(iter(group)), level - 1)
+                entries[i] = self.build(level - 1, child, entries[i], group, key)
+        return sc.assemble_parts(entries, cps) if parts else sc.assemble(entries, cps)
