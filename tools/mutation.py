@@ -40,7 +40,16 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_sharding_codec.py", "tests/test_codecs.py", "tests/test_dataset_requests.py"],
     ),
     "engine": (
-        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py", "src/altarr/dataset/regions.py"],
+        [
+            "src/altarr/dataset/access.py",
+            "src/altarr/dataset/layout.py",
+            "src/altarr/dataset/chunk_codec.py",
+            "src/altarr/dataset/index_cache.py",
+            "src/altarr/dataset/shard_read.py",
+            "src/altarr/dataset/shard_write.py",
+            "src/altarr/dataset/grid.py",
+            "src/altarr/dataset/regions.py",
+        ],
         [
             "tests/test_dataset_requests.py",
             "tests/test_dataset_regions.py",
