@@ -509,8 +509,24 @@ typedef struct {
     const char *fill; /* isz bytes */
 } write_geo;
 
+/* Whether each of the k floating-point values at buf equals the fill value at fill (NaN matches a NaN
+ * fill): one definition per type T. */
+#define DEFINE_ALL_FILL(name, T)                                                                    \
+    static int name(const char *buf, size_t k, const char *fill) {                                  \
+        T fv;                                                                                       \
+        memcpy(&fv, fill, sizeof fv);                                                               \
+        for (size_t i = 0; i < k; i++) {                                                            \
+            T v;                                                                                    \
+            memcpy(&v, buf + sizeof v * i, sizeof v);                                               \
+            if (fv != fv ? v == v : v != fv) return 0;                                              \
+        }                                                                                           \
+        return 1;                                                                                   \
+    }
+DEFINE_ALL_FILL(all_fill_float, float)
+DEFINE_ALL_FILL(all_fill_double, double)
+
 /* Whether every element of the contiguous buffer equals the fill value (value semantics of
- * DatasetAccess.is_fill for the dtypes the wrapper sends: bytes for integers and booleans, == for
+ * ChunkCodec.is_fill for the dtypes the wrapper sends: bytes for integers and booleans, == for
  * float32/float64 with NaN matching a NaN fill). */
 static int is_fill(const write_geo *g, const char *buf) {
     const size_t n = g->expected;
@@ -518,28 +534,8 @@ static int is_fill(const write_geo *g, const char *buf) {
         if (memcmp(buf, g->fill, g->isz)) return 0;
         return n <= g->isz || memcmp(buf, buf + g->isz, n - g->isz) == 0;
     }
-    if (g->fill_mode == FILL_F4) {
-        float fv;
-        memcpy(&fv, g->fill, 4);
-        const size_t k = n / 4;
-        for (size_t i = 0; i < k; i++) {
-            float v;
-            memcpy(&v, buf + 4 * i, 4);
-            if (fv != fv ? v == v : v != fv) return 0;
-        }
-        return 1;
-    }
-    if (g->fill_mode == FILL_F8) {
-        double fv;
-        memcpy(&fv, g->fill, 8);
-        const size_t k = n / 8;
-        for (size_t i = 0; i < k; i++) {
-            double v;
-            memcpy(&v, buf + 8 * i, 8);
-            if (fv != fv ? v == v : v != fv) return 0;
-        }
-        return 1;
-    }
+    if (g->fill_mode == FILL_F4) return all_fill_float(buf, n / sizeof(float), g->fill);
+    if (g->fill_mode == FILL_F8) return all_fill_double(buf, n / sizeof(double), g->fill);
     return 0;
 }
 

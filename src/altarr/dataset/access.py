@@ -39,7 +39,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -149,20 +148,6 @@ class DatasetAccess:
     ) -> np.ndarray:
         """See :meth:`ChunkCodec.decode_chunk <altarr.dataset.chunk_codec.ChunkCodec.decode_chunk>`."""
         return self.codec.decode_chunk(data, chunk, key, scratch=scratch, byte_range=byte_range)
-
-    def read_raw(
-        self,
-        chunks: Sequence[Chunk],
-        *,
-        readers: dict[str, Any] | None = None,
-        versions: dict[str, Any] | None = None,
-    ) -> dict[Chunk, tuple[Any, ...] | None]:
-        """See :meth:`ShardReader.read_raw <altarr.dataset.shard_read.ShardReader.read_raw>`."""
-        return self.reader.read_raw(chunks, readers=readers, versions=versions)
-
-    def open_readers(self) -> AbstractContextManager[dict[str, Any] | None]:
-        """See :meth:`ShardReader.open_readers <altarr.dataset.shard_read.ShardReader.open_readers>`."""
-        return self.reader.open_readers()
 
     def apply(self, updates: dict[Chunk, np.ndarray | Merge | None]) -> dict[Chunk, bool]:
         """See :meth:`ShardWriter.apply <altarr.dataset.shard_write.ShardWriter.apply>`."""

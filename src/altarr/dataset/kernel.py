@@ -285,7 +285,7 @@ def read_into(
     """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
     of ``chunks``) left to the pure-Python path.
 
-    ``raw`` is :meth:`DatasetAccess.read_raw`'s result (with open readers: :class:`ChunkRange` slots that
+    ``raw`` is :meth:`ShardReader.read_raw <altarr.dataset.shard_read.ShardReader.read_raw>`'s result (with open readers: :class:`ChunkRange` slots that
     the kernel reads itself), ``pieces[chunk]`` the region plan of ``Dataset.__getitem__``: per dimension
     ``(chunk index, slice of the chunk, slice of out)``."""
     plan: Plan | None = cc.native
@@ -347,7 +347,7 @@ def encode(
 ) -> tuple[list[Any], list[int]]:
     """Encode the whole-array updates of a write group with the kernel.
 
-    ``items`` are ``(chunk, update)`` pairs as in ``DatasetAccess.apply``. Returns, per item, its encoded
+    ``items`` are ``(chunk, update)`` pairs as in ``ShardWriter.apply``. Returns, per item, its encoded
     bytes (a view of its arena row), ``None`` for a chunk equal to the fill value that is not stored, or
     :data:`TODO` where the pure-Python path must do it; and per item the arena row it owns (the rows of
     the kernel's items come first, so they are one contiguous block)."""
