@@ -92,34 +92,18 @@ class DatasetAccess:
         self.index_cache = IndexCache(store, recheck=recheck)
         self.reader = ShardReader(store, self.layout, self.index_cache)
         self.writer = ShardWriter(store, self.layout, self.codec, self.reader, self.index_cache)
+        # the parts' fixed attributes, named here for callers
+        self.grid: NestedGrid = self.layout.grid
+        self.sharding: list[ShardingCodec | None] = self.layout.sharding
+        self.max_block_bytes: list[int] = self.layout.max_block_bytes
+        self.sharded: bool = self.layout.sharded
+        self.dtype: np.dtype = self.layout.dtype
+        self.fill_value: Any = self.codec.fill_value
 
     # --- the parts' attributes, named here for callers -------------------------------------------------
     @property
-    def grid(self) -> NestedGrid:
-        return self.layout.grid
-
-    @property
-    def sharding(self) -> list[ShardingCodec | None]:
-        return self.layout.sharding
-
-    @property
-    def max_block_bytes(self) -> list[int]:
-        return self.layout.max_block_bytes
-
-    @property
-    def sharded(self) -> bool:
-        return self.layout.sharded
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.layout.dtype
-
-    @property
-    def fill_value(self) -> Any:
-        return self.codec.fill_value
-
-    @property
     def native(self) -> Plan | None:
+        """The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``)."""
         return self.codec.native
 
     @property
