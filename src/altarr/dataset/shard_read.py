@@ -10,8 +10,9 @@ shard replaced between its index read and its chunks' reads makes the call read 
 (:data:`READ_ATTEMPTS`).
 
 On stores with open readers (local files) each shard is opened once for the call
-(:meth:`ShardReader.open_readers`); the chunks' ranges are then not read here but left as
-:class:`ChunkRange` slots that :meth:`ShardReader.materialize` reads inside each chunk's decode task.
+(:meth:`ShardReader.open_readers`); no shard is then read whole, and the chunks' ranges are not read
+here but left as :class:`ChunkRange` slots that :meth:`ShardReader.materialize` reads inside each
+chunk's decode task.
 
 Example:
     >>> import numpy as np, altarr as aa
