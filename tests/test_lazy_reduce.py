@@ -55,7 +55,10 @@ def test_nan_reductions_match_numpy(func, axis):
         want = getattr(np, func)(data, axis=axis)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert np.asarray(got).dtype == np.asarray(want).dtype
-    assert bool(ours) == bool(theirs)  # NumPy's RuntimeWarnings for all-NaN slices
+    # NumPy's RuntimeWarnings for all-NaN slices; other categories (a ResourceWarning of an unclosed file
+    # that another test left for the garbage collector to close inside this block) are not ours to judge
+    runtime = [[w for w in ws if issubclass(w.category, RuntimeWarning)] for ws in (ours, theirs)]
+    assert bool(runtime[0]) == bool(runtime[1])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int64", "bool", "float32", "float16", "complex128"])
