@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -41,6 +41,8 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError, WriteConflictError
 from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
+from ..stores.base import OpensReaders
+from ..stores.ranges import WHOLE, Range, Suffix, legacy_bounds
 from . import kernel
 from .grid import NestedGrid
 from .locks import MAX_ATTEMPTS, _gave_up, conflict_backoff, store_exclusive
@@ -190,13 +192,10 @@ class IndexCache:
 
     def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
         self.store = store
-        versioned = hasattr(store, "get_ranges_versioned")
-        self.cheap = bool(getattr(store, "cheap_stat", False)) and versioned
+        self.cheap = store.cheap_stat
         #: entries are used without a stat and checked by the versions the chunk reads report
-        self.optimistic = not self.cheap and (
-            bool(getattr(store, "versioned_reads", False)) or recheck is False
-        )
-        self.trusted = recheck is False and not bool(getattr(store, "versioned_reads", False))
+        self.optimistic = not self.cheap and (store.versioned_reads or recheck is False)
+        self.trusted = recheck is False and not store.versioned_reads
         self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
@@ -211,7 +210,7 @@ class IndexCache:
         if not requests:
             return [], []
         if self.enabled:
-            return self.store.get_ranges_versioned(requests)  # type: ignore[attr-defined]
+            return self.store.get_ranges_versioned(requests)
         return self.store.get_ranges(requests), [None] * len(requests)
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
@@ -579,7 +578,7 @@ class DatasetAccess:
         CPU cache when decoded. Every range of a shard then comes from the same version of the file."""
         if not self.sharded:
             keys = [self.key(c) for c in chunks]
-            datas = self.store.get_ranges([(k, None, None) for k in keys])
+            datas = self.store.get_ranges([(k, WHOLE) for k in keys])
             return {
                 c: (None if d is None else (k, d, (0, len(d))))
                 for c, k, d in zip(chunks, keys, datas, strict=True)
@@ -605,7 +604,7 @@ class DatasetAccess:
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
-                    readers[n.key] = self.store.open_reader(n.key)  # type: ignore[attr-defined]
+                    readers[n.key] = cast(OpensReaders, self.store).open_reader(n.key)
                 reader = readers[n.key]
                 if reader is None:
                     tokens[n.key] = MISSING
@@ -632,7 +631,7 @@ class DatasetAccess:
                 )
             return result
         if pending:
-            datas, versions = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
+            datas, versions = self.index_cache.read([(n.key, Range(n.start, n.start + n.length)) for n in pending])
             _check_versions(tokens, [n.key for n in pending], versions)
             if self.index_cache.optimistic:
                 gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
@@ -648,7 +647,7 @@ class DatasetAccess:
     def open_readers(self) -> Iterator[dict[str, Any] | None]:
         """A dict for :meth:`read_raw`'s ``readers`` that closes the files it collects on exit; ``None``
         (read in batched calls instead) for unsharded arrays and stores without ``open_reader``."""
-        if not self.sharded or not hasattr(self.store, "open_reader"):
+        if not self.sharded or not isinstance(self.store, OpensReaders):
             yield None
             return
         readers: dict[str, Any] = {}
@@ -686,7 +685,7 @@ class DatasetAccess:
         (they never ask for whole objects), else in one batched store call."""
         if not readers:
             return self.index_cache.read(requests)
-        got = [(readers[k].read(s, e), readers[k].version) for k, s, e in requests]
+        got = [(readers[k].read(req), readers[k].version) for k, req in requests]
         return [d for d, _ in got], [v for _, v in got]
 
     def _descend(
@@ -729,14 +728,14 @@ class DatasetAccess:
                 n.pos, level
             )
             if whole:
-                rng = (None, None) if n.length is None else (n.start, n.start + n.length)
-            elif n.length is None:
-                rng = sc.index_range(cps)
+                rng = WHOLE if n.length is None else Range(n.start, n.start + n.length)
+            elif n.length is None:  # the index of a whole object: at its start or its end
+                rng = Range(0, n_idx) if sc.index_location == "start" else Suffix(n_idx)
             elif sc.index_location == "start":
-                rng = (n.start, n.start + n_idx)
+                rng = Range(n.start, n.start + n_idx)
             else:
-                rng = (n.start + n.length - n_idx, n.start + n.length)
-            requests.append((n.key, *rng))
+                rng = Range(n.start + n.length - n_idx, n.start + n.length)
+            requests.append((n.key, rng))
             targets.append((n, whole))
         datas, versions = self._read_versioned(requests, readers)
         _check_versions(tokens, [n.key for n, _ in targets], versions)
@@ -764,7 +763,7 @@ class DatasetAccess:
                 raise CorruptShardError(
                     f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
                     key=n.key,
-                    byte_range=req[1:],
+                    byte_range=legacy_bounds(req[1]),
                 )
             size = n.length if n.length is not None else (sizes or {}).get(n.key)
             try:
@@ -888,7 +887,7 @@ class DatasetAccess:
         for n in self.grid.chunks:
             chunk_bytes *= n
         max_objects = (
-            self.LOCKED_OBJECTS_PER_GROUP if getattr(self.store, "concurrent_writes", "") == "locked" else 0
+            self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
         )
         if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
             not max_objects or len(updates) <= max_objects
@@ -972,7 +971,7 @@ class DatasetAccess:
             or any(updates[c] is None or isinstance(updates[c], Merge) for c in group)
         ]
         keys = {pos: self.key(pos) for pos in groups}
-        datas = self.store.get_ranges([(keys[p], None, None) for p in need_old]) if need_old else []
+        datas = self.store.get_ranges([(keys[p], WHOLE) for p in need_old]) if need_old else []
         old_objects = {
             p: (None if d is None else memoryview(d)) for p, d in zip(need_old, datas, strict=True)
         }
