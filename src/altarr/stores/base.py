@@ -114,6 +114,13 @@ class StoreStats:
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
+    def __getstate__(self) -> dict[str, int]:  # pickles the counts (a store pickles with its stats)
+        return self.as_dict()
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 class Store(ABC):
     """Abstract key -> bytes store. See the module docstring for range and counting semantics.
