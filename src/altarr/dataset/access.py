@@ -631,7 +631,9 @@ class DatasetAccess:
                 )
             return result
         if pending:
-            datas, versions = self.index_cache.read([(n.key, Range(n.start, n.start + n.length)) for n in pending])
+            datas, versions = self.index_cache.read(
+                [(n.key, Range(n.start, n.start + n.length)) for n in pending]
+            )
             _check_versions(tokens, [n.key for n in pending], versions)
             if self.index_cache.optimistic:
                 gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
@@ -886,9 +888,7 @@ class DatasetAccess:
         chunk_bytes = self.dtype.itemsize
         for n in self.grid.chunks:
             chunk_bytes *= n
-        max_objects = (
-            self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
-        )
+        max_objects = self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
         if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
             not max_objects or len(updates) <= max_objects
         ):
