@@ -46,6 +46,9 @@ __all__ = [
 ]
 
 
+_set = object.__setattr__
+
+
 def _check(value: object, what: str) -> int:
     if type(value) is not int:
         try:
@@ -95,8 +98,10 @@ class Range:
     stop: int
 
     def __init__(self, start: int, stop: int) -> None:
-        object.__setattr__(self, "start", _check(start, "Range start"))
-        object.__setattr__(self, "stop", _check(stop, "Range stop"))
+        if type(start) is not int or type(stop) is not int or start < 0 or stop < 0:
+            start, stop = _check(start, "Range start"), _check(stop, "Range stop")
+        _set(self, "start", start)
+        _set(self, "stop", stop)
 
     def bounds(self, size: int) -> tuple[int, int]:
         off = min(self.start, size)
@@ -129,7 +134,7 @@ class Offset:
     start: int
 
     def __init__(self, start: int) -> None:
-        object.__setattr__(self, "start", _check(start, "Offset start"))
+        _set(self, "start", start if type(start) is int and start >= 0 else _check(start, "Offset start"))
 
     def bounds(self, size: int) -> tuple[int, int]:
         off = min(self.start, size)
@@ -162,7 +167,9 @@ class Suffix:
     length: int
 
     def __init__(self, length: int) -> None:
-        object.__setattr__(self, "length", _check(length, "Suffix length"))
+        _set(
+            self, "length", length if type(length) is int and length >= 0 else _check(length, "Suffix length")
+        )
 
     def bounds(self, size: int) -> tuple[int, int]:
         return max(size - self.length, 0), size
@@ -211,6 +218,8 @@ def byte_request(key: str, start: int | None, stop: int | None) -> tuple[ByteReq
     >>> byte_request("k", -3, None), byte_request("k", 5, -2), byte_request("k", None, None)
     ((Suffix(3), None), (Offset(5), -2), (WHOLE, None))
     """
+    if type(start) is int and type(stop) is int and 0 < start <= stop:
+        return Range(start, stop), None  # the common case first
     if start is not None and type(start) is not int:
         start = _bound(start, key, (start, stop))
     if stop is not None and type(stop) is not int:
@@ -244,17 +253,23 @@ def normalize_requests(requests: Sequence) -> tuple[list[ReadRequest], list[int 
     ([('a/b', Range(0, 4)), ('c', Suffix(2))], None)
     """
     out: list[ReadRequest] = []
+    append = out.append
     cuts: list[int | None] | None = None
+    keys: dict[str, str] = {}  # a batch names few keys many times: check each once
     for i, r in enumerate(requests):
+        key = r[0]
+        nkey = keys.get(key) if type(key) is str else None
+        if nkey is None:
+            nkey = keys[key] = normalize_key(key)
         if len(r) == 2:
-            key, req = r
+            req = r[1]
             if type(req) not in _TYPES:
                 raise TypeError(f"expected a byte request (WHOLE, Range, Offset, Suffix), got {req!r}")
-            out.append((normalize_key(key), req))
+            append((nkey, req))
             continue
-        key, start, stop = r
+        _, start, stop = r
         req, cut = byte_request(key, start, stop)
-        out.append((normalize_key(key), req))
+        append((nkey, req))
         if cut is not None:
             if cuts is None:
                 cuts = [None] * len(requests)
