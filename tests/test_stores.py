@@ -1,5 +1,7 @@
-"""The behavioural suite of the store layer, run over every store kind: in memory, local files, fsspec's
-memory file system, and a real S3 protocol server (moto, on the loopback interface)."""
+"""The store layer's tests: the conformance suite (``store_conformance.py``) run over every store kind (in
+memory, local files, fsspec's memory and local file systems, obstore on local files, a zip archive, and
+a real S3 protocol server - moto, on the loopback interface - through fsspec and obstore), then what is
+particular to each store."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import os
 import pickle
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,89 +17,104 @@ import pytest
 from _s3 import BUCKET, s3_options  # noqa: E402
 from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
 from altarr.stores import FsspecStore, LocalStore, MemoryStore, ObstoreStore, Store, ZipStore, store_from_url
-
-KINDS = ["memory", "local", "fsspec-memory", "s3", "obstore-s3"]
-
-
-@pytest.fixture(params=KINDS)
-def any_store(request, tmp_path):
-    """A fresh, empty store of each kind."""
-    kind = request.param
-    if kind == "memory":
-        store: Store = MemoryStore()
-    elif kind == "local":
-        store = LocalStore(tmp_path / "root")
-    elif kind == "fsspec-memory":
-        store = FsspecStore(f"memory://altarr-tests/{uuid.uuid4().hex}")
-    elif kind == "obstore-s3":
-        endpoint = request.getfixturevalue("s3_endpoint")
-        store = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(endpoint))
-    else:
-        endpoint = request.getfixturevalue("s3_endpoint")
-        store = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(endpoint))
-    yield store
-    store.close()
+from store_conformance import DATA, StoreConformance
 
 
-DATA = bytes(range(256)) * 4  # 1024 bytes
+class TestMemoryStore(StoreConformance):
+    @pytest.fixture
+    def store(self):
+        yield MemoryStore()
+
+
+class TestLocalStore(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        s = LocalStore(tmp_path / "root")
+        yield s
+        s.close()
+
+
+class TestFsspecMemoryStore(StoreConformance):
+    @pytest.fixture
+    def store(self):
+        s = FsspecStore(f"memory://altarr-tests/{uuid.uuid4().hex}")
+        yield s
+        s.close()
+
+
+class TestFsspecLocalStore(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        s = FsspecStore(f"file://{tmp_path}/root")
+        yield s
+        s.close()
+
+
+class TestFsspecS3Store(StoreConformance):
+    @pytest.fixture
+    def store(self, s3_endpoint):
+        s = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
+        yield s
+        s.close()
+
+
+class TestObstoreS3Store(StoreConformance):
+    @pytest.fixture
+    def store(self, s3_endpoint):
+        s = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
+        yield s
+        s.close()
+
+
+class TestObstoreLocalStore(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        (tmp_path / "root").mkdir()
+        s = ObstoreStore(f"file://{tmp_path}/root")
+        yield s
+        s.close()
+
+
+class TestZipStore(StoreConformance):
+    @pytest.fixture
+    def store(self, tmp_path):
+        s = ZipStore(tmp_path / "store.zip", mode="w")
+        yield s
+        s.close()
+
+    # A zip archive open for writing is one writer's session: its read-only form, and the one that
+    # pickles, is the archive opened again with mode "r" once the writer has closed it.
+    def test_read_only_refuses_writes(self, store):
+        store.set("k", b"v")
+        store.close()
+        ro = ZipStore(store.path, mode="r")
+        assert ro.read_only
+        assert ro.get("k") == b"v"
+        with pytest.raises(ReadOnlyError) as info:
+            ro.set("k", b"w")
+        assert info.value.key == "k"
+        with pytest.raises(ReadOnlyError):
+            ro.delete("k")
+        with pytest.raises(ReadOnlyError):
+            ro.set_many([("k", b"w"), ("j", b"w")])
+        assert ro.get("k") == b"v"
+        ro.close()
+
+    def test_pickle_roundtrip(self, store):
+        store.set("p", b"pickled")
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(store)
+        store.close()
+        ro = ZipStore(store.path, mode="r")
+        clone = pickle.loads(pickle.dumps(ro))
+        assert type(clone) is ZipStore
+        assert clone.get("p") == b"pickled"
+        assert clone.read_only == ro.read_only
+        ro.close()
+        clone.close()
 
 
 # --- reads ---------------------------------------------------------------------------------------------
-def test_set_get_roundtrip_and_missing(any_store):
-    any_store.set("a/b/c", DATA)
-    any_store.stats.reset()
-    assert any_store.get("a/b/c") == DATA
-    assert any_store.get("a/b/missing") is None
-    assert any_store.get("nowhere") is None
-    s = any_store.stats
-    assert (s.reads, s.bytes_read) == (3, len(DATA))
-
-
-def test_ranges_follow_slice_semantics(any_store):
-    any_store.set("k", DATA)
-    any_store.set("empty", b"")
-    reqs = [
-        ("k", 0, 10),
-        ("k", 1000, 2000),  # clipped at the end
-        ("k", 5000, 6000),  # entirely past the end
-        ("k", 1024, None),
-        ("k", 1000, None),
-        ("k", -7, None),
-        ("k", -5000, None),  # suffix longer than the object: the whole object
-        ("k", 10, 10),  # empty
-        ("k", 30, 20),  # stop before start: empty
-        ("k", 3, -1000),  # negative stop past the start: empty
-        ("k", 100, -900),
-        ("k", -30, -10),
-        ("k", None, None),
-        ("empty", None, None),
-        ("empty", 0, 10),
-        ("empty", -4, None),
-        ("missing", 0, 10),
-        ("missing", -4, None),
-        ("missing", 4, 4),
-    ]
-    got = any_store.get_ranges(reqs)
-    want = [None if k == "missing" else {"k": DATA, "empty": b""}[k][s:e] for k, s, e in reqs]
-    assert got == want
-    assert all(r is None or type(r) is bytes for r in got)
-
-
-def test_empty_range_of_missing_key_is_none(any_store):
-    any_store.set("k", DATA)
-    assert any_store.get_ranges([("k", 7, 7), ("nope", 7, 7)]) == [b"", None]
-
-
-def test_ten_nearby_ranges_are_one_read(any_store):
-    any_store.set("shard", DATA * 100)
-    any_store.stats.reset()
-    reqs = [("shard", i * 5000, i * 5000 + 100) for i in range(10)]
-    got = any_store.get_ranges(reqs)
-    assert got == [(DATA * 100)[s:e] for _, s, e in reqs]
-    assert any_store.stats.reads == 1
-    assert any_store.stats.bytes_read == 45100  # the merged span
-
-
 def test_far_apart_ranges_are_separate_reads(tmp_path):
     store = MemoryStore(coalesce_gap=1000)
     store.set("shard", DATA * 100)
@@ -107,192 +123,7 @@ def test_far_apart_ranges_are_separate_reads(tmp_path):
     assert store.stats.reads == 5 and store.stats.bytes_read == 50
 
 
-def test_far_apart_ranges_every_store(any_store):
-    big = os.urandom(600_000)
-    any_store.set("big", big)
-    any_store.stats.reset()
-    reqs = [("big", 0, 16), ("big", 200_000, 200_016), ("big", 400_000, 400_016), ("big", 599_990, 600_000)]
-    assert any_store.get_ranges(reqs) == [big[s:e] for _, s, e in reqs]
-    assert any_store.stats.reads == 4
-    assert any_store.stats.bytes_read == 16 * 3 + 10
-
-
-def test_missing_key_is_one_read_and_none(any_store):
-    assert any_store.get_range("absent", 0, 100) is None
-    assert (any_store.stats.reads, any_store.stats.bytes_read) == (1, 0)
-
-
-def test_suffix_ranges_count(any_store):
-    any_store.set("s", DATA)
-    any_store.stats.reset()
-    got = any_store.get_ranges([("s", -4, None), ("s", -16, None), ("s", -2000, None)])
-    assert got == [DATA[-4:], DATA[-16:], DATA]
-    assert any_store.stats.reads == 1  # suffixes merge into the longest
-    any_store.stats.reset()
-    assert any_store.get_ranges([("s", 0, 4), ("s", -4, None)]) == [DATA[:4], DATA[-4:]]
-    assert any_store.stats.reads == 2  # a range and a suffix cannot merge
-    assert any_store.stats.size_queries == 0  # served natively
-
-
-def test_whole_object_absorbs_ranges(any_store):
-    any_store.set("w", DATA)
-    any_store.stats.reset()
-    got = any_store.get_ranges([("w", 3, 9), ("w", None, None), ("w", -3, None)])
-    assert got == [DATA[3:9], DATA, DATA[-3:]]
-    assert any_store.stats.reads == 1 and any_store.stats.bytes_read == len(DATA)
-
-
-def test_results_in_request_order_many_keys(any_store):
-    objs = {f"c/{i}/{j}": os.urandom(50 + i * 7 + j) for i in range(4) for j in range(4)}
-    any_store.set_many(list(objs.items()))
-    keys = sorted(objs, reverse=True) + ["c/9/9"]
-    got = any_store.get_ranges([(k, 1, 20) for k in keys])
-    assert got == [objs[k][1:20] if k in objs else None for k in keys]
-    assert any_store.stats.reads == len(keys)
-
-
-def test_concurrent_reads_from_threads(any_store):
-    objs = {f"t/{i}": os.urandom(3000 + i) for i in range(16)}
-    any_store.set_many(list(objs.items()))
-    any_store.stats.reset()
-    rng = np.random.default_rng(0)
-    batches = []
-    for _ in range(24):
-        keys = rng.choice(sorted(objs), size=5)
-        batches.append(
-            [(str(k), int(s), int(s) + 100) for k, s in zip(keys, rng.integers(0, 3000, 5), strict=True)]
-        )
-
-    def run(batch):
-        return any_store.get_ranges(batch)
-
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(run, batches))
-    for batch, res in zip(batches, results, strict=True):
-        assert res == [objs[k][s:e] for k, s, e in batch]
-    assert any_store.stats.reads > 0
-
-
-def test_size_exists_stat(any_store):
-    any_store.set("x/y", DATA)
-    any_store.stats.reset()
-    assert any_store.size("x/y") == len(DATA)
-    assert any_store.size("x/none") is None
-    assert any_store.exists("x/y") and not any_store.exists("x")  # a folder is not an object
-    assert any_store.stats.size_queries == 4
-    size, token = any_store.stat("x/y")
-    assert size == len(DATA)
-    assert isinstance(token, int | float | str)
-    assert any_store.stat("x/y") == (size, token)  # stable while unchanged
-    any_store.set("x/y", DATA[::-1])  # same size, other content
-    assert any_store.stat("x/y")[1] != token
-    assert any_store.stat("x/none") is None
-
-
 # --- writes --------------------------------------------------------------------------------------------
-def test_write_counts_and_value_types(any_store):
-    arr = np.arange(12, dtype="<u2").reshape(3, 4)
-    any_store.set("a", bytearray(b"abc"))
-    any_store.set("b", memoryview(b"0123456789")[2:5])
-    any_store.set("c", arr)
-    any_store.set("d", arr[:, ::2])  # not contiguous
-    s = any_store.stats
-    assert (s.writes, s.bytes_written) == (4, 3 + 3 + 24 + 12)
-    assert any_store.get("a") == b"abc"
-    assert any_store.get("b") == b"234"
-    assert any_store.get("c") == arr.tobytes()
-    assert any_store.get("d") == arr[:, ::2].tobytes()
-    with pytest.raises(TypeError):
-        any_store.set("e", object())
-    assert any_store.get("e") is None
-
-
-def test_overwrite_and_delete(any_store):
-    any_store.set("d/e/f", b"one")
-    any_store.set("d/e/f", b"two!")
-    assert any_store.get("d/e/f") == b"two!"
-    assert any_store.delete("d/e/f") is True
-    assert any_store.delete("d/e/f") is False
-    assert any_store.get("d/e/f") is None
-    assert any_store.stats.deletes >= 1
-    assert list(any_store.list()) == []
-
-
-def test_set_many_delete_many_delete_prefix(any_store):
-    items = [(f"g/{i}", bytes([i]) * 10) for i in range(10)] + [("h/0", b"x")]
-    any_store.set_many(items)
-    assert any_store.stats.writes == 11
-    assert any_store.delete_many(["g/0", "g/1", "g/none"]) == [True, True, False]
-    assert any_store.delete_prefix("g") == 8
-    assert list(any_store.list()) == ["h/0"]
-
-
-def test_listing(any_store):
-    for k in ["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"]:
-        any_store.set(k, b"1")
-    any_store.stats.reset()
-    assert sorted(any_store.list()) == sorted(["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"])
-    assert sorted(any_store.list("a")) == ["a/.zattrs", "a/b/c", "a/b/d", "a/e"]
-    assert sorted(any_store.list("a/b/")) == ["a/b/c", "a/b/d"]
-    assert list(any_store.list("nothing")) == []
-    assert list(any_store.list("g")) == []  # a key is not a folder
-    assert any_store.list_dir("") == (["g"], ["a", "ab"])
-    assert any_store.list_dir("a") == ([".zattrs", "e"], ["b"])
-    assert any_store.list_dir("zz") == ([], [])
-    assert any_store.stats.lists == 8
-
-
-def test_read_only_refuses_writes(any_store):
-    any_store.set("k", b"v")
-    ro = any_store.with_read_only()
-    assert ro.read_only
-    assert ro.get("k") == b"v"
-    with pytest.raises(ReadOnlyError) as info:
-        ro.set("k", b"w")
-    assert info.value.key == "k"
-    with pytest.raises(ReadOnlyError):
-        ro.delete("k")
-    with pytest.raises(ReadOnlyError):
-        ro.set_many([("k", b"w"), ("j", b"w")])
-    assert any_store.get("k") == b"v"
-
-
-@pytest.mark.parametrize("bad", ["../x", "a/../../x", "/etc/passwd", "a/./b", "a\\b", "x\x00y"])
-def test_key_escape_attempts_raise(any_store, bad):
-    for call in (
-        lambda: any_store.get(bad),
-        lambda: any_store.get_ranges([("ok", 0, 1), (bad, 0, 1)]),
-        lambda: any_store.size(bad),
-        lambda: any_store.set(bad, b"x"),
-        lambda: any_store.delete(bad),
-        lambda: list(any_store.list(bad)),
-    ):
-        with pytest.raises(InvalidKeyError):
-            call()
-
-
-def test_keys_are_normalized(any_store):
-    any_store.set("a//b/", b"x")
-    assert any_store.get("a/b") == b"x"
-    assert list(any_store.list()) == ["a/b"]
-
-
-def test_stats_reset_and_dict(any_store):
-    any_store.set("k", b"abc")
-    any_store.get("k")
-    assert any_store.stats.as_dict()["writes"] == 1
-    any_store.stats.reset()
-    assert set(any_store.stats.as_dict().values()) == {0}
-
-
-def test_pickle_roundtrip(any_store):
-    any_store.set("p", b"pickled")
-    clone = pickle.loads(pickle.dumps(any_store))
-    assert type(clone) is type(any_store)
-    assert clone.get("p") == b"pickled"
-    assert clone.read_only == any_store.read_only
-
-
 # --- LocalStore specifics ------------------------------------------------------------------------------
 def _files(root) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
@@ -674,23 +505,6 @@ def _read_four_in_child(queue):
     queue.put(store.get_ranges([(f"k{i}", None, None) for i in range(4)]))
 
 
-def test_versioned_reads_match_stat(any_store, tmp_path):
-    any_store.set("v/a", DATA)
-    any_store.set("v/b", b"xyz")
-    reqs = [("v/a", 0, 10), ("v/b", None, None), ("v/a", -5, None), ("v/none", 0, 1)]
-    datas, versions = any_store.get_ranges_versioned(reqs)
-    assert datas == [DATA[:10], b"xyz", DATA[-5:], None]
-    assert len(versions) == 4 and versions[3] is None
-    if any_store.cheap_stat or getattr(any_store, "versioned_reads", False):  # obstore: each GET's ETag
-        assert versions[0] == versions[2] == any_store.stat("v/a")[1]
-        assert versions[1] == any_store.stat("v/b")[1]
-        any_store.set("v/b", b"XYZ")
-        _, again = any_store.get_ranges_versioned([("v/b", 0, 1)])
-        assert again[0] == any_store.stat("v/b")[1] != versions[1]
-    else:  # fsspec object stores: a version check costs a round trip, none is reported
-        assert versions == [None] * 4
-
-
 def test_local_versioned_reads_in_parallel_paths(tmp_path):
     s = LocalStore(tmp_path, max_workers=3, coalesce_gap=0)
     big = os.urandom(50_000)
@@ -716,16 +530,6 @@ def test_zip_versioned_reads(tmp_path):
         z.set("a", b"456")
         assert z.get_ranges_versioned([("a", None, None)]) == ([b"456"], [z.stat("a")[1]])
         assert z.stat("a")[1] != versions[0]
-
-
-def test_an_object_given_in_parts_is_written_back_to_back(any_store):
-    """A shard is handed to the store as its parts (chunks and index); local files write them with
-    writev (more parts than one writev call takes, too), other stores join them."""
-    parts = [b"ab", memoryview(b"cd"), bytearray(b"e"), b""] + [bytes([i % 251]) for i in range(3000)]
-    any_store.set("shard", parts)
-    want = b"abcde" + bytes(i % 251 for i in range(3000))
-    assert any_store.get("shard") == want
-    assert any_store.stats.writes == 1 and any_store.stats.bytes_written == len(want)
 
 
 def test_local_file_reader_reads_one_version_and_counts(tmp_path):

@@ -1,18 +1,23 @@
-"""FsspecStore over plain HTTP (fsspec's aiohttp file system) against two loopback servers: one that
-serves ``Range`` headers (suffix ranges go out natively, 416 past the end) and Python's
-``http.server``, which ignores them (the store slices the whole answer itself)."""
+"""FsspecStore over plain HTTP (fsspec's aiohttp file system) against two loopback servers: the one of the
+network benchmarks (``benchmarks/netservers.py``), which serves ``Range`` headers (suffix ranges go out
+natively, 416 past the end), and Python's ``http.server``, which ignores them (the store slices the whole
+answer itself)."""
 
 from __future__ import annotations
 
 import http.server
 import os
-import re
+import sys
 import threading
 from functools import partial
+from pathlib import Path
 
 import pytest
 
 from altarr.stores import FsspecStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from netservers import http_server  # noqa: E402
 
 pytest.importorskip("aiohttp")
 
@@ -20,59 +25,17 @@ DATA = os.urandom(100_000)
 OBJECTS = {"/data/shard": DATA, "/data/empty": b""}
 
 
-class RangeHandler(http.server.BaseHTTPRequestHandler):
-    """Serves OBJECTS with RFC 9110 single byte ranges; records every request."""
-
-    log: list[tuple[str, str, str | None]] = []
-
-    def log_message(self, *args):  # keep test output quiet
-        pass
-
-    def _send(self, status: int, body: bytes, headers: dict[str, str], head: bool) -> None:
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
-
-    def _serve(self, head: bool) -> None:
-        rng = self.headers.get("Range")
-        self.log.append((self.command, self.path, rng))
-        obj = OBJECTS.get(self.path)
-        if obj is None:
-            return self._send(404, b"not found", {}, head)
-        if rng is None:
-            return self._send(200, obj, {"Accept-Ranges": "bytes"}, head)
-        m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng)
-        size = len(obj)
-        first, last = m.group(1), m.group(2)
-        if first == "":  # suffix
-            start, stop = max(size - int(last), 0), size
-        else:
-            start = int(first)
-            stop = size if last == "" else min(int(last) + 1, size)
-        if start >= size or stop <= start:
-            return self._send(416, b"", {"Content-Range": f"bytes */{size}"}, head)
-        headers = {"Content-Range": f"bytes {start}-{stop - 1}/{size}", "Accept-Ranges": "bytes"}
-        self._send(206, obj[start:stop], headers, head)
-
-    def do_GET(self):
-        self._serve(head=False)
-
-    def do_HEAD(self):
-        self._serve(head=True)
-
-
 @pytest.fixture(scope="module")
-def range_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def range_server(tmp_path_factory):
+    """The benchmarks' loopback HTTP server (``benchmarks/netservers.py``, shared with ``test_remote.py``)
+    over OBJECTS written to files; yields ``(url, log)``."""
+    root = tmp_path_factory.mktemp("ranged")
+    for path, data in OBJECTS.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    with http_server(root) as (url, log):
+        yield url, log
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +58,9 @@ class QuietFiles(http.server.SimpleHTTPRequestHandler):
 
 
 def test_http_ranges_suffixes_and_counts(range_server):
-    store = FsspecStore(f"{range_server}/data", read_only=True)
-    RangeHandler.log.clear()
+    url, log = range_server
+    store = FsspecStore(f"{url}/data", read_only=True)
+    log.reset()
     reqs = [
         ("shard", 0, 100),
         ("shard", 500, 600),
@@ -105,7 +69,7 @@ def test_http_ranges_suffixes_and_counts(range_server):
         ("missing", 0, 5),
     ]
     assert store.get_ranges(reqs) == [DATA[0:100], DATA[500:600], DATA[-64:], DATA[-10:], None]
-    sent = sorted((m, p, r) for m, p, r in RangeHandler.log)
+    sent = sorted((m, p, r) for m, p, r, _, _ in log.entries)
     assert sent == [
         ("GET", "/data/missing", "bytes=0-4"),
         ("GET", "/data/shard", "bytes=-64"),
@@ -115,7 +79,7 @@ def test_http_ranges_suffixes_and_counts(range_server):
 
 
 def test_http_past_the_end_and_empty(range_server):
-    store = FsspecStore(f"{range_server}/data", read_only=True)
+    store = FsspecStore(f"{range_server[0]}/data", read_only=True)
     got = store.get_ranges([("shard", 200_000, 200_010), ("empty", 0, 10), ("empty", None, None)])
     assert got == [b"", b"", b""]
     assert store.size("shard") == len(DATA) and store.size("missing") is None

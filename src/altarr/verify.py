@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -338,16 +337,11 @@ def _check_shard(
 def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: bool) -> None:
     """List (and with ``repair`` remove) the temporary files left by interrupted writes.
 
-    A store may offer ``list_temp_files(prefix)`` and ``delete_temp_file(key)``; otherwise local stores are
-    walked on disk (their listing hides the files) and other stores listed through ``list``."""
+    Every store lists and removes its own (:meth:`~altarr.stores.Store.list_temp_files`,
+    :meth:`~altarr.stores.Store.delete_temp_file`): local stores find the files on disk, which their
+    listing hides."""
     try:
-        lister = getattr(store, "list_temp_files", None)
-        if lister is not None:
-            temps = sorted(lister(prefix))
-        elif hasattr(store, "root") and os.path.isdir(getattr(store, "root", "")):
-            temps = _local_temp_files(store.root, prefix)  # type: ignore[attr-defined]
-        else:
-            temps = sorted(k for k in store.list(prefix) if k.endswith(TEMP_SUFFIX))
+        temps = sorted(store.list_temp_files(prefix))
     except (AltarrError, OSError) as e:
         report.add(prefix or "/", "read", f"cannot list temporary files: {e}")
         return
@@ -356,27 +350,10 @@ def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: b
         return
     for k in temps:
         try:
-            deleter = getattr(store, "delete_temp_file", None)
-            if deleter is not None:
-                deleter(k)
-            elif hasattr(store, "root"):
-                os.unlink(os.path.join(store.root, *k.split("/")))  # type: ignore[attr-defined]
-            else:
-                store.delete(k)
+            store.delete_temp_file(k)
             report.removed.append(k)
         except (AltarrError, OSError) as e:
             report.add(k, "read", f"cannot remove the temporary file: {e}")
-
-
-def _local_temp_files(root: str, prefix: str) -> list[str]:
-    top = os.path.join(root, *prefix.split("/")) if prefix else root
-    found = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
-        rel = os.path.relpath(dirpath, root)
-        base = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
-        found += [base + f for f in filenames if f.endswith(TEMP_SUFFIX)]
-    return sorted(found)
 
 
 class _CallableModule(types.ModuleType):

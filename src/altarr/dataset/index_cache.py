@@ -79,13 +79,12 @@ class IndexCache:
 
     def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
         self.store = store
-        versioned = hasattr(store, "get_ranges_versioned")
-        self.cheap = bool(getattr(store, "cheap_stat", False)) and versioned
+        self.cheap = store.cheap_stat
         #: entries are used without a stat and checked by the versions the chunk reads report
         self.optimistic = not self.cheap and (
-            bool(getattr(store, "versioned_reads", False)) or recheck is False
+            store.versioned_reads or recheck is False
         )
-        self.trusted = recheck is False and not bool(getattr(store, "versioned_reads", False))
+        self.trusted = recheck is False and not store.versioned_reads
         self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
@@ -100,7 +99,7 @@ class IndexCache:
         if not requests:
             return [], []
         if self.enabled:
-            return self.store.get_ranges_versioned(requests)  # type: ignore[attr-defined]
+            return self.store.get_ranges_versioned(requests)
         return self.store.get_ranges(requests), [None] * len(requests)
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:

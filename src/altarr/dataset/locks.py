@@ -80,7 +80,7 @@ def shard_locks(namespace: Hashable, keys: Iterable[str]) -> Iterator[None]:
 
 
 def _namespace(store: Store) -> Hashable:
-    ident = getattr(store, "identity", None)
+    ident = store.identity
     return ident if ident is not None else id(store)
 
 

@@ -31,11 +31,13 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ..errors import AltarrError, CorruptShardError
+from ..stores.base import OpensReaders
+from ..stores.ranges import WHOLE, Range, Suffix, legacy_bounds
 from .chunk_codec import scratch_bytes
 from .index_cache import MISSING, IndexCache, ShardChanged, check_versions
 from .layout import Chunk, ShardLayout
@@ -139,7 +141,7 @@ class ShardReader:
         ``versions``: a dict that receives the version token of every shard the call read."""
         if not self.layout.sharded:
             keys = [self.layout.key(c) for c in chunks]
-            datas = self.store.get_ranges([(k, None, None) for k in keys])
+            datas = self.store.get_ranges([(k, WHOLE) for k in keys])
             return {
                 c: (None if d is None else (k, d, (0, len(d))))
                 for c, k, d in zip(chunks, keys, datas, strict=True)
@@ -166,7 +168,7 @@ class ShardReader:
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
-                    readers[n.key] = self.store.open_reader(n.key)  # type: ignore[attr-defined]
+                    readers[n.key] = cast(OpensReaders, self.store).open_reader(n.key)
                 reader = readers[n.key]
                 if reader is None:
                     tokens[n.key] = MISSING
@@ -193,7 +195,9 @@ class ShardReader:
                 )
             return result
         if pending:
-            datas, versions = self.index_cache.read([(n.key, n.start, n.start + n.length) for n in pending])
+            datas, versions = self.index_cache.read(
+                [(n.key, Range(n.start, n.start + n.length)) for n in pending]
+            )
             check_versions(tokens, [n.key for n in pending], versions)
             if self.index_cache.optimistic:
                 gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
@@ -209,7 +213,7 @@ class ShardReader:
     def open_readers(self) -> Iterator[dict[str, Any] | None]:
         """A dict for :meth:`read_raw`'s ``readers`` that closes the files it collects on exit; ``None``
         (read in batched calls instead) for unsharded arrays and stores without ``open_reader``."""
-        if not self.layout.sharded or not hasattr(self.store, "open_reader"):
+        if not self.layout.sharded or not isinstance(self.store, OpensReaders):
             yield None
             return
         readers: dict[str, Any] = {}
@@ -236,7 +240,7 @@ class ShardReader:
         (they never ask for whole objects), else in one batched store call."""
         if not readers:
             return self.index_cache.read(requests)
-        got = [(readers[k].read(s, e), readers[k].version) for k, s, e in requests]
+        got = [(readers[k].read(req), readers[k].version) for k, req in requests]
         return [d for d, _ in got], [v for _, v in got]
 
     def _descend(
@@ -279,14 +283,14 @@ class ShardReader:
                 n.pos, level
             )
             if whole:
-                rng = (None, None) if n.length is None else (n.start, n.start + n.length)
-            elif n.length is None:
-                rng = sc.index_range(cps)
+                rng = WHOLE if n.length is None else Range(n.start, n.start + n.length)
+            elif n.length is None:  # the index of a whole object: at its start or its end
+                rng = Range(0, n_idx) if sc.index_location == "start" else Suffix(n_idx)
             elif sc.index_location == "start":
-                rng = (n.start, n.start + n_idx)
+                rng = Range(n.start, n.start + n_idx)
             else:
-                rng = (n.start + n.length - n_idx, n.start + n.length)
-            requests.append((n.key, *rng))
+                rng = Range(n.start + n.length - n_idx, n.start + n.length)
+            requests.append((n.key, rng))
             targets.append((n, whole))
         datas, versions = self._read_versioned(requests, readers)
         check_versions(tokens, [n.key for n, _ in targets], versions)
@@ -314,7 +318,7 @@ class ShardReader:
                 raise CorruptShardError(
                     f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
                     key=n.key,
-                    byte_range=req[1:],
+                    byte_range=legacy_bounds(req[1]),
                 )
             size = n.length if n.length is not None else (sizes or {}).get(n.key)
             try:

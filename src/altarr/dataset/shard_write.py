@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import WriteConflictError
+from ..stores.ranges import WHOLE
 from . import kernel, locks
 from .chunk_codec import ChunkCodec
 from .index_cache import IndexCache
@@ -145,7 +146,7 @@ class ShardWriter:
         for n in self.grid.chunks:
             chunk_bytes *= n
         max_objects = (
-            self.LOCKED_OBJECTS_PER_GROUP if getattr(self.store, "concurrent_writes", "") == "locked" else 0
+            self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
         )
         if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
             not max_objects or len(updates) <= max_objects
@@ -231,7 +232,7 @@ class ShardWriter:
             or any(updates[c] is None or isinstance(updates[c], Merge) for c in group)
         ]
         keys = {pos: self.layout.key(pos) for pos in groups}
-        datas = self.store.get_ranges([(keys[p], None, None) for p in need_old]) if need_old else []
+        datas = self.store.get_ranges([(keys[p], WHOLE) for p in need_old]) if need_old else []
         old_objects = {
             p: (None if d is None else memoryview(d)) for p, d in zip(need_old, datas, strict=True)
         }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AltarrError, MetadataError
+from ..stores.ranges import WHOLE
 from ._common import parse_json
 from .base import DatasetSpec, Format, join_key
 from .n5 import ATTRIBUTES_KEY, N5Format
@@ -83,7 +84,7 @@ def _fetch(
     if prefix and format in (None, "n5"):
         names = [*names, "/" + ATTRIBUTES_KEY]
         keys.append(ATTRIBUTES_KEY)
-    values = store.get_ranges([(k, None, None) for k in keys])
+    values = store.get_ranges([(k, WHOLE) for k in keys])
     raw = dict.fromkeys([*every, "/" + ATTRIBUTES_KEY, *extra])
     raw.update(zip(names, values, strict=True))
     return raw

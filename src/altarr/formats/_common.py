@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GridError, MetadataError
+from ..stores.ranges import WHOLE
 from .base import join_key
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def check_spec_limits(
 def fetch_documents(store: Store, prefix: str, names: Sequence[str]) -> dict[str, bytes | None]:
     """Read the metadata documents ``names`` (relative to ``prefix``) in one batched store request."""
     keys = [join_key(prefix, n) for n in names]
-    values = store.get_ranges([(k, None, None) for k in keys])
+    values = store.get_ranges([(k, WHOLE) for k in keys])
     return dict(zip(names, values, strict=True))
 
 

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from ..stores.ranges import WHOLE
 from ._common import (
     check_chunk_shape,
     check_shape,
@@ -352,7 +353,7 @@ class N5Format(Format):
 
     def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
-        values = store.get_ranges([(k, None, None) for k in keys])
+        values = store.get_ranges([(k, WHOLE) for k in keys])
         docs = [None if v is None else parse_json(v, k) for k, v in zip(keys, values, strict=True)]
         return docs[0], docs[-1]
 

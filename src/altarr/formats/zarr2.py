@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, UnsupportedError
+from ..stores.ranges import WHOLE
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
 from .base import DatasetSpec, Format, NewArray, join_key
 
@@ -256,7 +257,7 @@ def consolidate_metadata(store: Store, prefix: str = "") -> dict[str, Any]:
     """
     names = (ZARRAY, ZGROUP, ZATTRS)
     keys = sorted(k for k in store.list(prefix) if k.rsplit("/", 1)[-1] in names)
-    values = store.get_ranges([(k, None, None) for k in keys])
+    values = store.get_ranges([(k, WHOLE) for k in keys])
     start = len(prefix) + 1 if prefix else 0
     metadata: dict[str, Any] = {}
     for k, v in zip(keys, values, strict=True):

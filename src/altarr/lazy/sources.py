@@ -231,7 +231,7 @@ class DatasetFetch:
         from ..dataset.access import MISSING
 
         store = self.dataset().store
-        if not getattr(store, "cheap_stat", False):
+        if not store.cheap_stat:
             return None
         out: dict[str, Any] = {}
         for g in dict.fromkeys(groups):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["as_byte_view", "as_bytes", "resolve_range"]
+__all__ = ["as_byte_view", "as_bytes"]
 
 
 def as_byte_view(value: object) -> memoryview:
@@ -28,15 +28,3 @@ def as_bytes(value: object) -> bytes:
     if isinstance(value, list | tuple):
         return b"".join(value)
     return as_byte_view(value).tobytes()
-
-
-def resolve_range(start: int | None, stop: int | None, size: int) -> tuple[int, int]:
-    """The byte offsets ``[off, end)`` that a range request (whole object, bounded, open-ended or suffix;
-    see :mod:`.coalesce`) covers in an object of ``size`` bytes: Python's slice rules, so nothing past
-    the end and ``end <= off`` for an empty result.
-
-    >>> resolve_range(None, None, 10), resolve_range(-3, None, 10), resolve_range(4, 99, 10)
-    ((0, 10), (7, 10), (4, 10))
-    """
-    off, end, _ = slice(start, stop).indices(size)
-    return off, end

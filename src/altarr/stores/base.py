@@ -3,17 +3,21 @@
 A store maps ``/``-separated string keys (``"array/c/0/1"``) to bytes. Everything above the store layer
 talks to it through the methods of :class:`Store`; the dataset layer never opens files itself.
 
-Range requests are ``(key, start, stop)`` tuples with Python slice meaning, plus a suffix form:
-
-* ``(key, None, None)`` - the whole object;
-* ``(key, start, None)`` - from ``start`` to the end;
-* ``(key, start, stop)`` - bytes ``[start, stop)``;
-* ``(key, -n, None)`` - the last ``n`` bytes (an HTTP suffix range). If the object is shorter than
-  ``n`` the whole object is returned (the caller checks the length it got).
+Read requests are typed (:mod:`altarr.stores.ranges`): ``(key, WHOLE)``, ``(key, Range(start, stop))``,
+``(key, Offset(start))`` and ``(key, Suffix(length))`` (the last ``length`` bytes, or the whole object if
+it is shorter). For backward compatibility the public :meth:`Store.get_ranges`, :meth:`Store.get_range`
+and :meth:`Store.get_ranges_versioned` also take the old ``(key, start, stop)`` triples with Python
+slice meaning (``(key, -n, None)`` a suffix, a negative stop counted from the end); they are converted
+in one place, :func:`~altarr.stores.ranges.normalize_requests`, before anything else sees them.
 
 A request for a key that does not exist yields ``None`` in its slot; it never raises. Results of a batch
 come back in request order. A range past the end of an object is clipped like a Python slice; callers
 that need an exact length check it themselves and raise ``CorruptShardError``.
+
+One read path for every store: :meth:`Store.get_ranges` normalizes the batch, merges it
+(:func:`~altarr.stores.coalesce.plan_reads`), hands the merged requests to the store's one primitive
+:meth:`Store._fetch`, counts, and cuts each original result back out. A store implements only
+``_fetch``.
 
 Counting: every store keeps a :class:`StoreStats`. One *read* is one request that went to the backend
 after coalescing (so two nearby ranges of one key merged into one request count as one read);
@@ -21,14 +25,20 @@ after coalescing (so two nearby ranges of one key merged into one request count 
 read with zero bytes. ``writes``/``bytes_written``, ``deletes``, ``lists`` and ``size_queries`` count
 likewise.
 
+Capabilities are declared, never probed: class attributes of :class:`Store` (``cheap_stat``,
+``versioned_reads``, ``concurrent_writes``, :attr:`Store.identity`) and the mixin :class:`OpensReaders`
+(stores that hand out open files for many ranged reads, checked with ``isinstance``).
+
 Example:
-    >>> from altarr.stores import MemoryStore
+    >>> from altarr.stores import MemoryStore, Range, Suffix, WHOLE
     >>> s = MemoryStore()
     >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("missing", None, None)])
+    >>> s.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("missing", WHOLE)])
     [b'23', b'789', None]
     >>> s.stats.reads  # a range and a suffix of one key cannot merge (the size is unknown): 3 requests
     3
+    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None)])  # the legacy form, converted
+    [b'23', b'789']
 """
 
 from __future__ import annotations
@@ -38,15 +48,40 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
 
-from ..errors import InvalidKeyError, ReadOnlyError
+from ..errors import ReadOnlyError
+from .coalesce import DEFAULT_COALESCE_GAP, DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
+from .keys import normalize_key
+from .ranges import WHOLE, ByteRequest, ReadRequest, normalize_requests
 
-__all__ = ["Store", "StoreStats", "RangeRequest", "VersionedReads", "normalize_key", "DEFAULT_COALESCE_GAP"]
+__all__ = [
+    "Store",
+    "StoreStats",
+    "RangeRequest",
+    "ReadRequest",
+    "Fetched",
+    "OpensReaders",
+    "VersionedReads",
+    "normalize_key",
+    "DEFAULT_COALESCE_GAP",
+]
 
+#: The legacy request form ``(key, start, stop)`` (see the module docstring); new code uses
+#: :data:`~altarr.stores.ranges.ReadRequest`.
 RangeRequest = tuple[str, int | None, int | None]
 
-#: Ranges of one key whose gap is at most this many bytes are merged into one request by default.
-DEFAULT_COALESCE_GAP = 64 * 1024
+
+class Fetched(NamedTuple):
+    """What a store's :meth:`Store._fetch` primitive returns for a batch of merged requests."""
+
+    #: Per merged request, its bytes (any bytes-like object) or ``None`` for a missing key.
+    data: list[Any]
+    #: Per merged request, the version token of the object the bytes came from (as :meth:`Store.stat`
+    #: gives it), when ``versioned`` was asked and the store knows versions; else ``None``.
+    versions: list[Any] | None = None
+    #: Backend requests made, when not one per merged request (``None``: ``len(data)``).
+    reads: int | None = None
 
 
 @dataclass
@@ -79,36 +114,41 @@ class StoreStats:
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
+    def __getstate__(self) -> dict[str, int]:  # pickles the counts (a store pickles with its stats)
+        return self.as_dict()
 
-def normalize_key(key: str) -> str:
-    """Check and normalize a store key: ``/``-separated, relative, no ``..``/``.`` segments.
-
-    Raises :class:`~altarr.errors.InvalidKeyError` for a key that would escape the store's root.
-
-    >>> normalize_key("a//b/")
-    'a/b'
-    """
-    if not isinstance(key, str):
-        raise InvalidKeyError(f"store keys are strings, got {type(key).__name__}", key=repr(key))
-    if "\\" in key or "\x00" in key:
-        raise InvalidKeyError("store keys may not contain backslashes or NUL bytes", key=key)
-    if key.startswith("/"):
-        raise InvalidKeyError("store keys are relative to the store root; absolute keys are refused", key=key)
-    parts = [p for p in key.split("/") if p != ""]
-    for p in parts:
-        if p in (".", ".."):
-            raise InvalidKeyError("store keys may not contain '.' or '..' segments", key=key)
-    return "/".join(parts)
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 class Store(ABC):
-    """Abstract key -> bytes store. See the module docstring for range and counting semantics."""
+    """Abstract key -> bytes store. See the module docstring for range and counting semantics.
 
+    A store implements :meth:`_fetch` (serve merged read requests), :meth:`size`, :meth:`set`,
+    :meth:`delete`, :meth:`list` and :meth:`list_dir`, and declares what it can do with the capability
+    attributes below; callers read those attributes, they never probe for methods.
+    """
+
+    # --- capabilities (declared; overridden by the stores that have them) ------------------------------
     #: True when writes are refused.
     read_only: bool = False
     #: True when :meth:`stat` is cheap (a system call or a dict lookup, not a network round trip), so
     #: callers may validate cached data (shard indexes) against it on every use.
     cheap_stat: bool = False
+    #: True when every ranged read reports the version of the object it read, at no extra cost (an
+    #: object store's ``GET`` answers with the ETag): :meth:`get_ranges_versioned` then validates cached
+    #: data without a :meth:`stat`.
+    versioned_reads: bool = False
+    #: True when :meth:`get_ranges_versioned` reports versions at all (else all ``None``).
+    reports_versions: bool = False
+    #: Ranges of one key whose gap is at most this many bytes are merged into one backend request.
+    coalesce_gap: int = DEFAULT_COALESCE_GAP
+    #: A merged span of ranges is not grown past this many bytes.
+    max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE
+    #: The merged results of :meth:`get_ranges_versioned` are handed out as zero-copy views even where a
+    #: request equals its merged request (stores whose backend buffers are not ``bytes``).
+    _whole_views: bool = False
 
     @property
     def identity(self) -> object:
@@ -120,27 +160,81 @@ class Store(ABC):
         self.stats = StoreStats()
 
     # --- reads ----------------------------------------------------------------------------------------
-    @abstractmethod
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
+    def get_ranges(self, requests: Sequence[ReadRequest | RangeRequest]) -> list[bytes | None]:
         """Read many byte ranges (of one or many keys) in one call, concurrently where the backend
-        allows, coalescing nearby ranges of one key. Results in request order; ``None`` for a missing key."""
+        allows, coalescing nearby ranges of one key. Results (``bytes``) in request order; ``None`` for a
+        missing key. Requests are typed pairs or legacy triples (see the module docstring).
+
+        >>> from altarr.stores import MemoryStore, Offset
+        >>> s = MemoryStore(); s.set("k", b"abcdef")
+        >>> s.get_ranges([("k", Offset(4)), ("k", 1, 3)])
+        [b'ef', b'bc']
+        """
+        return self._read_batch(requests, False)[0]
 
     def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
+        self, requests: Sequence[ReadRequest | RangeRequest]
     ) -> tuple[list[bytes | None], list[float | int | str | None]]:
         """:meth:`get_ranges` plus, per request, the version token (as :meth:`stat` gives it) of the object
-        the bytes came from, read atomically with them; ``None`` where unknown or the key is missing.
-        The results are bytes-like: a range merged with others may come back as a zero-copy
-        ``memoryview`` slice of the merged read. This default knows no versions (all ``None``)."""
-        return self.get_ranges(requests), [None] * len(requests)
+        the bytes came from, read atomically with them; ``None`` where unknown (stores that do not
+        :attr:`report versions <reports_versions>`) or the key is missing. The results are bytes-like: a
+        range merged with others may come back as a zero-copy ``memoryview`` slice of the merged read."""
+        return self._read_batch(requests, True)
 
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""
-        return self.get_ranges([(key, None, None)])[0]
+        return self.get_ranges([(key, WHOLE)])[0]
 
-    def get_range(self, key: str, start: int | None, stop: int | None) -> bytes | None:
-        """One byte range (see module docstring), or ``None`` if the key does not exist."""
-        return self.get_ranges([(key, start, stop)])[0]
+    def get_range(self, key: str, start: ByteRequest | int | None, stop: int | None = None) -> bytes | None:
+        """One byte range, or ``None`` if the key does not exist: ``get_range(key, Range(2, 5))``, or the
+        legacy ``get_range(key, start, stop)`` (see the module docstring)."""
+        if start is None or isinstance(start, int):
+            return self.get_ranges([(key, start, stop)])[0]
+        return self.get_ranges([(key, start)])[0]
+
+    def _read_batch(self, requests: Sequence, versioned: bool) -> tuple[list, list]:
+        """The one read path: normalize, merge, :meth:`_fetch`, count, split."""
+        if not requests:
+            return [], []
+        typed, cuts = normalize_requests(requests)
+        return self._read_typed(typed, cuts, versioned)
+
+    def _read_typed(
+        self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
+    ) -> tuple[list, list]:
+        """:meth:`_read_batch` after normalization (keys checked, requests typed): a store that must see the
+        batch before it is merged (FsspecStore inside :meth:`exclusive`) overrides this."""
+        plan = plan_reads(requests, self.coalesce_gap, self.max_coalesced_size, cuts)
+        fetched = self._fetch(plan.merged, versioned)
+        data = fetched.data
+        self.stats.add(
+            reads=len(data) if fetched.reads is None else fetched.reads,
+            bytes_read=sum(len(r) for r in data if r is not None),
+        )
+        return self._split(plan, fetched, versioned)
+
+    def _split(self, plan: CoalescePlan, fetched: Fetched, versioned: bool) -> tuple[list, list]:
+        if not versioned:
+            return plan.split(fetched.data), []
+        if self._whole_views:
+            views = [None if r is None else memoryview(r) for r in fetched.data]
+            out: list[Any] = [
+                None if views[m] is None else (views[m] if ident else views[m][lo:hi])  # type: ignore[index]
+                for m, lo, hi, ident in plan.parts
+            ]
+        else:
+            out = plan.split(fetched.data, views=True)  # the engine's reads take zero-copy slices
+        if fetched.versions is None:
+            return out, [None] * len(out)
+        return out, plan.versions(out, fetched.versions)
+
+    @abstractmethod
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
+        """The store's read primitive: serve every merged request (see
+        :func:`~altarr.stores.coalesce.plan_reads` for their shapes: ``WHOLE``, ``Range(s, e)`` with
+        ``s <= e``, ``Offset(s)``, ``Suffix(n)``), concurrently where the backend allows. Per request its
+        bytes (clipped at the end of the object like a slice) or ``None`` for a missing key, and with
+        ``versioned`` the version each came from. Counting and splitting are the base class's."""
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -248,17 +342,19 @@ class Store(ABC):
 
 
 class VersionedReads:
-    """Mixin for stores that read ranges and their objects' versions in one pass: they implement
-    ``_get_ranges(requests, versioned) -> (results, versions)`` and get both public calls from it."""
+    """Mixin declaring that :meth:`Store.get_ranges_versioned` reports each object's version, read
+    atomically with its bytes (``_fetch`` fills :attr:`Fetched.versions` when asked)."""
 
-    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
-        raise NotImplementedError
+    reports_versions: bool = True
 
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        return self._get_ranges(requests, False)[0]
 
-    def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
-    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """:meth:`Store.get_ranges` plus, per request, the version token of the object it was read from."""
-        return self._get_ranges(requests, True)
+class OpensReaders(ABC):
+    """Mixin (a declared capability) of stores that hand out an open object for many ranged reads of one
+    key, all from one version of it: ``open_reader(key)`` returns ``None`` for a missing key, else an
+    object with ``version``, ``read(ByteRequest)``, ``read_into(start, buffer)``, ``count_reads`` and
+    ``close()`` (see :class:`~altarr.stores.local.FileReader`). Callers test ``isinstance(store,
+    OpensReaders)``."""
+
+    @abstractmethod
+    def open_reader(self, key: str) -> Any:
+        """An open reader of ``key``, or ``None`` if it does not exist."""

@@ -48,8 +48,9 @@ from fsspec.core import url_to_fs
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .ranges import ByteRequest, Offset, Range, Suffix, Whole
 
 __all__ = ["FsspecStore"]
 
@@ -278,34 +279,38 @@ class FsspecStore(Store):
         return self._gather([self._info_call(p) for p in paths])
 
     # --- reads ----------------------------------------------------------------------------------------
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        if not requests:
-            return []
+    def _read_typed(
+        self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
+    ) -> tuple[list, list]:
+        """Inside :meth:`exclusive` (S3), the objects it guards are read whole with their ETags, which are
+        recorded for the conditional writes; every other request takes the shared path."""
         watched = self._watched()
         if watched:
-            mine = [i for i, (k, _, _) in enumerate(requests) if normalize_key(k) in watched]
+            mine = [i for i, (k, _) in enumerate(requests) if k in watched]
             if mine:
-                return self._get_ranges_recorded(requests, mine)
-        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
-        merged = plan.requests
+                return self._get_ranges_recorded(requests, cuts, mine), [None] * len(requests)
+        return super()._read_typed(requests, cuts, versioned)
+
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
+        """One ``fs.cat_ranges`` call for the batch (concurrent on async file systems), preceded by one
+        batch of size queries for the requests the backend cannot take as they are: empty ranges
+        (existence only) and, without native suffix support, suffixes (size first)."""
         results: list[bytes | None] = [None] * len(merged)
         reads = size_queries = rounds = 0
-        # Requests the backend cannot take as they are: empty ranges (existence only) and, without native
-        # suffix support, suffixes (size first).
         probe = {
             m
-            for m, (_, s, e) in enumerate(merged)
-            if (s is not None and e is not None and e <= s)
-            or (not self.native_suffix and s is not None and s < 0)
+            for m, (_, req) in enumerate(merged)
+            if (type(req) is Range and req.stop <= req.start)
+            or (not self.native_suffix and type(req) is Suffix)
         }
         bounds: dict[int, tuple[int | None, int | None]] = {}
         if probe:
             order = sorted(probe)
             infos = self._infos([self._path(merged[m][0]) for m in order])
             for m, info in zip(order, infos, strict=True):
-                key, s, e = merged[m]
+                key, req = merged[m]
                 size = self._size_from_info(info, key)
-                if e is not None and e <= s:  # empty range: existence only
+                if type(req) is Range:  # empty range: existence only
                     reads += 1
                     results[m] = None if size is None else b""
                     continue
@@ -315,18 +320,13 @@ class FsspecStore(Store):
                 if size == 0:
                     results[m] = b""
                     continue
-                bounds[m] = (max(size + s, 0), size)
+                bounds[m] = req.bounds(size)
         todo = [m for m in range(len(merged)) if m not in probe or m in bounds]
         if todo:
             paths, starts, ends = [], [], []
             for m in todo:
-                key, s, e = merged[m]
-                if m in bounds:
-                    s, e = bounds[m]
-                elif s is None and self.fs.async_impl:
-                    # A whole object as the open range "bytes=0-": s3fs asks for the size (HEAD) before
-                    # an unranged GET; a ranged GET is one request (416 for an empty object -> b"").
-                    s = 0
+                key, req = merged[m]
+                s, e = bounds[m] if m in bounds else self._cat_bounds(req)
                 paths.append(self._path(key))
                 starts.append(s)
                 ends.append(e)
@@ -338,15 +338,25 @@ class FsspecStore(Store):
             rounds += 1
             for m, s, e, r in zip(todo, starts, ends, out, strict=True):
                 results[m] = self._check_result(merged[m][0], s, e, r)
-        self.stats.add(
-            reads=reads,
-            size_queries=size_queries,
-            rounds=rounds,
-            bytes_read=sum(len(r) for r in results if r is not None),
-        )
-        return plan.split(results)
+        self.stats.add(size_queries=size_queries, rounds=rounds)
+        return Fetched(results, None, reads)
+
+    def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
+        """A byte request as the ``start``/``end`` arguments of fsspec's ``cat_ranges`` (whose own
+        convention serves a negative start as a suffix)."""
+        t = type(req)
+        if t is Range:
+            return req.start, req.stop  # type: ignore[union-attr]
+        if t is Offset:
+            return req.start, None  # type: ignore[union-attr]
+        if t is Suffix:
+            return -req.length, None  # type: ignore[union-attr]
+        # A whole object as the open range "bytes=0-": s3fs asks for the size (HEAD) before an unranged
+        # GET; a ranged GET is one request (416 for an empty object -> b"").
+        return (0 if self.fs.async_impl else None), None
 
     def _check_result(self, key: str, s: int | None, e: int | None, r: Any) -> bytes | None:
+        """The answer to one ``cat_ranges`` request with the bounds it was sent with."""
         if isinstance(r, BaseException):
             if isinstance(r, FileNotFoundError):
                 return None
@@ -468,11 +478,13 @@ class FsspecStore(Store):
     def _recorded(self) -> dict[str, str]:
         return getattr(self._scope, "versions", None) or {}
 
-    def _get_ranges_recorded(self, requests: Sequence[RangeRequest], mine: list[int]) -> list[bytes | None]:
+    def _get_ranges_recorded(
+        self, requests: list[ReadRequest], cuts: list[int | None] | None, mine: list[int]
+    ) -> list[bytes | None]:
         """Requests ``mine`` (of objects inside :meth:`exclusive`) read whole with their ETags, which are
         recorded for the conditional writes; the other requests as usual."""
         versions = self._scope.versions
-        keys = [normalize_key(requests[i][0]) for i in mine]
+        keys = [requests[i][0] for i in mine]
         out = self._gather([(self._s3_get, (self._path(k),)) for k in keys])
         results: list[bytes | None] = [None] * len(requests)
         nbytes = 0
@@ -484,12 +496,19 @@ class FsspecStore(Store):
                 raise WriteConflictError("the object changed between two reads of one update", keys=[key])
             if data is not None:
                 nbytes += len(data)
-                _, start, stop = requests[i]
-                results[i] = data if start is None and stop is None else data[start:stop]
+                req = requests[i][1]
+                if type(req) is not Whole:
+                    off, end = req.bounds(len(data))
+                    data = data[off:end]
+                cut = None if cuts is None else cuts[i]
+                results[i] = data if cut is None else data[:cut]
         self.stats.add(reads=len(mine), bytes_read=nbytes)
         rest = [i for i in range(len(requests)) if i not in set(mine)]
         if rest:
-            for i, r in zip(rest, self.get_ranges([requests[i] for i in rest]), strict=True):
+            got, _ = super()._read_typed(
+                [requests[i] for i in rest], None if cuts is None else [cuts[i] for i in rest], False
+            )
+            for i, r in zip(rest, got, strict=True):
                 results[i] = r
         return results
 

@@ -35,9 +35,18 @@ from typing import Any
 from .._threads import get_threads
 from ..errors import InvalidKeyError, StoreError
 from . import filelock
-from ._util import as_byte_view, resolve_range
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+from ._util import as_byte_view
+from .base import (
+    DEFAULT_COALESCE_GAP,
+    Fetched,
+    OpensReaders,
+    ReadRequest,
+    Store,
+    VersionedReads,
+    normalize_key,
+)
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .ranges import ByteRequest, Range, legacy_bounds, normalize_requests
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
@@ -77,21 +86,21 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-def _read_fd(fd: int, start: int | None, stop: int | None) -> bytes | None:
-    """One merged request (see :mod:`.coalesce` for the four shapes) on an open descriptor.
+def _read_fd(fd: int, req: ByteRequest) -> bytes | None:
+    """One byte request on an open descriptor.
 
     ``None`` when the descriptor is not a regular file (the key names a folder)."""
-    if start is not None and stop is not None:
-        n = stop - start
+    if type(req) is Range:
+        n = req.stop - req.start
         if 0 < n <= _CLIP_ABOVE:
             try:
-                return os.pread(fd, n, start)
+                return os.pread(fd, n, req.start)
             except IsADirectoryError:
                 return None
     st = os.fstat(fd)
     if not _stat.S_ISREG(st.st_mode):
         return None
-    off, end = resolve_range(start, stop, st.st_size)
+    off, end = req.bounds(st.st_size)
     if end <= off:
         return b""
     return _pread_all(fd, end - off, off)
@@ -133,10 +142,17 @@ class FileReader:
     def __init__(self, fd: int, key: str, version: str, stats: Any) -> None:
         self.fd, self.key, self.version, self._stats = fd, key, version, stats
 
-    def read(self, start: int | None, stop: int | None) -> bytes:
-        """The bytes ``[start, stop)`` (fewer at the end of the file); a negative ``start`` with ``stop``
-        ``None`` is a suffix, ``start`` ``None`` the whole file (the range shapes of ``get_ranges``)."""
-        data = LocalStore._read_one(self.fd, self.key, start, stop) or b""
+    def read(self, request: ByteRequest | int | None, stop: int | None = None) -> bytes:
+        """The bytes of one byte request (``Range``, ``Offset``, ``Suffix``, ``WHOLE``; fewer at the end
+        of the file). The legacy ``read(start, stop)`` slice form is converted as
+        :meth:`Store.get_ranges` converts it."""
+        cut = None
+        if request is None or isinstance(request, int):
+            ((_, request),), cuts = normalize_requests([(self.key, request, stop)])
+            cut = None if cuts is None else cuts[0]
+        data = LocalStore._read_one(self.fd, self.key, request) or b""
+        if cut is not None:
+            data = data[:cut]
         self._stats.add(reads=1, bytes_read=len(data))
         return data
 
@@ -175,7 +191,7 @@ class FileReader:
         self.close()
 
 
-class LocalStore(VersionedReads, Store):
+class LocalStore(VersionedReads, OpensReaders, Store):
     """Files under a root directory. See the module docstring.
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
@@ -426,7 +442,7 @@ class LocalStore(VersionedReads, Store):
 
     # --- reads ----------------------------------------------------------------------------------------
     def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
-        """Read the merged requests ``items`` = ``[(m, start, stop), ...]`` of one key into ``results[m]``
+        """Read the merged requests ``items`` = ``[(m, request), ...]`` of one key into ``results[m]``
         (and the file's version token into ``versions[m]`` when asked)."""
         fd = self._open(key)
         if fd is None:
@@ -434,10 +450,10 @@ class LocalStore(VersionedReads, Store):
         try:
             if versions is not None:
                 token = _version(self._fstat(fd, key))
-                for m, _, _ in items:
+                for m, _ in items:
                     versions[m] = token
-            for m, s, e in items:
-                results[m] = self._read_one(fd, key, s, e)
+            for m, req in items:
+                results[m] = self._read_one(fd, key, req)
         finally:
             os.close(fd)
 
@@ -449,28 +465,24 @@ class LocalStore(VersionedReads, Store):
             raise StoreError(_oserror_message("fstat", e), key=key) from e
 
     @staticmethod
-    def _read_one(fd: int, key: str, start: int | None, stop: int | None) -> bytes | None:
+    def _read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
         try:
-            return _read_fd(fd, start, stop)
+            return _read_fd(fd, req)
         except OSError as e:
-            raise StoreError(_oserror_message("reading", e), key=key, byte_range=(start, stop)) from e
+            raise StoreError(_oserror_message("reading", e), key=key, byte_range=legacy_bounds(req)) from e
 
-    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
-        """The ranges, and with ``versioned`` the version token (as :meth:`stat` gives it) of the file
-        each came from, taken from the same open file (``None`` for a missing key)."""
-        if not requests:
-            return [], []
-        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
-        merged = plan.requests
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
+        """The merged requests, and with ``versioned`` the version token (as :meth:`stat` gives it) of
+        the file each came from, taken from the same open file (``None`` for a missing key)."""
         results: list[bytes | None] = [None] * len(merged)
         versions: list | None = [None] * len(merged) if versioned else None
         if len(merged) == 1:
-            key, s, e = merged[0]
-            self._read_group(key, [(0, s, e)], results, versions)
+            key, req = merged[0]
+            self._read_group(key, [(0, req)], results, versions)
         else:
-            groups: dict[str, list[tuple[int, int | None, int | None]]] = {}
-            for m, (key, s, e) in enumerate(merged):
-                groups.setdefault(key, []).append((m, s, e))
+            groups: dict[str, list[tuple[int, ByteRequest]]] = {}
+            for m, (key, req) in enumerate(merged):
+                groups.setdefault(key, []).append((m, req))
             if self.max_workers == 1:
                 for key, items in groups.items():
                     self._read_group(key, items, results, versions)
@@ -478,9 +490,7 @@ class LocalStore(VersionedReads, Store):
                 self._read_by_key(groups, results, versions)
             else:
                 self._read_by_request(groups, results, versions)
-        self.stats.add(reads=len(merged), bytes_read=sum(len(r) for r in results if r is not None))
-        out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
-        return out, ([] if versions is None else plan.versions(out, versions))
+        return Fetched(results, versions)
 
     def _read_keys(self, keys: list[str], groups: dict, results: list, versions: list | None) -> None:
         for key in keys:
@@ -511,9 +521,9 @@ class LocalStore(VersionedReads, Store):
                 fd = fds[key] = self._open(key)
                 if fd is not None and versions is not None:
                     token = _version(self._fstat(fd, key))
-                    for m, _, _ in items:
+                    for m, _ in items:
                         versions[m] = token
-            work = [(fds[key], key, m, s, e) for key, items in groups.items() for m, s, e in items]
+            work = [(fds[key], key, m, req) for key, items in groups.items() for m, req in items]
             n_tasks = min(len(work), 2 * self.max_workers)
             step = -(-len(work) // n_tasks)
             runs = [work[i : i + step] for i in range(0, len(work), step)]
@@ -530,8 +540,8 @@ class LocalStore(VersionedReads, Store):
             f.result()
 
     def _read_run(self, run: list, results: list) -> None:
-        for fd, key, m, s, e in run:
-            results[m] = None if fd is None else self._read_one(fd, key, s, e)
+        for fd, key, m, req in run:
+            results[m] = None if fd is None else self._read_one(fd, key, req)
 
     def size(self, key: str) -> int | None:
         key = normalize_key(key)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from ..errors import InvalidKeyError
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, VersionedReads, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, VersionedReads, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 
 __all__ = ["MemoryStore"]
 
@@ -78,17 +78,13 @@ class MemoryStore(VersionedReads, Store):
     cheap_stat = True
 
     # --- reads ----------------------------------------------------------------------------------------
-    def _get_ranges(self, requests: Sequence[RangeRequest], versioned: bool) -> tuple[list, list]:
-        """The ranges, and with ``versioned`` the write counter of the object each came from."""
-        if not requests:
-            return [], []
-        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
+        """Zero-copy slices of the stored objects, and with ``versioned`` the write counter of each."""
         sh = self._shared
         objects: dict[str, tuple[bytes | None, int | None]] = {}
         results: list[memoryview | None] = []
-        merged_versions: list[int | None] = []
-        nbytes = 0
-        for key, start, stop in plan.requests:
+        versions: list[int | None] = []
+        for key, req in merged:
             snap = objects.get(key)
             if snap is None:
                 if versioned:
@@ -97,16 +93,13 @@ class MemoryStore(VersionedReads, Store):
                 else:
                     snap = objects[key] = (sh.data.get(key), None)
             obj, version = snap
-            merged_versions.append(version)
+            versions.append(version)
             if obj is None:
                 results.append(None)
                 continue
-            view = memoryview(obj)[start:stop]
-            nbytes += view.nbytes
-            results.append(view)
-        self.stats.add(reads=len(plan.requests), bytes_read=nbytes)
-        out = plan.split(results, views=versioned)  # the engine's reads take zero-copy slices
-        return out, (plan.versions(out, merged_versions) if versioned else [])
+            off, end = req.bounds(len(obj))
+            results.append(memoryview(obj)[off:end])
+        return Fetched(results, versions if versioned else None)
 
     def get(self, key: str) -> bytes | None:
         key = normalize_key(key)

@@ -41,8 +41,9 @@ from typing import Any
 
 from ..errors import InvalidKeyError, StoreError
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
 
@@ -134,6 +135,9 @@ class ObstoreStore(Store):
 
     #: Ranged reads come back with the version (ETag) of the object they were read from.
     versioned_reads = True
+    reports_versions = True
+    #: obstore's buffers are handed out as zero-copy views by ``get_ranges_versioned``.
+    _whole_views = True
 
     def __init__(
         self,
@@ -249,36 +253,41 @@ class ObstoreStore(Store):
 
     # --- reads ----------------------------------------------------------------------------------------
     @staticmethod
-    def _options(s: int | None, e: int | None) -> dict[str, Any]:
-        if s is None:
-            return {}
-        if s < 0:
-            return {"range": {"suffix": -s}}
-        if e is None:
-            return {"range": {"offset": s}}
-        return {"range": (s, e)}
+    def _options(req: ByteRequest) -> dict[str, Any]:
+        t = type(req)
+        if t is Range:
+            return {"range": (req.start, req.stop)}  # type: ignore[union-attr]
+        if t is Suffix:
+            return {"range": {"suffix": req.length}}  # type: ignore[union-attr]
+        if t is Offset:
+            return {"range": {"offset": req.start}}  # type: ignore[union-attr]
+        return {}
 
-    def _get_sync(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
+    @staticmethod
+    def _existence_only(req: ByteRequest) -> bool:
+        """An empty range: the backend is only asked whether the object exists."""
+        return type(req) is Range and req.stop <= req.start
+
+    def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
         """One request on the calling thread (a batch of one needs no event loop hop)."""
         obs = self._obs
-        if s is not None and e is not None and e <= s:
+        if self._existence_only(req):
             return b"", obs.head(self._store, key)
         try:
-            got = obs.get(self._store, key, options=self._options(s, e))
+            got = obs.get(self._store, key, options=self._options(req))
         except Exception as err:
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
             return b"", obs.head(self._store, key)
         return got.bytes(), got.meta
 
-    async def _get(self, key: str, s: int | None, e: int | None) -> tuple[Any, Any]:
+    async def _get(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
         obs = self._obs
-        if s is not None and e is not None and e <= s:  # existence only
+        if self._existence_only(req):
             meta = await obs.head_async(self._store, key)
             return b"", meta
-        options = self._options(s, e)
         try:
-            got = await obs.get_async(self._store, key, options=options)
+            got = await obs.get_async(self._store, key, options=self._options(req))
         except Exception as err:
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
@@ -287,47 +296,28 @@ class ObstoreStore(Store):
         data = await got.bytes_async()
         return data, got.meta
 
-    def _get_ranges(self, requests: Sequence[RangeRequest]) -> tuple[list, list]:
-        if not requests:
-            return [], []
-        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
-        merged = plan.requests
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
+        """Concurrent ``GET`` requests, all in flight together (one round); each with its ETag."""
         if len(merged) == 1:
             try:
                 out: list[Any] = [self._get_sync(*merged[0])]
             except Exception as err:
                 out = [err]
         else:
-            out = self._gather([(self._get, (k, s, e)) for k, s, e in merged])
-        results: list[bytes | None] = []
+            out = self._gather([(self._get, (k, req)) for k, req in merged])
+        results: list[Any] = []
         versions: list[Any] = []
-        for (key, s, e), r in zip(merged, out, strict=True):
+        for (key, req), r in zip(merged, out, strict=True):
             if isinstance(r, FileNotFoundError):
                 results.append(None)
                 versions.append(None)
             elif isinstance(r, BaseException):
-                raise self._fail("read", key, r, (s, e)) from r
+                raise self._fail("read", key, r, legacy_bounds(req)) from r
             else:
                 results.append(r[0])
                 versions.append(_version_of(r[1]))
-        self.stats.add(reads=len(merged), rounds=1, bytes_read=sum(len(r) for r in results if r is not None))
-        # zero-copy: obstore's buffers are sliced through memoryviews, never copied into bytes here
-        views = [None if r is None else memoryview(r) for r in results]
-        split: list[Any] = [
-            None if views[m] is None else (views[m] if ident else views[m][lo:hi])  # type: ignore[index]
-            for m, lo, hi, ident in plan.parts
-        ]
-        return split, plan.versions(split, versions)
-
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        got = self._get_ranges(requests)[0]
-        return [r if r is None or type(r) is bytes else bytes(r) for r in got]
-
-    def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
-    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """:meth:`get_ranges` plus each object's ETag, taken from the response that brought the bytes."""
-        return self._get_ranges(requests)
+        self.stats.add(rounds=1)
+        return Fetched(results, versions)
 
     def _heads(self, keys: Sequence[str]) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)

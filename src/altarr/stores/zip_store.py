@@ -44,14 +44,15 @@ import threading
 import warnings
 import weakref
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InvalidKeyError, ReadOnlyError, StoreError
 from . import filelock
-from ._util import as_bytes, resolve_range
-from .base import DEFAULT_COALESCE_GAP, RangeRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, coalesce_requests
+from ._util import as_bytes
+from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .ranges import ByteRequest, Whole, legacy_bounds
 
 __all__ = ["ZipStore", "COMPACT_MIN_BYTES"]
 
@@ -315,55 +316,47 @@ class ZipStore(Store):
         return off
 
     # --- reads ----------------------------------------------------------------------------------------
-    def get_ranges_versioned(
-        self, requests: Sequence[RangeRequest]
-    ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """:meth:`get_ranges` plus each member's version token (as :meth:`stat` gives it)."""
-        with self._lock:
-            out = self.get_ranges(requests)
-            versions = []
-            for (key, _, _), r in zip(requests, out, strict=True):
-                info = None if r is None else self._info(normalize_key(key))
-                versions.append(None if info is None else _version(info))
-        return out, versions
+    #: :meth:`get_ranges_versioned` reports each member's version (as :meth:`stat` gives it).
+    reports_versions = True
 
-    def get_ranges(self, requests: Sequence[RangeRequest]) -> list[bytes | None]:
-        if not requests:
-            return []
-        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
+    def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         results: list[bytes | None] = []
+        versions: list[str | None] = []
         inflated: dict[str, bytes] = {}
         with self._lock:
             self._check_open()
-            for key, start, stop in plan.requests:
+            for key, req in merged:
                 info = self._info(key)
+                versions.append(None if info is None else _version(info))
                 if info is None:
                     results.append(None)
                     continue
                 try:
-                    results.append(self._read(info, key, start, stop, inflated))
+                    results.append(self._read(info, key, req, inflated))
                 except StoreError:
                     raise
                 except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as e:
                     raise StoreError(
-                        f"reading from zip archive failed: {e}", key=key, byte_range=(start, stop)
+                        f"reading from zip archive failed: {e}", key=key, byte_range=legacy_bounds(req)
                     ) from e
-        self.stats.add(reads=len(plan.requests), bytes_read=sum(len(r) for r in results if r is not None))
-        return plan.split(results)
+        return Fetched(results, versions if versioned else None)
 
-    def _read(self, info: zipfile.ZipInfo, key: str, start, stop, inflated: dict[str, bytes]) -> bytes:
+    def _read(self, info: zipfile.ZipInfo, key: str, req: ByteRequest, inflated: dict[str, bytes]) -> bytes:
         if self._fd is not None and info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
-            off, end = resolve_range(start, stop, info.file_size)
+            off, end = req.bounds(info.file_size)
             if end <= off:
                 return b""
             data = os.pread(self._fd, end - off, self._data_offset(info) + off)
             if len(data) != end - off:
-                raise StoreError("zip member truncated", key=key, byte_range=(start, stop))
+                raise StoreError("zip member truncated", key=key, byte_range=legacy_bounds(req))
             return data
         data = inflated.get(key)
         if data is None:
             data = inflated[key] = self._zf.read(info)
-        return data if start is None and stop is None else data[start:stop]
+        if type(req) is Whole:
+            return data
+        off, end = req.bounds(len(data))
+        return data[off:end]
 
     def _check_open(self) -> None:
         if self._session is not None:

@@ -1,0 +1,294 @@
+"""Typed byte-range requests: what part of an object a read asks for.
+
+A read request is a pair ``(key, byte_request)`` whose ``byte_request`` is one of four small immutable
+types:
+
+* :data:`WHOLE` (the one :class:`Whole`) - the whole object;
+* :class:`Range` ``(start, stop)`` - bytes ``[start, stop)``, clipped at the end of the object (empty when
+  ``stop <= start``);
+* :class:`Offset` ``(start)`` - from ``start`` to the end;
+* :class:`Suffix` ``(length)`` - the last ``length`` bytes (the whole object if it is shorter).
+
+Every bound is a non-negative integer: no sign carries a meaning. The old ``(key, start, stop)`` form
+with Python slice meaning (a negative start is a suffix, a negative stop counts from the end) is still
+accepted by the public read calls; :func:`normalize_requests` is the one place that converts it (see
+:meth:`altarr.stores.Store.get_ranges`). Nothing below that point looks at a sign.
+
+Example:
+    >>> from altarr.stores import MemoryStore
+    >>> s = MemoryStore(); s.set("k", b"0123456789")
+    >>> s.get_ranges([("k", Range(2, 4)), ("k", Suffix(3)), ("k", Offset(8)), ("k", WHOLE)])
+    [b'23', b'789', b'89', b'0123456789']
+    >>> Suffix(3).bounds(10), Range(4, 99).bounds(10)
+    ((7, 10), (4, 10))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import index as _index
+from typing import Union
+
+from ..errors import InvalidKeyError
+from .keys import normalize_key
+
+__all__ = [
+    "ByteRequest",
+    "Offset",
+    "Range",
+    "ReadRequest",
+    "Suffix",
+    "WHOLE",
+    "Whole",
+    "byte_request",
+    "legacy_bounds",
+    "normalize_requests",
+]
+
+
+_set = object.__setattr__
+
+
+def _check(value: object, what: str) -> int:
+    if type(value) is not int:
+        try:
+            value = _index(value)
+        except TypeError:
+            raise TypeError(f"{what} must be an integer, got {type(value).__name__}") from None
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, got {value}")
+    return value
+
+
+class Whole:
+    """The whole object (use the constant :data:`WHOLE`)."""
+
+    __slots__ = ()
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        """``[off, end)`` of this request in an object of ``size`` bytes."""
+        return 0, size
+
+    def __repr__(self) -> str:
+        return "WHOLE"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Whole
+
+    def __hash__(self) -> int:
+        return hash(Whole)
+
+    def __reduce__(self):
+        return (Whole, ())
+
+
+#: The whole object.
+WHOLE = Whole()
+
+
+class Range:
+    """Bytes ``[start, stop)`` (clipped at the end of the object; empty when ``stop <= start``).
+
+    >>> Range(2, 5), Range(2, 5).bounds(4)
+    (Range(2, 5), (2, 4))
+    """
+
+    __slots__ = ("start", "stop")
+    start: int
+    stop: int
+
+    def __init__(self, start: int, stop: int) -> None:
+        if type(start) is not int or type(stop) is not int or start < 0 or stop < 0:
+            start, stop = _check(start, "Range start"), _check(stop, "Range stop")
+        _set(self, "start", start)
+        _set(self, "stop", stop)
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        off = min(self.start, size)
+        return off, max(off, min(self.stop, size))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("byte requests are immutable")
+
+    def __repr__(self) -> str:
+        return f"Range({self.start}, {self.stop})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Range and other.start == self.start and other.stop == self.stop
+
+    def __hash__(self) -> int:
+        return hash((Range, self.start, self.stop))
+
+    def __reduce__(self):
+        return (Range, (self.start, self.stop))
+
+
+class Offset:
+    """From byte ``start`` to the end of the object.
+
+    >>> Offset(8).bounds(10), Offset(20).bounds(10)
+    ((8, 10), (10, 10))
+    """
+
+    __slots__ = ("start",)
+    start: int
+
+    def __init__(self, start: int) -> None:
+        _set(self, "start", start if type(start) is int and start >= 0 else _check(start, "Offset start"))
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        off = min(self.start, size)
+        return off, size
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("byte requests are immutable")
+
+    def __repr__(self) -> str:
+        return f"Offset({self.start})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Offset and other.start == self.start
+
+    def __hash__(self) -> int:
+        return hash((Offset, self.start))
+
+    def __reduce__(self):
+        return (Offset, (self.start,))
+
+
+class Suffix:
+    """The last ``length`` bytes of the object (all of it when it is shorter): an HTTP suffix range.
+
+    >>> Suffix(3).bounds(10), Suffix(30).bounds(10)
+    ((7, 10), (0, 10))
+    """
+
+    __slots__ = ("length",)
+    length: int
+
+    def __init__(self, length: int) -> None:
+        _set(
+            self, "length", length if type(length) is int and length >= 0 else _check(length, "Suffix length")
+        )
+
+    def bounds(self, size: int) -> tuple[int, int]:
+        return max(size - self.length, 0), size
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("byte requests are immutable")
+
+    def __repr__(self) -> str:
+        return f"Suffix({self.length})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Suffix and other.length == self.length
+
+    def __hash__(self) -> int:
+        return hash((Suffix, self.length))
+
+    def __reduce__(self):
+        return (Suffix, (self.length,))
+
+
+#: What part of one object a read asks for.
+ByteRequest = Union[Whole, Range, Offset, Suffix]  # noqa: UP007 - a runtime alias usable in isinstance
+#: One read request of a batch: the key and the part of its object.
+ReadRequest = tuple[str, ByteRequest]
+
+_TYPES = (Whole, Range, Offset, Suffix)
+
+
+def _bound(v: object, key: str, req: tuple) -> int:
+    try:
+        return _index(v)
+    except TypeError:
+        raise InvalidKeyError(
+            f"byte range bounds must be integers or None, got {type(v).__name__}", key=key, byte_range=req
+        ) from None
+
+
+def byte_request(key: str, start: int | None, stop: int | None) -> tuple[ByteRequest, int | None]:
+    """The typed request for the legacy slice bounds ``(start, stop)`` of ``key``, and the number of bytes
+    to cut off the end of its result afterwards (``None``: nothing), for a negative ``stop``.
+
+    This is the only code that gives a sign a meaning: a negative ``start`` is a :class:`Suffix`, a
+    negative ``stop`` a cut at the end. A negative start with a non-negative stop cannot be served
+    without knowing the object's size and raises :class:`~altarr.errors.InvalidKeyError`.
+
+    >>> byte_request("k", -3, None), byte_request("k", 5, -2), byte_request("k", None, None)
+    ((Suffix(3), None), (Offset(5), -2), (WHOLE, None))
+    """
+    if type(start) is int and type(stop) is int and 0 < start <= stop:
+        return Range(start, stop), None  # the common case first
+    if start is not None and type(start) is not int:
+        start = _bound(start, key, (start, stop))
+    if stop is not None and type(stop) is not int:
+        stop = _bound(stop, key, (start, stop))
+    cut = None
+    if stop is not None and stop < 0:
+        cut, stop = stop, None
+    if start is None or start == 0:
+        if stop is None:
+            return WHOLE, cut
+        return Range(0, stop), None
+    if start < 0:
+        if stop is not None:
+            raise InvalidKeyError(
+                "a negative (suffix) start needs a stop that is None or negative",
+                key=key,
+                byte_range=(start, stop),
+            )
+        return Suffix(-start), cut
+    if stop is None:
+        return Offset(start), cut
+    return Range(start, stop if stop > start else start), None
+
+
+def normalize_requests(requests: Sequence) -> tuple[list[ReadRequest], list[int | None] | None]:
+    """Check every key and turn each request into a typed :data:`ReadRequest`: ``(key, ByteRequest)``
+    pairs pass through, legacy ``(key, start, stop)`` triples are converted by :func:`byte_request`.
+    Also returns, for legacy requests with a negative stop, the cut per request (else ``None``).
+
+    >>> normalize_requests([("a//b", Range(0, 4)), ("c", -2, None)])
+    ([('a/b', Range(0, 4)), ('c', Suffix(2))], None)
+    """
+    out: list[ReadRequest] = []
+    append = out.append
+    cuts: list[int | None] | None = None
+    keys: dict[str, str] = {}  # a batch names few keys many times: check each once
+    for i, r in enumerate(requests):
+        key = r[0]
+        nkey = keys.get(key) if type(key) is str else None
+        if nkey is None:
+            nkey = keys[key] = normalize_key(key)
+        if len(r) == 2:
+            req = r[1]
+            if type(req) not in _TYPES:
+                raise TypeError(f"expected a byte request (WHOLE, Range, Offset, Suffix), got {req!r}")
+            append((nkey, req))
+            continue
+        _, start, stop = r
+        req, cut = byte_request(key, start, stop)
+        append((nkey, req))
+        if cut is not None:
+            if cuts is None:
+                cuts = [None] * len(requests)
+            cuts[i] = cut
+    return out, cuts
+
+
+def legacy_bounds(req: ByteRequest) -> tuple[int | None, int | None]:
+    """``req`` as legacy ``(start, stop)`` slice bounds, for display (an error's ``byte_range``, the
+    legacy view of a coalescing plan); nothing reads a request back from them.
+
+    >>> legacy_bounds(Range(2, 5)), legacy_bounds(Offset(4)), legacy_bounds(Suffix(3)), legacy_bounds(WHOLE)
+    ((2, 5), (4, None), (-3, None), (None, None))
+    """
+    t = type(req)
+    if t is Range:
+        return req.start, req.stop  # type: ignore[union-attr]
+    if t is Offset:
+        return req.start, None  # type: ignore[union-attr]
+    if t is Suffix:
+        return -req.length, None  # type: ignore[union-attr]
+    return None, None

@@ -1,0 +1,165 @@
+"""The URL-scheme registry of stores: :func:`store_from_url` looks the scheme of a URL up here.
+
+A factory is called as ``factory(url, mode=mode, client=client, **storage_options)`` and returns a
+:class:`~altarr.stores.Store` or a ``(store, prefix)`` pair (the node prefix inside the store). A new
+store registers itself in one line, next to its class:
+
+    >>> from altarr.stores import MemoryStore, register_scheme, store_from_url
+    >>> register_scheme("doc-mem", lambda url, mode, client, **o: MemoryStore(mode == "r"), replace=True)
+    >>> store, prefix = store_from_url("doc-mem://anything", mode="w")
+    >>> type(store).__name__, store.read_only, prefix
+    ('MemoryStore', False, '')
+
+Registered here: plain paths and ``file://`` (a folder, or a ``.zip`` archive), the object-store and
+HTTP schemes (obstore, or fsspec with ``client="fsspec"``); any other URL (``memory://``, chained
+``a::b`` URLs) goes to fsspec.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .base import Store
+from .fsspec_store import FsspecStore
+from .keys import normalize_key
+from .local import LocalStore
+from .obstore_store import ObstoreStore
+from .zip_store import ZipStore
+
+__all__ = [
+    "CLIENTS",
+    "OBSTORE_SCHEMES",
+    "StoreFactory",
+    "register_scheme",
+    "registered_schemes",
+    "store_from_url",
+]
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+#: URL schemes served by :class:`ObstoreStore` unless ``client="fsspec"`` is asked for: obstore was the
+#: faster client for batched ranged reads and whole-object writes (``benchmarks/README.md``).
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https")
+#: ``client=`` values of :func:`store_from_url`.
+CLIENTS = ("obstore", "fsspec")
+
+#: ``factory(url, mode=..., client=..., **storage_options) -> Store | (Store, prefix)``.
+StoreFactory = Callable[..., "Store | tuple[Store, str]"]
+
+_REGISTRY: dict[str, StoreFactory] = {}
+
+
+def register_scheme(scheme: str, factory: StoreFactory, *, replace: bool = False) -> None:
+    """Serve URLs of ``scheme`` (``"toy"`` for ``toy://...``; ``""`` for plain paths) with ``factory``.
+
+    Registering a scheme twice raises ``ValueError`` unless ``replace=True``.
+
+    >>> "s3" in registered_schemes() and "file" in registered_schemes()
+    True
+    """
+    scheme = scheme.lower()
+    if scheme in _REGISTRY and not replace:
+        raise ValueError(f"the URL scheme {scheme!r} already has a store; pass replace=True to replace it")
+    _REGISTRY[scheme] = factory
+
+
+def registered_schemes() -> list[str]:
+    """The registered URL schemes (``""`` is plain paths), sorted."""
+    return sorted(_REGISTRY)
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
+
+
+def _split_zip(path: str) -> tuple[str, str] | None:
+    """``("x/data.zip", "inner/prefix")`` for ``"x/data.zip/inner/prefix"`` (or ``"x/data.zip"``)."""
+    norm = path.replace(os.sep, "/") if os.sep != "/" else path
+    lower = norm.lower()
+    if lower.endswith(".zip"):
+        return path, ""
+    i = lower.find(".zip/")
+    while i != -1:
+        archive = norm[: i + 4]
+        if os.path.isfile(archive):
+            return archive, normalize_key(norm[i + 5 :])
+        i = lower.find(".zip/", i + 1)
+    return None
+
+
+def _local(url: str, mode: str, client: str | None, **storage_options: Any) -> tuple[Store, str]:
+    """A folder (:class:`LocalStore`) or a zip archive (:class:`ZipStore`), with the prefix inside it."""
+    local = url[len("file://") :] if url.startswith("file://") else url
+    zipped = _split_zip(local)
+    if zipped is not None:
+        durable = bool(storage_options.pop("durable", False))
+        if storage_options:
+            raise TypeError(f"storage options do not apply to a zip archive: {sorted(storage_options)}")
+        archive, prefix = zipped
+        zmode = {"r": "r", "w": "w", "w-": "x"}.get(mode, "a")
+        return ZipStore(archive, zmode, durable=durable), prefix
+    return LocalStore(local, read_only=mode == "r", **storage_options), ""
+
+
+def _remote(url: str, mode: str, client: str | None, **storage_options: Any) -> Store:
+    """An object store or HTTP URL: obstore unless ``client="fsspec"``."""
+    cls = FsspecStore if client == "fsspec" else ObstoreStore
+    return cls(url, read_only=mode == "r", **storage_options)
+
+
+def _fsspec(url: str, mode: str, client: str | None, **storage_options: Any) -> Store:
+    """Any other URL: fsspec, unless ``client="obstore"`` is asked for."""
+    cls = ObstoreStore if client == "obstore" else FsspecStore
+    return cls(url, read_only=mode == "r", **storage_options)
+
+
+register_scheme("", _local)
+register_scheme("file", _local)
+for _s in OBSTORE_SCHEMES:
+    register_scheme(_s, _remote)
+
+
+def store_from_url(
+    path_or_url: str | os.PathLike[str] | Store,
+    mode: str = "r",
+    *,
+    client: str | None = None,
+    **storage_options: Any,
+) -> tuple[Store, str]:
+    """The store for a path or URL, and the node prefix inside it.
+
+    * a :class:`Store` passes through (prefix ``""``);
+    * a plain path or ``file://`` URL -> :class:`LocalStore` rooted there;
+    * a path to a ``.zip`` file (optionally followed by ``/inner/prefix``) -> :class:`ZipStore`
+      (``"r"`` reads, ``"w"``/``"w-"`` create a new archive, ``"r+"``/``"a"`` append);
+    * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore` (or :class:`FsspecStore` with
+      ``client="fsspec"``), with ``storage_options`` passed to the client;
+    * a scheme registered with :func:`register_scheme` -> its factory;
+    * any other URL (``memory://``, chained ``a::b`` URLs, ...) -> :class:`FsspecStore` rooted at the URL.
+
+    ``mode`` is ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``; at this level only ``"r"`` matters (a
+    read-only store). Creating, truncating and existence checks belong to the dataset layer.
+
+    >>> import tempfile
+    >>> store, prefix = store_from_url(tempfile.mkdtemp())
+    >>> type(store).__name__, store.read_only, prefix
+    ('LocalStore', True, '')
+    """
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    if client is not None and client not in CLIENTS:
+        raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
+    if isinstance(path_or_url, Store):
+        if storage_options or client is not None:
+            raise TypeError("storage options cannot be applied to an existing store")
+        return path_or_url, ""
+    url = os.fspath(path_or_url)
+    if not isinstance(url, str):
+        raise TypeError(f"expected a path, URL or Store, got {type(path_or_url).__name__}")
+    # chained URLs (``simplecache::s3://...``) are fsspec's own
+    chained = "::" in url and not url.startswith("file://")
+    factory = _fsspec if chained else _REGISTRY.get(_scheme(url), _fsspec)
+    got = factory(url, mode=mode, client=client, **storage_options)
+    return got if isinstance(got, tuple) else (got, "")

@@ -1,0 +1,347 @@
+"""The store conformance suite: one class of behavioural tests that every store, present and future, runs.
+
+Subclass :class:`StoreConformance` in a test module and give it a ``store`` fixture that yields a fresh,
+empty, writable store (closed afterwards)::
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store(self, tmp_path):
+            s = MyStore(tmp_path)
+            yield s
+            s.close()
+
+It covers whole-object, ranged, open-ended and suffix reads in the typed and the legacy request forms,
+missing keys, clipping, batch order, coalescing counts, objects written in parts, deletes, listings,
+stat versions, versioned reads, read-only refusal, key validation, statistics and pickling. Stores
+declare what differs (``cheap_stat``, ``versioned_reads``, ``reports_versions``); the tests read those
+declarations, they do not special-case store classes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from altarr.errors import InvalidKeyError, ReadOnlyError
+from altarr.stores import WHOLE, Offset, Range, Suffix
+
+__all__ = ["DATA", "StoreConformance"]
+
+DATA = bytes(range(256)) * 4  # 1024 bytes
+
+
+class StoreConformance:
+    """Behavioural tests of the store contract (``altarr.stores.base``); subclasses provide ``store``."""
+
+    @pytest.fixture
+    def store(self):  # pragma: no cover - every subclass provides its own
+        raise NotImplementedError("a StoreConformance subclass provides a `store` fixture")
+
+    # --- typed requests ------------------------------------------------------------------------------
+    def test_typed_requests_read_like_slices(self, store):
+        store.set("k", DATA)
+        store.set("empty", b"")
+        reqs = [
+            ("k", WHOLE),
+            ("k", Range(10, 20)),
+            ("k", Range(1000, 2000)),  # clipped at the end
+            ("k", Range(5000, 6000)),  # past the end: empty
+            ("k", Range(30, 20)),  # stop before start: empty
+            ("k", Offset(1000)),
+            ("k", Offset(0)),
+            ("k", Suffix(7)),
+            ("k", Suffix(5000)),  # longer than the object: all of it
+            ("empty", WHOLE),
+            ("empty", Suffix(4)),
+            ("missing", Range(0, 10)),
+            ("missing", Suffix(4)),
+        ]
+        want = [
+            DATA,
+            DATA[10:20],
+            DATA[1000:],
+            b"",
+            b"",
+            DATA[1000:],
+            DATA,
+            DATA[-7:],
+            DATA,
+            b"",
+            b"",
+            None,
+            None,
+        ]
+        got = store.get_ranges(reqs)
+        assert got == want
+        assert all(r is None or type(r) is bytes for r in got)
+        assert store.get_range("k", Suffix(3)) == DATA[-3:] and store.get_range("k", Range(2, 4)) == DATA[2:4]
+
+    def test_typed_and_legacy_requests_make_the_same_backend_requests(self, store):
+        store.set("k", DATA)
+        typed = [("k", Range(0, 4)), ("k", Range(100, 104)), ("k", Suffix(8)), ("k", Offset(900))]
+        legacy = [("k", 0, 4), ("k", 100, 104), ("k", -8, None), ("k", 900, None)]
+        store.stats.reset()
+        a = store.get_ranges(typed)
+        counts = store.stats.as_dict()
+        store.stats.reset()
+        assert store.get_ranges(legacy) == a == [DATA[:4], DATA[100:104], DATA[-8:], DATA[900:]]
+        assert store.stats.as_dict() == counts
+        assert counts["reads"] == 2  # the ranges and the offset merge into one span; the suffix apart
+
+    def test_an_empty_suffix_tells_existence(self, store):
+        store.set("k", DATA)
+        assert store.get_ranges([("k", Suffix(0)), ("missing", Suffix(0))]) == [b"", None]
+
+    def test_set_get_roundtrip_and_missing(self, store):
+        store.set("a/b/c", DATA)
+        store.stats.reset()
+        assert store.get("a/b/c") == DATA
+        assert store.get("a/b/missing") is None
+        assert store.get("nowhere") is None
+        s = store.stats
+        assert (s.reads, s.bytes_read) == (3, len(DATA))
+
+    def test_ranges_follow_slice_semantics(self, store):
+        store.set("k", DATA)
+        store.set("empty", b"")
+        reqs = [
+            ("k", 0, 10),
+            ("k", 1000, 2000),  # clipped at the end
+            ("k", 5000, 6000),  # entirely past the end
+            ("k", 1024, None),
+            ("k", 1000, None),
+            ("k", -7, None),
+            ("k", -5000, None),  # suffix longer than the object: the whole object
+            ("k", 10, 10),  # empty
+            ("k", 30, 20),  # stop before start: empty
+            ("k", 3, -1000),  # negative stop past the start: empty
+            ("k", 100, -900),
+            ("k", -30, -10),
+            ("k", None, None),
+            ("empty", None, None),
+            ("empty", 0, 10),
+            ("empty", -4, None),
+            ("missing", 0, 10),
+            ("missing", -4, None),
+            ("missing", 4, 4),
+        ]
+        got = store.get_ranges(reqs)
+        want = [None if k == "missing" else {"k": DATA, "empty": b""}[k][s:e] for k, s, e in reqs]
+        assert got == want
+        assert all(r is None or type(r) is bytes for r in got)
+
+    def test_empty_range_of_missing_key_is_none(self, store):
+        store.set("k", DATA)
+        assert store.get_ranges([("k", 7, 7), ("nope", 7, 7)]) == [b"", None]
+
+    def test_ten_nearby_ranges_are_one_read(self, store):
+        store.set("shard", DATA * 100)
+        store.stats.reset()
+        reqs = [("shard", i * 5000, i * 5000 + 100) for i in range(10)]
+        got = store.get_ranges(reqs)
+        assert got == [(DATA * 100)[s:e] for _, s, e in reqs]
+        assert store.stats.reads == 1
+        assert store.stats.bytes_read == 45100  # the merged span
+
+    def test_far_apart_ranges_every_store(self, store):
+        big = os.urandom(600_000)
+        store.set("big", big)
+        store.stats.reset()
+        reqs = [
+            ("big", 0, 16),
+            ("big", 200_000, 200_016),
+            ("big", 400_000, 400_016),
+            ("big", 599_990, 600_000),
+        ]
+        assert store.get_ranges(reqs) == [big[s:e] for _, s, e in reqs]
+        assert store.stats.reads == 4
+        assert store.stats.bytes_read == 16 * 3 + 10
+
+    def test_missing_key_is_one_read_and_none(self, store):
+        assert store.get_range("absent", 0, 100) is None
+        assert (store.stats.reads, store.stats.bytes_read) == (1, 0)
+
+    def test_suffix_ranges_count(self, store):
+        store.set("s", DATA)
+        store.stats.reset()
+        got = store.get_ranges([("s", -4, None), ("s", -16, None), ("s", -2000, None)])
+        assert got == [DATA[-4:], DATA[-16:], DATA]
+        assert store.stats.reads == 1  # suffixes merge into the longest
+        store.stats.reset()
+        assert store.get_ranges([("s", 0, 4), ("s", -4, None)]) == [DATA[:4], DATA[-4:]]
+        assert store.stats.reads == 2  # a range and a suffix cannot merge
+        assert store.stats.size_queries == 0  # served natively
+
+    def test_whole_object_absorbs_ranges(self, store):
+        store.set("w", DATA)
+        store.stats.reset()
+        got = store.get_ranges([("w", 3, 9), ("w", None, None), ("w", -3, None)])
+        assert got == [DATA[3:9], DATA, DATA[-3:]]
+        assert store.stats.reads == 1 and store.stats.bytes_read == len(DATA)
+
+    def test_results_in_request_order_many_keys(self, store):
+        objs = {f"c/{i}/{j}": os.urandom(50 + i * 7 + j) for i in range(4) for j in range(4)}
+        store.set_many(list(objs.items()))
+        keys = sorted(objs, reverse=True) + ["c/9/9"]
+        got = store.get_ranges([(k, 1, 20) for k in keys])
+        assert got == [objs[k][1:20] if k in objs else None for k in keys]
+        assert store.stats.reads == len(keys)
+
+    def test_concurrent_reads_from_threads(self, store):
+        objs = {f"t/{i}": os.urandom(3000 + i) for i in range(16)}
+        store.set_many(list(objs.items()))
+        store.stats.reset()
+        rng = np.random.default_rng(0)
+        batches = []
+        for _ in range(24):
+            keys = rng.choice(sorted(objs), size=5)
+            batches.append(
+                [(str(k), int(s), int(s) + 100) for k, s in zip(keys, rng.integers(0, 3000, 5), strict=True)]
+            )
+
+        def run(batch):
+            return store.get_ranges(batch)
+
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(run, batches))
+        for batch, res in zip(batches, results, strict=True):
+            assert res == [objs[k][s:e] for k, s, e in batch]
+        assert store.stats.reads > 0
+
+    def test_size_exists_stat(self, store):
+        store.set("x/y", DATA)
+        store.stats.reset()
+        assert store.size("x/y") == len(DATA)
+        assert store.size("x/none") is None
+        assert store.exists("x/y") and not store.exists("x")  # a folder is not an object
+        assert store.stats.size_queries == 4
+        size, token = store.stat("x/y")
+        assert size == len(DATA)
+        assert isinstance(token, int | float | str)
+        assert store.stat("x/y") == (size, token)  # stable while unchanged
+        store.set("x/y", DATA[::-1])  # same size, other content
+        assert store.stat("x/y")[1] != token
+        assert store.stat("x/none") is None
+
+    def test_write_counts_and_value_types(self, store):
+        arr = np.arange(12, dtype="<u2").reshape(3, 4)
+        store.set("a", bytearray(b"abc"))
+        store.set("b", memoryview(b"0123456789")[2:5])
+        store.set("c", arr)
+        store.set("d", arr[:, ::2])  # not contiguous
+        s = store.stats
+        assert (s.writes, s.bytes_written) == (4, 3 + 3 + 24 + 12)
+        assert store.get("a") == b"abc"
+        assert store.get("b") == b"234"
+        assert store.get("c") == arr.tobytes()
+        assert store.get("d") == arr[:, ::2].tobytes()
+        with pytest.raises(TypeError):
+            store.set("e", object())
+        assert store.get("e") is None
+
+    def test_overwrite_and_delete(self, store):
+        store.set("d/e/f", b"one")
+        store.set("d/e/f", b"two!")
+        assert store.get("d/e/f") == b"two!"
+        assert store.delete("d/e/f") is True
+        assert store.delete("d/e/f") is False
+        assert store.get("d/e/f") is None
+        assert store.stats.deletes >= 1
+        assert list(store.list()) == []
+
+    def test_set_many_delete_many_delete_prefix(self, store):
+        items = [(f"g/{i}", bytes([i]) * 10) for i in range(10)] + [("h/0", b"x")]
+        store.set_many(items)
+        assert store.stats.writes == 11
+        assert store.delete_many(["g/0", "g/1", "g/none"]) == [True, True, False]
+        assert store.delete_prefix("g") == 8
+        assert list(store.list()) == ["h/0"]
+
+    def test_listing(self, store):
+        for k in ["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"]:
+            store.set(k, b"1")
+        store.stats.reset()
+        assert sorted(store.list()) == sorted(["a/b/c", "a/b/d", "a/e", "ab/f", "g", "a/.zattrs"])
+        assert sorted(store.list("a")) == ["a/.zattrs", "a/b/c", "a/b/d", "a/e"]
+        assert sorted(store.list("a/b/")) == ["a/b/c", "a/b/d"]
+        assert list(store.list("nothing")) == []
+        assert list(store.list("g")) == []  # a key is not a folder
+        assert store.list_dir("") == (["g"], ["a", "ab"])
+        assert store.list_dir("a") == ([".zattrs", "e"], ["b"])
+        assert store.list_dir("zz") == ([], [])
+        assert store.stats.lists == 8
+
+    def test_read_only_refuses_writes(self, store):
+        store.set("k", b"v")
+        ro = store.with_read_only()
+        assert ro.read_only
+        assert ro.get("k") == b"v"
+        with pytest.raises(ReadOnlyError) as info:
+            ro.set("k", b"w")
+        assert info.value.key == "k"
+        with pytest.raises(ReadOnlyError):
+            ro.delete("k")
+        with pytest.raises(ReadOnlyError):
+            ro.set_many([("k", b"w"), ("j", b"w")])
+        assert store.get("k") == b"v"
+
+    @pytest.mark.parametrize("bad", ["../x", "a/../../x", "/etc/passwd", "a/./b", "a\\b", "x\x00y"])
+    def test_key_escape_attempts_raise(self, store, bad):
+        for call in (
+            lambda: store.get(bad),
+            lambda: store.get_ranges([("ok", 0, 1), (bad, 0, 1)]),
+            lambda: store.size(bad),
+            lambda: store.set(bad, b"x"),
+            lambda: store.delete(bad),
+            lambda: list(store.list(bad)),
+        ):
+            with pytest.raises(InvalidKeyError):
+                call()
+
+    def test_keys_are_normalized(self, store):
+        store.set("a//b/", b"x")
+        assert store.get("a/b") == b"x"
+        assert list(store.list()) == ["a/b"]
+
+    def test_stats_reset_and_dict(self, store):
+        store.set("k", b"abc")
+        store.get("k")
+        assert store.stats.as_dict()["writes"] == 1
+        store.stats.reset()
+        assert set(store.stats.as_dict().values()) == {0}
+
+    def test_pickle_roundtrip(self, store):
+        store.set("p", b"pickled")
+        clone = pickle.loads(pickle.dumps(store))
+        assert type(clone) is type(store)
+        assert clone.get("p") == b"pickled"
+        assert clone.read_only == store.read_only
+
+    def test_versioned_reads_match_stat(self, store):
+        store.set("v/a", DATA)
+        store.set("v/b", b"xyz")
+        reqs = [("v/a", 0, 10), ("v/b", None, None), ("v/a", -5, None), ("v/none", 0, 1)]
+        datas, versions = store.get_ranges_versioned(reqs)
+        assert datas == [DATA[:10], b"xyz", DATA[-5:], None]
+        assert len(versions) == 4 and versions[3] is None
+        if store.cheap_stat or store.versioned_reads or store.reports_versions:  # obstore: each GET's ETag
+            assert versions[0] == versions[2] == store.stat("v/a")[1]
+            assert versions[1] == store.stat("v/b")[1]
+            store.set("v/b", b"XYZ")
+            _, again = store.get_ranges_versioned([("v/b", 0, 1)])
+            assert again[0] == store.stat("v/b")[1] != versions[1]
+        else:  # fsspec object stores: a version check costs a round trip, none is reported
+            assert versions == [None] * 4
+
+    def test_an_object_given_in_parts_is_written_back_to_back(self, store):
+        """A shard is handed to the store as its parts (chunks and index); local files write them with
+        writev (more parts than one writev call takes, too), other stores join them."""
+        parts = [b"ab", memoryview(b"cd"), bytearray(b"e"), b""] + [bytes([i % 251]) for i in range(3000)]
+        store.set("shard", parts)
+        want = b"abcde" + bytes(i % 251 for i in range(3000))
+        assert store.get("shard") == want
+        assert store.stats.writes == 1 and store.stats.bytes_written == len(want)
