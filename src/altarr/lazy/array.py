@@ -32,10 +32,10 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
+from ..selection import Plan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import options
 from .cache import CACHE
 from .fetching import COUNTER_NAMES, FetchSource
-from .indexing import Plan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 
 __all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
 
