@@ -40,7 +40,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_sharding_codec.py", "tests/test_codecs.py", "tests/test_dataset_requests.py"],
     ),
     "engine": (
-        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py", "src/altarr/dataset/regions.py"],
+        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py"],
         [
             "tests/test_dataset_requests.py",
             "tests/test_dataset_regions.py",
@@ -60,7 +60,15 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_dataset_bad_input_n5_zarr2.py",
         ],
     ),
-    "indexing": (["src/altarr/lazy/indexing.py"], ["tests/test_lazy_indexing.py"]),
+    "indexing": (
+        ["src/altarr/selection/*.py"],
+        [
+            "tests/test_selection.py",
+            "tests/test_lazy_indexing.py",
+            "tests/test_dataset_regions.py",
+            "tests/test_numpy_fidelity.py",
+        ],
+    ),
     "reduce": (["src/altarr/lazy/reduce.py"], ["tests/test_lazy_reduce.py"]),
 }
 
