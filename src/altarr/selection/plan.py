@@ -90,8 +90,8 @@ def forward_pieces(
     ``k0 <= k < k1`` and ``first`` is the offset of element ``k0`` inside the chunk. The one piece of chunk
     arithmetic both planners share (``d.reverse`` is ignored here: callers flip).
 
-    >>> [a.tolist() for a in forward_pieces(DimSelection(1, 2, 5), 4, 10)]
-    [[0, 1, 2], [0, 2, 4], [2, 4, 5], [1, 1, 1]]
+    >>> list(zip(*(a.tolist() for a in forward_pieces(DimSelection(1, 2, 5), 4, 10))))  # (id, k0, k1, first)
+    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
     """
     if d.n == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -656,8 +656,8 @@ def plan_selections(
 ) -> list[Plan]:
     """One plan per selection; ``mode`` is a key of :data:`MODES`.
 
-    >>> [len(p) for p in plan_selections([np.s_[0:3], np.s_[5]], (8,), (2,))]
-    [2, 1]
+    >>> tuple(len(p) for p in plan_selections([np.s_[0:3], np.s_[5]], (8,), (2,)))
+    (2, 1)
     """
     try:
         planner = MODES[mode]
