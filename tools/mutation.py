@@ -40,7 +40,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/test_sharding_codec.py", "tests/test_codecs.py", "tests/test_dataset_requests.py"],
     ),
     "engine": (
-        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py"],
+        ["src/altarr/dataset/access.py", "src/altarr/dataset/grid.py", "src/altarr/dataset/regions.py"],
         [
             "tests/test_dataset_requests.py",
             "tests/test_dataset_regions.py",

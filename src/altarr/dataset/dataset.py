@@ -423,9 +423,8 @@ class Dataset:
     def _read_plan(self, p: Plan) -> Any:
         """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
         work = p.new_work(self.dtype)
-        if len(p.coords):
-            rows = {tuple(c): i for i, c in enumerate(p.coords.tolist())}
-            self._access.visit(list(rows), lambda chunk, values: p.place(work, rows[chunk], values))
+        if len(p.coords):  # a plan's rows are distinct chunks: row i of the visit is row i of the plan
+            self._access.visit_chunks(p.coords, lambda i, values: p.place(work, i, values))
         return p.finish(work)
 
     def _write_plan(self, p: Plan, values: Any) -> None:

@@ -37,13 +37,15 @@ Chunk = tuple[int, ...]
 def read_plans(access: DatasetAccess, plans: Sequence[Plan]) -> list[Any]:
     """The results of ``plans`` from one batched read of the union of their chunks (each decoded once)."""
     works = [p.new_work(access.dtype) for p in plans]
-    users = chunk_users(plans)
+    by_chunk = chunk_users(plans)
+    if by_chunk:
+        users = list(by_chunk.values())  # row i of the visit: the (plan, row) of each use of chunk i
 
-    def place(chunk: Chunk, values: np.ndarray) -> None:
-        for pi, row in users[chunk]:
-            plans[pi].place(works[pi], row, values)
+        def place(i: int, values: np.ndarray) -> None:
+            for pi, row in users[i]:
+                plans[pi].place(works[pi], row, values)
 
-    access.visit(list(users), place)
+        access.visit_chunks(list(by_chunk), place)
     return [p.finish(w) for p, w in zip(plans, works, strict=True)]
 
 
