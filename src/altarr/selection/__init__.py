@@ -19,7 +19,16 @@ Example:
     ([[0, 0], [0, 2], [1, 0], [1, 2], [2, 0], [2, 2]], (7, 2))
 """
 
-from .normalize import FORMS, DimSelection, Item, Selection, check_index_types, is_basic_selection, normalize
+from .normalize import (
+    FORMS,
+    DimSelection,
+    Item,
+    Selection,
+    check_index_types,
+    hyperslab_key,
+    is_basic_selection,
+    normalize,
+)
 from .plan import (
     MODES,
     DimTable,
@@ -51,6 +60,7 @@ __all__ = [
     "chunk_users",
     "flip_reversed",
     "forward_pieces",
+    "hyperslab_key",
     "is_basic_selection",
     "nchunks_of",
     "normalize",

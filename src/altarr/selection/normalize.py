@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError
+from ..errors import GridError, SelectionError
 
 __all__ = [
     "DimSelection",
@@ -41,6 +41,7 @@ __all__ = [
     "Item",
     "Selection",
     "check_index_types",
+    "hyperslab_key",
     "is_basic_selection",
     "normalize",
 ]
@@ -423,6 +424,22 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     else:
         raise SelectionError(_VALID)
     return Selection(shape, "flat", (item,), False)
+
+
+def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
+    """The ``oindex`` key of a hyperslab (:func:`altarr.extract`, :func:`altarr.plan`): one subscript per
+    dimension, ``None`` (or a missing trailing one) for a whole dimension; ``...`` is refused.
+
+    >>> hyperslab_key(([0, 3], None), 3)
+    ([0, 3], slice(None, None, None), slice(None, None, None))
+    """
+    if len(subscripts) > ndim:
+        raise GridError(f"{len(subscripts)} subscripts for a {ndim}-dimensional array")
+    key = tuple(slice(None) if s is None else s for s in subscripts)
+    for s in key:
+        if s is Ellipsis:
+            raise GridError("extract/plan take one subscript per dimension; use None for a whole dimension")
+    return key + (slice(None),) * (ndim - len(key))
 
 
 def check_index_types(key: Any, shape: Sequence[int]) -> None:
