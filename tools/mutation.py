@@ -66,7 +66,6 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_selection.py",
             "tests/test_lazy_indexing.py",
             "tests/test_dataset_regions.py",
-            "tests/test_numpy_fidelity.py",
         ],
     ),
     "reduce": (["src/altarr/lazy/reduce.py"], ["tests/test_lazy_reduce.py"]),
