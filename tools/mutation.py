@@ -69,7 +69,14 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/test_dataset_bad_input_n5_zarr2.py",
         ],
     ),
-    "indexing": (["src/altarr/lazy/indexing.py"], ["tests/test_lazy_indexing.py"]),
+    "indexing": (
+        ["src/altarr/selection/*.py"],
+        [
+            "tests/test_selection.py",
+            "tests/test_lazy_indexing.py",
+            "tests/test_dataset_regions.py",
+        ],
+    ),
     "reduce": (["src/altarr/lazy/reduce.py"], ["tests/test_lazy_reduce.py"]),
 }
 

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
+from ..selection import Plan, RegionPlan, normalize, plan, plan_outer, plan_region, plan_vector
 from .access import DatasetAccess, Merge
 from .casting import cast_like_setitem
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
-from .regions import flip_reversed, is_basic_selection, normalize_selection, plan_dim
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -284,11 +284,6 @@ class Dataset:
         return self._access.key(self.shard_of(coords))
 
     # --- regions ---------------------------------------------------------------------------------------
-    def _plan(self, selection: Any, *, allow_newaxis: bool):
-        dims, out_shape = normalize_selection(selection, self.shape, allow_newaxis=allow_newaxis)
-        per_dim = [plan_dim(d, c, s) for d, c, s in zip(dims, self.chunks, self.shape, strict=True)]
-        return dims, out_shape, per_dim
-
     def __getitem__(self, selection: Any) -> Any:
         """Read a selection, with NumPy's semantics and result (a NumPy scalar for an element).
 
@@ -304,26 +299,21 @@ class Dataset:
         >>> ds[1, 2], ds[[0, 3], 1:3].tolist(), ds[ds[...] > 16].tolist()
         (np.int16(7), [[1, 2], [16, 17]], [17, 18, 19])
         """
-        if not is_basic_selection(selection):
-            from .indexing import plan_numpy
-
-            return self._read_plan(plan_numpy(selection, self.shape, self.chunks))
-        dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)
-        work = tuple(d.n for d in dims)
-        out = np.empty(work, dtype=self.dtype)
+        sel = normalize(selection, self.shape)  # the one normalization (altarr.selection)
+        if not sel.basic:
+            return self._read_plan(plan(sel, self.chunks))
+        r = plan_region(sel, self.chunks)
+        out = np.empty(r.work_shape, dtype=self.dtype)
         if out.size:
             # one piece per touched chunk: (chunk index, part of the chunk, part of the result) per dim
-            pieces = {tuple(p[0] for p in piece): piece for piece in product(*per_dim)}
+            pieces = r.pieces()
 
             def place(chunk: tuple[int, ...], values: np.ndarray) -> None:
                 piece = pieces[chunk]
                 out[tuple(p[2] for p in piece)] = values[tuple(p[1] for p in piece)]
 
             self._access.visit(list(pieces), place, into=(out, pieces))
-        out = flip_reversed(out, dims)
-        out = out.reshape(out_shape)
-        scalar = not out_shape and not any(s is Ellipsis for s in _as_tuple(selection))
-        return out[()] if scalar else out
+        return r.finish(out)
 
     def __setitem__(self, selection: Any, values: Any) -> None:
         """Write a selection (any NumPy index), values cast as ``ndarray.__setitem__`` casts them: a Python
@@ -346,37 +336,32 @@ class Dataset:
         OverflowError: Python integer 300 out of bounds for uint8
         """
         self._check_writable()
-        if not is_basic_selection(selection):
-            from .indexing import check_index_types, plan_numpy
-
-            # NumPy's order: index types, then the values, then bounds and shapes
-            check_index_types(selection, self.shape)
+        # NumPy's order: index types and integer bounds, then the values, then array bounds and shapes
+        sel = normalize(selection, self.shape, resolve=False)
+        if not sel.basic:
             vals = cast_like_setitem(values, self.dtype, advanced=True)
-            self._write_plan(plan_numpy(selection, self.shape, self.chunks), vals)
+            self._write_plan(plan(sel, self.chunks), vals)
             return
         updates: dict[tuple[int, ...], Any] = {}
-        self._region_updates(selection, values, updates)
+        self._region_updates(plan_region(sel, self.chunks), values, updates)
         if updates:
             self._access.apply(updates)
 
-    def _region_updates(self, selection: Any, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
-        """Add the chunk updates that write ``values`` into ``selection`` to ``updates`` (on top of what
+    def _region_updates(self, r: RegionPlan, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
+        """Add the chunk updates that write ``values`` into the region ``r`` to ``updates`` (on top of what
         earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts them."""
-        dims, out_shape, per_dim = self._plan(selection, allow_newaxis=True)  # NumPy allows None here
-        work = tuple(d.n for d in dims)
         vals = cast_like_setitem(values, self.dtype)
         try:
-            vals = np.broadcast_to(vals, out_shape)
+            vals = np.broadcast_to(vals, r.shape)
         except ValueError as e:
             raise ValueError(
-                f"could not broadcast values of shape {np.shape(values)} to the selection's shape {out_shape}"
+                f"could not broadcast values of shape {np.shape(values)} to the selection's shape {r.shape}"
             ) from e
-        vals = vals.reshape(work)
-        vals = flip_reversed(vals, dims)
+        vals = r.unfinish(vals)
         if vals.size == 0:
             return
         acc = self._access
-        for piece in product(*per_dim):
+        for piece in product(*r.per_dim):
             chunk = tuple(p[0] for p in piece)
             src = tuple(p[1] for p in piece)
             dst = tuple(p[2] for p in piece)
@@ -428,20 +413,21 @@ class Dataset:
             raise ValueError(f"write_regions got {len(selections)} selections but {len(values)} values")
         updates: dict[tuple[int, ...], Any] = {}
         for sel, vals in zip(selections, values, strict=True):
-            self._region_updates(sel, vals, updates)
+            self._region_updates(
+                plan_region(normalize(sel, self.shape, resolve=False), self.chunks), vals, updates
+            )
         if updates:
             self._access.apply(updates)
 
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
-    def _read_plan(self, p: Any) -> Any:
+    def _read_plan(self, p: Plan) -> Any:
         """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
         work = p.new_work(self.dtype)
-        if len(p.coords):
-            rows = {tuple(c): i for i, c in enumerate(p.coords.tolist())}
-            self._access.visit(list(rows), lambda chunk, values: p.place(work, rows[chunk], values))
+        if len(p.coords):  # a plan's rows are distinct chunks: row i of the visit is row i of the plan
+            self._access.visit_chunks(p.coords, lambda i, values: p.place(work, i, values))
         return p.finish(work)
 
-    def _write_plan(self, p: Any, values: Any) -> None:
+    def _write_plan(self, p: Plan, values: Any) -> None:
         """Write a planned selection: values cast and broadcast first, then each touched chunk read and
         rewritten once (one batched call)."""
         vals = cast_like_setitem(values, self.dtype, advanced=True)
@@ -467,8 +453,6 @@ class Dataset:
         >>> ds.oindex[[0, 3], [4, 0]].tolist()
         [[4, 0], [19, 15]]
         """
-        from .indexing import plan_outer
-
         return _DatasetIndexer(self, plan_outer)
 
     @property
@@ -481,8 +465,6 @@ class Dataset:
         >>> ds.vindex[[0, 3], [4, 0]].tolist()
         [4, 15]
         """
-        from .indexing import plan_vector
-
         return _DatasetIndexer(self, plan_vector)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -501,10 +483,6 @@ class Dataset:
         for pos in product(*(range(n) for n in g.grid_shape(top))):
             if self._access.key(pos) in existing:
                 yield from g.chunks_in(pos, top)
-
-
-def _as_tuple(selection: Any) -> tuple[Any, ...]:
-    return selection if isinstance(selection, tuple) else (selection,)
 
 
 class _DatasetIndexer:

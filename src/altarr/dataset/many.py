@@ -1,11 +1,10 @@
 """Many selections in one call: planned together, read in one round per nesting level plus one for data.
 
 A batch of selections (basic regions, integer-array or boolean index expressions, in NumPy, ``oindex``
-or ``vindex`` meaning) is planned selection by selection with the lazy layer's planners
-(:mod:`altarr.dataset.indexing`); the chunks they touch are merged into one set, so every shard's index is
-read once, in one batched store call per nesting level, every chunk's byte range once, coalesced across
-selections in one more call, and a chunk that several selections share is decoded once and copied into
-each of their results. Writes of many regions are merged into one update per chunk and applied in one
+or ``vindex`` meaning) is planned selection by selection (:func:`altarr.selection.plan_selections`); the
+chunks they touch are merged into one set, so every shard's index is read once, in one batched store
+call per nesting level, every chunk's byte range once, coalesced across selections in one more call,
+and a chunk that several selections share is decoded once and copied into each of their results. Writes of many regions are merged into one update per chunk and applied in one
 pass: per touched shard one read (none when the regions cover it) and one write for the whole batch.
 
 Example:
@@ -24,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..selection import MODES, Plan, chunk_users, plan_selections
 from .access import Merge
-from .indexing import Plan, plan_numpy, plan_outer, plan_vector
 
 if TYPE_CHECKING:
     from .access import DatasetAccess
@@ -34,49 +33,19 @@ __all__ = ["MODES", "plan_selections", "read_plans", "merge_update", "Chain"]
 
 Chunk = tuple[int, ...]
 
-#: How the selections of a batch are interpreted: NumPy indexing, orthogonal (``oindex``) or vectorized
-#: (``vindex``) indexing.
-MODES: dict[str, Callable[..., Plan]] = {"numpy": plan_numpy, "oindex": plan_outer, "vindex": plan_vector}
-
-
-def plan_selections(
-    selections: Sequence[Any], shape: tuple[int, ...], chunks: tuple[int, ...], mode: str = "numpy"
-) -> list[Plan]:
-    """One plan per selection (see :mod:`altarr.dataset.indexing`); ``mode`` is a key of :data:`MODES`.
-
-    >>> [len(p) for p in plan_selections([np.s_[0:3], np.s_[5]], (8,), (2,))]
-    [2, 1]
-    """
-    try:
-        planner = MODES[mode]
-    except KeyError:
-        raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}") from None
-    if isinstance(selections, tuple | str) or not isinstance(selections, Sequence):
-        raise TypeError(
-            "read_regions/read_many take a list of selections (one per region), e.g. [np.s_[0:4, 2], ...]"
-        )
-    return [planner(sel, shape, chunks) for sel in selections]
-
-
-def chunk_users(plans: Sequence[Plan]) -> dict[Chunk, list[tuple[int, int]]]:
-    """Every distinct chunk the plans touch, in first-seen order, with ``(plan, row)`` of each use."""
-    users: dict[Chunk, list[tuple[int, int]]] = {}
-    for pi, p in enumerate(plans):
-        for row, c in enumerate(p.coords.tolist()):
-            users.setdefault(tuple(c), []).append((pi, row))
-    return users
-
 
 def read_plans(access: DatasetAccess, plans: Sequence[Plan]) -> list[Any]:
     """The results of ``plans`` from one batched read of the union of their chunks (each decoded once)."""
     works = [p.new_work(access.dtype) for p in plans]
-    users = chunk_users(plans)
+    by_chunk = chunk_users(plans)
+    if by_chunk:
+        users = list(by_chunk.values())  # row i of the visit: the (plan, row) of each use of chunk i
 
-    def place(chunk: Chunk, values: np.ndarray) -> None:
-        for pi, row in users[chunk]:
-            plans[pi].place(works[pi], row, values)
+        def place(i: int, values: np.ndarray) -> None:
+            for pi, row in users[i]:
+                plans[pi].place(works[pi], row, values)
 
-    access.visit(list(users), place)
+        access.visit_chunks(list(by_chunk), place)
     return [p.finish(w) for p, w in zip(plans, works, strict=True)]
 
 

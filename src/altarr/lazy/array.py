@@ -32,10 +32,10 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
+from ..selection import Plan, hyperslab_key, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import options
 from .cache import CACHE
 from .fetching import COUNTER_NAMES, FetchSource
-from .indexing import Plan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 
 __all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
 
@@ -821,16 +821,6 @@ def _require(x: Any) -> LazyArray:
     return x
 
 
-def _hyperslab_key(x: LazyArray, subscripts: Sequence[Any]) -> tuple[Any, ...]:
-    if len(subscripts) > x.ndim:
-        raise GridError(f"{len(subscripts)} subscripts for a {x.ndim}-dimensional array")
-    key = tuple(slice(None) if s is None else s for s in subscripts)
-    for s in key:
-        if s is Ellipsis:
-            raise GridError("extract/plan take one subscript per dimension; use None for a whole dimension")
-    return key + (slice(None),) * (x.ndim - len(key))
-
-
 def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
     """A hyperslab: the cartesian product of per-dimension subscripts, read with one planned fetch.
 
@@ -845,7 +835,7 @@ def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
         ((2,), (2, 1))
     """
     x = _require(x)
-    key = x._convert_key(_hyperslab_key(x, subscripts))
+    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
     p = plan_outer(key, x.shape, x.chunks, keep_dims=not drop)
     x._count("hyperslab")
     return np.asarray(x._execute(p))
@@ -868,7 +858,7 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
     import pandas as pd
 
     x = _require(x)
-    key = x._convert_key(_hyperslab_key(x, subscripts))
+    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
     p = plan_outer(key, x.shape, x.chunks)
     names = list(x.dims) if x.dims else [str(d) for d in range(x.ndim)]
     coords = p.coords

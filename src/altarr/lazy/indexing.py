@@ -1,15 +1,27 @@
-"""Selection planning lives in :mod:`altarr.dataset.indexing` (the layer below, so that ``Dataset`` can
-plan NumPy's fancy indexing too); this module re-exports it for the lazy layer and existing imports."""
+"""Selection normalization and planning live in :mod:`altarr.selection` (below the dataset and lazy
+layers, so ``Dataset`` and ``LazyArray`` index through the same code); this module re-exports the
+planners for existing imports."""
 
-from ..dataset.indexing import (  # noqa: F401 - re-exports
+from ..selection.normalize import check_index_types
+from ..selection.plan import (
     DimTable,
     Plan,
     Points,
-    check_index_types,
     nchunks_of,
     plan_flat,
     plan_numpy,
     plan_outer,
     plan_vector,
 )
-from ..dataset.indexing import __all__ as __all__
+
+__all__ = [
+    "Plan",
+    "DimTable",
+    "Points",
+    "check_index_types",
+    "plan_numpy",
+    "plan_outer",
+    "plan_vector",
+    "plan_flat",
+    "nchunks_of",
+]

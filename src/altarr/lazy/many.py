@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..selection import Plan, chunk_users, plan_selections
 from . import options
-from .indexing import Plan
 
 __all__ = ["read_many"]
 
@@ -39,8 +39,6 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     >>> [r.shape for r in aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])]
     [(2, 2), (4,)]
     """
-    from ..dataset.many import chunk_users, plan_selections
-
     if hasattr(x, "read_regions") and not getattr(x, "_is_lazy_array", False):
         return x.read_regions(selections, mode=mode)
     if not getattr(x, "_is_lazy_array", False):

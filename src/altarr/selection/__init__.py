@@ -1,0 +1,76 @@
+"""Selections: every NumPy index expression normalized once, and planned over a chunk grid.
+
+Pure NumPy, below both the block engine (:mod:`altarr.dataset`) and the lazy arrays (:mod:`altarr.lazy`),
+which index through it alike. Two steps, one module each:
+
+* :mod:`~altarr.selection.normalize`: an index expression (``x[key]``, ``.oindex``, ``.vindex``,
+  ``.flat``: integers, slices of any step, ``...``, ``None``, lists and nested lists, integer arrays,
+  boolean masks, 0-d arrays) -> one canonical :class:`Selection`, with NumPy's errors;
+* :mod:`~altarr.selection.plan`: a :class:`Selection` -> a :class:`Plan`, the chunks it touches and, per
+  chunk, the in-chunk and output selectors (:mod:`~altarr.selection.regions`: the strided-copy plan of a
+  basic selection that the engine's region reads and writes use).
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.selection import normalize, plan
+    >>> s = normalize((slice(2, 9), [0, 6]), (10, 7))
+    >>> p = plan(s, (4, 3))
+    >>> p.coords.tolist(), p.result_shape
+    ([[0, 0], [0, 2], [1, 0], [1, 2], [2, 0], [2, 2]], (7, 2))
+"""
+
+from .normalize import (
+    FORMS,
+    DimSelection,
+    Item,
+    Selection,
+    check_index_types,
+    hyperslab_key,
+    is_basic_selection,
+    normalize,
+)
+from .plan import (
+    MODES,
+    DimTable,
+    Plan,
+    Points,
+    chunk_users,
+    forward_pieces,
+    nchunks_of,
+    plan,
+    plan_flat,
+    plan_numpy,
+    plan_outer,
+    plan_selections,
+    plan_vector,
+)
+from .regions import RegionPlan, flip_reversed, normalize_selection, plan_dim, plan_region
+
+__all__ = [
+    "FORMS",
+    "MODES",
+    "DimSelection",
+    "DimTable",
+    "Item",
+    "Plan",
+    "Points",
+    "RegionPlan",
+    "Selection",
+    "check_index_types",
+    "chunk_users",
+    "flip_reversed",
+    "forward_pieces",
+    "hyperslab_key",
+    "is_basic_selection",
+    "nchunks_of",
+    "normalize",
+    "normalize_selection",
+    "plan",
+    "plan_dim",
+    "plan_flat",
+    "plan_numpy",
+    "plan_outer",
+    "plan_region",
+    "plan_selections",
+    "plan_vector",
+]

@@ -1,0 +1,452 @@
+"""Normalization: any NumPy index expression, once, into one canonical :class:`Selection`.
+
+An index expression (``x[key]``, ``x.oindex[key]``, ``x.vindex[key]``, ``x.flat[key]``) is read item by
+item: every item is classified (slice, integer, integer array, boolean mask, 0-d boolean, ``None``,
+``...``), the ellipsis is expanded, implicit trailing slices are appended, every item is attached to the
+array dimensions it indexes, and its values are normalized against the array's shape:
+
+* a slice or an integer becomes a :class:`DimSelection`, a forward progression ``start, start+step, ...``
+  (``step > 0``) with a ``reverse`` flag for negative steps and a ``drop`` flag for integers;
+* an integer array becomes non-negative ``int64`` positions (bounds checked);
+* a boolean mask is checked against the dimensions it covers (NumPy's rule: a mask axis of length 0
+  is not compared) and kept as the mask;
+* ``None`` and 0-d booleans index no dimension.
+
+Errors are :class:`~altarr.errors.SelectionError` (an ``IndexError``) with NumPy's messages. Nothing here
+knows chunks: :mod:`altarr.selection.plan` maps a :class:`Selection` to the chunks it touches.
+
+Example:
+    >>> import numpy as np
+    >>> s = normalize((slice(None, None, -2), 3), (10, 7))
+    >>> s.basic, [i.kind for i in s.items], s.items[0].value
+    (True, ['slice', 'int'], DimSelection(start=1, step=2, n=5, drop=False, reverse=True))
+    >>> normalize((..., np.array([True, False, True])), (2, 3)).items[-1].positions()
+    (array([0, 2]),)
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..errors import GridError, SelectionError
+
+__all__ = [
+    "DimSelection",
+    "FORMS",
+    "Item",
+    "Selection",
+    "check_index_types",
+    "hyperslab_key",
+    "is_basic_selection",
+    "normalize",
+]
+
+#: The indexing forms: NumPy's ``x[...]``, orthogonal ``.oindex``, vectorized ``.vindex``, C-order ``.flat``.
+FORMS = ("numpy", "outer", "vector", "flat")
+
+_VALID = (
+    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
+    "are valid indices"
+)
+
+
+@dataclass(frozen=True)
+class DimSelection:
+    """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension.
+
+    ``reverse``: the selection runs backwards (a negative step), so the result is flipped along this
+    dimension; ``drop``: an integer index, the dimension disappears from the result.
+
+    >>> DimSelection.of_slice(slice(None, None, -3), 10), DimSelection.of_slice(slice(2, 9), 10).as_slice()
+    (DimSelection(start=0, step=3, n=4, drop=False, reverse=True), slice(2, 9, 1))
+    """
+
+    start: int
+    step: int
+    n: int
+    drop: bool = False
+    reverse: bool = False
+
+    @classmethod
+    def of_slice(cls, s: slice, size: int) -> DimSelection:
+        """The progression a slice selects on a dimension of ``size`` elements."""
+        start, stop, step = s.indices(size)
+        rng = range(start, stop, step)
+        n = len(rng)
+        if step > 0:
+            return cls(start if n else 0, step, n)
+        return cls(rng[-1] if n else 0, -step, n, reverse=True)
+
+    @property
+    def last(self) -> int:
+        """The last (largest) index selected (``start - step`` when nothing is)."""
+        return self.start + self.step * (self.n - 1)
+
+    def as_slice(self) -> slice:
+        """The selection as a slice in its own direction (backwards for ``reverse``)."""
+        if not self.n:
+            return slice(0, 0, -self.step if self.reverse else self.step)
+        if not self.reverse:
+            return slice(self.start, self.last + 1, self.step)
+        stop = self.start - self.step
+        return slice(self.last, stop if stop >= 0 else None, -self.step)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of a normalized index expression.
+
+    ``kind`` is one of ``"new"`` (``None``), ``"slice"``, ``"int"`` (``value``: a :class:`DimSelection`),
+    ``"array"`` (``value``: ``int64`` positions of any shape), ``"mask"`` (``value``: a boolean array over
+    ``dims``), ``"bool0"`` (``value``: a Python bool). ``dims`` are the array dimensions the item indexes,
+    ``number`` its place in the expression (implicit trailing slices count as one past the end).
+    """
+
+    kind: str
+    dims: tuple[int, ...]
+    value: Any
+    number: int
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def advanced(self) -> bool:
+        """Whether the item makes NumPy use advanced indexing."""
+        return self.kind in ("array", "mask", "bool0")
+
+    def positions(self) -> tuple[np.ndarray, ...]:
+        """The selected positions along each of ``dims`` as ``int64`` arrays (a mask's ``nonzero``)."""
+        if self.kind == "mask":
+            return tuple(p.astype(np.int64) for p in np.nonzero(self.value))
+        if self.kind == "array":
+            return (self.value,)
+        if self.kind in ("slice", "int"):
+            d = self.value
+            return (
+                np.arange(d.start, d.start + d.step * d.n, d.step, dtype=np.int64)[:: -1 if d.reverse else 1],
+            )
+        return ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A normalized index expression over an array of ``shape``, in one of :data:`FORMS`.
+
+    ``items`` hold every dimension exactly once (implicit trailing slices included), in the order of the
+    expression; ``ellipsis`` says whether it had one (then an all-integer selection gives a 0-d array
+    instead of a scalar). ``resolved`` is false for a selection normalized with ``resolve=False``: its
+    arrays and masks are not checked yet (see :func:`normalize`).
+    """
+
+    shape: tuple[int, ...]
+    form: str
+    items: tuple[Item, ...]
+    ellipsis: bool
+    resolved: bool = True
+
+    @property
+    def basic(self) -> bool:
+        """NumPy *basic* indexing: only slices, integers and ``None``."""
+        return not any(i.advanced for i in self.items)
+
+    @property
+    def dims(self) -> list[DimSelection]:
+        """One :class:`DimSelection` per array dimension (basic selections only)."""
+        return [i.value for i in self.items if i.kind in ("slice", "int")]
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of a basic selection's result (``None`` axes inserted, integer axes dropped)."""
+        out: list[int] = []
+        for i in self.items:
+            if i.kind == "new":
+                out.append(1)
+            elif i.kind == "slice":
+                out.append(i.value.n)
+        return tuple(out)
+
+    @property
+    def scalar(self) -> bool:
+        """Whether a basic selection gives a NumPy scalar (all integers, no ellipsis)."""
+        return not self.ellipsis and not self.result_shape
+
+    def require_basic(self) -> Selection:
+        """``self`` if basic, else the region API's error naming the first advanced item."""
+        for i in self.items:
+            if i.advanced:
+                raise SelectionError(
+                    f"datasets take basic selections (integers, slices, '...'); got {type(i.raw).__name__}. "
+                    "For integer-array, boolean or point selections use the lazy array: "
+                    "altarr.open(path).oindex[...] / .vindex[...] / x[...]"
+                )
+        return self
+
+    def resolve(self) -> Selection:
+        """Check and normalize the arrays and masks of a selection made with ``resolve=False``."""
+        if self.resolved:
+            return self
+        return replace(
+            self, items=tuple(_resolve_item(i, self.shape, self.form) for i in self.items), resolved=True
+        )
+
+
+# --- classification of index items ---------------------------------------------------------------------
+def _classify(item: Any) -> tuple[str, Any]:
+    if item is None:
+        return ("none", None)
+    if item is Ellipsis:
+        return ("ellipsis", None)
+    if isinstance(item, slice):
+        return ("slice", item)
+    if isinstance(item, bool | np.bool_):
+        return ("bool0", bool(item))
+    if isinstance(item, np.ndarray):
+        arr = item
+    elif isinstance(item, list | tuple | range):
+        try:
+            arr = np.asarray(item)
+        except ValueError:  # a ragged nested list
+            raise SelectionError(_VALID) from None
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.intp)
+    else:
+        try:
+            return ("int", operator.index(item))
+        except TypeError:
+            if hasattr(item, "__array__"):
+                arr = np.asarray(item)
+            else:
+                raise SelectionError(_VALID) from None
+    if arr.dtype == np.bool_:
+        return ("bool0", bool(arr)) if arr.ndim == 0 else ("boolarr", arr)
+    if arr.dtype.kind in "iu":
+        return ("int", int(arr)) if arr.ndim == 0 else ("intarr", arr)
+    raise SelectionError("arrays used as indices must be of integer (or boolean) type")
+
+
+def is_basic_selection(selection: Any) -> bool:
+    """Whether a selection is NumPy *basic* indexing: integers (not booleans), slices, ``...`` and
+    ``None`` only. Anything else (lists, ranges, integer or boolean arrays) is advanced indexing.
+
+    >>> is_basic_selection((1, slice(None), ..., None)), is_basic_selection(([0, 1],)), is_basic_selection(True)
+    (True, False, False)
+    """
+    for s in _as_tuple(selection):
+        if s is None or s is Ellipsis or isinstance(s, slice):
+            continue
+        if isinstance(s, bool | np.bool_) or (isinstance(s, np.ndarray) and (s.ndim or s.dtype == np.bool_)):
+            return False
+        try:
+            operator.index(s)
+        except TypeError:
+            return False
+    return True
+
+
+# --- normalization of values ---------------------------------------------------------------------------
+def _norm_int(i: int, n: int, axis: int) -> int:
+    if i < -n or i >= n:
+        raise SelectionError(f"index {i} is out of bounds for axis {axis} with size {n}")
+    return i + n if i < 0 else i
+
+
+def _norm_array(arr: np.ndarray, n: int, axis: int) -> np.ndarray:
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "u":
+        hi = int(arr.max())
+        if hi >= n:
+            raise SelectionError(f"index {hi} is out of bounds for axis {axis} with size {n}")
+        return arr.astype(np.int64)
+    a = arr.astype(np.int64, copy=False)
+    lo, hi = int(a.min()), int(a.max())
+    if lo < -n:
+        raise SelectionError(f"index {lo} is out of bounds for axis {axis} with size {n}")
+    if hi >= n:
+        raise SelectionError(f"index {hi} is out of bounds for axis {axis} with size {n}")
+    if lo < 0:
+        a = np.where(a < 0, a + n, a)
+    return a
+
+
+def _bool_check(arr: np.ndarray, dims: Sequence[int], shape: Sequence[int], *, numpy_rule: bool) -> None:
+    """A mask's shape against the dimensions it covers. NumPy (``numpy_rule``) does not compare a mask
+    axis of length 0 (it selects nothing, whatever the dimension's size); ``oindex``/``vindex`` do."""
+    for a, d in enumerate(dims):
+        if arr.shape[a] != shape[d] and not (numpy_rule and arr.shape[a] == 0):
+            raise SelectionError(
+                f"boolean index did not match indexed array along axis {d}; size of axis is {shape[d]} "
+                f"but size of corresponding boolean axis is {arr.shape[a]}"
+            )
+
+
+def _resolve_item(item: Item, shape: Sequence[int], form: str) -> Item:
+    if item.kind == "array":
+        d = item.dims[0]
+        return replace(item, value=_norm_array(item.value, shape[d], d))
+    if item.kind == "mask":
+        _bool_check(item.value, item.dims, shape, numpy_rule=form == "numpy")
+    return item
+
+
+# --- dimensions per item, ellipsis -----------------------------------------------------------------------
+def _numpy_dims(kind: str, val: Any) -> int:
+    if kind in ("slice", "int", "intarr"):
+        return 1
+    if kind == "boolarr":
+        return val.ndim
+    return 0
+
+
+def _outer_dims(kind: str, val: Any) -> int:
+    if kind in ("none", "bool0"):
+        raise SelectionError("orthogonal and vectorized indexing do not accept None or a 0-d boolean")
+    return 1
+
+
+def _vector_dims(kind: str, val: Any) -> int:
+    if kind in ("none", "bool0"):
+        raise SelectionError("vectorized indexing does not accept None or a 0-d boolean")
+    return val.ndim if kind == "boolarr" else 1
+
+
+_DIMS: dict[str, Callable[[str, Any], int]] = {
+    "numpy": _numpy_dims,
+    "outer": _outer_dims,
+    "vector": _vector_dims,
+}
+
+
+def _as_tuple(key: Any) -> tuple[Any, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _expand(
+    classified: list[tuple[str, Any]], ndim: int, per_item_dims: Callable[[str, Any], int]
+) -> tuple[list[tuple[str, Any, range, int]], bool]:
+    """Attach dimensions to items; expand the ellipsis. Returns (entries, had_ellipsis).
+
+    Each entry: (kind, value, dims(range), item_no). Trailing dimensions get implicit slices.
+    """
+    n_ell = sum(1 for k, _ in classified if k == "ellipsis")
+    if n_ell > 1:
+        raise SelectionError("an index can only have a single ellipsis ('...')")
+    consumed = sum(per_item_dims(k, v) for k, v in classified if k != "ellipsis")
+    if consumed > ndim:
+        raise SelectionError(
+            f"too many indices for array: array is {ndim}-dimensional, but {consumed} were indexed"
+        )
+    entries: list[tuple[str, Any, range, int]] = []
+    d = 0
+    for item_no, (kind, val) in enumerate(classified):
+        if kind == "ellipsis":
+            for _ in range(ndim - consumed):
+                entries.append(("slice", slice(None), range(d, d + 1), item_no))
+                d += 1
+            continue
+        k = per_item_dims(kind, val)
+        entries.append((kind, val, range(d, d + k), item_no))
+        d += k
+    while d < ndim:
+        entries.append(("slice", slice(None), range(d, d + 1), len(classified)))
+        d += 1
+    return entries, n_ell == 1
+
+
+# --- the one entry point ---------------------------------------------------------------------------------
+def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: bool = True) -> Selection:
+    """Normalize the index expression ``key`` over an array of ``shape`` (see the module docstring).
+
+    ``form`` is one of :data:`FORMS`. Errors come in NumPy's order: item types, the ellipsis, the number
+    of indices, then each item in turn (integers, arrays and masks against their dimensions). With
+    ``resolve=False`` integer arrays and masks are left unchecked (NumPy checks them only after an
+    assignment's values were converted); :meth:`Selection.resolve` finishes the job.
+
+    >>> s = normalize(([2, -1], slice(1, None)), (4, 5))
+    >>> [i.kind for i in s.items], s.items[0].value.tolist(), s.basic
+    (['array', 'slice'], [2, 3], False)
+    """
+    shape = tuple(int(n) for n in shape)
+    if form == "flat":
+        return _normalize_flat(key, shape)
+    try:
+        per_item_dims = _DIMS[form]
+    except KeyError:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}") from None
+    raw = _as_tuple(key)
+    classified = [_classify(k) for k in raw]
+    entries, had_ellipsis = _expand(classified, len(shape), per_item_dims)
+    items: list[Item] = []
+    for kind, val, ds, item_no in entries:
+        src = raw[item_no] if item_no < len(raw) else slice(None)
+        dims = tuple(ds)
+        if kind == "none":
+            items.append(Item("new", (), None, item_no, src))
+        elif kind == "slice":
+            items.append(Item("slice", dims, DimSelection.of_slice(val, shape[ds[0]]), item_no, src))
+        elif kind == "int":
+            i = _norm_int(val, shape[ds[0]], ds[0])
+            items.append(Item("int", dims, DimSelection(i, 1, 1, drop=True), item_no, src))
+        elif kind == "bool0":
+            items.append(Item("bool0", (), val, item_no, src))
+        else:
+            if kind == "boolarr" and form == "outer" and val.ndim != 1:
+                raise SelectionError("orthogonal boolean indices must be 1-dimensional")
+            item = Item("mask" if kind == "boolarr" else "array", dims, val, item_no, src)
+            items.append(_resolve_item(item, shape, form) if resolve else item)
+    return Selection(shape, form, tuple(items), had_ellipsis, resolve)
+
+
+def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
+    """``x.flat[key]``: one C-order linear index over ``prod(shape)`` elements; the item's ``dims`` is
+    ``(0,)`` of that flattened dimension and ``array`` positions keep the index's shape."""
+    size = int(np.prod(shape, dtype=np.int64))
+    raw = _as_tuple(key)
+    if len(raw) != 1:
+        raise SelectionError("flat indexing takes exactly one index")
+    kind, val = _classify(raw[0])
+    if kind == "int":
+        item = Item("int", (0,), DimSelection(_norm_int(val, size, 0), 1, 1, drop=True), 0, raw[0])
+    elif kind == "slice":
+        item = Item("slice", (0,), DimSelection.of_slice(val, size), 0, raw[0])
+    elif kind == "ellipsis":
+        item = Item("slice", (0,), DimSelection.of_slice(slice(None), size), 0, raw[0])
+    elif kind == "intarr":
+        item = Item("array", (0,), _norm_array(val, size, 0), 0, raw[0])
+    elif kind == "boolarr":
+        if val.size != size:
+            raise SelectionError(f"boolean flat index has {val.size} elements; the array has {size}")
+        item = Item("array", (0,), np.flatnonzero(val).astype(np.int64), 0, raw[0])
+    else:
+        raise SelectionError(_VALID)
+    return Selection(shape, "flat", (item,), False)
+
+
+def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
+    """The ``oindex`` key of a hyperslab (:func:`altarr.extract`, :func:`altarr.plan`): one subscript per
+    dimension, ``None`` (or a missing trailing one) for a whole dimension; ``...`` is refused.
+
+    >>> hyperslab_key(([0, 3], None), 3)
+    ([0, 3], slice(None, None, None), slice(None, None, None))
+    """
+    if len(subscripts) > ndim:
+        raise GridError(f"{len(subscripts)} subscripts for a {ndim}-dimensional array")
+    key = tuple(slice(None) if s is None else s for s in subscripts)
+    for s in key:
+        if s is Ellipsis:
+            raise GridError("extract/plan take one subscript per dimension; use None for a whole dimension")
+    return key + (slice(None),) * (ndim - len(key))
+
+
+def check_index_types(key: Any, shape: Sequence[int]) -> None:
+    """Raise NumPy's ``IndexError`` for what NumPy checks before an assignment's values are converted:
+    index items of a refused type, the number of indices, and integer (not array) indices out of bounds.
+    Index arrays' bounds and broadcast shapes are checked after the values, as NumPy does.
+
+    >>> check_index_types(([0, 9], 1), (3, 4))  # the array is checked later
+    """
+    normalize(key, shape, "numpy", resolve=False)

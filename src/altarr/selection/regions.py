@@ -1,0 +1,113 @@
+"""Region plans: a basic selection (integers, slices with any step, ``...``, ``None``) read or written
+by the block engine, chunk by chunk, as strided copies.
+
+A basic :class:`~altarr.selection.normalize.Selection` has one forward progression per dimension
+(:class:`~altarr.selection.normalize.DimSelection`); negative steps are read forwards and flipped
+afterwards (a view, no copy). :func:`plan_region` gives, per dimension, the chunks touched with the
+slice to take from the chunk (positive step) and the slice to put into the forward work array: the form
+the native kernel consumes (``altarr.dataset.kernel.read_into``).
+
+Example:
+    >>> r = plan_region(normalize((slice(None, None, -2), 3), (10, 7)), (4, 3))
+    >>> r.shape, r.work_shape
+    ((5,), (5, 1))
+    >>> r.per_dim[0]
+    [(0, slice(1, 4, 2), slice(0, 2, None)), (1, slice(1, 4, 2), slice(2, 4, None)), (2, slice(1, 2, 2), slice(4, 5, None))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from ..errors import SelectionError
+from .normalize import DimSelection, Selection, normalize
+from .plan import forward_pieces
+
+__all__ = ["RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
+
+#: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
+Piece = tuple[int, slice, slice]
+
+
+def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
+    """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
+    both slices forwards (see :func:`~altarr.selection.plan.forward_pieces`).
+
+    >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
+    [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
+    """
+    j, k0, k1, first = forward_pieces(d, chunk, size)
+    return [
+        (k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b))
+        for k, a, b, f in zip(j.tolist(), k0.tolist(), k1.tolist(), first.tolist(), strict=True)
+    ]
+
+
+def flip_reversed(array: Any, dims: Sequence[DimSelection]) -> Any:
+    """A view of ``array`` flipped along every dimension selected with a negative step (its own inverse:
+    it maps the forward-read working array to the selection's order and back)."""
+    if not any(d.reverse for d in dims):
+        return array
+    return array[tuple(slice(None, None, -1) if d.reverse else slice(None) for d in dims)]
+
+
+class RegionPlan:
+    """A basic selection over a chunk grid: the work array (one axis per array dimension, read forwards),
+    the pieces each touched chunk contributes, and the way to the result.
+
+    ``dims``: one :class:`DimSelection` per dimension; ``shape``: the result's shape (``None`` axes in,
+    integer axes out); ``work_shape``: the forward work array's; ``per_dim``: :func:`plan_dim` per
+    dimension; ``scalar``: whether the result is a NumPy scalar.
+    """
+
+    __slots__ = ("dims", "shape", "work_shape", "per_dim", "scalar")
+
+    def __init__(self, selection: Selection, chunks: Sequence[int]) -> None:
+        sel = selection.require_basic()
+        self.dims = sel.dims
+        self.shape = sel.result_shape
+        self.work_shape = tuple(d.n for d in self.dims)
+        self.per_dim = [plan_dim(d, int(c), s) for d, c, s in zip(self.dims, chunks, sel.shape, strict=True)]
+        self.scalar = sel.scalar
+
+    def pieces(self) -> dict[tuple[int, ...], tuple[Piece, ...]]:
+        """Every touched chunk (C order) with its piece along each dimension.
+
+        >>> plan_region(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).pieces()
+        {(0, 1): ((0, slice(1, 2, 1), slice(0, 1, None)), (1, slice(0, 1, 1), slice(0, 1, None))), (1, 1): ((1, slice(0, 1, 1), slice(1, 2, None)), (1, slice(0, 1, 1), slice(0, 1, None)))}
+        """
+        return {tuple(p[0] for p in piece): piece for piece in product(*self.per_dim)}
+
+    def finish(self, work: np.ndarray) -> Any:
+        """The result from the forward work array: flipped, reshaped, a scalar where NumPy gives one."""
+        out = flip_reversed(work, self.dims).reshape(self.shape)
+        return out[()] if self.scalar else out
+
+    def unfinish(self, values: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`finish` for values already broadcast to :attr:`shape`."""
+        return flip_reversed(values.reshape(self.work_shape), self.dims)
+
+
+def plan_region(selection: Selection, chunks: Sequence[int]) -> RegionPlan:
+    """The :class:`RegionPlan` of a basic selection (``SelectionError`` for an advanced one)."""
+    return RegionPlan(selection, chunks)
+
+
+def normalize_selection(
+    selection: Any, shape: tuple[int, ...], *, allow_newaxis: bool = True
+) -> tuple[list[DimSelection], tuple[int, ...]]:
+    """Per-dimension selections and the result shape of a basic selection (the region API's view of
+    :func:`~altarr.selection.normalize.normalize`).
+
+    >>> dims, shape = normalize_selection((slice(None, None, -2), 3), (10, 7))
+    >>> shape, dims[1]
+    ((5,), DimSelection(start=3, step=1, n=1, drop=True, reverse=False))
+    """
+    sel = normalize(selection, shape, resolve=False).require_basic()
+    if not allow_newaxis and any(i.kind == "new" for i in sel.items):
+        raise SelectionError("None (np.newaxis) cannot be used in an assignment selection")
+    return sel.dims, sel.result_shape
