@@ -48,7 +48,6 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "src/altarr/dataset/shard_read.py",
             "src/altarr/dataset/shard_write.py",
             "src/altarr/dataset/grid.py",
-            "src/altarr/dataset/regions.py",
         ],
         [
             "tests/test_dataset_requests.py",
