@@ -681,6 +681,20 @@ class DatasetAccess:
             )
         return memoryview(d)
 
+    def _object_size(self, key: str, version: Any) -> int | None:
+        """The size of the object whose end-located index was just read as a suffix (with ``version``),
+        so its entries are checked against it (an entry pointing into the index itself is refused as
+        ``CorruptShardError`` instead of reaching the chunk decoder as index bytes). Asked only where a
+        ``stat`` is a system call or a lookup (``cheap_stat``: local files, memory, zip), never with a
+        request to an object store; ``None`` (entries then checked against ``2**63`` and the largest
+        block) where it is not cheap or the read reported no version to tie the size to."""
+        if version is None or not getattr(self.store, "cheap_stat", False):
+            return None
+        st = self.store.stat(key)
+        if st is None or st[1] != version:  # replaced since the index was read: read it again
+            raise _ShardChanged({key})
+        return int(st[0])
+
     def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
         """Ranged reads with object versions: from each key's open reader when the call has readers
         (they never ask for whole objects), else in one batched store call."""
@@ -767,6 +781,8 @@ class DatasetAccess:
                     byte_range=req[1:],
                 )
             size = n.length if n.length is not None else (sizes or {}).get(n.key)
+            if size is None and sc.index_location == "end":
+                size = self._object_size(n.key, version)
             try:
                 index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
             except AltarrError as e:

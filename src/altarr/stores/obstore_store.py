@@ -13,6 +13,15 @@ requests run on a Rust HTTP client outside the GIL, it answers a ranged ``GET`` 
 (s3fs and fsspec's HTTP file system drop it), and it writes conditionally (``If-Match``) without a
 second code path.
 
+Concurrent writers (:attr:`ObstoreStore.concurrent_writes`): on S3, GCS, Azure and obstore's memory
+store, a read-modify-write inside :meth:`ObstoreStore.exclusive` records the version of each object it
+reads (ETag; GCS: generation) and writes it with ``put(..., mode=UpdateVersion)`` (``"create"`` for
+an object that did not exist); another writer's change fails the write with
+:class:`~altarr.errors.WriteConflictError` naming it, and the dataset layer reads, merges and writes it
+again. object_store has no conditional ``DELETE``: a delete compares the ETag of a ``HEAD`` first
+(a write between the two requests is not seen). HTTP has no conditional ``PUT`` in object_store:
+``"single-writer"``, one writer per object.
+
 ``storage_options`` are obstore's own configuration keys (``access_key_id``, ``endpoint``, ``region``,
 ``client_options``, ...); the fsspec spellings ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``
 and ``client_kwargs={"endpoint_url": ..., "region_name": ...}`` are translated, so the same options
