@@ -681,19 +681,26 @@ class DatasetAccess:
             )
         return memoryview(d)
 
-    def _object_size(self, key: str, version: Any) -> int | None:
-        """The size of the object whose end-located index was just read as a suffix (with ``version``),
-        so its entries are checked against it (an entry pointing into the index itself is refused as
-        ``CorruptShardError`` instead of reaching the chunk decoder as index bytes). Asked only where a
-        ``stat`` is a system call or a lookup (``cheap_stat``: local files, memory, zip), never with a
-        request to an object store; ``None`` (entries then checked against ``2**63`` and the largest
-        block) where it is not cheap or the read reported no version to tie the size to."""
-        if version is None or not getattr(self.store, "cheap_stat", False):
-            return None
-        st = self.store.stat(key)
-        if st is None or st[1] != version:  # replaced since the index was read: read it again
-            raise _ShardChanged({key})
-        return int(st[0])
+    def _read_sized(self, requests: list, sizes: dict[str, int]) -> tuple[list, list]:
+        """The index reads of a batched call (no open files held for it) on a store with
+        ``open_reader`` (local files), each from a file opened for it: the same system calls and
+        counted reads as a batched ``get_ranges_versioned`` (open, fstat, pread, close), plus the size
+        of the very file each index came from, recorded in ``sizes`` so the entries of an end-located
+        index are checked against it (an entry pointing into the index is ``CorruptShardError``)."""
+
+        def one(request: tuple) -> tuple[Any, Any, int | None]:
+            reader = self.store.open_reader(request[0])  # type: ignore[attr-defined]
+            if reader is None:  # missing: asked the usual way, so it counts as the store counts it
+                datas, versions = self.store.get_ranges_versioned([request])  # type: ignore[attr-defined]
+                return datas[0], versions[0], None
+            with reader:
+                return reader.read(*request[1:]), reader.version, _reader_size(reader)
+
+        got = pmap(one, requests)
+        for (key, _, _), (_, _, size) in zip(requests, got, strict=True):
+            if size is not None:
+                sizes[key] = size
+        return [d for d, _, _ in got], [v for _, v, _ in got]
 
     def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
         """Ranged reads with object versions: from each key's open reader when the call has readers
@@ -752,7 +759,10 @@ class DatasetAccess:
                 rng = (n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, *rng))
             targets.append((n, whole))
-        datas, versions = self._read_versioned(requests, readers)
+        if readers is None and sizes is not None and not sc._start and hasattr(self.store, "open_reader"):
+            datas, versions = self._read_sized(requests, sizes)  # end index: know each object's size
+        else:
+            datas, versions = self._read_versioned(requests, readers)
         _check_versions(tokens, [n.key for n, _ in targets], versions)
         for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
             tokens.setdefault(n.key, version)
@@ -781,8 +791,6 @@ class DatasetAccess:
                     byte_range=req[1:],
                 )
             size = n.length if n.length is not None else (sizes or {}).get(n.key)
-            if size is None and sc.index_location == "end":
-                size = self._object_size(n.key, version)
             try:
                 index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
             except AltarrError as e:
