@@ -469,7 +469,9 @@ class ObstoreStore(Store):
         return getattr(self._scope, "keys", None)
 
     def _recorded(self) -> dict[str, Any]:
-        return getattr(self._scope, "versions", None) or {}
+        """The versions recorded in this thread's :meth:`exclusive` scope (a new empty dict outside)."""
+        versions = getattr(self._scope, "versions", None)
+        return {} if versions is None else versions
 
     def _record(self, keys: Sequence[str], outcomes: Sequence[Any]) -> None:
         """Record the versions that reads of watched keys saw (``(data, meta)`` or an exception per key).
