@@ -78,18 +78,63 @@ def test_patched_index_entry(tmp_path, probe, how):
 @pytest.mark.parametrize("how", READS)
 @pytest.mark.parametrize("location", ["start", "end"])
 def test_entry_pointing_into_the_index(tmp_path, location, how):
+    """Every read path on local files refuses it as CorruptShardError naming the key and the entry:
+    region reads, visits and lazy reads know the size from the shard's open file; batched reads read
+    each end-located index from a file opened for it (the same counted read) and take its size."""
     path = _make(tmp_path, index_location=location)
     shard = os.path.join(path, "c", "0", "0")
     size = os.path.getsize(shard)
     _patch(shard, 1, size - 68 if location == "end" else 0, 16, location)
-    if location == "end" and how == "chunk-one":
-        # a batched read of one chunk reads the index alone (a suffix) and never learns the object's
-        # size; the entry then yields index bytes, which the chunk's decoder refuses
-        with pytest.raises(AltarrError) as info:
-            _read(path, how)
+    with pytest.raises(CorruptShardError, match="outside the data region") as info:
+        _read(path, how)
+    assert info.value.key == "c/0/0" and info.value.chunk is not None
+    assert info.value.byte_range == ((size - 68, size - 52) if location == "end" else (0, 16))
+
+
+def _read_store(ds, how: str) -> None:
+    if how == "region":
+        ds[...]
+    elif how == "region-part":
+        ds[0:2, 2:4]
+    elif how == "chunks":
+        ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
+    elif how == "chunk-one":
+        ds.read_chunks([(0, 1)])
+    elif how == "visit":
+        ds.visit_chunks([(0, 1), (1, 1)], lambda i, a: None)
     else:
-        with pytest.raises(CorruptShardError, match="outside the data region") as info:
-            _read(path, how)
+        np.asarray(aa.open(ds.store))
+
+
+def _patched_in(store, compressor):
+    ds = aa.create_dataset(
+        store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=compressor
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    raw = bytearray(store.get("c/0/0"))
+    size = len(raw)
+    index = np.frombuffer(bytes(raw[-68:-4]), dtype="<u8").copy().reshape(-1, 2)
+    index[1] = (size - 68, index[1][1])  # into the index, as long as the entry it replaces
+    body = index.tobytes()
+    raw[-68:] = body + crc32c_value(body).to_bytes(4, "little")
+    store.set("c/0/0", bytes(raw))
+    return ds, size
+
+
+@pytest.mark.parametrize("how", READS)
+@pytest.mark.parametrize("kind", ["obstore", "memory"])
+def test_entry_pointing_into_the_index_where_the_size_is_not_known(how, kind):
+    """Stores without open files (object stores, memory) do not report an object's size with a ranged
+    read, and a HEAD or stat would cost a counted request: the entry is checked against 2**63 and the
+    largest encoded block only, and the index bytes it points at reach the chunk's decoder, which
+    refuses them where the chunk chain can tell (compressed or checksummed chunks; raw chunks without a
+    checksum cannot tell index bytes from chunk bytes)."""
+    from altarr.stores import MemoryStore, ObstoreStore
+
+    store = ObstoreStore("memory://") if kind == "obstore" else MemoryStore()
+    ds, size = _patched_in(store, "zstd")
+    with pytest.raises(AltarrError) as info:
+        _read_store(ds, how)
     assert info.value.key == "c/0/0"
 
 

@@ -16,7 +16,7 @@ import pytest
 import altarr as aa
 from altarr.dataset import locks
 from altarr.errors import InvalidKeyError, StoreError, WriteConflictError
-from altarr.stores import FsspecStore, LocalStore, ZipStore
+from altarr.stores import FsspecStore, LocalStore, ObstoreStore, ZipStore, store_from_url
 
 
 # --- item 5: paths are checked at every use ------------------------------------------------------------
@@ -175,16 +175,30 @@ def test_zip_dataset_round_trip_with_overwrite(tmp_path):
 
 
 # --- conditional writes on S3 ---------------------------------------------------------------------------
-def _s3_store(endpoint: str) -> tuple[str, dict]:
+#: "default" is what ``s3://`` opens with (obstore); "fsspec" is s3fs/botocore.
+CLIENTS = ["default", "fsspec"]
+
+
+def _s3_store(endpoint: str, client: str = "default") -> tuple[str, dict]:
     from _s3 import BUCKET, s3_options
 
-    return f"s3://{BUCKET}/{uuid.uuid4().hex}", {**s3_options(endpoint), "client": "fsspec"}
+    extra = {"client": "fsspec"} if client == "fsspec" else {}
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}", {**s3_options(endpoint), **extra}
 
 
-def test_s3_conditional_writes_detect_other_writers(s3_endpoint):
-    url, options = _s3_store(s3_endpoint)
-    options.pop("client")
-    a, b = FsspecStore(url, **options), FsspecStore(url, **options)
+def _two_clients(url: str, options: dict, client: str):
+    """Two stores on ``url`` that share nothing in this process (identities and connections apart)."""
+    opts = {k: v for k, v in options.items() if k != "client"}
+    if client == "fsspec":
+        return FsspecStore(url, **opts), FsspecStore(url, skip_instance_cache=True, **opts)
+    return store_from_url(url, mode="w", **opts)[0], FsspecStore(url, skip_instance_cache=True, **opts)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_s3_conditional_writes_detect_other_writers(s3_endpoint, client):
+    url, options = _s3_store(s3_endpoint, client)
+    a, b = _two_clients(url, options, client)
+    assert type(a).__name__ == ("FsspecStore" if client == "fsspec" else "ObstoreStore")
     assert a.concurrent_writes == "conditional"
     with a.exclusive(["k"]):
         assert a.get("k") is None
@@ -199,16 +213,44 @@ def test_s3_conditional_writes_detect_other_writers(s3_endpoint):
             a.set("k", b"mine")
         with pytest.raises(WriteConflictError):
             a.delete("k")
+    assert b.get("k") == b"again"
     with a.exclusive(["k", "other"]):
         assert a.get_ranges([("k", 1, 3), ("other", None, None)]) == [b"ga", None]
         a.set_many([("k", b"mine"), ("other", b"o")])  # unchanged: both go through
     assert b.get("k") == b"mine" and b.get("other") == b"o"
+    if client == "default":  # a second write in one update is conditioned on the first (obstore only)
+        with a.exclusive(["k"]):
+            assert a.get("k") == b"mine"
+            a.set("k", b"mine2")
+            a.set("k", b"mine3")
+        assert b.get("k") == b"mine3"
     a.set("k", b"outside")  # outside exclusive(): unconditional
     assert b.get("k") == b"outside"
 
 
-def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3_endpoint, monkeypatch):
-    url, options = _s3_store(s3_endpoint)
+def test_obstore_conditions_only_where_the_backend_can():
+    """obstore's HTTP backend has no conditional PUT: such stores say so (one writer per object)."""
+    assert ObstoreStore("memory://").concurrent_writes == "conditional"
+    assert ObstoreStore("http://127.0.0.1:9/x").concurrent_writes == "single-writer"
+    m = ObstoreStore("memory://")
+    m.set("k", b"1")
+    with m.exclusive(["k"]):
+        assert m.get("k") == b"1"
+        ObstoreStore.set(m, "other", b"x")  # not read inside: unconditional
+        m._store  # noqa: B018
+        import obstore
+
+        obstore.put(m._store, "k", b"2")  # another writer (the same in-memory backend)
+        with pytest.raises(WriteConflictError) as info:
+            m.set("k", b"3")
+    assert info.value.keys == ["k"] and m.get("k") == b"2"
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(
+    s3_endpoint, monkeypatch, client
+):
+    url, options = _s3_store(s3_endpoint, client)
     ds = aa.create_dataset(
         url, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None, storage_options=options
     )
@@ -216,19 +258,20 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3
     other = FsspecStore(url, skip_instance_cache=True, **{k: v for k, v in options.items() if k != "client"})
     ds.write_chunks([(0,)], [np.full(2, 1, "u1")])
     store = ds.store
-    real_put = store._s3_put
+    name = "_s3_put" if client == "fsspec" else "_put"
+    real_put = getattr(store, name)
     sneaks = {"n": 1}
 
-    async def put_after_another_writer(path, data, version):
+    async def put_after_another_writer(*args):
         if sneaks["n"] > 0:  # another writer adds chunk 3 between our read and our write
             sneaks["n"] -= 1
             v = 9 if sneaks["n"] == 0 else sneaks["n"] % 200 + 10  # new bytes each time (S3's ETag is an MD5)
             await asyncio.to_thread(
                 lambda: aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, v, "u1")])
             )
-        return await real_put(path, data, version)
+        return await real_put(*args)
 
-    monkeypatch.setattr(store, "_s3_put", put_after_another_writer)
+    monkeypatch.setattr(store, name, put_after_another_writer)
     ds.write_chunks([(1,)], [np.full(2, 5, "u1")])  # conflicts once, then read again and merged
     assert aa.open_dataset(other)[:].tolist() == [1, 1, 5, 5, 0, 0, 9, 9]
     sneaks["n"] = 10**6  # another writer always gets in between
@@ -239,3 +282,48 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3
     with pytest.raises(WriteConflictError, match="gave up after 3 attempts") as info:
         ds.write_chunks([(2,)], [np.full(2, 7, "u1")])
     assert info.value.keys == ["c/0"]
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["partial-chunk", "shard"])
+def test_obstore_retries_a_merge_another_writer_got_into_first(sharded):
+    """Partial chunk writes (unsharded) and shard writes both read, merge and write conditioned on the
+    version read: another writer's change between the read and the write is merged in, not lost."""
+    store = ObstoreStore("memory://")
+    kw = {"chunks": (2,), "shards": (8,)} if sharded else {"chunks": (8,)}
+    ds = aa.create_dataset(store, shape=(8,), dtype="u1", compressor=None, **kw)
+    ds[0:2] = 1
+    key = "c/0"
+    import obstore
+
+    real_put = store._put
+    sneaks = {"n": 1}
+
+    async def put_after_another_writer(k, data, mode):
+        if sneaks["n"] > 0 and k == key:  # another writer changes the object between read and write
+            sneaks["n"] -= 1
+            other = np.frombuffer(bytes(store.get(key)), "u1").copy() if not sharded else None
+            if other is not None:
+                other[6:8] = 9
+                await obstore.put_async(store._store, key, other.tobytes())
+            else:
+                await asyncio.to_thread(lambda: _other_shard_writer(store, key))
+        return await real_put(k, data, mode)
+
+    store._put = put_after_another_writer
+    ds[2:4] = 5
+    assert sneaks["n"] == 0
+    assert aa.open_dataset(store)[:].tolist() == [1, 1, 5, 5, 0, 0, 9, 9]
+
+
+def _other_shard_writer(store, key):
+    """Write chunk 3 of the shard as a separate writer would: build the shard bytes with another
+    dataset over a copy, then put them (unconditionally) at ``key``."""
+    import obstore
+
+    from altarr.stores import MemoryStore
+
+    copy = MemoryStore()
+    for k in store.list():
+        copy.set(k, store.get(k))
+    aa.open_dataset(copy, mode="r+")[6:8] = 9
+    obstore.put(store._store, key, copy.get(key))

@@ -245,13 +245,28 @@ def test_local_os_errors_become_store_errors(tmp_path, monkeypatch):
     assert info.value.key == "file" and isinstance(info.value.__cause__, PermissionError)
 
 
-def test_local_folder_key_reads_as_missing(tmp_path):
+def test_local_folder_key_is_no_object_and_reading_it_is_refused(tmp_path):
+    """A folder is not an object: size/exists/delete say there is none (as an object store with objects
+    under the prefix would), but READING it is refused, as reading a folder is on a local file system.
+    (It read as missing before, so a dataset whose chunk or shard key was a folder read fill values:
+    tests/test_folder_keys.py.)"""
     s = LocalStore(tmp_path)
     s.set("dir/k", b"x")
-    assert s.get("dir") is None
-    assert s.get_range("dir", 0, 5) is None
-    assert s.size("dir") is None
+    for read in (
+        lambda: s.get("dir"),
+        lambda: s.get_range("dir", 0, 5),
+        lambda: s.get_range("dir", -2, None),
+    ):
+        with pytest.raises(StoreError, match="folder") as info:
+            read()
+        assert info.value.key == "dir"
+    with pytest.raises(StoreError, match="folder"):
+        s.get_ranges_versioned([("dir/k", None, None), ("dir", 0, 1)])
+    assert s.size("dir") is None and s.stat("dir") is None and not s.exists("dir")
     assert s.delete("dir") is False
+    with pytest.raises(StoreError, match="folder"):  # a write never replaces a folder
+        s.set("dir", b"y")
+    assert s.get("dir/k") == b"x" and s.list_temporary() == []
 
 
 def test_local_huge_range_is_clipped(tmp_path):
@@ -537,7 +552,12 @@ def test_local_file_reader_reads_one_version_and_counts(tmp_path):
 
     s = LocalStore(tmp_path)
     s.set("a/k", b"0123456789")
-    assert s.open_reader("a/missing") is None and s.open_reader("a") is None  # no file, a folder
+    assert s.open_reader("a/missing") is None  # no file
+    # a folder where an object is read is refused (as reading a folder is on a local file system), so a
+    # dataset whose shard key is a folder fails loudly instead of reading fill values
+    with pytest.raises(StoreError, match="folder") as info:
+        s.open_reader("a")
+    assert info.value.key == "a"
     s.stats.reset()
     with s.open_reader("a/k") as r:
         assert r.version == s.stat("a/k")[1]

@@ -7,10 +7,11 @@ with dask (zarr-python#3682). altarr guards each read-modify-write twice:
 * inside a process, a lock per stored object and store (:func:`shard_locks`) serializes threads;
 * across processes, the store's :meth:`~altarr.stores.Store.exclusive` does what the store can
   (:attr:`~altarr.stores.Store.concurrent_writes`): local files hold an ``flock`` lock from the read
-  to the rename; S3 conditions each write on the version that was read and the write is retried from
-  the read when another writer got there first (:func:`run_exclusive`, bounded, then
-  :class:`~altarr.errors.WriteConflictError`); other stores (HTTP, zip archives, GCS) give each object
-  one writer at a time, which callers arrange with ``Dataset.group_by_shard``.
+  to the rename; object stores (S3 with either client, GCS and Azure through obstore) condition each
+  write on the version that was read and the write is retried from the read when another writer got
+  there first (:func:`run_exclusive`, bounded, then :class:`~altarr.errors.WriteConflictError`); other
+  stores (HTTP, zip archives, GCS through gcsfs) give each object one writer at a time, which callers
+  arrange with ``Dataset.group_by_shard``.
 
 Locks are taken in sorted key order, so two batched writes touching overlapping sets cannot deadlock.
 

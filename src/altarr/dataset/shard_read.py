@@ -41,6 +41,7 @@ from ..stores.ranges import WHOLE, Range, Suffix, legacy_bounds
 from .chunk_codec import scratch_bytes
 from .index_cache import MISSING, IndexCache, ShardChanged, check_versions
 from .layout import Chunk, ShardLayout
+from .parallel import pmap
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -235,6 +236,28 @@ class ShardReader:
         got = data.reader.read_into(data.start, buf)
         return _checked_range(key, data.chunk, data.start, data.length, buf[:got])
 
+    def _read_sized(self, requests: list, sizes: dict[str, int]) -> tuple[list, list]:
+        """The index reads of a batched call (no open files held for it) on a store that opens readers
+        (local files), each from a file opened for it: the same system calls and counted reads as a
+        batched ``get_ranges_versioned`` (open, fstat, pread, close), plus the size of the very file each
+        index came from, recorded in ``sizes`` so the entries of an end-located index are checked against
+        it (an entry pointing into the index is ``CorruptShardError``)."""
+        store = cast(OpensReaders, self.store)
+
+        def one(request: tuple) -> tuple[Any, Any, int | None]:
+            reader = store.open_reader(request[0])
+            if reader is None:  # missing: asked the usual way, so it counts as the store counts it
+                datas, versions = self.store.get_ranges_versioned([request])
+                return datas[0], versions[0], None
+            with reader:
+                return reader.read(request[1]), reader.version, _reader_size(reader)
+
+        got = pmap(one, requests)
+        for (key, _), (_, _, size) in zip(requests, got, strict=True):
+            if size is not None:
+                sizes[key] = size
+        return [d for d, _, _ in got], [v for _, v, _ in got]
+
     def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
         """Ranged reads with object versions: from each key's open reader when the call has readers
         (they never ask for whole objects), else in one batched store call."""
@@ -292,7 +315,10 @@ class ShardReader:
                 rng = Range(n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, rng))
             targets.append((n, whole))
-        datas, versions = self._read_versioned(requests, readers)
+        if readers is None and sizes is not None and not sc._start and isinstance(self.store, OpensReaders):
+            datas, versions = self._read_sized(requests, sizes)  # end index: know each object's size
+        else:
+            datas, versions = self._read_versioned(requests, readers)
         check_versions(tokens, [n.key for n, _ in targets], versions)
         for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
             tokens.setdefault(n.key, version)

@@ -89,21 +89,27 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
 def _read_fd(fd: int, req: ByteRequest) -> bytes | None:
     """One byte request on an open descriptor.
 
-    ``None`` when the descriptor is not a regular file (the key names a folder)."""
+    A descriptor of a folder (the key names a folder where an object is read) raises
+    ``IsADirectoryError``, as reading a folder does on a local file system: a dataset whose chunk or
+    shard key is a folder must fail loudly, not read as missing (fill values)."""
     if type(req) is Range:
         n = req.stop - req.start
         if 0 < n <= _CLIP_ABOVE:
-            try:
-                return os.pread(fd, n, req.start)
-            except IsADirectoryError:
-                return None
+            return os.pread(fd, n, req.start)  # a folder: IsADirectoryError
     st = os.fstat(fd)
-    if not _stat.S_ISREG(st.st_mode):
-        return None
+    _require_file(st)
     off, end = req.bounds(st.st_size)
     if end <= off:
         return b""
     return _pread_all(fd, end - off, off)
+
+
+def _require_file(st: os.stat_result) -> None:
+    """Refuse a folder (or another non-regular file) where an object is read."""
+    if _stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "the key names a folder, not an object")
+    if not _stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "the key names a special file, not an object")
 
 
 def _version(st: os.stat_result) -> str:
@@ -392,7 +398,8 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         return st if _stat.S_ISREG(st.st_mode) else None
 
     def open_reader(self, key: str) -> FileReader | None:
-        """One open file to read many ranges of ``key`` from (``None`` if it does not exist).
+        """One open file to read many ranges of ``key`` from (``None`` if it does not exist;
+        :class:`~altarr.errors.StoreError` naming the key if it is a folder).
 
         The engine opens each shard once per call and reads every chunk's range from it, inside the
         chunk's decode task: one ``open`` per shard instead of per chunk, and every range comes from the
@@ -411,12 +418,13 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             return None
         try:
             st = self._fstat(fd, key)
+            _require_file(st)
+        except OSError as e:
+            os.close(fd)
+            raise StoreError(_oserror_message("opening", e), key=key) from e
         except BaseException:
             os.close(fd)
             raise
-        if not _stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            return None
         return FileReader(fd, key, _version(st), self.stats)
 
     # --- pool -----------------------------------------------------------------------------------------
@@ -468,6 +476,9 @@ class LocalStore(VersionedReads, OpensReaders, Store):
     def _read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
         try:
             return _read_fd(fd, req)
+        except IsADirectoryError as e:
+            msg = "reading failed: the key names a folder, not an object"
+            raise StoreError(msg, key=key, byte_range=legacy_bounds(req)) from e
         except OSError as e:
             raise StoreError(_oserror_message("reading", e), key=key, byte_range=legacy_bounds(req)) from e
 
@@ -603,6 +614,8 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                     os.unlink(tmp, dir_fd=dfd)
                 except OSError:
                     pass
+                if isinstance(e, IsADirectoryError):  # rename never replaces a folder: say so
+                    raise StoreError("writing failed: the key names a folder, not an object", key=key) from e
                 if isinstance(e, OSError):
                     raise StoreError(_oserror_message("writing", e), key=key) from e
                 raise

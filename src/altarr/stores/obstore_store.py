@@ -13,6 +13,15 @@ requests run on a Rust HTTP client outside the GIL, it answers a ranged ``GET`` 
 (s3fs and fsspec's HTTP file system drop it), and it writes conditionally (``If-Match``) without a
 second code path.
 
+Concurrent writers (:attr:`ObstoreStore.concurrent_writes`): on S3, GCS, Azure and obstore's memory
+store, a read-modify-write inside :meth:`ObstoreStore.exclusive` records the version of each object it
+reads (ETag; GCS: generation) and writes it with ``put(..., mode=UpdateVersion)`` (``"create"`` for
+an object that did not exist); another writer's change fails the write with
+:class:`~altarr.errors.WriteConflictError` naming it, and the dataset layer reads, merges and writes it
+again. object_store has no conditional ``DELETE``: a delete compares the ETag of a ``HEAD`` first
+(a write between the two requests is not seen). HTTP has no conditional ``PUT`` in object_store:
+``"single-writer"``, one writer per object.
+
 ``storage_options`` are obstore's own configuration keys (``access_key_id``, ``endpoint``, ``region``,
 ``client_options``, ...); the fsspec spellings ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``
 and ``client_kwargs={"endpoint_url": ..., "region_name": ...}`` are translated, so the same options
@@ -36,10 +45,11 @@ import asyncio
 import datetime
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from ..errors import InvalidKeyError, StoreError
+from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
@@ -121,6 +131,31 @@ def _is_416(e: BaseException) -> bool:
     return "416" in str(e)[:400]
 
 
+#: The recorded version of an object that did not exist when it was read (written with ``"create"``).
+_ABSENT = "<absent>"
+
+#: URL schemes whose obstore backend conditions a PUT on the version read (``PutMode``): S3 sends
+#: ``If-Match``/``If-None-Match`` (``conditional_put="etag"``, object_store's default), GCS
+#: ``x-goog-if-generation-match`` with the object's generation, Azure ``If-Match``/``If-None-Match``,
+#: and the in-memory store compares its own ETags. object_store's HTTP (WebDAV) and local-file backends
+#: do not implement ``PutMode::Update``: they stay ``"single-writer"``.
+_CONDITIONAL_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "memory")
+
+
+def _put_version(meta: Any) -> dict[str, str] | str:
+    """What a conditional PUT is conditioned on: obstore's ``UpdateVersion`` (ETag and, for GCS, the
+    generation) of the object ``meta`` describes."""
+    out = {name: str(meta[name]) for name in ("e_tag", "version") if meta.get(name)}
+    return out or _ABSENT
+
+
+def _is_conflict(e: BaseException) -> bool:
+    """Whether a conditional PUT failed because the object changed (412, or it exists for "create")."""
+    from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+    return isinstance(e, PreconditionError | AlreadyExistsError)
+
+
 class ObstoreStore(Store):
     """A store rooted at an object-store or HTTP URL, read and written through obstore.
 
@@ -167,6 +202,10 @@ class ObstoreStore(Store):
         self._store  # noqa: B018 - build the client now: a bad URL or option fails here
         # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
         self._rm_reports_missing = url.startswith("memory://")
+        #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
+        scheme = url.partition("://")[0].lower()
+        self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
+        self._scope = threading.local()
 
     @property
     def _store(self) -> Any:
@@ -316,15 +355,19 @@ class ObstoreStore(Store):
             else:
                 results.append(r[0])
                 versions.append(_version_of(r[1]))
+        if self._watched():
+            self._record([k for k, _ in merged], out)
         self.stats.add(rounds=1)
         return Fetched(results, versions)
 
-    def _heads(self, keys: Sequence[str]) -> list[Any]:
+    def _heads(self, keys: Sequence[str], record: bool = True) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)
         out = self._gather([(self._obs.head_async, (self._store, k)) for k in keys])
         for k, r in zip(keys, out, strict=True):
             if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
                 raise self._fail("size query", k, r) from r
+        if record and self._watched():
+            self._record(keys, [(None, r) for r in out])
         return [None if isinstance(r, BaseException) else r for r in out]
 
     def size(self, key: str) -> int | None:
@@ -350,37 +393,128 @@ class ObstoreStore(Store):
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects with concurrent PUTs (one round). Each write is atomic on its own."""
+        """Write many objects with concurrent PUTs (one round). Each write is atomic on its own.
+
+        Inside :meth:`exclusive`, an object read there is written conditioned on the version read
+        (``UpdateVersion``, or ``"create"`` where it did not exist); a conditional PUT is never multipart.
+        :class:`~altarr.errors.WriteConflictError` names the objects another writer changed meanwhile
+        (the others are written)."""
         if not items:
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
         data = [as_bytes(v) for _, v in items]
+        recorded = self._recorded()
+        conditions = [recorded.get(k) for k in keys]
         out = self._gather(
-            [(self._obs.put_async, (self._store, k, d)) for k, d in zip(keys, data, strict=True)]
+            [
+                (self._put, (k, d, None if c is None else ("create" if c == _ABSENT else c)))
+                for k, d, c in zip(keys, data, conditions, strict=True)
+            ]
         )
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
         self.stats.add(writes=len(ok), rounds=1, bytes_written=sum(len(data[i]) for i in ok))
+        for i in ok:  # a second write of the object in this update is conditioned on this one
+            if conditions[i] is not None:
+                recorded[keys[i]] = _put_version(out[i])
+        conflicts = [keys[i] for i, r in enumerate(out) if conditions[i] is not None and _is_conflict(r)]
         for k, r in zip(keys, out, strict=True):
-            if isinstance(r, BaseException):
+            if isinstance(r, BaseException) and k not in conflicts:
                 raise self._fail("write", k, r) from r
+        if conflicts:
+            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
+
+    async def _put(self, key: str, data: bytes, mode: Any) -> Any:
+        if mode is None:
+            return await self._obs.put_async(self._store, key, data)
+        return await self._obs.put_async(self._store, key, data, mode=mode, use_multipart=False)
+
+    # --- conditional writes -----------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
+        """Guard a read-modify-write of ``keys`` against other writers where the backend conditions
+        writes (:attr:`concurrent_writes` ``"conditional"``: S3, GCS, Azure, memory): the version (ETag,
+        generation) of each of them read inside is recorded, and their writes are conditioned on it;
+        deletes compare it with a ``HEAD`` first (object_store has no conditional DELETE). Elsewhere
+        (HTTP) this does nothing: one writer per object.
+
+        >>> s = ObstoreStore("memory://")
+        >>> s.set("k", b"1")
+        >>> with s.exclusive(["k"]):
+        ...     old = s.get("k")
+        ...     s.set("k", old + b"2")
+        >>> s.get("k"), s.concurrent_writes
+        (b'12', 'conditional')
+        """
+        if self.concurrent_writes != "conditional" or self.read_only or self._watched() is not None:
+            yield
+            return
+        self._scope.keys = {normalize_key(k) for k in keys}
+        self._scope.versions = {}
+        try:
+            yield
+        finally:
+            self._scope.keys = self._scope.versions = None
+
+    def _watched(self) -> set[str] | None:
+        return getattr(self._scope, "keys", None)
+
+    def _recorded(self) -> dict[str, Any]:
+        """The versions recorded in this thread's :meth:`exclusive` scope (a new empty dict outside)."""
+        versions = getattr(self._scope, "versions", None)
+        return {} if versions is None else versions
+
+    def _record(self, keys: Sequence[str], outcomes: Sequence[Any]) -> None:
+        """Record the versions that reads of watched keys saw (``(data, meta)`` or an exception per key).
+        Two reads of one object in one update that saw different versions are a conflict, raised before
+        anything is written: it names every watched key, so the caller does the whole update again."""
+        watched, versions = self._scope.keys, self._scope.versions
+        for key, r in zip(keys, outcomes, strict=True):
+            key = normalize_key(key)
+            if key not in watched:
+                continue
+            if isinstance(r, FileNotFoundError):
+                seen: Any = _ABSENT
+            elif isinstance(r, BaseException) or not r[1]:
+                continue
+            else:
+                seen = _put_version(r[1])
+            if versions.setdefault(key, seen) != seen:
+                raise WriteConflictError(
+                    f"{key!r} changed between two reads of one update", keys=sorted(watched)
+                )
 
     def delete(self, key: str) -> bool:
         return self.delete_many([key])[0]
 
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
         """Delete many objects (concurrently); whether each existed (asked with one HEAD each first, since
-        S3 reports no difference)."""
+        S3 reports no difference). Inside :meth:`exclusive`, an object whose HEAD shows another version
+        than the one read is left alone and named by :class:`~altarr.errors.WriteConflictError` (after
+        the others are deleted); the HEAD and the DELETE are two requests (object_store has no
+        conditional DELETE), so a write landing between them is not seen."""
         if not keys:
             return []
         keys = [self._check_key_for_write(k, "delete") for k in keys]
-        existed = [m is not None for m in self._heads(keys)]
-        todo = [k for k, e in zip(keys, existed, strict=True) if e]
+        recorded = self._recorded()
+        metas = self._heads(keys, record=False)
+        conflicts = [
+            k
+            for k, m in zip(keys, metas, strict=True)
+            if k in recorded and recorded[k] != (_ABSENT if m is None else _put_version(m))
+        ]
+        existed = [m is not None for m in metas]
+        todo = [k for k, e in zip(keys, existed, strict=True) if e and k not in conflicts]
         if todo:
             out = self._gather([(self._obs.delete_async, (self._store, k)) for k in todo])
             self.stats.add(deletes=len(todo), rounds=1)
             for k, r in zip(todo, out, strict=True):
                 if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
                     raise self._fail("delete", k, r) from r
+        for k in todo:
+            if k in recorded:
+                recorded[k] = _ABSENT
+        if conflicts:
+            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
         return existed
 
     def delete_prefix(self, prefix: str) -> int:
