@@ -131,8 +131,9 @@ def describe(node: Any) -> dict[str, Any]:
             "children": children,
         }
     ds = node
-    ab = ds.spec.codecs.array_bytes
-    codecs = ab.codecs_json() if hasattr(ab, "codecs_json") else ds.spec.codecs.to_json()
+    from altarr.formats import get_format
+
+    codecs = get_format(ds.format).codecs_json(ds.spec)
     stored, objects = _stored_bytes(ds.store, ds.path)
     return {
         "kind": "array",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import AltarrError, ExistsError, MetadataError, UnknownCodecError
+from .formats import get_format, registered_formats
 
 __all__ = [
     "parse_codec",
@@ -51,8 +52,31 @@ __all__ = [
 
 #: Name of the resume journal, kept beside the destination array's metadata while a copy runs.
 JOURNAL = ".altarr-copy.json"
-#: The formats a copy can write, and whether each can hold shards.
-FORMATS = {"zarr3": True, "zarr2": False, "n5": True}
+
+
+class _CanShard(Mapping[str, bool]):
+    """The registered formats (detection order) -> whether each can hold shards, read live from the
+    format registry (a format registered later is in it)."""
+
+    def __getitem__(self, name: str) -> bool:
+        for f in registered_formats():
+            if f.name == name:
+                return f.can_shard
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([f.name for f in registered_formats()])
+
+    def __len__(self) -> int:
+        return len(registered_formats())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: The formats a copy can write, and whether each can hold shards (``{"zarr3": True, "zarr2": False,
+#: "n5": True}`` and any format registered since).
+FORMATS: Mapping[str, bool] = _CanShard()
 _UNIT_BYTES = 4 << 20  # target size of a unit of an unsharded destination
 
 
@@ -106,23 +130,7 @@ def parse_codec(text: str | None, fmt: str, dtype: Any) -> Any:
         raise UnknownCodecError(
             f"{name} level {level} in {text!r} is outside {limits[0]}..{limits[1]}", codec=text
         )
-    itemsize = np.dtype(dtype).itemsize
-    if fmt == "zarr2":
-        if name == "blosc":
-            return {"id": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
-        return {"id": name, "level": level}
-    if fmt == "n5":
-        if name == "blosc":
-            return {"type": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
-        if name == "gzip":
-            return {"type": "gzip", "level": level, "useZlib": False}
-        return {"type": "zstd", "level": level}
-    if name == "blosc":
-        config = {"cname": cname, "clevel": level, "shuffle": "shuffle", "typesize": itemsize, "blocksize": 0}
-        return {"name": "blosc", "configuration": config}
-    if name == "gzip":
-        return {"name": "gzip", "configuration": {"level": level}}
-    return {"name": "zstd", "configuration": {"level": level, "checksum": False}}
+    return get_format(fmt).compressor_json(name, level, cname, np.dtype(dtype))
 
 
 def _unit_shape(dst: Any) -> tuple[int, ...]:
@@ -266,6 +274,7 @@ def copy_array(
     """
     import altarr as aa
 
+    from .dataset.api import create_like
     from .dataset.parallel import get_max_workers, pmap, set_max_workers
 
     fmt = format or src.format
@@ -292,18 +301,13 @@ def copy_array(
     else:
         dst = None
     if dst is None:
-        dims = None if fmt == "n5" else src.dimension_names
-        dst = aa.create_dataset(
+        dst = create_like(
+            src,
             destination,
-            shape=src.shape,
-            dtype=src.dtype,
+            format=fmt,
             chunks=chunks,
             shards=shards,
-            format=fmt,
             compressor=compressor,
-            fill_value=src.fill_value,
-            attributes=src.attrs.asdict(),
-            dimension_names=dims,
             overwrite=overwrite,
             path=path,
         )

@@ -133,10 +133,9 @@ class CodecChain:
 
     @property
     def is_sharded(self) -> bool:
-        """True when the array->bytes codec is ``sharding_indexed``."""
-        from .sharding import ShardingCodec
-
-        return isinstance(self.array_bytes, ShardingCodec)
+        """True when the array->bytes codec is ``sharding_indexed`` (one that declares
+        :attr:`~altarr.codecs.base.ArrayBytesCodec.is_sharding`)."""
+        return self.array_bytes.is_sharding
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CodecChain) and self.codecs == other.codecs

@@ -52,7 +52,10 @@ import numpy as np
 
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
 from . import bounded
+from ._config import nbytes_of
 from .base import ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
+from .compress import BloscCodec, ZstdCodec
+from .registry import register_codec, registered_codecs
 
 __all__ = [
     "N5_DATA_TYPES",
@@ -131,13 +134,18 @@ def n5_data_type_name(dtype: Any) -> str:
 # --------------------------------------------------------------------------------------------------------
 # compressions
 # --------------------------------------------------------------------------------------------------------
-_REGISTRY: dict[str, type[N5Compression]] = {}
+#: The namespace of the shared codec registry (:mod:`altarr.codecs.registry`) holding N5 compressions.
+N5_NAMESPACE = "n5"
 
 
 def register_n5_compression(cls: type[N5Compression]) -> type[N5Compression]:
-    """Class decorator: make an :class:`N5Compression` known to :func:`compression_from_n5_json`."""
-    _REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: make an :class:`N5Compression` known to :func:`compression_from_n5_json` (it is
+    registered in the shared codec registry, namespace ``"n5"``)."""
+    return register_codec(cls, namespace=N5_NAMESPACE)
+
+
+def _n5_compressions() -> dict[str, type[Codec]]:
+    return registered_codecs(N5_NAMESPACE)
 
 
 def _check_int(params: dict[str, Any], name: str, default: int, lo: int, hi: int, type_: str) -> int:
@@ -450,12 +458,23 @@ def _signed(u32: int) -> int:
 
 @register_n5_compression
 class ZstdCompression(N5Compression):
-    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): a zstd frame with the content size in its header."""
+    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): a zstd frame with the content size in its header.
+
+    A thin adapter over the shared :class:`~altarr.codecs.compress.ZstdCodec` (the same frames: no
+    checksum, the content size written), so N5 blocks take its paths: decoding straight into the
+    caller's buffer and the bounded decoder (the announced size checked before anything is allocated,
+    frames without one inflated incrementally up to the cap).
+
+    >>> z = ZstdCompression(level=5)
+    >>> bytes(z.decode(z.encode(b"abc" * 100)))[:6], z.to_n5_json()
+    (b'abcabc', {'type': 'zstd', 'level': 5})
+    """
 
     name = "zstd"
 
     def __init__(self, level: int = 3) -> None:
         self.level = _check_int({"level": level}, "level", 3, -131072, 22, "zstd")
+        self._shared = ZstdCodec(level=self.level)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
@@ -464,24 +483,17 @@ class ZstdCompression(N5Compression):
     def params(self) -> dict[str, Any]:
         return {"level": self.level}
 
-    def _codec(self) -> Any:
-        from numcodecs import Zstd
-
-        return Zstd(level=self.level)
-
     def encode(self, data: BytesLike) -> BytesLike:
-        return self._codec().encode(data)
+        return self._shared.encode(data)
 
-    def decode(self, data: BytesLike) -> BytesLike:
-        try:
-            return self._codec().decode(data)
-        except Exception as e:  # numcodecs raises RuntimeError/ValueError
-            raise self._fail("zstd frame", e) from e
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        return self._shared.decode(data, out)
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
-        return bounded.unzstd(data, max_size, codec=self.name)
+        return self._shared.decode_capped(data, max_size, out)
 
 
+_N5_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 
 
@@ -504,6 +516,7 @@ class BloscCompression(N5Compression):
         self.shuffle = _check_int({"shuffle": shuffle}, "shuffle", 0, -1, 2, "blosc")
         self.blocksize = _check_int({"blocksize": blocksize}, "blocksize", 0, 0, 2**31 - 1, "blosc")
         self.nthreads = _check_int({"nthreads": nthreads}, "nthreads", 1, 1, 1024, "blosc")
+        self._by_typesize: dict[int, BloscCodec] = {}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
@@ -528,29 +541,37 @@ class BloscCompression(N5Compression):
             params["nthreads"] = self.nthreads
         return params
 
-    def _codec(self) -> Any:
-        from numcodecs import Blosc
-
-        return Blosc(cname=self.cname, clevel=self.clevel, shuffle=self.shuffle, blocksize=self.blocksize)
+    def _shared(self, typesize: int) -> BloscCodec:
+        """The shared :class:`~altarr.codecs.compress.BloscCodec` for elements of ``typesize`` bytes
+        (n5-blosc's ``shuffle`` -1, blosc's auto-shuffle, is bit-shuffle for 1-byte elements, else byte
+        shuffle). One per element size, made once."""
+        codec = self._by_typesize.get(typesize)
+        if codec is None:
+            shuffle = self.shuffle if self.shuffle >= 0 else (2 if typesize == 1 else 1)
+            codec = self._by_typesize[typesize] = BloscCodec(
+                cname=self.cname,
+                clevel=self.clevel,
+                shuffle=_N5_SHUFFLES[shuffle],
+                typesize=typesize,
+                blocksize=self.blocksize,
+            )
+        return codec
 
     def encode(self, data: BytesLike) -> BytesLike:
         return self.encode_typed(data, 1)
 
     def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
-        arr = np.frombuffer(data, dtype=np.uint8)
-        if typesize > 1 and arr.size % typesize == 0:
-            arr = arr.view(f"V{typesize}") if typesize not in (2, 4, 8) else arr.view(f"u{typesize}")
-        return self._codec().encode(arr)
+        """A blosc frame of ``data`` shuffled by elements of ``typesize`` bytes (1 when the payload is not
+        a whole number of them), through the shared compressor (the frames numcodecs writes)."""
+        n = len(memoryview(data).cast("B"))
+        return self._shared(typesize if typesize > 1 and n % typesize == 0 else 1).encode(data)
 
-    def decode(self, data: BytesLike) -> BytesLike:
-        try:
-            return self._codec().decode(data)
-        except Exception as e:  # numcodecs raises RuntimeError on a bad frame
-            raise self._fail("blosc frame", e) from e
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        # decoding does not depend on the element size (the frame header records it)
+        return self._shared(1).decode(data, out)
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
-        bounded.check_announced(self.name, bounded.blosc_nbytes(data), max_size)
-        return self.decode(data)
+        return self._shared(1).decode_capped(data, max_size, out)
 
 
 class IdentityCodec(BytesBytesCodec):
@@ -583,10 +604,11 @@ def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compressi
         obj = {"type": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise MetadataError(f"N5 'compression' must be an object with a string 'type', got {obj!r}", key=key)
-    cls = _REGISTRY.get(obj["type"])
-    if cls is None:
+    known = _n5_compressions()
+    cls = known.get(obj["type"])
+    if cls is None or not issubclass(cls, N5Compression):
         raise UnknownCodecError(
-            f"unknown N5 compression type {obj['type']!r}; known: {sorted(_REGISTRY)}",
+            f"unknown N5 compression type {obj['type']!r}; known: {sorted(known)}",
             key=key,
             codec=obj["type"],
         )
@@ -624,10 +646,11 @@ def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
         raise MetadataError(f"N5 codec {name!r}: 'configuration' must be an object", key=key, codec=name)
     if name in _DATA_CODECS:
         return _DATA_CODECS[name]()
-    if name in _REGISTRY:
+    known = _n5_compressions()
+    if name in known:
         return compression_from_n5_json({**config, "type": name}, key=key)
     raise UnknownCodecError(
-        f"unknown N5 data codec {name!r}; known: {sorted([*_REGISTRY, *_DATA_CODECS])}", key=key, codec=name
+        f"unknown N5 data codec {name!r}; known: {sorted([*known, *_DATA_CODECS])}", key=key, codec=name
     )
 
 
@@ -729,16 +752,22 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         return payload
 
-    def _decompress(self, payload: BytesLike, max_size: int) -> BytesLike:
+    def _decompress(self, payload: BytesLike, max_size: int, direct: bool = False) -> BytesLike:
         """Undo the data codecs, the innermost one producing at most ``max_size`` bytes (each outer one a
-        generous bound of its encoded size): a decompression bomb stops at the block's size."""
+        generous bound of its encoded size): a decompression bomb stops at the block's size. With
+        ``direct`` an innermost zstd or blosc compression decodes straight into a new buffer of
+        ``max_size`` bytes (the shared compressors' fast path); use the return value."""
         if not self.data_codecs:
             return payload
         limits = [max_size]
         for c in self.data_codecs[:-1]:
             limits.append(c.max_encoded_size(limits[-1]))
+        innermost = self.data_codecs[0]
         for c, limit in zip(reversed(self.data_codecs), reversed(limits), strict=True):
-            payload = c.decode_capped(payload, limit)
+            if direct and c is innermost and isinstance(c, ZstdCompression | BloscCompression):
+                payload = c.decode_capped(payload, limit, np.empty(limit, dtype=np.uint8))
+            else:
+                payload = c.decode_capped(payload, limit)
         return payload
 
     def encode(self, array: np.ndarray) -> BytesLike:
@@ -781,10 +810,10 @@ class N5BlockCodec(ArrayBytesCodec):
                 codec=self.name,
             )
         expected = count * dtype.itemsize
-        payload = self._decompress(view[hlen:], expected)
-        if len(payload) != expected:
+        payload = self._decompress(view[hlen:], expected, direct=True)
+        if nbytes_of(payload) != expected:
             raise CorruptChunkError(
-                f"N5 block payload has {len(payload)} bytes after decompression, expected {expected} "
+                f"N5 block payload has {nbytes_of(payload)} bytes after decompression, expected {expected} "
                 f"({count} x {dtype.itemsize}-byte elements for size {list(size)})",
                 codec=self.name,
             )

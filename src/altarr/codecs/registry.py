@@ -1,6 +1,10 @@
 """The codec registry: Zarr v3 codec JSON -> :class:`~altarr.codecs.base.Codec` objects.
 
-Codec classes register themselves by their ``name`` with :func:`register_codec`;
+Codec classes register themselves by their ``name`` with :func:`register_codec`, in a *namespace*: the
+default one holds the Zarr v3 codec names; ``"n5"`` holds the N5 compressions (``{"type": ...}``),
+whose names overlap Zarr's (``gzip``, ``zstd``, ``blosc``) with other parameters, and which are thin
+adapters over this package's shared compressors. One registry, one lookup (:func:`get_codec_class`).
+
 :func:`codec_from_json` builds a codec from any of the Zarr v3 forms of a codec description:
 
 * ``{"name": "gzip", "configuration": {"level": 5}}`` (the configuration may be omitted),
@@ -31,7 +35,8 @@ __all__ = ["register_codec", "codec_from_json", "get_codec_class", "registered_c
 
 C = TypeVar("C", bound=type[Codec])
 
-_REGISTRY: dict[str, type[Codec]] = {}
+_REGISTRY: dict[str, type[Codec]] = {}  # the Zarr v3 names (namespace "")
+_NAMESPACES: dict[str, dict[str, type[Codec]]] = {"": _REGISTRY}
 _LOCK = threading.Lock()
 #: Modules of this package written separately that register further codecs; imported on the first lookup
 #: of a name that is not registered yet (keeps ``import altarr.codecs`` free of import cycles).
@@ -40,8 +45,9 @@ _plugins_loaded = False
 _ALLOWED_KEYS = frozenset({"name", "configuration", "must_understand"})
 
 
-def register_codec(cls: C, *, replace: bool = False) -> C:
-    """Register a codec class under ``cls.name``; usable as a class decorator.
+def register_codec(cls: C, *, replace: bool = False, namespace: str = "") -> C:
+    """Register a codec class under ``cls.name`` in ``namespace`` (``""``: Zarr v3 names; ``"n5"``: N5
+    compressions); usable as a class decorator.
 
     Registering a *different* class under a name that is taken raises ``MetadataError`` unless
     ``replace=True`` (a silent override would change how existing data decodes).
@@ -54,14 +60,15 @@ def register_codec(cls: C, *, replace: bool = False) -> C:
     if not isinstance(name, str) or not name:
         raise MetadataError(f"codec class {cls!r} has no string 'name'")
     with _LOCK:
-        old = _REGISTRY.get(name)
+        table = _NAMESPACES.setdefault(namespace, {})
+        old = table.get(name)
         if old is not None and old is not cls and not replace:
             raise MetadataError(
                 f"codec name {name!r} is already registered by {old.__module__}.{old.__qualname__}; "
                 f"pass replace=True to override it with {cls.__module__}.{cls.__qualname__}",
                 codec=name,
             )
-        _REGISTRY[name] = cls
+        table[name] = cls
     return cls
 
 
@@ -78,29 +85,36 @@ def _load_plugins() -> None:
                 raise
 
 
-def get_codec_class(name: str) -> type[Codec]:
-    """The class registered under ``name``; ``UnknownCodecError`` naming it if there is none.
+def get_codec_class(name: str, *, namespace: str = "") -> type[Codec]:
+    """The class registered under ``name`` in ``namespace``; ``UnknownCodecError`` naming it if there is
+    none.
 
     >>> get_codec_class("bytes").__name__
     'BytesCodec'
+    >>> get_codec_class("zstd", namespace="n5").__name__
+    'ZstdCompression'
     """
-    cls = _REGISTRY.get(name)
+    cls = _NAMESPACES.get(namespace, {}).get(name)
     if cls is None:
         _load_plugins()
-        cls = _REGISTRY.get(name)
+        cls = _NAMESPACES.get(namespace, {}).get(name)
     if cls is None:
+        known = sorted(_NAMESPACES.get(namespace, {}))
         raise UnknownCodecError(
-            f"unknown codec {name!r}: data encoded with it cannot be decoded "
-            f"(known codecs: {sorted(_REGISTRY)})",
+            f"unknown codec {name!r}: data encoded with it cannot be decoded (known codecs: {known})",
             codec=name,
         )
     return cls
 
 
-def registered_codecs() -> dict[str, type[Codec]]:
-    """A copy of the registry, name -> class."""
+def registered_codecs(namespace: str = "") -> dict[str, type[Codec]]:
+    """A copy of the registry of ``namespace``, name -> class.
+
+    >>> sorted(registered_codecs("n5"))
+    ['blosc', 'bzip2', 'gzip', 'lz4', 'raw', 'xz', 'zstd']
+    """
     _load_plugins()
-    return dict(_REGISTRY)
+    return dict(_NAMESPACES.get(namespace, {}))
 
 
 def codec_from_json(obj: Any) -> Codec:

@@ -73,6 +73,7 @@ class ShardingCodec(ArrayBytesCodec):
     """
 
     name: ClassVar[str] = "sharding_indexed"
+    is_sharding: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -14,15 +14,14 @@ from __future__ import annotations
 from itertools import product
 from typing import Any
 
-from ..errors import ExistsError, MetadataError
-from ..formats import get_format, open_node
-from ..formats.base import Format
+from ..errors import MetadataError
+from ..formats import get_format, open_node, registered_formats
 from ..stores import store_from_url
 from ..stores.base import Store
 from .dataset import Dataset
-from .group import Group, consolidated_children, node_exists
+from .group import Group, clear_node, new_dataset
 
-__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset"]
+__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset", "create_like"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -42,14 +41,6 @@ def _located(fn: Any, store: Store, prefix: str) -> Any:
         return fn(store, prefix)
     except MetadataError as e:
         raise type(e)(f"{e.message} in {store!r}", **e._context()) from e
-
-
-def _open_node(store: Store, prefix: str, mode: str, fmt: Format | None = None) -> Dataset | Group:
-    """Open whatever node is at ``prefix`` (a child is opened in its own format, whatever its parent's)."""
-    node = open_node(store, prefix)
-    if node.kind == "array":
-        return Dataset(store, prefix, node.spec, node.format, mode=mode)
-    return Group(store, prefix, node.format, mode=mode)
 
 
 def open_dataset(
@@ -99,12 +90,7 @@ def _fresh_node(
     """The store and prefix of a node about to be created: an existing node there raises
     :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``."""
     store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options)
-    if node_exists(store, prefix):
-        if not overwrite:
-            raise ExistsError(
-                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
-            )
-        store.delete_prefix(prefix)
+    clear_node(store, prefix, overwrite)
     return store, prefix
 
 
@@ -139,26 +125,23 @@ def create_dataset(
     >>> ds.chunks, ds.shards
     ((10, 10), (50, 50))
     """
-    if isinstance(chunks, int):
-        chunks = (chunks,) * len(tuple(shape) if not isinstance(shape, int) else (shape,))
-    if isinstance(shape, int):
-        shape = (shape,)
-    store, prefix = _fresh_node(path_or_url, overwrite, path, storage_options or {})
-    fmt = get_format(format)
-    spec = fmt.create_array(
+    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options or {})
+    return new_dataset(
         store,
         prefix,
-        shape=tuple(shape),
+        shape=shape,
         dtype=dtype,
-        chunks=tuple(chunks),
+        chunks=chunks,
         shards=shards,
+        format=format,
         compressor=compressor,
         fill_value=fill_value,
         attributes=attributes,
         dimension_names=dimension_names,
+        overwrite=overwrite,
+        write_empty_chunks=write_empty_chunks,
         **format_options,
     )
-    return Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
 
 
 def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **storage_options: Any) -> Group:
@@ -172,11 +155,13 @@ def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **s
     'n5'
     """
     store, prefix = _store(path_or_url, mode, path, storage_options)
-    # one round: the candidates and a Zarr v2 .zmetadata (Zarr v3 consolidates inside zarr.json)
-    node = _located(lambda s, p: open_node(s, p, parse=False, extra=(".zmetadata",)), store, prefix)
+    # one round: the candidates and the documents holding consolidated metadata (Zarr v2's .zmetadata;
+    # Zarr v3 consolidates inside zarr.json)
+    extra = tuple(dict.fromkeys(k for f in registered_formats() for k in f.consolidated_probe_keys()))
+    node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
     if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
-    consolidated = consolidated_children(node.format.name, node.raw or {}, prefix) if mode == "r" else None
+    consolidated = node.format.consolidated_children(node.raw or {}, prefix) if mode == "r" else None
     return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
 
 
@@ -202,6 +187,48 @@ def create_group(
     return Group(store, prefix, fmt, mode="r+")
 
 
+def create_like(
+    source: Dataset,
+    destination: str | Store,
+    *,
+    format: str | None = None,
+    chunks: Any = None,
+    shards: Any = None,
+    compressor: Any = "zstd",
+    overwrite: bool = False,
+    path: str = "",
+    **format_options: Any,
+) -> Dataset:
+    """A new, empty dataset at ``destination`` with the shape, dtype, fill value, user attributes and
+    dimension names of ``source`` (dropped where ``format`` cannot name dimensions, as N5 cannot), in
+    ``format`` (default the source's), with ``chunks`` (default the source's) and ``shards``. The
+    destination of :func:`copy_dataset` and of ``altarr copy`` (:func:`altarr.transfer.copy_array`).
+
+    >>> import altarr as aa
+    >>> src = aa.create_dataset("memory://doc-like/a", shape=(4,), dtype="i2", chunks=(2,), dimension_names=["x"])
+    >>> dst = create_like(src, "memory://doc-like/b", format="n5")
+    >>> dst.format, dst.shape, dst.dimension_names
+    ('n5', (4,), None)
+    """
+    fmt = format or source.format
+    keep_names = get_format(fmt).has_dimension_names
+    return create_dataset(
+        destination,
+        shape=source.shape,
+        dtype=source.dtype,
+        chunks=tuple(chunks) if chunks is not None else source.chunks,
+        shards=shards,
+        format=fmt,
+        compressor=compressor,
+        fill_value=source.fill_value,
+        attributes=source.attrs.asdict(),
+        dimension_names=source.dimension_names if keep_names else None,
+        overwrite=overwrite,
+        path=path,
+        **format_options,
+    )
+
+
 def copy_dataset(
     source: Dataset,
     destination: str | Store,
@@ -221,22 +248,16 @@ def copy_dataset(
     batches grouped by the destination's shards (each destination shard written once); with another chunk
     shape it copies region by region.
     """
-    fmt = format or source.format
     chunks = tuple(chunks) if chunks is not None else source.chunks
     if shards == "same":
         shards = source.shards
-    dst = create_dataset(
+    dst = create_like(
+        source,
         destination,
-        shape=source.shape,
-        dtype=source.dtype,
+        format=format,
         chunks=chunks,
         shards=shards,
-        format=fmt,
         compressor=compressor,
-        fill_value=source.fill_value,
-        attributes=source.attrs.asdict(),
-        # N5 has no dimension names: a copy to N5 drops them rather than failing
-        dimension_names=None if fmt == "n5" else source.dimension_names,
         overwrite=overwrite,
         path=path,
         **format_options,

@@ -31,9 +31,6 @@ __all__ = ["Dataset", "Attributes"]
 
 
 #: The document that holds a node's user attributes, per format.
-_ATTRIBUTES_DOCUMENT = {"zarr3": "zarr.json", "zarr2": ".zattrs", "n5": "attributes.json"}
-
-
 class Attributes(MutableMapping):
     """User attributes of a node, read from and written through to its metadata.
 
@@ -62,7 +59,7 @@ class Attributes(MutableMapping):
         """Re-read, apply ``changes`` and ``removals``, write: one read-modify-write of the document."""
         if self._read_only:
             raise ReadOnlyError("attributes of a node opened read-only cannot be changed", key=self._prefix)
-        doc = _ATTRIBUTES_DOCUMENT.get(self._fmt.name, "")
+        doc = self._fmt.attributes_document
         key = f"{self._prefix}/{doc}" if self._prefix and doc else self._prefix or doc
 
         def merge() -> dict[str, Any]:

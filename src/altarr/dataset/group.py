@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AltarrError, MetadataError, ReadOnlyError
-from ..formats import detect_format
-from ..formats.base import Format, join_key
+from ..errors import AltarrError, ExistsError, MetadataError, ReadOnlyError
+from ..formats import detect_format, get_format, open_node
+from ..formats.base import Format, Node, join_key
 from .dataset import Attributes, Dataset
 
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["Group", "node_exists"]
+__all__ = ["Group", "node_exists", "open_any", "new_dataset"]
 
 
 def node_exists(store: Store, prefix: str) -> bool:
@@ -31,6 +31,67 @@ def node_exists(store: Store, prefix: str) -> bool:
     except AltarrError:
         return False
     return True
+
+
+def _node_object(
+    store: Store, prefix: str, node: Node, mode: str, consolidated: Any = None
+) -> Dataset | Group:
+    if node.kind == "array":
+        return Dataset(store, prefix, node.spec, node.format, mode=mode)
+    return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
+
+
+def open_any(store: Store, prefix: str, mode: str) -> Dataset | Group:
+    """Open whatever node is at ``prefix``, in its own format (a child's may differ from its parent's).
+
+    >>> import altarr as aa
+    >>> g = aa.create_group("memory://doc-open-any", format="zarr2")
+    >>> open_any(g.store, g.path, "r")
+    <altarr.Group zarr2 '/'>
+    """
+    return _node_object(store, prefix, open_node(store, prefix), mode)
+
+
+def new_dataset(
+    store: Store,
+    prefix: str,
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any,
+    format: str = "zarr3",
+    overwrite: bool = False,
+    write_empty_chunks: bool = False,
+    **create: Any,
+) -> Dataset:
+    """Create an array at ``prefix`` of ``store`` and return it opened for writing: an existing node raises
+    :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``. ``create`` are the
+    further arguments of :meth:`~altarr.formats.base.Format.create_array` (``shards``, ``compressor``,
+    format options...). :func:`altarr.create_dataset` and :meth:`Group.create_dataset` both end here.
+
+    >>> from altarr.stores import MemoryStore
+    >>> new_dataset(MemoryStore(), "a", shape=5, dtype="u1", chunks=2).chunks
+    (2,)
+    """
+    if isinstance(chunks, int):
+        chunks = (chunks,) * len(tuple(shape) if not isinstance(shape, int) else (shape,))
+    if isinstance(shape, int):
+        shape = (shape,)
+    clear_node(store, prefix, overwrite)
+    fmt = get_format(format)
+    spec = fmt.create_array(store, prefix, shape=tuple(shape), dtype=dtype, chunks=tuple(chunks), **create)
+    return Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
+
+
+def clear_node(store: Store, prefix: str, overwrite: bool) -> None:
+    """Make room for a new node at ``prefix``: an existing node raises
+    :class:`~altarr.errors.ExistsError`, or with ``overwrite`` everything under ``prefix`` is deleted."""
+    if node_exists(store, prefix):
+        if not overwrite:
+            raise ExistsError(
+                "a node already exists here (pass overwrite=True to replace it)", key=prefix or "/"
+            )
+        store.delete_prefix(prefix)
 
 
 class Group:
@@ -68,41 +129,22 @@ class Group:
         return join_key(self.path, name)
 
     def __getitem__(self, name: str) -> Dataset | Group:
-        from .api import _open_node
-
         node = self._from_consolidated(name.strip("/"))
         if node is not None:
             return node
-        return _open_node(self.store, self._child(name), self.mode, self._format)
+        return open_any(self.store, self._child(name), self.mode)
 
     def _from_consolidated(self, rel: str) -> Dataset | Group | None:
         """The child ``rel`` built from the consolidated metadata (no request), or ``None``."""
         cm = self._consolidated
         if not cm or not rel:
             return None
-        from ..formats import FORMATS
-
         path = self._child(rel)
+        node = self._format.child_from_consolidated(cm, rel, path)
+        if node is None:
+            return None
         below = {k[len(rel) + 1 :]: v for k, v in cm.items() if k.startswith(rel + "/")}
-        if self.format == "zarr3":
-            doc = cm.get(rel)
-            if not isinstance(doc, dict):
-                return None
-            z3 = FORMATS["zarr3"]
-            kind = z3.kind_of(doc, join_key(path, "zarr.json"))  # type: ignore[attr-defined]
-            if kind == "array":
-                spec = z3.spec_from_documents({"zarr.json": doc}, path)  # type: ignore[attr-defined]
-                return Dataset(self.store, path, spec, z3, mode=self.mode)
-            return Group(self.store, path, z3, mode=self.mode, consolidated=below)
-        if self.format == "zarr2":
-            z2 = FORMATS["zarr2"]
-            if isinstance(cm.get(f"{rel}/.zarray"), dict):
-                docs = {".zarray": cm[f"{rel}/.zarray"], ".zattrs": cm.get(f"{rel}/.zattrs")}
-                spec = z2.spec_from_documents(docs, path)  # type: ignore[attr-defined]
-                return Dataset(self.store, path, spec, z2, mode=self.mode)
-            if isinstance(cm.get(f"{rel}/.zgroup"), dict):
-                return Group(self.store, path, z2, mode=self.mode, consolidated=below)
-        return None
+        return _node_object(self.store, path, node, self.mode, below)
 
     def __contains__(self, name: str) -> bool:
         return node_exists(self.store, self._child(name))
@@ -148,14 +190,13 @@ class Group:
 
     def create_dataset(self, name: str, **kwargs: Any) -> Dataset:
         """Create a child dataset in this group's format; keyword arguments as :func:`create_dataset`."""
-        from .api import create_dataset
-
         if self.read_only:
             raise ReadOnlyError("group was opened read-only", key=self.path)
         path = self._child(name)
         self._ensure_parents(path)
         kwargs.setdefault("format", self.format)
-        return create_dataset(self.store, path=path, **kwargs)
+        kwargs.pop("storage_options", None)  # the group's store is already open
+        return new_dataset(self.store, path, **kwargs)
 
     def _ensure_parents(self, path: str) -> None:
         parts = path.split("/")
@@ -163,22 +204,3 @@ class Group:
             parent = "/".join(parts[: i + 1])
             if not node_exists(self.store, parent):
                 self._format.create_group(self.store, parent, None)
-
-
-def consolidated_children(fmt: str, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
-    """The consolidated metadata of a group from its fetched documents (``Node.raw``): Zarr v3's
-    ``consolidated_metadata.metadata`` (child path -> ``zarr.json`` document), Zarr v2's ``.zmetadata``
-    ``metadata`` (child key -> document); ``None`` where there is none."""
-    from ..formats._common import parse_json
-
-    if fmt == "zarr3" and raw.get("zarr.json") is not None:
-        doc = parse_json(raw["zarr.json"], join_key(prefix, "zarr.json"))
-        cm = doc.get("consolidated_metadata") if isinstance(doc, dict) else None
-        meta = cm.get("metadata") if isinstance(cm, dict) else None
-        return meta if isinstance(meta, dict) else None
-    if fmt == "zarr2" and raw.get(".zmetadata") is not None:
-        doc = parse_json(raw[".zmetadata"], join_key(prefix, ".zmetadata"))
-        meta = doc.get("metadata") if isinstance(doc, dict) else None
-        if doc.get("zarr_consolidated_format") == 1 and isinstance(meta, dict):
-            return meta
-    return None

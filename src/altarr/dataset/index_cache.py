@@ -81,9 +81,7 @@ class IndexCache:
         self.store = store
         self.cheap = store.cheap_stat
         #: entries are used without a stat and checked by the versions the chunk reads report
-        self.optimistic = not self.cheap and (
-            store.versioned_reads or recheck is False
-        )
+        self.optimistic = not self.cheap and (store.versioned_reads or recheck is False)
         self.trusted = recheck is False and not store.versioned_reads
         self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes

@@ -145,9 +145,7 @@ class ShardWriter:
         chunk_bytes = self.layout.dtype.itemsize
         for n in self.grid.chunks:
             chunk_bytes *= n
-        max_objects = (
-            self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
-        )
+        max_objects = self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
         if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
             not max_objects or len(updates) <= max_objects
         ):

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # formats may not import the store layer at run time (layerin
     from ..codecs.chain import CodecChain
     from ..stores.base import Store
 
-__all__ = ["DatasetSpec", "Format", "NewArray", "join_key"]
+__all__ = ["DatasetSpec", "Format", "NewArray", "Node", "Probe", "join_key"]
 
 
 def join_key(prefix: str, key: str) -> str:
@@ -73,10 +73,61 @@ class DatasetSpec:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-class Format(ABC):
-    """One on-disk format. Instances are stateless singletons (see :func:`altarr.formats.get_format`)."""
+@dataclass
+class Node:
+    """What :func:`altarr.formats.open_node` found: the format, ``"array"`` or ``"group"``, and for arrays
+    the spec (``None`` when not parsed)."""
 
-    #: ``"zarr3"``, ``"zarr2"`` or ``"n5"``.
+    format: Format
+    kind: str
+    spec: DatasetSpec | None = None
+    #: the metadata documents fetched (relative name -> bytes or None), for callers that want more of them
+    raw: dict[str, Any] | None = None
+
+
+@dataclass
+class Probe:
+    """The documents of one node fetched in the detection round, handed to :meth:`Format.detect`.
+
+    ``raw`` maps each probed name to its bytes (``None`` when absent); a name starting with ``/`` is a
+    document at the store root (:attr:`Format.root_probe_keys`), fetched only when the node is not the root.
+
+    >>> p = Probe(None, "a", {"x.json": b'{"k": 1}', "/x.json": None})
+    >>> p.doc("x.json"), p.root_doc("x.json"), p.has("x.json")
+    ({'k': 1}, None, True)
+    """
+
+    store: Store
+    prefix: str
+    raw: dict[str, Any]
+
+    def has(self, name: str) -> bool:
+        """Whether the document ``name`` exists."""
+        return self.raw.get(name) is not None
+
+    def key(self, name: str) -> str:
+        """The store key of the probed document ``name``."""
+        return name[1:] if name.startswith("/") else join_key(self.prefix, name)
+
+    def doc(self, name: str) -> Any:
+        """The parsed JSON document ``name`` (``None`` when absent); ``MetadataError`` names its key."""
+        from ._common import parse_json
+
+        data = self.raw.get(name)
+        return None if data is None else parse_json(data, self.key(name))
+
+    def root_doc(self, name: str) -> Any:
+        """The store root's document ``name`` (the node's own when the node is the root)."""
+        return self.doc("/" + name) if self.prefix else self.doc(name)
+
+
+class Format(ABC):
+    """One on-disk format. Instances are stateless singletons, registered once with
+    :func:`altarr.formats.register_format` and found by name with :func:`altarr.formats.get_format` or by
+    their metadata with :func:`altarr.formats.open_node` (see "How to add a format" in
+    ``docs/architecture.md``)."""
+
+    #: ``"zarr3"``, ``"zarr2"`` or ``"n5"``: the ``format=`` name.
     name: str
     #: The metadata key of an array or group node (``zarr.json``, ``.zarray``, ``attributes.json``).
     metadata_key: str
@@ -84,6 +135,64 @@ class Format(ABC):
     title: str
     #: Format-specific keyword options :meth:`create_array` accepts.
     array_options: tuple[str, ...] = ()
+    #: The documents of a node that the detection round fetches for this format (relative names).
+    probe_keys: tuple[str, ...] = ()
+    #: Documents at the store root the detection needs too (fetched in the same round when the node is
+    #: not the root; :class:`Probe` names them with a leading ``/``).
+    root_probe_keys: tuple[str, ...] = ()
+    #: Detection order when several formats' metadata coexist at one node: lower is asked first.
+    priority: int = 100
+    #: Whether arrays of this format can be sharded (``shards=``).
+    can_shard: bool = False
+    #: Whether arrays of this format can name their dimensions (``dimension_names=``).
+    has_dimension_names: bool = True
+    #: The document holding a node's user attributes (relative name), the key attribute writers lock.
+    attributes_document: str = ""
+
+    @property
+    def node_keys(self) -> tuple[str, ...]:
+        """The documents whose presence makes a node of this format (named when nothing is found)."""
+        return (self.metadata_key,)
+
+    @abstractmethod
+    def detect(self, probe: Probe, parse: bool) -> Node | None:
+        """The node at ``probe.prefix`` if its fetched documents are this format's, else ``None``.
+
+        With ``parse`` an array's spec is built from the documents too; without, only its kind is
+        determined. Metadata of this format that is present but invalid raises ``MetadataError``.
+        """
+
+    def codecs_json(self, spec: DatasetSpec) -> list[dict[str, Any]]:
+        """The codec pipeline of ``spec`` as this format describes it (``altarr info`` prints it).
+
+        >>> from altarr.formats import get_format
+        >>> from altarr.stores import MemoryStore
+        >>> spec = get_format("n5").create_array(MemoryStore(), "a", shape=(4,), dtype="u1", chunks=(2,))
+        >>> [c["name"] for c in get_format("n5").codecs_json(spec)]
+        ['n5bytes', 'zstd']
+        """
+        return spec.codecs.to_json()
+
+    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
+        """The ``compressor=`` argument of :meth:`create_array` for a generic compressor ``name``
+        (``"zstd"``, ``"gzip"`` or ``"blosc"`` with blosc's inner ``cname``) at ``level``; by default the
+        bare name (the format's default level)."""
+        return name
+
+    def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+        """The consolidated metadata of a group node from its fetched documents (``Node.raw``), or
+        ``None`` where the format has none."""
+        return None
+
+    def consolidated_probe_keys(self) -> tuple[str, ...]:
+        """Documents beside the node's own that hold consolidated metadata (fetched with
+        :func:`altarr.formats.open_node`'s ``extra`` when a group is opened)."""
+        return ()
+
+    def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
+        """The node ``rel`` (relative to the consolidated group) built from ``children`` without a
+        request, or ``None`` when the snapshot does not describe it."""
+        return None
 
     @abstractmethod
     def node_kind(self, store: Store, prefix: str) -> str | None:

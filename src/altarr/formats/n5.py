@@ -61,7 +61,8 @@ from ._common import (
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, join_key
+from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .registry import register_format
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesBytesCodec
@@ -350,6 +351,46 @@ class N5Format(Format):
     metadata_key = ATTRIBUTES_KEY
     title = "N5"
     array_options = SHARD_OPTIONS
+    probe_keys = (ATTRIBUTES_KEY,)
+    root_probe_keys = (ATTRIBUTES_KEY,)  # the container's version
+    priority = 20
+    can_shard = True
+    has_dimension_names = False
+    attributes_document = ATTRIBUTES_KEY
+
+    def detect(self, probe: Probe, parse: bool) -> Node | None:
+        """An N5 array or group from ``attributes.json`` (the root's checked for the version); a
+        directory below an N5 root without ``attributes.json`` is a group when it holds anything (one
+        listing)."""
+        node = probe.doc(ATTRIBUTES_KEY)
+        root = probe.root_doc(ATTRIBUTES_KEY)
+        if node is not None:
+            kind = self.kind_of(node, root, probe.prefix)
+            if kind == "array":
+                spec = self.spec_from_documents(node, root, probe.prefix) if parse else None
+                return Node(self, kind, spec)
+            return Node(self, kind) if kind == "group" else None
+        if probe.prefix and root is not None and VERSION_KEY in root:
+            self.kind_of(None, root, probe.prefix)  # version check
+            keys, folders = probe.store.list_dir(probe.prefix)
+            if keys or folders:
+                return Node(self, "group")  # N5: every directory is a group, attributes.json is optional
+        return None
+
+    def codecs_json(self, spec: DatasetSpec) -> list[dict[str, Any]]:
+        """An unsharded array's N5 4.x ``codecs`` list (``n5bytes`` and its compression)."""
+        from ..codecs.n5 import N5BlockCodec
+
+        ab = spec.codecs.array_bytes
+        return ab.codecs_json() if isinstance(ab, N5BlockCodec) else spec.codecs.to_json()
+
+    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
+        """An N5 ``compression`` object (gzip as gzip, not zlib; blosc with byte shuffle)."""
+        if name == "blosc":
+            return {"type": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
+        if name == "gzip":
+            return {"type": "gzip", "level": level, "useZlib": False}
+        return {"type": "zstd", "level": level}
 
     def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
@@ -508,3 +549,6 @@ class N5Format(Format):
         _, root = self._batch(store, prefix)
         self._ensure_root(store, root)
         store.set(key, dump_json(user, key=key, compact=True))
+
+
+register_format(N5Format())

@@ -31,7 +31,8 @@ import numpy as np
 from ..errors import AltarrError, MetadataError, UnsupportedError
 from ..stores.ranges import WHOLE
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
-from .base import DatasetSpec, Format, NewArray, join_key
+from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .registry import register_format
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -276,6 +277,52 @@ class Zarr2Format(Format):
     metadata_key = ZARRAY
     title = "Zarr v2"
     array_options = ("filters", "order", "dimension_separator")
+    probe_keys = (ZARRAY, ZGROUP, ZATTRS)
+    node_keys = (ZARRAY, ZGROUP)
+    priority = 10
+    attributes_document = ZATTRS
+
+    def detect(self, probe: Probe, parse: bool) -> Node | None:
+        """An array when ``.zarray`` exists (spec from it and ``.zattrs`` with ``parse``), a group when
+        ``.zgroup`` does (its ``zarr_format`` checked)."""
+        if probe.has(ZARRAY):
+            if not parse:
+                return Node(self, "array")
+            docs = {ZARRAY: probe.doc(ZARRAY), ZATTRS: probe.doc(ZATTRS)}
+            return Node(self, "array", self.spec_from_documents(docs, probe.prefix))
+        if probe.has(ZGROUP):
+            d = probe.doc(ZGROUP)
+            if not isinstance(d, dict) or d.get("zarr_format") != 2:
+                raise MetadataError("field 'zarr_format' must be 2", key=probe.key(ZGROUP))
+            return Node(self, "group")
+        return None
+
+    def consolidated_probe_keys(self) -> tuple[str, ...]:
+        return (ZMETADATA,)
+
+    def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+        """The ``metadata`` of a group's ``.zmetadata`` (child key -> document)."""
+        if raw.get(ZMETADATA) is None:
+            return None
+        doc = parse_json(raw[ZMETADATA], join_key(prefix, ZMETADATA))
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if doc.get("zarr_consolidated_format") == 1 and isinstance(meta, dict):
+            return meta
+        return None
+
+    def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
+        if isinstance(children.get(f"{rel}/{ZARRAY}"), dict):
+            docs = {ZARRAY: children[f"{rel}/{ZARRAY}"], ZATTRS: children.get(f"{rel}/{ZATTRS}")}
+            return Node(self, "array", self.spec_from_documents(docs, path))
+        if isinstance(children.get(f"{rel}/{ZGROUP}"), dict):
+            return Node(self, "group")
+        return None
+
+    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
+        """A numcodecs configuration (blosc with byte shuffle)."""
+        if name == "blosc":
+            return {"id": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
+        return {"id": name, "level": level}
 
     def node_kind(self, store: Store, prefix: str) -> str | None:
         docs = fetch_documents(store, prefix, [ZARRAY, ZGROUP])
@@ -408,3 +455,6 @@ class Zarr2Format(Format):
             key = join_key(prefix, ZATTRS)
             items.append((key, dump_json(dict(attributes), key=key, indent=4)))
         store.set_many(items)
+
+
+register_format(Zarr2Format())

@@ -42,7 +42,8 @@ from ._common import (
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, join_key
+from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .registry import register_format
 
 if TYPE_CHECKING:
     from ..codecs.chain import CodecChain
@@ -459,6 +460,53 @@ class Zarr3Format(Format):
     metadata_key = METADATA_KEY
     title = "Zarr v3"
     array_options = ("index_location", "chunk_key_separator", "checksum")
+    probe_keys = (METADATA_KEY,)
+    priority = 0
+    can_shard = True
+    attributes_document = METADATA_KEY
+
+    def detect(self, probe: Probe, parse: bool) -> Node | None:
+        """A Zarr v3 node when ``zarr.json`` exists (validated; the spec built with ``parse``)."""
+        if not probe.has(METADATA_KEY):
+            return None
+        doc = probe.doc(METADATA_KEY)
+        kind = self.kind_of(doc, probe.key(METADATA_KEY))
+        spec = (
+            self.spec_from_documents({METADATA_KEY: doc}, probe.prefix) if kind == "array" and parse else None
+        )
+        return Node(self, kind, spec)
+
+    def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
+        """``consolidated_metadata.metadata`` of a group's ``zarr.json`` (child path -> document)."""
+        if raw.get(METADATA_KEY) is None:
+            return None
+        doc = parse_json(raw[METADATA_KEY], join_key(prefix, METADATA_KEY))
+        cm = doc.get("consolidated_metadata") if isinstance(doc, dict) else None
+        meta = cm.get("metadata") if isinstance(cm, dict) else None
+        return meta if isinstance(meta, dict) else None
+
+    def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
+        doc = children.get(rel)
+        if not isinstance(doc, dict):
+            return None
+        kind = self.kind_of(doc, join_key(path, METADATA_KEY))
+        spec = self.spec_from_documents({METADATA_KEY: doc}, path) if kind == "array" else None
+        return Node(self, kind, spec)
+
+    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
+        """A Zarr v3 codec object (blosc with byte shuffle and the dtype's item size)."""
+        if name == "blosc":
+            config = {
+                "cname": cname,
+                "clevel": level,
+                "shuffle": "shuffle",
+                "typesize": np.dtype(dtype).itemsize,
+                "blocksize": 0,
+            }
+            return {"name": "blosc", "configuration": config}
+        if name == "gzip":
+            return {"name": "gzip", "configuration": {"level": level}}
+        return {"name": "zstd", "configuration": {"level": level, "checksum": False}}
 
     # --- reading --------------------------------------------------------------------------------------
     def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
@@ -584,3 +632,6 @@ def _encode_fill(value: Any, dtype: np.dtype, key: str) -> Any:
         return encode_fill_value(value, dtype)
     except AltarrError as e:
         raise e.with_context(key=key) from e
+
+
+register_format(Zarr3Format())

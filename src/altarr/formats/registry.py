@@ -1,0 +1,168 @@
+"""The format registry: each format registers itself once; detection asks every registered format.
+
+A format module ends with ``register_format(TheFormat())``. :func:`open_node` fetches every registered
+format's probe documents (:attr:`~altarr.formats.base.Format.probe_keys`, and
+:attr:`~altarr.formats.base.Format.root_probe_keys` at the store root) in **one** batched ``get_ranges``
+round, then asks the formats in :attr:`~altarr.formats.base.Format.priority` order which one the node
+is (:meth:`~altarr.formats.base.Format.detect`). Nothing outside a format's own module names it.
+
+Example:
+    >>> from altarr.formats import get_format, registered_formats
+    >>> [f.name for f in registered_formats()]
+    ['zarr3', 'zarr2', 'n5']
+    >>> get_format("n5").can_shard, get_format("zarr2").can_shard
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AltarrError, MetadataError
+from ..stores.ranges import WHOLE
+from .base import Format, Node, Probe, join_key
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = [
+    "FORMATS",
+    "register_format",
+    "unregister_format",
+    "registered_formats",
+    "get_format",
+    "open_node",
+    "detect_format",
+]
+
+#: The registered format singletons by name (registration order; see :func:`registered_formats`).
+FORMATS: dict[str, Format] = {}
+
+
+def register_format(fmt: Format, *, replace: bool = False) -> Format:
+    """Register the format singleton ``fmt`` under ``fmt.name`` (once: a second registration of the same
+    name raises ``ValueError`` unless ``replace``). Returns ``fmt``.
+
+    >>> from altarr.formats import get_format, register_format
+    >>> register_format(get_format("n5"))
+    Traceback (most recent call last):
+    ValueError: format 'n5' is already registered
+    """
+    if not replace and fmt.name in FORMATS:
+        raise ValueError(f"format {fmt.name!r} is already registered")
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def unregister_format(name: str) -> None:
+    """Remove the format called ``name`` (for tests that register a format of their own).
+
+    >>> unregister_format("no-such-format")
+    """
+    FORMATS.pop(name, None)
+
+
+def registered_formats() -> list[Format]:
+    """The registered formats in detection order (:attr:`~altarr.formats.base.Format.priority`, then
+    registration order).
+
+    >>> [f.name for f in registered_formats()][:1]
+    ['zarr3']
+    """
+    return sorted(FORMATS.values(), key=lambda f: f.priority)
+
+
+def get_format(name: str) -> Format:
+    """The format singleton called ``name`` (``"zarr3"``, ``"zarr2"``, ``"n5"`` or a registered one).
+
+    >>> get_format("zarr2").name
+    'zarr2'
+    """
+    try:
+        return FORMATS[name]
+    except (KeyError, TypeError):
+        raise MetadataError(f"unknown format {name!r}; expected one of {sorted(FORMATS)}") from None
+
+
+def _unique(names: list[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _fetch(
+    store: Store, prefix: str, format: str | None = None, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """All candidate metadata documents of a node in one batched request: relative name -> bytes | None.
+    Root documents (:attr:`Format.root_probe_keys`) are named with a leading ``/`` and asked for only
+    below the root. With ``format`` only that format's documents are asked for (the others read as
+    absent)."""
+    every = registered_formats()
+    chosen = every if format is None else [get_format(format)]
+    names = _unique([n for f in chosen for n in f.probe_keys]) + list(extra)
+    keys = [join_key(prefix, n) for n in names]
+    if prefix:
+        roots = _unique([n for f in chosen for n in f.root_probe_keys])
+        names += ["/" + n for n in roots]
+        keys += roots
+    values = store.get_ranges([(k, WHOLE) for k in keys])
+    raw: dict[str, Any] = dict.fromkeys(
+        [n for f in every for n in f.probe_keys]
+        + ["/" + n for f in every for n in f.root_probe_keys]
+        + list(extra)
+    )
+    raw.update(zip(names, values, strict=True))
+    return raw
+
+
+def open_node(
+    store: Store, prefix: str, *, parse: bool = True, format: str | None = None, extra: tuple[str, ...] = ()
+) -> Node:
+    """Detect the format of the node at ``prefix`` and, for an array, parse its spec, from one batched
+    store request (plus a directory listing only for an N5 group without ``attributes.json``).
+    ``format`` (a registered name) asks for that format's documents only: one request instead of five
+    on an object store, where each request is paid for. ``extra`` names more documents of the node to
+    fetch in the same request (``Node.raw`` holds them all).
+
+    With ``parse=False`` only the kind is determined (array metadata is not validated). Precedence when
+    several formats' metadata coexist: the formats' ``priority`` (Zarr v3, Zarr v2, N5). Raises
+    :class:`~altarr.errors.MetadataError` naming the prefix when no metadata is found; a failure that is
+    not an ``altarr.errors`` one (a recursion, an overflow, a type or memory error raised by hostile
+    metadata that no check caught) becomes a ``MetadataError`` naming the node.
+
+    >>> from altarr.stores import MemoryStore
+    >>> store = MemoryStore()
+    >>> get_format("zarr2").create_group(store, "g")
+    >>> node = open_node(store, "g")
+    >>> node.format.name, node.kind
+    ('zarr2', 'group')
+    """
+    try:
+        raw = _fetch(store, prefix, format, extra)
+        node = _node_from(Probe(store, prefix, raw), parse)
+    except AltarrError:
+        raise
+    except (RecursionError, OverflowError, TypeError, ValueError, MemoryError) as e:
+        raise MetadataError(f"invalid metadata: {type(e).__name__}: {e}", key=prefix or "/") from e
+    node.raw = raw
+    return node
+
+
+def _node_from(probe: Probe, parse: bool) -> Node:
+    every = registered_formats()
+    for fmt in every:
+        node = fmt.detect(probe, parse)
+        if node is not None:
+            return node
+    titles = [f.title for f in every]
+    named = ", ".join(titles[:-1]) + " or " + titles[-1] if len(titles) > 1 else "".join(titles)
+    looked = ", ".join(_unique([n for f in every for n in f.node_keys]))
+    raise MetadataError(f"no {named} metadata found (looked for {looked})", key=probe.prefix or "/")
+
+
+def detect_format(store: Store, prefix: str) -> tuple[Format, str]:
+    """``(format, "array" | "group")`` of the node at ``prefix``, from the metadata key that exists (one
+    batched store request). ``MetadataError`` naming the prefix when nothing is found.
+
+    >>> # fmt, kind = detect_format(store, "path/to/node")
+    """
+    node = open_node(store, prefix, parse=False)
+    return node.format, node.kind

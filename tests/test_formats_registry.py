@@ -1,0 +1,222 @@
+"""The format registry: a new format is one module and one registration.
+
+``ToyFormat`` below is a whole format (the one "How to add a format" in ``docs/architecture.md`` shows):
+one JSON header ``toy.json`` per node, one chunk per file under ``c/<i>/<j>``, little-endian bytes with
+zstd. Registered (and removed again) by a fixture, it is created, found by ``altarr.open`` and
+``altarr.open_dataset`` in the one batched detection round, and read and written through the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.codecs import BytesCodec, CodecChain, ZstdCodec
+from altarr.errors import ExistsError, MetadataError
+from altarr.formats import (
+    DatasetSpec,
+    Format,
+    Node,
+    Probe,
+    detect_format,
+    get_format,
+    join_key,
+    open_node,
+    register_format,
+    registered_formats,
+    unregister_format,
+)
+from altarr.formats.base import NewArray
+from altarr.stores import MemoryStore
+from altarr.transfer import FORMATS as COPY_FORMATS
+
+HEADER = "toy.json"
+
+
+class ToyFormat(Format):
+    """A minimal format: ``toy.json`` holds ``{"toy": 1, "node": "array"|"group", ...}``."""
+
+    name = "toy"
+    title = "Toy"
+    metadata_key = HEADER
+    probe_keys = (HEADER,)
+    attributes_document = HEADER
+    array_options = ("level",)
+    has_dimension_names = False
+
+    # --- reading -------------------------------------------------------------------------------------
+    def detect(self, probe: Probe, parse: bool) -> Node | None:
+        doc = probe.doc(HEADER)
+        if doc is None:
+            return None
+        if doc.get("toy") != 1 or doc.get("node") not in ("array", "group"):
+            raise MetadataError("not a toy header", key=probe.key(HEADER))
+        spec = self._spec(doc, probe.prefix) if doc["node"] == "array" and parse else None
+        return Node(self, doc["node"], spec)
+
+    def _spec(self, doc: dict[str, Any], prefix: str) -> DatasetSpec:
+        codecs = CodecChain([BytesCodec("little"), ZstdCodec(level=doc["level"])])
+        return DatasetSpec(
+            format=self.name,
+            shape=tuple(doc["shape"]),
+            dtype=np.dtype(doc["dtype"]).newbyteorder("="),
+            outer_chunks=tuple(doc["chunks"]),
+            codecs=codecs,
+            fill_value=np.dtype(doc["dtype"]).type(doc["fill_value"]),
+            chunk_key=lambda pos: "/".join(["c", *map(str, pos)]),
+            attributes=dict(doc.get("attributes", {})),
+            metadata={HEADER: doc},
+        )
+
+    def _doc(self, store: Any, prefix: str) -> dict[str, Any] | None:
+        data = store.get(join_key(prefix, HEADER))
+        return None if data is None else json.loads(bytes(data))
+
+    def node_kind(self, store: Any, prefix: str) -> str | None:
+        doc = self._doc(store, prefix)
+        return None if doc is None else doc["node"]
+
+    def open_array(self, store: Any, prefix: str) -> DatasetSpec:
+        doc = self._doc(store, prefix)
+        if doc is None or doc["node"] != "array":
+            raise MetadataError("no toy array here", key=join_key(prefix, HEADER))
+        return self._spec(doc, prefix)
+
+    # --- writing -------------------------------------------------------------------------------------
+    def _write_array(self, store: Any, prefix: str, key: str, new: NewArray) -> DatasetSpec:
+        if new.shards is not None:
+            raise MetadataError("toy arrays cannot be sharded", key=key)
+        doc = {
+            "toy": 1,
+            "node": "array",
+            "shape": list(new.shape),
+            "chunks": list(new.chunks),
+            "dtype": np.dtype(new.dtype).newbyteorder("<").str,
+            "fill_value": new.fill_value,
+            "level": new.options.get("level", 3),
+            "attributes": dict(new.attributes or {}),
+        }
+        store.set(key, json.dumps(doc).encode())
+        return self._spec(doc, prefix)
+
+    def read_attributes(self, store: Any, prefix: str) -> dict[str, Any]:
+        doc = self._doc(store, prefix)
+        return dict((doc or {}).get("attributes", {}))
+
+    def write_attributes(self, store: Any, prefix: str, attributes: dict[str, Any]) -> None:
+        doc = self._doc(store, prefix) or {"toy": 1, "node": "group"}
+        store.set(join_key(prefix, HEADER), json.dumps({**doc, "attributes": attributes}).encode())
+
+    def create_group(self, store: Any, prefix: str, attributes: dict[str, Any] | None = None) -> None:
+        doc = {"toy": 1, "node": "group", "attributes": dict(attributes or {})}
+        store.set(join_key(prefix, HEADER), json.dumps(doc).encode())
+
+
+@pytest.fixture
+def toy():
+    fmt = register_format(ToyFormat())
+    try:
+        yield fmt
+    finally:
+        unregister_format("toy")
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def get_ranges(self, requests):
+        self.batches.append([r[0] for r in requests])
+        return super().get_ranges(requests)
+
+
+def test_builtin_formats_are_registered_in_detection_order():
+    assert [f.name for f in registered_formats()] == ["zarr3", "zarr2", "n5"]
+    caps = {f.name: (f.can_shard, f.has_dimension_names, f.probe_keys) for f in registered_formats()}
+    assert caps == {
+        "zarr3": (True, True, ("zarr.json",)),
+        "zarr2": (False, True, (".zarray", ".zgroup", ".zattrs")),
+        "n5": (True, False, ("attributes.json",)),
+    }
+    assert dict(COPY_FORMATS) == {"zarr3": True, "zarr2": False, "n5": True}
+    with pytest.raises(ValueError, match="already registered"):
+        register_format(type(get_format("n5"))())  # a built-in, registered twice
+
+
+def test_toy_format_created_detected_read_and_written(toy, tmp_path):
+    path = str(tmp_path / "t")
+    data = np.arange(35, dtype="uint16").reshape(5, 7)
+    ds = aa.create_dataset(path, shape=(5, 7), dtype="uint16", chunks=(2, 3), format="toy", level=5)
+    assert ds.format == "toy" and ds.chunks == (2, 3) and ds.shards is None
+    ds[...] = data  # through the engine: edge chunks padded, one object per chunk
+    stored = sorted(
+        p.relative_to(tmp_path / "t").as_posix() for p in (tmp_path / "t").rglob("*") if p.is_file()
+    )
+    assert stored == [f"c/{i}/{j}" for i in range(3) for j in range(3)] + ["toy.json"]
+    assert json.loads((tmp_path / "t" / "toy.json").read_text())["level"] == 5
+
+    again = aa.open_dataset(path)
+    assert again.format == "toy" and again.shape == (5, 7)
+    np.testing.assert_array_equal(again[...], data)
+    np.testing.assert_array_equal(again.read_chunk((2, 2)), data[4:, 6:])
+    lazy = aa.open(path)  # the lazy layer finds it too
+    np.testing.assert_array_equal(np.asarray(lazy[1:4, ::2]), data[1:4, ::2])
+
+    with pytest.raises(MetadataError, match="unknown Toy option"):
+        aa.create_dataset(path + "2", shape=(2,), dtype="u1", chunks=(1,), format="toy", nope=1)
+    with pytest.raises(ExistsError):
+        aa.create_dataset(path, shape=(2,), dtype="u1", chunks=(1,), format="toy")
+
+
+def test_toy_detection_is_in_the_one_batched_round(toy):
+    store = CountingStore()
+    toy.create_group(store, "g", {"a": 1})
+    toy.create_array(store, "g/x", shape=(4,), dtype="f4", chunks=(2,))
+    for prefix, kind in [("g", "group"), ("g/x", "array")]:
+        store.batches.clear()
+        fmt, found = detect_format(store, prefix)
+        assert (fmt.name, found) == ("toy", kind)
+        assert len(store.batches) == 1
+        # every registered format's candidates in that one request, the toy's header last
+        assert store.batches[0][-2:] == [join_key(prefix, HEADER), "attributes.json"]
+    store.batches.clear()
+    assert open_node(store, "g/x", format="toy").spec.shape == (4,)
+    assert store.batches == [["g/x/toy.json"]]  # a format= hint asks for that format's documents only
+
+
+def test_toy_groups_hold_children_and_attributes(toy):
+    root = aa.create_group("memory://toy-groups", format="toy", attributes={"title": "t"})
+    ds = root.create_dataset("sub/a", shape=(3,), dtype="i4", chunks=(2,))
+    ds[...] = [1, 2, 3]
+    assert sorted(root.keys()) == ["sub"] and root["sub"].format == "toy"
+    assert list(root["sub/a"][...]) == [1, 2, 3]
+    assert aa.open_group("memory://toy-groups").attrs["title"] == "t"
+
+
+def test_copy_to_the_toy_format_asks_its_capabilities(toy):
+    src = aa.create_dataset(
+        "memory://toy-copy/a",
+        shape=(4, 4),
+        dtype="u1",
+        chunks=(2, 2),
+        shards=(4, 4),
+        dimension_names=["y", "x"],
+    )
+    src[...] = np.arange(16, dtype="u1").reshape(4, 4)
+    from altarr.transfer import copy_array
+
+    result = copy_array(src, "memory://toy-copy/b", format="toy", compressor={"ignored": True})
+    assert result.dataset.format == "toy" and result.dataset.shards is None  # cannot shard: dropped
+    assert any("toy cannot hold shards" in n for n in result.notes)
+    np.testing.assert_array_equal(result.dataset[...], src[...])
+
+
+def test_unregistered_format_is_unknown_again():
+    assert "toy" not in {f.name for f in registered_formats()}
+    with pytest.raises(MetadataError, match="unknown format 'toy'"):
+        get_format("toy")
