@@ -305,9 +305,9 @@ def read_into(
             si, start, length, reader = len(sources), 0, memoryview(data).nbytes, None
             sources.append(data)
         else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
-            reader = getattr(data, "reader", None)
-            fd = getattr(reader, "fd", None)
-            if not isinstance(fd, int) or fd < 0 or not hasattr(reader, "count_reads"):
+            reader = data.reader
+            fd = reader.fd
+            if fd is None or fd < 0:
                 continue
             si = source_of.get(id(reader))
             if si is None:

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..errors import AltarrError, CorruptShardError
-from ..stores.base import OpensReaders
+from ..stores.base import ObjectReader, OpensReaders
 from ..stores.ranges import WHOLE, Range, Suffix, legacy_bounds
 from .chunk_codec import scratch_bytes
 from .index_cache import MISSING, IndexCache, ShardChanged, check_versions
@@ -56,20 +55,6 @@ WHOLE_SHARD_FRACTION = 0.5
 #: How often a batched read is redone when another writer replaces a shard between reading its index
 #: and reading its chunks (detected through the stores' version tokens) before it gives up.
 READ_ATTEMPTS = 5
-
-
-def _reader_size(reader: Any) -> int | None:
-    """The size of the file an open reader holds (the version its reads come from), if it tells."""
-    size = getattr(reader, "size", None)
-    if isinstance(size, int):
-        return size
-    fd = getattr(reader, "fd", None)
-    if isinstance(fd, int) and fd >= 0:
-        try:
-            return os.fstat(fd).st_size
-        except OSError:
-            return None
-    return None
 
 
 def slot_byte_range(got: tuple[Any, ...]) -> tuple[int, int] | None:
@@ -97,7 +82,7 @@ class ChunkRange:
     chunk: Chunk
     start: int
     length: int
-    reader: Any
+    reader: ObjectReader
 
 
 @dataclass(eq=False)
@@ -175,7 +160,7 @@ class ShardReader:
                     tokens[n.key] = MISSING
                 else:
                     tokens[n.key] = reader.version
-                    size = _reader_size(reader)
+                    size = reader.size
                     if size is not None:
                         sizes[n.key] = size
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
@@ -250,7 +235,7 @@ class ShardReader:
                 datas, versions = self.store.get_ranges_versioned([request])
                 return datas[0], versions[0], None
             with reader:
-                return reader.read(request[1]), reader.version, _reader_size(reader)
+                return reader.read(request[1]), reader.version, reader.size
 
         got = pmap(one, requests)
         for (key, _), (_, _, size) in zip(requests, got, strict=True):

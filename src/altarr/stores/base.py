@@ -348,6 +348,47 @@ class VersionedReads:
     reports_versions: bool = True
 
 
+class ObjectReader(ABC):
+    """An open object for many ranged reads, all from one version of it (what
+    :meth:`OpensReaders.open_reader` returns). Safe to read from several threads at once; each read
+    counts as one read in its store's stats. A context manager that closes it."""
+
+    #: The store key it reads.
+    key: str
+    #: The version token of the object it holds (as :meth:`Store.stat` gives it).
+    version: Any
+    #: An OS file descriptor that native code may read positionally (then it reports what it read with
+    #: :meth:`count_reads`), or ``None`` when the reader has none.
+    fd: int | None = None
+
+    @property
+    def size(self) -> int | None:
+        """The size of the object version it holds, ``None`` if it cannot tell without a request."""
+        return None
+
+    @abstractmethod
+    def read(self, request: Any, stop: int | None = None) -> bytes:
+        """The bytes of one byte request (see :mod:`altarr.stores.ranges`)."""
+
+    @abstractmethod
+    def read_into(self, start: int, buffer: Any) -> int:
+        """Read ``len(buffer)`` bytes at ``start`` into ``buffer``; how many were read."""
+
+    @abstractmethod
+    def count_reads(self, reads: int, nbytes: int) -> None:
+        """Count reads made on :attr:`fd` directly (by native code) in the store's stats."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the object (idempotent)."""
+
+    def __enter__(self) -> ObjectReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class OpensReaders(ABC):
     """Mixin (a declared capability) of stores that hand out an open object for many ranged reads of one
     key, all from one version of it: ``open_reader(key)`` returns ``None`` for a missing key, else an
@@ -356,5 +397,5 @@ class OpensReaders(ABC):
     OpensReaders)``."""
 
     @abstractmethod
-    def open_reader(self, key: str) -> Any:
+    def open_reader(self, key: str) -> ObjectReader | None:
         """An open reader of ``key``, or ``None`` if it does not exist."""

@@ -39,6 +39,7 @@ from ._util import as_byte_view
 from .base import (
     DEFAULT_COALESCE_GAP,
     Fetched,
+    ObjectReader,
     OpensReaders,
     ReadRequest,
     Store,
@@ -136,7 +137,7 @@ def _writev_all(fd: int, parts: list[memoryview]) -> None:
             parts[0] = parts[0][n:]
 
 
-class FileReader:
+class FileReader(ObjectReader):
     """An open file of a :class:`LocalStore` for ranged reads (see :meth:`LocalStore.open_reader`).
 
     ``version`` is the file's version token (as :meth:`LocalStore.stat` gives it) taken from the open
@@ -180,6 +181,16 @@ class FileReader:
         self._stats.add(reads=1, bytes_read=got)
         return got
 
+    @property
+    def size(self) -> int | None:
+        """The size of the open file (one ``fstat``, no counted request)."""
+        if self.fd < 0:
+            return None
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError:
+            return None
+
     def count_reads(self, reads: int, nbytes: int) -> None:
         """Count ``reads`` ranged reads of ``nbytes`` in all that were made on :attr:`fd` directly (the
         native kernel reads chunk ranges itself), as :meth:`read_into` counts its own."""
@@ -189,12 +200,6 @@ class FileReader:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-    def __enter__(self) -> FileReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class LocalStore(VersionedReads, OpensReaders, Store):
