@@ -230,7 +230,7 @@ class DatasetAccess:
                 # whole chunk lands in one contiguous run of it (128 MB slab read in (8, 512, 512) blosc
                 # chunks: 23-25 ms straight, 20.5 ms through the cache-hot scratch buffer)
                 a = self.codec.decode_chunk(
-                    ShardReader.materialize(got[0], got[1]),
+                    ShardReader.slot_bytes(got[0], got[1]),
                     chunk,
                     got[0],
                     scratch=True,

@@ -11,7 +11,7 @@ shard replaced between its index read and its chunks' reads makes the call read 
 
 On stores with open readers (local files) each shard is opened once for the call
 (:meth:`ShardReader.open_readers`); no shard is then read whole, and the chunks' ranges are not read
-here but left as :class:`ChunkRange` slots that :meth:`ShardReader.materialize` reads inside each
+here but left as :class:`ChunkRange` slots that :meth:`ShardReader.slot_bytes` reads inside each
 chunk's decode task.
 
 Example:
@@ -120,7 +120,7 @@ class ShardReader:
         opened once for the call and its version taken from the open file, which validates the cached
         index without a ``stat``; index reads come from that file, shards are never read whole, and the
         chunks' own ranges are not read here: their slots hold a :class:`ChunkRange` that
-        :meth:`materialize` reads inside the decode task, so reading and decoding overlap on the pool and
+        :meth:`slot_bytes` reads inside the decode task, so reading and decoding overlap on the pool and
         each chunk's bytes are still in the CPU cache when decoded. Every range of a shard then comes
         from the same version of the file.
 
@@ -211,7 +211,7 @@ class ShardReader:
                     r.close()
 
     @staticmethod
-    def materialize(key: str, data: Any) -> Any:
+    def slot_bytes(key: str, data: Any) -> Any:
         """The bytes of a :meth:`read_raw` slot: a deferred :class:`ChunkRange` is read now (one ranged
         read from its open file, inline on the calling thread) into this thread's reusable input buffer,
         so the result is valid only until the thread reads again (decode it at once)."""
