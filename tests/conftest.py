@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+# The tests live in layer folders (tests/stores/, tests/dataset/, ...); the helpers they share
+# (_peers.py, store_conformance.py, ...) live here, importable from every folder whatever pytest's
+# import mode (docs/architecture.md, "Tests by layer").
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture

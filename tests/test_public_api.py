@@ -60,14 +60,14 @@ def unreferenced(surface: dict[str, list[str]], names: set[str]) -> dict[str, li
 
 
 def test_every_public_name_is_referenced_by_a_test():
-    files = [p for p in TESTS.glob("test_*.py") if p.name != Path(__file__).name]
+    files = [p for p in TESTS.rglob("test_*.py") if p.name != Path(__file__).name]
     missing = unreferenced(public_surface(), referenced_names(files))
     assert not missing, f"public names no test refers to (add a test that uses them): {missing}"
 
 
 def test_the_check_reports_an_unreferenced_name():
     surface = public_surface()
-    names = referenced_names([p for p in TESTS.glob("test_*.py") if p.name != Path(__file__).name])
+    names = referenced_names([p for p in TESTS.rglob("test_*.py") if p.name != Path(__file__).name])
     surface["Dataset"] = [*surface["Dataset"], "a_method_nobody_tests"]
     assert unreferenced(surface, names) == {"Dataset": ["a_method_nobody_tests"]}
     # and the surface really is what it claims: a few known members of each

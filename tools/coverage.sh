@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Line coverage of the default suite with subprocesses included (coverage's `patch = ["subprocess"]` in
 # pyproject.toml: the CLI tests' `python -m altarr.cli` runs and pytest-xdist's workers are measured too).
-# Usage: tools/coverage.sh [pytest args]   e.g. tools/coverage.sh tests/test_cli.py
+# Usage: tools/coverage.sh [pytest args]   e.g. tools/coverage.sh tests/cli/test_cli.py
 # Needs the quality extra (pip install -e ".[quality]"). Prints the per-file report and the total.
 set -euo pipefail
 cd "$(dirname "$0")/.."

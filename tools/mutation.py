@@ -34,10 +34,10 @@ DOCS = ROOT / "docs" / "development.md"
 
 #: module name -> (files to mutate, tests that judge them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "coalesce": (["src/altarr/stores/coalesce.py"], ["tests/test_coalesce.py", "tests/test_stores.py"]),
+    "coalesce": (["src/altarr/stores/coalesce.py"], ["tests/stores/test_coalesce.py", "tests/stores/test_stores.py"]),
     "sharding": (
         ["src/altarr/codecs/sharding.py"],
-        ["tests/test_sharding_codec.py", "tests/test_codecs.py", "tests/test_dataset_requests.py"],
+        ["tests/codecs/test_sharding_codec.py", "tests/codecs/test_codecs.py", "tests/dataset/test_dataset_requests.py"],
     ),
     "engine": (
         [
@@ -50,33 +50,33 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "src/altarr/dataset/grid.py",
         ],
         [
-            "tests/test_dataset_requests.py",
-            "tests/test_dataset_regions.py",
-            "tests/test_grid.py",
-            "tests/test_visit_chunks.py",
-            "tests/test_dataset_bad_input.py",
-            "tests/test_request_contract_formats.py",
+            "tests/dataset/test_dataset_requests.py",
+            "tests/dataset/test_dataset_regions.py",
+            "tests/dataset/test_grid.py",
+            "tests/dataset/test_visit_chunks.py",
+            "tests/dataset/test_dataset_bad_input.py",
+            "tests/dataset/test_request_contract_formats.py",
         ],
     ),
     "formats": (
         ["src/altarr/formats/*.py"],
         [
-            "tests/test_formats_detect.py",
-            "tests/test_formats_n5.py",
-            "tests/test_formats_zarr3.py",
-            "tests/test_zarr2_format.py",
-            "tests/test_dataset_bad_input_n5_zarr2.py",
+            "tests/formats/test_formats_detect.py",
+            "tests/formats/test_formats_n5.py",
+            "tests/formats/test_formats_zarr3.py",
+            "tests/formats/test_zarr2_format.py",
+            "tests/dataset/test_dataset_bad_input_n5_zarr2.py",
         ],
     ),
     "indexing": (
         ["src/altarr/selection/*.py"],
         [
-            "tests/test_selection.py",
-            "tests/test_lazy_indexing.py",
-            "tests/test_dataset_regions.py",
+            "tests/selection/test_selection.py",
+            "tests/lazy/test_lazy_indexing.py",
+            "tests/dataset/test_dataset_regions.py",
         ],
     ),
-    "reduce": (["src/altarr/lazy/reduce.py"], ["tests/test_lazy_reduce.py"]),
+    "reduce": (["src/altarr/lazy/reduce.py"], ["tests/lazy/test_lazy_reduce.py"]),
 }
 
 _PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q", "-x", "-o", "addopts="]

@@ -12,7 +12,7 @@ that belongs to the user.
 
 The ``*_ctx`` functions take their thread count per call and touch no global state; calls through
 :mod:`ctypes` release the GIL. The frames are the same bytes numcodecs writes (blosc 1's output does not
-depend on the thread count); ``tests/test_blosc_ctx.py`` checks both directions against numcodecs.
+depend on the thread count); ``tests/codecs/test_blosc_ctx.py`` checks both directions against numcodecs.
 
 This path is used only when the extension module exports the symbols and reports a 1.x version (the
 frame format of Zarr's and N5's ``blosc``); otherwise :data:`AVAILABLE` is ``False`` and callers keep

@@ -18,7 +18,7 @@ from altarr import _threads
 from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
 from altarr.stores import LocalStore
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _threads_used_by_pmap(n_items: int = 64) -> set[int]:

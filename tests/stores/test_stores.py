@@ -249,7 +249,7 @@ def test_local_folder_key_is_no_object_and_reading_it_is_refused(tmp_path):
     """A folder is not an object: size/exists/delete say there is none (as an object store with objects
     under the prefix would), but READING it is refused, as reading a folder is on a local file system.
     (It read as missing before, so a dataset whose chunk or shard key was a folder read fill values:
-    tests/test_folder_keys.py.)"""
+    tests/dataset/test_folder_keys.py.)"""
     s = LocalStore(tmp_path)
     s.set("dir/k", b"x")
     for read in (

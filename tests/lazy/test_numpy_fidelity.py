@@ -17,7 +17,7 @@ from altarr.errors import CodecError, ReadOnlyError
 from altarr.lazy.numpy_api import FUNCTION_KINDS
 from altarr.stores import MemoryStore
 
-DOCS = pathlib.Path(__file__).parent.parent / "docs" / "lazy-arrays.md"
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "lazy-arrays.md"
 
 
 def test_docs_table_lists_exactly_the_codes_function_kinds():

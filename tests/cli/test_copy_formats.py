@@ -83,7 +83,7 @@ def read_with_peer(root, layout: str) -> np.ndarray | None:
         return zarr.open_array(str(path), mode="r", zarr_format=2)[...]
     if layout == "n5":
         return z5py.File(str(root), mode="r", use_zarr_format=False)["dst"][...]
-    return None  # sharded N5: no peer reads it (see test_interop_n5.test_peers_do_not_misread_sharded_n5)
+    return None  # sharded N5: no peer reads it (see tests/interop/test_n5_datasets.py::test_peers_do_not_misread_sharded_n5)
 
 
 @pytest.mark.parametrize("dst_layout", list(LAYOUTS))

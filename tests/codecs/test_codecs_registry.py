@@ -19,7 +19,7 @@ from altarr.codecs.n5 import (
 )
 from altarr.errors import MetadataError, UnknownCodecError
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "altarr"
+SRC = Path(__file__).resolve().parents[2] / "src" / "altarr"
 
 
 def test_n5_compressions_are_in_the_shared_registry_under_their_namespace():

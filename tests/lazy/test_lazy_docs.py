@@ -10,7 +10,7 @@ from pathlib import Path
 
 import altarr as aa
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "lazy-arrays.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "lazy-arrays.md"
 
 
 def test_lazy_arrays_guide_runs(capsys):

@@ -22,7 +22,7 @@ from altarr.dataset import kernel
 from altarr.errors import AltarrError, CodecError
 from altarr.stores import LocalStore, MemoryStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 BLOSC_LZ4 = {
     "name": "blosc",

@@ -16,7 +16,7 @@ import pytest
 
 from altarr.stores import FsspecStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server  # noqa: E402
 
 pytest.importorskip("aiohttp")

@@ -38,7 +38,7 @@ import altarr as aa
 from altarr.codecs import ShardingCodec
 from altarr.stores import LocalStore
 
-DATA = Path(__file__).parent / "data" / "n5-java"
+DATA = Path(__file__).resolve().parents[1] / "data" / "n5-java"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
 DATASETS = {d["name"]: d for d in MANIFEST["datasets"]}
 SHARDED = [n for n, d in DATASETS.items() if d["kind"] != "plain"]

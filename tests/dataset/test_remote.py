@@ -23,7 +23,7 @@ from altarr.errors import StoreError
 from altarr.stores import FsspecStore, ObstoreStore, store_from_url
 from altarr.stores.obstore_store import fsspec_to_obstore_options
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server  # noqa: E402
 
 SHAPE = (32, 32)
@@ -337,7 +337,7 @@ def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_inde
 
 def test_docs_remote_example_runs():
     """The last code block of docs/remote.md (the others need a bucket) runs as written."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "remote.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "remote.md").read_text()
     blocks = text.split("```python\n")[1:]
     exec(compile(blocks[-1].split("```")[0], "docs/remote.md", "exec"), {})
 
@@ -409,7 +409,7 @@ def test_bench_remote_smoke(tmp_path):
     import json
     import subprocess
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_remote.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_remote.py"
     out = tmp_path / "rows.json"
     proc = subprocess.run(
         [sys.executable, str(script), "--quick", "--libs", "altarr", "--json", str(out),
