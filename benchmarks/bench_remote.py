@@ -145,6 +145,26 @@ class AltarrFsspec(Altarr):
     client = "fsspec"
 
 
+class AltarrNoPipeline(Altarr):
+    """altarr with read pipelining off (``altarr.dataset.pipeline.ENABLED = False``): every round is
+    read whole before its chunks are decoded. Not in the default set; ``--libs`` names it."""
+
+    def _off(self, fn: Any, *args: Any) -> Any:
+        from altarr.dataset import pipeline
+
+        pipeline.ENABLED = False
+        try:
+            return fn(*args)
+        finally:
+            pipeline.ENABLED = True
+
+    def read(self, sels):
+        return self._off(super().read, sels)
+
+    def read_loop(self, sels):
+        return self._off(super().read_loop, sels)
+
+
 class Tensorstore(Lib):
     def __init__(self, *a: Any):
         super().__init__(*a)
@@ -234,6 +254,7 @@ class ZarrObstore(ZarrFsspec):
 CLASSES: dict[str, type[Lib]] = {
     "altarr": Altarr,
     "altarr-fsspec": AltarrFsspec,
+    "altarr-nopipeline": AltarrNoPipeline,
     "tensorstore": Tensorstore,
     "zarr-fsspec": ZarrFsspec,
     "zarr-obstore": ZarrObstore,

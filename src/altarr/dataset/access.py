@@ -41,7 +41,7 @@ from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, CorruptShardError, GridError, UnsupportedError, WriteConflictError
 from ..formats._common import check_spec_limits
 from ..formats.base import DatasetSpec, join_key
-from . import kernel
+from . import kernel, pipeline  # [remote pipeline]: pipeline
 from .grid import NestedGrid
 from .locks import MAX_ATTEMPTS, _gave_up, conflict_backoff, store_exclusive
 from .parallel import pmap
@@ -556,6 +556,8 @@ class DatasetAccess:
                 a.flags.writeable = False
             fn(chunk, a)
 
+        if pipeline.streams(self, chunks):  # [remote pipeline] decode each shard as it lands
+            return pipeline.visit(self, chunks, fn, versions=versions, into=into)  # [remote pipeline]
         with self.open_readers() as readers:  # local files: each shard opened once for the call
             raw = self.read_raw(chunks, readers=readers, versions=versions)
             if into is not None:

@@ -39,7 +39,7 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     >>> [r.shape for r in aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])]
     [(2, 2), (4,)]
     """
-    from ..dataset.many import chunk_users, plan_selections
+    from ..dataset.many import plan_selections
 
     if hasattr(x, "read_regions") and not getattr(x, "_is_lazy_array", False):
         return x.read_regions(selections, mode=mode)
@@ -48,6 +48,13 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections
     plans: list[Plan] = plan_selections(keys, x.shape, x.chunks, mode)
     x._count("extract_subset", len(plans))
+    return _read_plans(x, plans)
+
+
+def _read_plans(x: Any, plans: list[Plan]) -> list[Any]:
+    """The results of ``plans`` (of lazy array ``x``), their missing chunks fetched in one call."""
+    from ..dataset.many import chunk_users
+
     works = [p.new_work(x.dtype) for p in plans]
     users = chunk_users(plans)
     if users:

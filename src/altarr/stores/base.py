@@ -134,6 +134,27 @@ class Store(ABC):
         ``memoryview`` slice of the merged read. This default knows no versions (all ``None``)."""
         return self.get_ranges(requests), [None] * len(requests)
 
+    #: True when :meth:`get_ranges_as_completed` hands results over as each request completes (the remote
+    #: stores); the dataset layer then decodes the chunks that arrived while the rest are in flight.
+    streaming_reads: bool = False
+
+    def get_ranges_as_completed(
+        self, requests: Sequence[RangeRequest]
+    ) -> Iterator[tuple[int, bytes | None, float | int | str | None]]:
+        """The requests of one batch (one round, coalesced as :meth:`get_ranges` does), yielded as
+        ``(request index, bytes or None, version token)`` in the order they complete: a caller can start
+        on the first answers while the others are still in flight. Every request is yielded once; a
+        failed request raises when it completes. This default answers the whole batch at once (through
+        :meth:`get_ranges_versioned`); stores that can do better set :attr:`streaming_reads`.
+
+        >>> from altarr.stores import MemoryStore
+        >>> s = MemoryStore(); s.set("k", b"0123")
+        >>> sorted(i for i, _, _ in s.get_ranges_as_completed([("k", 0, 2), ("x", None, None)]))
+        [0, 1]
+        """
+        results, versions = self.get_ranges_versioned(requests)
+        yield from ((i, d, v) for i, (d, v) in enumerate(zip(results, versions, strict=True)))
+
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""
         return self.get_ranges([(key, None, None)])[0]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
+import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -345,6 +346,66 @@ class FsspecStore(Store):
             bytes_read=sum(len(r) for r in results if r is not None),
         )
         return plan.split(results)
+
+    @property
+    def streaming_reads(self) -> bool:  # type: ignore[override]
+        """Whether :meth:`get_ranges_as_completed` streams (an asynchronous file system)."""
+        return bool(getattr(self.fs, "async_impl", False))
+
+    def get_ranges_as_completed(
+        self, requests: Sequence[RangeRequest]
+    ) -> Iterator[tuple[int, bytes | None, float | int | str | None]]:
+        """The batch as :meth:`get_ranges` sends it (one round), each request yielded as
+        ``(index, bytes, None)`` as soon as the ranged read holding it completed, on asynchronous file
+        systems (s3fs, HTTP) when no request needs a size query first; otherwise the whole batch at once."""
+        if not requests:
+            return
+        plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
+        merged = plan.requests
+        needs_probe = any(
+            (s is not None and e is not None and e <= s) or (not self.native_suffix and s is not None and s < 0)
+            for _, s, e in merged
+        )
+        if not self.fs.async_impl or needs_probe or self._watched():
+            yield from Store.get_ranges_as_completed(self, requests)
+            return
+        owners: list[list[tuple[int, int | None, int | None, bool]]] = [[] for _ in merged]
+        for i, (m, lo, hi, ident) in enumerate(plan.parts):
+            owners[m].append((i, lo, hi, ident))
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        limit = self.batch_size or getattr(self.fs, "batch_size", None) or 128
+        # a whole object as the open range "bytes=0-" (one request; see get_ranges)
+        spans = [(k, 0 if s is None else s, e) for k, s, e in merged]
+
+        async def runner() -> None:
+            sem = asyncio.Semaphore(limit)
+
+            async def one(m: int, key: str, s: int, e: int | None) -> None:
+                async with sem:
+                    try:
+                        got: Any = await self.fs._cat_file(self._path(key), start=s, end=e)
+                    except BaseException as err:  # noqa: BLE001 - handed to the consuming thread
+                        got = err
+                done.put((m, got))
+
+            await asyncio.gather(*(one(m, *req) for m, req in enumerate(spans)))
+
+        future = asyncio.run_coroutine_threadsafe(runner(), self.fs.loop)
+        self.stats.add(rounds=1)
+        left = len(merged)
+        try:
+            while left:
+                m, got = done.get()
+                left -= 1
+                key, s, e = spans[m]
+                data = self._check_result(key, s, e, got)
+                self.stats.add(reads=1, bytes_read=0 if data is None else len(data))
+                view = None if data is None else memoryview(data)
+                for i, lo, hi, ident in owners[m]:
+                    yield i, (None if view is None else view if ident else view[lo:hi]), None
+        finally:
+            if left:
+                future.cancel()
 
     def _check_result(self, key: str, s: int | None, e: int | None, r: Any) -> bytes | None:
         if isinstance(r, BaseException):
