@@ -33,7 +33,9 @@ REGIONS = [np.s_[...], np.s_[2:21, 3:17], np.s_[0:8, :], np.s_[[1, 22, 9], 5:19]
 
 
 def _make(store, shards=(8, 8)) -> aa.Dataset:
-    ds = aa.create_dataset(store, shape=SHAPE, dtype="uint16", chunks=(4, 4), shards=shards, compressor="zstd")
+    ds = aa.create_dataset(
+        store, shape=SHAPE, dtype="uint16", chunks=(4, 4), shards=shards, compressor="zstd"
+    )
     ds[...] = VALUES
     return ds
 
@@ -54,7 +56,9 @@ def no_pipeline():
     pipeline.ENABLED = True
 
 
-@pytest.mark.parametrize("shards", [(8, 8), [(4, 8), (8, 8)], [(8, 8), (24, 24)]], ids=["one", "nested", "outer1"])
+@pytest.mark.parametrize(
+    "shards", [(8, 8), [(4, 8), (8, 8)], [(8, 8), (24, 24)]], ids=["one", "nested", "outer1"]
+)
 def test_pipelined_reads_equal_and_cost_the_same(no_pipeline, shards):
     """Cold and warm, region reads and read_regions: the same values, requests, rounds and bytes as the
     unpipelined read (nested shards too; a single outer shard is not pipelined)."""
@@ -64,8 +68,8 @@ def test_pipelined_reads_equal_and_cost_the_same(no_pipeline, shards):
             no_pipeline(on)
             ds = _make(ObstoreStore("memory://"), shards)
             ds._access.index_cache.clear()
-            cold, cold_n = _counts(ds, lambda ds=ds: ds[region])
-            warm, warm_n = _counts(ds, lambda ds=ds: ds.read_regions([region, np.s_[5, 5:9]]))
+            cold, cold_n = _counts(ds, lambda ds=ds, region=region: ds[region])
+            warm, warm_n = _counts(ds, lambda ds=ds, region=region: ds.read_regions([region, np.s_[5, 5:9]]))
             np.testing.assert_array_equal(cold, VALUES[region])
             np.testing.assert_array_equal(warm[0], VALUES[region])
             runs[on] = (cold_n, warm_n)
@@ -141,7 +145,9 @@ def test_decoding_starts_before_the_last_answer_arrives():
     ds._access.index_cache.clear()
     decoded: list[float] = []
     store.events.clear()
-    ds.visit_chunks([(i, j) for i in range(6) for j in range(6)], lambda i, a: decoded.append(time.perf_counter()))
+    ds.visit_chunks(
+        [(i, j) for i in range(6) for j in range(6)], lambda i, a: decoded.append(time.perf_counter())
+    )
     answers = [t for what, t in store.events if what == "answer"]
     assert len(answers) == 9 and len(decoded) == 36
     assert min(decoded) < max(answers)  # the first shard's chunks were decoded while others were on the way
@@ -187,7 +193,7 @@ def test_s3_streamed_ranges_and_pipelined_region(s3_endpoint):
         got = {i: (None if d is None else bytes(d)) for i, d, _ in store.get_ranges_as_completed(reqs)}
         assert got == dict(enumerate(store.get_ranges(reqs)))
         assert store.stats.rounds == 2
-    ds = _make(ObstoreStore(f"{url}/a.zarr", **s3_options(s3_endpoint)))
+    _make(ObstoreStore(f"{url}/a.zarr", **s3_options(s3_endpoint)))
     fresh = aa.open_dataset(f"{url}/a.zarr", **s3_options(s3_endpoint))
     fresh.store.stats.reset()
     np.testing.assert_array_equal(fresh[2:23, 1:20], VALUES[2:23, 1:20])

@@ -335,11 +335,14 @@ def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_inde
     assert ds.store.stats.rounds == 1  # their indexes were parsed from the whole reads and cached
 
 
-def test_docs_remote_example_runs():
-    """The last code block of docs/remote.md (the others need a bucket) runs as written."""
+def test_docs_remote_examples_run():
+    """The code blocks of docs/remote.md from "Many regions in one call" on (the earlier ones need a
+    bucket) run as written."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "remote.md").read_text()
-    blocks = text.split("```python\n")[1:]
-    exec(compile(blocks[-1].split("```")[0], "docs/remote.md", "exec"), {})
+    blocks = text.split("## Many regions in one call")[1].split("```python\n")[1:]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block.split("```")[0], "docs/remote.md", "exec"), {})
 
 
 def test_open_with_a_format_hint_asks_for_that_format_only(s3_endpoint):
@@ -380,6 +383,10 @@ def _read_in_child(store, queue):
         queue.put(store.get_ranges([("k", 0, 3)]))
     except StoreError as e:
         queue.put(str(e))
+    try:  # the streamed reads of the read pipeline check the same way
+        queue.put([bytes(d) for _, d, _ in store.get_ranges_as_completed([("k", 0, 3), ("k", 3, 6)])])
+    except StoreError as e:
+        queue.put(str(e))
 
 
 def test_obstore_store_in_a_forked_child_fails_fast_and_works_when_spawned(s3_endpoint):
@@ -397,10 +404,12 @@ def test_obstore_store_in_a_forked_child_fails_fast_and_works_when_spawned(s3_en
         p.start()
         try:
             got = queue.get(timeout=120)
+            streamed = queue.get(timeout=120)
         finally:
             p.join(60)
         assert p.exitcode == 0
         assert expect in got if method == "fork" else got == expect
+        assert "spawn" in streamed if method == "fork" else sorted(streamed) == [b"abc", b"def"]
 
 
 def test_bench_remote_smoke(tmp_path):

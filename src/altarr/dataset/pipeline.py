@@ -61,7 +61,12 @@ ENABLED = True
 def streams(acc: DatasetAccess, chunks: Sequence[Chunk]) -> bool:
     """Whether a read of ``chunks`` is pipelined (see the module docstring)."""
     store = acc.store
-    if not ENABLED or not acc.sharded or not getattr(store, "streaming_reads", False) or hasattr(store, "open_reader"):
+    if (
+        not ENABLED
+        or not acc.sharded
+        or not getattr(store, "streaming_reads", False)
+        or hasattr(store, "open_reader")
+    ):
         return False
     if get_threads() < 2 or len(chunks) < 2:
         return False

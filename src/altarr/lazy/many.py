@@ -36,8 +36,9 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     >>> import numpy as np, altarr as aa
     >>> ds = aa.create_dataset("memory://doc-read-many", shape=(4, 4), dtype="u1", chunks=(2, 2))
     >>> ds[...] = 3
-    >>> [r.shape for r in aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])]
-    [(2, 2), (4,)]
+    >>> a, b = aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])
+    >>> a.shape, b.shape
+    ((2, 2), (4,))
     """
     from ..dataset.many import plan_selections
 

@@ -363,7 +363,8 @@ class FsspecStore(Store):
         plan = coalesce_requests(requests, self.coalesce_gap, self.max_coalesced_size)
         merged = plan.requests
         needs_probe = any(
-            (s is not None and e is not None and e <= s) or (not self.native_suffix and s is not None and s < 0)
+            (s is not None and e is not None and e <= s)
+            or (not self.native_suffix and s is not None and s < 0)
             for _, s, e in merged
         )
         if not self.fs.async_impl or needs_probe or self._watched():
