@@ -210,33 +210,48 @@ def visit(
     for part in parts:
         threading.Thread(target=stream, args=(part,), name="altarr-stream", daemon=True).start()
     fill = np.asarray(acc.fill_value, dtype=acc.dtype)
+    raw: dict[Chunk, Any] = {}
+
+    def one(chunk: Chunk) -> None:
+        got = raw[chunk]
+        if got is None:
+            a = np.broadcast_to(fill, acc._clipped(chunk))
+        else:
+            a = acc.decode_chunk(
+                acc.materialize(got[0], got[1]), chunk, got[0], scratch=True, byte_range=_byte_range(got)
+            )
+            a = a.view()
+            a.flags.writeable = False
+        fn(chunk, a)
+
     error: BaseException | None = None
-    for _ in range(n):
-        part, raw, seen, err = arrived.get()
-        if error is not None:
+    left = n
+    while left:
+        # every stream that has arrived by now is decoded in one go: answers that land together (a fast
+        # network) cost one hand-off to the pool, as without pipelining, not one per stream
+        batch = [arrived.get()]
+        while True:
+            try:
+                batch.append(arrived.get_nowait())
+            except queue.Empty:
+                break
+        left -= len(batch)
+        ready: list[Chunk] = []
+        for part, got, seen, err in batch:
+            if err is not None and error is None:
+                error = err
+            if error is not None:
+                continue
+            if versions is not None and seen:
+                versions.update(seen)
+            raw.update(got)
+            ready += part
+        if error is not None or not ready:
             continue
-        if err is not None:
-            error = err
-            continue
-        if versions is not None and seen:
-            versions.update(seen)
-
-        def one(chunk: Chunk, raw: dict = raw) -> None:
-            got = raw[chunk]
-            if got is None:
-                a = np.broadcast_to(fill, acc._clipped(chunk))
-            else:
-                a = acc.decode_chunk(
-                    acc.materialize(got[0], got[1]), chunk, got[0], scratch=True, byte_range=_byte_range(got)
-                )
-                a = a.view()
-                a.flags.writeable = False
-            fn(chunk, a)
-
         try:
-            rest = kernel.read_into(acc, raw, part, *into) if into is not None else part
+            rest = kernel.read_into(acc, raw, ready, *into) if into is not None else ready
             pmap(one, rest)
-        except BaseException as e:  # noqa: BLE001 - after the other streams are drained
+        except BaseException as e:  # noqa: BLE001 - raised after the other streams are drained
             error = e
     if error is not None:
         raise error
