@@ -184,16 +184,17 @@ def visit(
 ) -> None:
     """:meth:`DatasetAccess.visit <altarr.dataset.access.DatasetAccess.visit>` with each stream's chunks
     decoded as soon as they arrived (same arguments, same effects)."""
-    from .access import _byte_range  # (the access module imports this one)
-
     by_shard = acc.group_by_shard(chunks)
     n = min(MAX_STREAMS, len(by_shard))
     parts: list[list[Chunk]] = [[] for _ in range(n)]
     for i, group in enumerate(by_shard.values()):
         parts[i % n] += group
+    # the object that reads a shard's raw chunks: the engine's ShardReader where the access is split into
+    # parts (``acc.reader``), else the access itself; a copy of it reads through the rendezvous
+    reader = getattr(acc, "reader", acc)
     proxy = _Rendezvous(acc.store, n)
-    sub = copy.copy(acc)
-    sub.index_cache = _CacheView(acc.index_cache, proxy)  # type: ignore[assignment]
+    sub = copy.copy(reader)
+    sub.index_cache = _CacheView(reader.index_cache, proxy)
     arrived: queue.SimpleQueue = queue.SimpleQueue()
 
     def stream(part: list[Chunk]) -> None:
@@ -217,8 +218,9 @@ def visit(
         if got is None:
             a = np.broadcast_to(fill, acc._clipped(chunk))
         else:
+            span = got[2] if len(got) > 2 else None  # the bytes' (start, stop) in their object
             a = acc.decode_chunk(
-                acc.materialize(got[0], got[1]), chunk, got[0], scratch=True, byte_range=_byte_range(got)
+                reader.materialize(got[0], got[1]), chunk, got[0], scratch=True, byte_range=span
             )
             a = a.view()
             a.flags.writeable = False
