@@ -34,10 +34,17 @@ DOCS = ROOT / "docs" / "development.md"
 
 #: module name -> (files to mutate, tests that judge them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "coalesce": (["src/altarr/stores/coalesce.py"], ["tests/stores/test_coalesce.py", "tests/stores/test_stores.py"]),
+    "coalesce": (
+        ["src/altarr/stores/coalesce.py"],
+        ["tests/stores/test_coalesce.py", "tests/stores/test_stores.py"],
+    ),
     "sharding": (
         ["src/altarr/codecs/sharding.py"],
-        ["tests/codecs/test_sharding_codec.py", "tests/codecs/test_codecs.py", "tests/dataset/test_dataset_requests.py"],
+        [
+            "tests/codecs/test_sharding_codec.py",
+            "tests/codecs/test_codecs.py",
+            "tests/dataset/test_dataset_requests.py",
+        ],
     ),
     "engine": (
         [

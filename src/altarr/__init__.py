@@ -36,6 +36,7 @@ _PUBLIC = {
     "zarr_v2": "altarr.lazy",
     "example_zarr": "altarr.lazy",
     "read_many": "altarr.lazy.many",
+    "batch": "altarr.lazy.batch",
     # block engine
     "Dataset": "altarr.dataset",
     "Group": "altarr.dataset",

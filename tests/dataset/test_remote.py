@@ -335,11 +335,14 @@ def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_inde
     assert ds.store.stats.rounds == 1  # their indexes were parsed from the whole reads and cached
 
 
-def test_docs_remote_example_runs():
-    """The last code block of docs/remote.md (the others need a bucket) runs as written."""
+def test_docs_remote_examples_run():
+    """The code blocks of docs/remote.md from "Many regions in one call" on (the earlier ones need a
+    bucket) run as written."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "remote.md").read_text()
-    blocks = text.split("```python\n")[1:]
-    exec(compile(blocks[-1].split("```")[0], "docs/remote.md", "exec"), {})
+    blocks = text.split("## Many regions in one call")[1].split("```python\n")[1:]
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block.split("```")[0], "docs/remote.md", "exec"), {})
 
 
 def test_open_with_a_format_hint_asks_for_that_format_only(s3_endpoint):

@@ -33,6 +33,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
 from ..selection import Plan, hyperslab_key, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
+from . import batch as _batch  # [batch]
 from . import options
 from .cache import CACHE
 from .fetching import COUNTER_NAMES, FetchSource
@@ -132,6 +133,8 @@ class _IndexerProxy:
         key = a._convert_key(key)
         p = self._planner(key, a.shape, a.chunks)
         a._count("extract_subset")
+        if (b := _batch.current()) is not None:  # [batch] inside `with altarr.batch()`: deferred
+            return b.add(a, p)
         return a._execute(p)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -331,6 +334,8 @@ class LazyArray(NDArrayOperatorsMixin):
         key = self._convert_key(key)
         p = plan_numpy(key, self._shape, self._chunks)
         self._count("extract_subset")
+        if (b := _batch.current()) is not None:  # [batch] inside `with altarr.batch()`: deferred
+            return b.add(self, p)
         return self._execute(p)
 
     def __setitem__(self, key: Any, value: Any) -> None:

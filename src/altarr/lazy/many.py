@@ -36,8 +36,9 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     >>> import numpy as np, altarr as aa
     >>> ds = aa.create_dataset("memory://doc-read-many", shape=(4, 4), dtype="u1", chunks=(2, 2))
     >>> ds[...] = 3
-    >>> [r.shape for r in aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])]
-    [(2, 2), (4,)]
+    >>> a, b = aa.read_many(ds, [np.s_[1:3, 1:3], np.s_[0]])
+    >>> a.shape, b.shape
+    ((2, 2), (4,))
     """
     if hasattr(x, "read_regions") and not getattr(x, "_is_lazy_array", False):
         return x.read_regions(selections, mode=mode)
@@ -46,6 +47,11 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections
     plans: list[Plan] = plan_selections(keys, x.shape, x.chunks, mode)
     x._count("extract_subset", len(plans))
+    return _read_plans(x, plans)
+
+
+def _read_plans(x: Any, plans: list[Plan]) -> list[Any]:
+    """The results of ``plans`` (of lazy array ``x``), their missing chunks fetched in one call."""
     works = [p.new_work(x.dtype) for p in plans]
     users = chunk_users(plans)
     if users:
