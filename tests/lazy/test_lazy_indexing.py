@@ -335,7 +335,7 @@ def test_planning_a_thousand_chunks_is_vectorized():
     holds on any machine and under any load)."""
     import sys
 
-    from altarr.lazy.indexing import plan_numpy, plan_vector
+    from altarr.selection import plan_numpy, plan_vector
 
     shape, chunks = (1000, 1000), (10, 100)
     rng = np.random.default_rng(0)

@@ -51,6 +51,7 @@ from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Offset, Range, Suffix, Whole
+from .watch import VersionWatch
 
 __all__ = ["FsspecStore"]
 
@@ -112,7 +113,7 @@ def _token(value: Any) -> float | int | str:
     return str(value)
 
 
-class FsspecStore(Store):
+class FsspecStore(VersionWatch, Store):
     """A store rooted at an fsspec URL (or a file system instance plus ``path``).
 
     ``storage_options`` go to the file system (``key``, ``secret``, ``client_kwargs``, ``anon``, ...).
@@ -465,18 +466,8 @@ class FsspecStore(Store):
         if not self._s3_head or self.read_only or self._watched() is not None:
             yield
             return
-        self._scope.keys = {normalize_key(k) for k in keys}
-        self._scope.versions = {}
-        try:
+        with self._watching(keys):
             yield
-        finally:
-            self._scope.keys = self._scope.versions = None
-
-    def _watched(self) -> set[str] | None:
-        return getattr(self._scope, "keys", None)
-
-    def _recorded(self) -> dict[str, str]:
-        return getattr(self._scope, "versions", None) or {}
 
     def _get_ranges_recorded(
         self, requests: list[ReadRequest], cuts: list[int | None] | None, mine: list[int]

@@ -54,6 +54,7 @@ from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds
+from .watch import VersionWatch
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
 
@@ -156,7 +157,7 @@ def _is_conflict(e: BaseException) -> bool:
     return isinstance(e, PreconditionError | AlreadyExistsError)
 
 
-class ObstoreStore(Store):
+class ObstoreStore(VersionWatch, Store):
     """A store rooted at an object-store or HTTP URL, read and written through obstore.
 
     Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging) and ``concurrency``
@@ -448,20 +449,8 @@ class ObstoreStore(Store):
         if self.concurrent_writes != "conditional" or self.read_only or self._watched() is not None:
             yield
             return
-        self._scope.keys = {normalize_key(k) for k in keys}
-        self._scope.versions = {}
-        try:
+        with self._watching(keys):
             yield
-        finally:
-            self._scope.keys = self._scope.versions = None
-
-    def _watched(self) -> set[str] | None:
-        return getattr(self._scope, "keys", None)
-
-    def _recorded(self) -> dict[str, Any]:
-        """The versions recorded in this thread's :meth:`exclusive` scope (a new empty dict outside)."""
-        versions = getattr(self._scope, "versions", None)
-        return {} if versions is None else versions
 
     def _record(self, keys: Sequence[str], outcomes: Sequence[Any]) -> None:
         """Record the versions that reads of watched keys saw (``(data, meta)`` or an exception per key).
