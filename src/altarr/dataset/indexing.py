@@ -505,9 +505,12 @@ def _norm_array(arr: np.ndarray, n: int, axis: int) -> np.ndarray:
     return a
 
 
-def _bool_check(arr: np.ndarray, dims: range, shape: Sequence[int]) -> None:
+def _bool_check(arr: np.ndarray, dims: range, shape: Sequence[int], *, numpy_rule: bool = False) -> None:
+    """A mask's shape against the dimensions it covers. ``x[key]`` follows NumPy (``numpy_rule``), which
+    does not compare a mask axis of length 0 (``np.zeros((0, 2))[:, []]`` is fine, so is ``[:, mask0]``);
+    ``oindex``/``vindex`` keep the strict check."""
     for a, d in enumerate(dims):
-        if arr.shape[a] != shape[d]:
+        if arr.shape[a] != shape[d] and not (numpy_rule and arr.shape[a] == 0):
             raise SelectionError(
                 f"boolean index did not match indexed array along axis {d}; size of axis is {shape[d]} "
                 f"but size of corresponding boolean axis is {arr.shape[a]}"
@@ -624,7 +627,7 @@ def plan_numpy(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> Pla
         elif kind == "intarr":
             adv.append(((ds[0],), _norm_array(val, shape[ds[0]], ds[0])))
         elif kind == "boolarr":
-            _bool_check(val, ds, shape)
+            _bool_check(val, ds, shape, numpy_rule=True)
             for d, nz in zip(ds, np.nonzero(val), strict=True):
                 adv.append(((d,), nz.astype(np.int64)))
         elif kind == "bool0":
