@@ -268,3 +268,74 @@ def test_reducing_an_array_twenty_times_the_cache_stays_within_budget_plus_one_b
     np.testing.assert_array_equal(any_big, (expected > 3).any(axis=1))
     assert peak <= budget + batch_bytes, (peak, budget + batch_bytes)
     assert aa.stats(x)["chunks_cached"] == 4
+
+
+def _same_complex(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.real, want.real)
+    np.testing.assert_array_equal(got.imag, want.imag)
+
+
+CPLX = np.array(
+    [
+        [[1 + 0.5j, complex(np.inf, 1), -1j], [0.5, 1 + 0.5j, 2j]],
+        [[1 + 0.5j, 1 + 0.5j, complex(np.nan, 1)], [complex(1, np.inf), -1 + 1j, 0.5 - 0.5j]],
+        [[complex(np.inf, 1), 1 + 0.5j, 1 + 0.5j], [1j, 1 + 0.5j, complex(-np.inf, 0)]],
+        [[2, 0.5, 1 + 1j], [complex(np.inf, 1), 0.5j, 1 + 0.5j]],
+    ]
+)
+
+
+@pytest.mark.parametrize("func", ["prod", "nanprod"])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2)])
+@pytest.mark.parametrize("chunks", [(1, 1, 1), (3, 2, 2), (2, 1, 3)])
+def test_complex_products_with_inf_are_numpys_bit_for_bit(func, axis, chunks):
+    """Complex multiplication with inf/NaN depends on the order: the result is NumPy's, which multiplies
+    from ``1+0j`` (or ``initial``) one value at a time in C order, skipping ``where=False``."""
+    fn = getattr(np, func)
+    mask = np.array([[True, False, True], [True, True, False]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for dt in ("c8", "c16"):
+            data = CPLX.astype(dt)
+            x, _ = lazy(data, chunks)
+            for kw in ({}, {"initial": 2 - 1j}, {"where": mask}, {"keepdims": True, "initial": -1}):
+                with aa.set_options(max_materialize=0, batch_chunks=2):
+                    got = fn(x, axis=axis, **kw)
+                _same_complex(got, fn(data, axis=axis, **kw))
+        real = CPLX.real.copy()
+        x, _ = lazy(real, chunks)
+        _same_complex(fn(x, axis=axis, dtype="c16"), fn(real, axis=axis, dtype="c16"))
+
+
+def test_complex_product_of_one_infinite_value_multiplies_it_into_one():
+    for v in (complex(np.inf, 1), complex(1, np.inf), complex(np.inf, 0)):
+        data = np.array([v, 1 + 0j, 1 + 0j])
+        x, fetch = lazy(data, (1,))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same_complex(np.prod(x), np.prod(data))
+            _same_complex(x.prod(), np.prod(data))
+            _same_complex(np.multiply.reduce(x), np.multiply.reduce(data))
+
+
+def test_complex_products_are_read_twice_only_when_not_finite():
+    data = (np.arange(1, 25).reshape(4, 6) / 8).astype("c16")
+    x, fetch = lazy(data, (2, 2))
+    with aa.set_options(batch_chunks=4):
+        _same_complex(np.prod(x, axis=1), np.prod(data, axis=1))
+        assert len(fetch.calls) == 2 and len(fetch.fetched) == 6
+        data[3, 5] = complex(np.inf, 1)
+        y, fetch = lazy(data, (2, 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same_complex(np.prod(y, axis=1), np.prod(data, axis=1))
+            _same_complex(np.nanprod(y, axis=0), np.nanprod(data, axis=0))
+        assert len(fetch.calls) == 4 + 4 and len(fetch.fetched) == 6 * 4
+    # a real product is never read twice, even with inf in it
+    real = data.real.copy()
+    z, fetch = lazy(real, (2, 2))
+    with aa.set_options(batch_chunks=4):
+        assert np.prod(z, axis=1).tolist() == np.prod(real, axis=1).tolist()
+    assert len(fetch.calls) == 2
