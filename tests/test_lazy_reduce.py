@@ -339,3 +339,106 @@ def test_complex_products_are_read_twice_only_when_not_finite():
     with aa.set_options(batch_chunks=4):
         assert np.prod(z, axis=1).tolist() == np.prod(real, axis=1).tolist()
     assert len(fetch.calls) == 2
+
+
+_NV = np._NoValue
+_SWEEP_ARRAYS = {
+    "i2": (np.arange(-5, 7, dtype="i2").reshape(3, 4), (2, 3)),
+    "f8-nan": (
+        np.array([[1.5, np.nan, -2.0, 4.0], [np.nan, np.nan, 0.5, 3.0], [2.0, -1.0, np.nan, 0.0]]),
+        (2, 3),
+    ),
+    "bool": (
+        np.array([[True, False, True, False], [False, False, False, False], [True, True, True, False]]),
+        (1, 3),
+    ),
+    "c16": ((np.arange(12).reshape(3, 4) - 4) * (0.5 + 0.25j), (2, 2)),
+    "i4-empty": (np.zeros((0, 4), dtype="i4"), (2, 3)),
+    "f4-empty": (np.zeros((3, 0), dtype="f4"), (2, 3)),
+    "f8-0d": (np.array(2.5), ()),
+    "zeros": (np.zeros((3, 4), dtype="u1"), (2, 2)),
+}
+_SWEEP = {
+    "sum": {"initial", "where"}, "prod": {"initial", "where"}, "min": {"initial", "where"},
+    "max": {"initial", "where"}, "mean": {"where"}, "var": {"where", "ddof"}, "std": {"where", "ddof"},
+    "any": {"where"}, "all": {"where"}, "nansum": {"initial", "where"}, "nanprod": {"initial", "where"},
+    "nanmin": {"initial", "where"}, "nanmax": {"initial", "where"}, "nanmean": {"where"},
+    "nanvar": {"where", "ddof"}, "nanstd": {"where", "ddof"}, "count_nonzero": set(),
+    "argmin": set(), "argmax": set(),
+}  # fmt: skip
+_WARNINGS = ("Degrees of freedom", "Mean of empty slice", "All-NaN", "invalid value encountered in divide")
+
+
+def _outcome(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = fn()
+        except Exception as e:  # noqa: BLE001 - the exception type is compared
+            res = e
+    said = {m for m in _WARNINGS for w in caught if m in str(w.message) and m != _WARNINGS[-1]}
+    return res, said
+
+
+def _same_outcome(got, want, what):
+    (g, gw), (w, ww) = got, want
+    if isinstance(w, Exception):
+        assert isinstance(g, type(w)), f"{what}: NumPy raised {w!r}, got {g!r}"
+        return
+    assert not isinstance(g, Exception), f"{what}: NumPy gave {w!r}, got {g!r}"
+    assert gw == ww, f"{what}: NumPy warned {ww}, got {gw}"
+    if isinstance(w, tuple):
+        assert isinstance(g, tuple) and len(g) == len(w), what
+        for a, b in zip(g, w, strict=True):
+            _same_outcome((a, gw), (b, ww), what)
+        return
+    assert type(g) is type(w), f"{what}: NumPy gave a {type(w).__name__}, got a {type(g).__name__}"
+    g, w = np.asarray(g), np.asarray(w)
+    assert g.dtype == w.dtype and g.shape == w.shape, f"{what}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+    if w.dtype.kind in "fc":
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-12, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(_SWEEP_ARRAYS))
+def test_every_reduction_with_every_keyword_against_numpy(name):
+    """Each streamed reduction, with axis / keepdims / where / initial / ddof, on an integer, a float with
+    NaN (an all-NaN column), a boolean, a complex, two empty, a 0-d and an all-zero array: NumPy's
+    result, dtype, kind (scalar or array), exception type and warnings."""
+    data, chunks = _SWEEP_ARRAYS[name]
+    x, _ = lazy(data, chunks)
+    nd = data.ndim
+    axes = [None] + ([0, -1, (0, 1)] if nd == 2 else [])
+    masks = [True, np.array([True, False, True, True])[: data.shape[-1]] if nd else np.array(False)]
+    if nd == 2:
+        masks.append(np.array([[True], [False], [True]])[: data.shape[0]])
+    for func, allowed in _SWEEP.items():
+        if data.dtype.kind == "c" and func in ("nanmin", "nanmax"):
+            continue
+        fn = getattr(np, func)
+        for axis in axes:
+            if func in ("argmin", "argmax") and isinstance(axis, tuple):
+                continue
+            for keepdims in (False, True):
+                for where in masks if "where" in allowed else [True]:
+                    for initial in [_NV, 2] if "initial" in allowed else [_NV]:
+                        for ddof in [0, 2] if "ddof" in allowed else [0]:
+                            kw = {"axis": axis, "keepdims": keepdims}
+                            if where is not True:
+                                kw["where"] = where
+                            if initial is not _NV:
+                                kw["initial"] = initial
+                            if ddof:
+                                kw["ddof"] = ddof
+                            want = _outcome(lambda fn=fn, kw=kw: fn(data, **kw))
+                            with aa.set_options(max_materialize=0, batch_chunks=2):
+                                got = _outcome(lambda fn=fn, kw=kw: fn(x, **kw))
+                            _same_outcome(got, want, f"np.{func}({name}, **{kw})")
+    # nonzero and its relatives: C order, int indices, NumPy's refusal of 0-d
+    for f in (np.nonzero, np.flatnonzero, np.argwhere):
+        want = _outcome(lambda f=f: f(data))
+        with aa.set_options(max_materialize=0, batch_chunks=2):
+            got = _outcome(lambda f=f: f(x))
+        if f is np.nonzero or not isinstance(want[0], Exception):
+            _same_outcome(got, want, f"{f.__name__}({name})")
