@@ -442,3 +442,21 @@ def test_every_reduction_with_every_keyword_against_numpy(name):
             got = _outcome(lambda f=f: f(x))
         if f is np.nonzero or not isinstance(want[0], Exception):
             _same_outcome(got, want, f"{f.__name__}({name})")
+
+
+def test_nonzero_of_1d_and_0d_arrays_as_numpy():
+    data = np.array([0, 3, 0, 0, 5, 1, 0], dtype="i2")
+    x, fetch = lazy(data, (3,))
+    with aa.set_options(max_materialize=0, batch_chunks=2):
+        (got,) = np.nonzero(x)
+        assert got.dtype == np.intp and got.tolist() == [1, 4, 5]
+        assert np.flatnonzero(x).tolist() == [1, 4, 5] and np.argwhere(x).tolist() == [[1], [4], [5]]
+        (none,) = np.nonzero(lazy(np.zeros(4), (3,))[0])
+        assert none.dtype == np.intp and none.shape == (0,)
+        zero_d, _ = lazy(np.array(3.0), ())
+        with pytest.raises(ValueError) as raised:
+            np.nonzero(zero_d)
+        with pytest.raises(ValueError) as numpys:
+            np.nonzero(np.array(3.0))
+        assert str(raised.value) == str(numpys.value)
+        assert np.flatnonzero(zero_d).tolist() == [0] and np.argwhere(zero_d).shape == (1, 0)
