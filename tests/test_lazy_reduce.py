@@ -460,3 +460,29 @@ def test_nonzero_of_1d_and_0d_arrays_as_numpy():
             np.nonzero(np.array(3.0))
         assert str(raised.value) == str(numpys.value)
         assert np.flatnonzero(zero_d).tolist() == [0] and np.argwhere(zero_d).shape == (1, 0)
+
+
+def test_out_arguments_and_refusals_of_streamed_reductions_are_numpys():
+    data = np.array([[True, False, False], [False, False, True]])
+    for shape in ((2, 3), (0, 3)):
+        values = data[: shape[0]]
+        x, _ = lazy(values, (1, 2))
+        for fn in (np.any, np.all):
+            out = np.zeros(3, dtype=bool) if fn is np.all else np.ones(3, dtype=bool)
+            assert fn(x, axis=0, out=out) is out
+            assert out.tolist() == fn(values, axis=0).tolist()
+        fl = values.astype("f8")
+        y, _ = lazy(fl, (1, 2))
+        out = np.full(3, 7.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert np.mean(y, axis=0, out=out) is out
+            np.testing.assert_array_equal(out, np.mean(fl, axis=0))
+    x, _ = lazy(np.arange(6.0).reshape(2, 3), (1, 2))
+    mask = np.array([True, False, True])
+    for fn in (np.min, np.max):
+        with pytest.raises(ValueError) as ours:
+            fn(x, where=mask)
+        with pytest.raises(ValueError) as numpys:
+            fn(np.arange(6.0).reshape(2, 3), where=mask)
+        assert str(ours.value) == str(numpys.value)
