@@ -486,3 +486,32 @@ def test_out_arguments_and_refusals_of_streamed_reductions_are_numpys():
         with pytest.raises(ValueError) as numpys:
             fn(np.arange(6.0).reshape(2, 3), where=mask)
         assert str(ours.value) == str(numpys.value)
+
+
+@pytest.mark.parametrize("fn", [np.argmin, np.argmax])
+def test_argmin_argmax_stream_in_batches_with_out_and_thin_chunks(fn):
+    """Arg-reductions walk the chunks batch by batch (never one whole read), fill ``out=`` in every path
+    (empty, 0-d, streamed) and place the winners of chunks one element thick along a kept axis."""
+    one = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    two = np.arange(24.0).reshape(4, 6)[:, ::-1] % 7
+    for data, chunks in ((one, (2,)), (two, (2, 2))):
+        x, fetch = lazy(data, chunks)
+        with aa.set_options(batch_chunks=2):
+            assert fn(x) == fn(data)
+        n_chunks = int(np.prod(x.nchunks))
+        assert len(fetch.calls) == math.ceil(n_chunks / 2) and len(fetch.fetched) == n_chunks
+    cube = (np.arange(24.0).reshape(4, 3, 2) * 5) % 7
+    x, _ = lazy(cube, (2, 2, 1))
+    for axis in (0, 1, 2):
+        np.testing.assert_array_equal(fn(x, axis=axis), fn(cube, axis=axis))
+    outs = [
+        (np.zeros((0, 3)), (2, 2), {"axis": 1}, np.zeros(0, dtype=np.intp)),
+        (np.array(7.0), (), {}, np.zeros((), dtype=np.intp)),
+        (two, (2, 2), {"axis": 0}, np.full(6, -1, dtype=np.intp)),
+        (two, (2, 2), {}, np.full((), -1, dtype=np.intp)),
+    ]
+    for data, chunks, kw, out in outs:
+        x, _ = lazy(data, chunks)
+        out[...] = -1
+        assert fn(x, out=out, **kw) is out
+        np.testing.assert_array_equal(out, fn(data, **kw))
