@@ -515,3 +515,27 @@ def test_argmin_argmax_stream_in_batches_with_out_and_thin_chunks(fn):
         out[...] = -1
         assert fn(x, out=out, **kw) is out
         np.testing.assert_array_equal(out, fn(data, **kw))
+
+
+@pytest.mark.parametrize("dtype", ["f8", "i2", "bool", "c16"])
+def test_arg_reductions_break_ties_across_chunks_by_the_flat_index(dtype):
+    """A later chunk of the walk can hold the earlier flat index (chunk (0, 1) has (0, 2), flat 2; chunk
+    (0, 0) has (1, 0), flat 4): equal winners, and two NaNs, go to the smaller flat index, as NumPy's."""
+    data = np.full((4, 4), 3, dtype=dtype) if dtype != "bool" else np.ones((4, 4), dtype=bool)
+    low = 0 if dtype != "bool" else False
+    data[1, 0] = data[0, 2] = low
+    x, _ = lazy(data, (2, 2))
+    assert np.argmin(x) == np.argmin(data) == 2
+    high = data.copy()
+    high[:] = low
+    high[1, 0] = high[0, 2] = 5 if dtype != "bool" else True
+    y, _ = lazy(high, (2, 2))
+    assert np.argmax(y) == np.argmax(high) == 2
+    if dtype in ("f8", "c16"):
+        nan = data.copy()
+        nan[1, 0] = nan[0, 2] = np.nan
+        z, _ = lazy(nan, (2, 2))
+        for fn in (np.argmin, np.argmax):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                assert fn(z) == fn(nan) == 2
