@@ -539,3 +539,13 @@ def test_arg_reductions_break_ties_across_chunks_by_the_flat_index(dtype):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 assert fn(z) == fn(nan) == 2
+
+
+def test_arg_reductions_cache_nothing_and_compare_complex_values_whole():
+    data = np.array([[1 + 2j, 5 + 0j, 1 + 1j], [3 + 0j, 1 + 1.5j, 2 + 0j]])
+    x, _ = lazy(data, (1, 1))
+    with aa.set_options(batch_chunks=2):
+        assert np.argmin(x) == np.argmin(data) == 2  # equal real parts: the imaginary part decides
+        np.testing.assert_array_equal(np.argmin(x, axis=1), np.argmin(data, axis=1))
+        np.testing.assert_array_equal(np.argmax(x, axis=0), np.argmax(data, axis=0))
+    assert aa.stats(x)["chunks_cached"] == 0
