@@ -271,3 +271,284 @@ def test_reducing_an_array_twenty_times_the_cache_stays_within_budget_plus_one_b
     np.testing.assert_array_equal(any_big, (expected > 3).any(axis=1))
     assert peak <= budget + batch_bytes, (peak, budget + batch_bytes)
     assert aa.stats(x)["chunks_cached"] == 4
+
+
+def _same_complex(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.real, want.real)
+    np.testing.assert_array_equal(got.imag, want.imag)
+
+
+CPLX = np.array(
+    [
+        [[1 + 0.5j, complex(np.inf, 1), -1j], [0.5, 1 + 0.5j, 2j]],
+        [[1 + 0.5j, 1 + 0.5j, complex(np.nan, 1)], [complex(1, np.inf), -1 + 1j, 0.5 - 0.5j]],
+        [[complex(np.inf, 1), 1 + 0.5j, 1 + 0.5j], [1j, 1 + 0.5j, complex(-np.inf, 0)]],
+        [[2, 0.5, 1 + 1j], [complex(np.inf, 1), 0.5j, 1 + 0.5j]],
+    ]
+)
+
+
+@pytest.mark.parametrize("func", ["prod", "nanprod"])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2)])
+@pytest.mark.parametrize("chunks", [(1, 1, 1), (3, 2, 2), (2, 1, 3)])
+def test_complex_products_with_inf_are_numpys_bit_for_bit(func, axis, chunks):
+    """Complex multiplication with inf/NaN depends on the order: the result is NumPy's, which multiplies
+    from ``1+0j`` (or ``initial``) one value at a time in C order, skipping ``where=False``."""
+    fn = getattr(np, func)
+    mask = np.array([[True, False, True], [True, True, False]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for dt in ("c8", "c16"):
+            data = CPLX.astype(dt)
+            x, _ = lazy(data, chunks)
+            for kw in ({}, {"initial": 2 - 1j}, {"where": mask}, {"keepdims": True, "initial": -1}):
+                with aa.set_options(max_materialize=0, batch_chunks=2):
+                    got = fn(x, axis=axis, **kw)
+                _same_complex(got, fn(data, axis=axis, **kw))
+        real = CPLX.real.copy()
+        x, _ = lazy(real, chunks)
+        _same_complex(fn(x, axis=axis, dtype="c16"), fn(real, axis=axis, dtype="c16"))
+
+
+def test_complex_product_of_one_infinite_value_multiplies_it_into_one():
+    for v in (complex(np.inf, 1), complex(1, np.inf), complex(np.inf, 0)):
+        data = np.array([v, 1 + 0j, 1 + 0j])
+        x, fetch = lazy(data, (1,))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same_complex(np.prod(x), np.prod(data))
+            _same_complex(x.prod(), np.prod(data))
+            _same_complex(np.multiply.reduce(x), np.multiply.reduce(data))
+
+
+def test_complex_products_are_read_twice_only_when_not_finite():
+    data = (np.arange(1, 25).reshape(4, 6) / 8).astype("c16")
+    x, fetch = lazy(data, (2, 2))
+    with aa.set_options(batch_chunks=4):
+        _same_complex(np.prod(x, axis=1), np.prod(data, axis=1))
+        assert len(fetch.calls) == 2 and len(fetch.fetched) == 6
+        data[3, 5] = complex(np.inf, 1)
+        y, fetch = lazy(data, (2, 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            _same_complex(np.prod(y, axis=1), np.prod(data, axis=1))
+            _same_complex(np.nanprod(y, axis=0), np.nanprod(data, axis=0))
+        assert len(fetch.calls) == 4 + 4 and len(fetch.fetched) == 6 * 4
+    # a real product is never read twice, even with inf in it
+    real = data.real.copy()
+    z, fetch = lazy(real, (2, 2))
+    with aa.set_options(batch_chunks=4):
+        assert np.prod(z, axis=1).tolist() == np.prod(real, axis=1).tolist()
+    assert len(fetch.calls) == 2
+
+
+_NV = np._NoValue
+_SWEEP_ARRAYS = {
+    "i2": (np.arange(-5, 7, dtype="i2").reshape(3, 4), (2, 3)),
+    "f8-nan": (
+        np.array([[1.5, np.nan, -2.0, 4.0], [np.nan, np.nan, 0.5, 3.0], [2.0, -1.0, np.nan, 0.0]]),
+        (2, 3),
+    ),
+    "bool": (
+        np.array([[True, False, True, False], [False, False, False, False], [True, True, True, False]]),
+        (1, 3),
+    ),
+    "c16": ((np.arange(12).reshape(3, 4) - 4) * (0.5 + 0.25j), (2, 2)),
+    "i4-empty": (np.zeros((0, 4), dtype="i4"), (2, 3)),
+    "f4-empty": (np.zeros((3, 0), dtype="f4"), (2, 3)),
+    "f8-0d": (np.array(2.5), ()),
+    "zeros": (np.zeros((3, 4), dtype="u1"), (2, 2)),
+}
+_SWEEP = {
+    "sum": {"initial", "where"}, "prod": {"initial", "where"}, "min": {"initial", "where"},
+    "max": {"initial", "where"}, "mean": {"where"}, "var": {"where", "ddof"}, "std": {"where", "ddof"},
+    "any": {"where"}, "all": {"where"}, "nansum": {"initial", "where"}, "nanprod": {"initial", "where"},
+    "nanmin": {"initial", "where"}, "nanmax": {"initial", "where"}, "nanmean": {"where"},
+    "nanvar": {"where", "ddof"}, "nanstd": {"where", "ddof"}, "count_nonzero": set(),
+    "argmin": set(), "argmax": set(),
+}  # fmt: skip
+_WARNINGS = ("Degrees of freedom", "Mean of empty slice", "All-NaN", "invalid value encountered in divide")
+
+
+def _outcome(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res = fn()
+        except Exception as e:  # noqa: BLE001 - the exception type is compared
+            res = e
+    said = {m for m in _WARNINGS for w in caught if m in str(w.message) and m != _WARNINGS[-1]}
+    return res, said
+
+
+def _same_outcome(got, want, what):
+    (g, gw), (w, ww) = got, want
+    if isinstance(w, Exception):
+        assert isinstance(g, type(w)), f"{what}: NumPy raised {w!r}, got {g!r}"
+        return
+    assert not isinstance(g, Exception), f"{what}: NumPy gave {w!r}, got {g!r}"
+    assert gw == ww, f"{what}: NumPy warned {ww}, got {gw}"
+    if isinstance(w, tuple):
+        assert isinstance(g, tuple) and len(g) == len(w), what
+        for a, b in zip(g, w, strict=True):
+            _same_outcome((a, gw), (b, ww), what)
+        return
+    assert type(g) is type(w), f"{what}: NumPy gave a {type(w).__name__}, got a {type(g).__name__}"
+    g, w = np.asarray(g), np.asarray(w)
+    assert g.dtype == w.dtype and g.shape == w.shape, f"{what}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+    if w.dtype.kind in "fc":
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-12, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(_SWEEP_ARRAYS))
+def test_every_reduction_with_every_keyword_against_numpy(name):
+    """Each streamed reduction, with axis / keepdims / where / initial / ddof, on an integer, a float with
+    NaN (an all-NaN column), a boolean, a complex, two empty, a 0-d and an all-zero array: NumPy's
+    result, dtype, kind (scalar or array), exception type and warnings."""
+    data, chunks = _SWEEP_ARRAYS[name]
+    x, _ = lazy(data, chunks)
+    nd = data.ndim
+    axes = [None] + ([0, -1, (0, 1)] if nd == 2 else [])
+    masks = [True, np.array([True, False, True, True])[: data.shape[-1]] if nd else np.array(False)]
+    if nd == 2:
+        masks.append(np.array([[True], [False], [True]])[: data.shape[0]])
+    for func, allowed in _SWEEP.items():
+        if data.dtype.kind == "c" and func in ("nanmin", "nanmax"):
+            continue
+        fn = getattr(np, func)
+        for axis in axes:
+            if func in ("argmin", "argmax") and isinstance(axis, tuple):
+                continue
+            for keepdims in (False, True):
+                for where in masks if "where" in allowed else [True]:
+                    for initial in [_NV, 2] if "initial" in allowed else [_NV]:
+                        for ddof in [0, 2] if "ddof" in allowed else [0]:
+                            kw = {"axis": axis, "keepdims": keepdims}
+                            if where is not True:
+                                kw["where"] = where
+                            if initial is not _NV:
+                                kw["initial"] = initial
+                            if ddof:
+                                kw["ddof"] = ddof
+                            want = _outcome(lambda fn=fn, kw=kw: fn(data, **kw))
+                            with aa.set_options(max_materialize=0, batch_chunks=2):
+                                got = _outcome(lambda fn=fn, kw=kw: fn(x, **kw))
+                            _same_outcome(got, want, f"np.{func}({name}, **{kw})")
+    # nonzero and its relatives: C order, int indices, NumPy's refusal of 0-d
+    for f in (np.nonzero, np.flatnonzero, np.argwhere):
+        want = _outcome(lambda f=f: f(data))
+        with aa.set_options(max_materialize=0, batch_chunks=2):
+            got = _outcome(lambda f=f: f(x))
+        if f is np.nonzero or not isinstance(want[0], Exception):
+            _same_outcome(got, want, f"{f.__name__}({name})")
+
+
+def test_nonzero_of_1d_and_0d_arrays_as_numpy():
+    data = np.array([0, 3, 0, 0, 5, 1, 0], dtype="i2")
+    x, fetch = lazy(data, (3,))
+    with aa.set_options(max_materialize=0, batch_chunks=2):
+        (got,) = np.nonzero(x)
+        assert got.dtype == np.intp and got.tolist() == [1, 4, 5]
+        assert np.flatnonzero(x).tolist() == [1, 4, 5] and np.argwhere(x).tolist() == [[1], [4], [5]]
+        (none,) = np.nonzero(lazy(np.zeros(4), (3,))[0])
+        assert none.dtype == np.intp and none.shape == (0,)
+        zero_d, _ = lazy(np.array(3.0), ())
+        with pytest.raises(ValueError) as raised:
+            np.nonzero(zero_d)
+        with pytest.raises(ValueError) as numpys:
+            np.nonzero(np.array(3.0))
+        assert str(raised.value) == str(numpys.value)
+        assert np.flatnonzero(zero_d).tolist() == [0] and np.argwhere(zero_d).shape == (1, 0)
+
+
+def test_out_arguments_and_refusals_of_streamed_reductions_are_numpys():
+    data = np.array([[True, False, False], [False, False, True]])
+    for shape in ((2, 3), (0, 3)):
+        values = data[: shape[0]]
+        x, _ = lazy(values, (1, 2))
+        for fn in (np.any, np.all):
+            out = np.zeros(3, dtype=bool) if fn is np.all else np.ones(3, dtype=bool)
+            assert fn(x, axis=0, out=out) is out
+            assert out.tolist() == fn(values, axis=0).tolist()
+        fl = values.astype("f8")
+        y, _ = lazy(fl, (1, 2))
+        out = np.full(3, 7.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert np.mean(y, axis=0, out=out) is out
+            np.testing.assert_array_equal(out, np.mean(fl, axis=0))
+    x, _ = lazy(np.arange(6.0).reshape(2, 3), (1, 2))
+    mask = np.array([True, False, True])
+    for fn in (np.min, np.max):
+        with pytest.raises(ValueError) as ours:
+            fn(x, where=mask)
+        with pytest.raises(ValueError) as numpys:
+            fn(np.arange(6.0).reshape(2, 3), where=mask)
+        assert str(ours.value) == str(numpys.value)
+
+
+@pytest.mark.parametrize("fn", [np.argmin, np.argmax])
+def test_argmin_argmax_stream_in_batches_with_out_and_thin_chunks(fn):
+    """Arg-reductions walk the chunks batch by batch (never one whole read), fill ``out=`` in every path
+    (empty, 0-d, streamed) and place the winners of chunks one element thick along a kept axis."""
+    one = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    two = np.arange(24.0).reshape(4, 6)[:, ::-1] % 7
+    for data, chunks in ((one, (2,)), (two, (2, 2))):
+        x, fetch = lazy(data, chunks)
+        with aa.set_options(batch_chunks=2):
+            assert fn(x) == fn(data)
+        n_chunks = int(np.prod(x.nchunks))
+        assert len(fetch.calls) == math.ceil(n_chunks / 2) and len(fetch.fetched) == n_chunks
+    cube = (np.arange(24.0).reshape(4, 3, 2) * 5) % 7
+    x, _ = lazy(cube, (2, 2, 1))
+    for axis in (0, 1, 2):
+        np.testing.assert_array_equal(fn(x, axis=axis), fn(cube, axis=axis))
+    outs = [
+        (np.zeros((0, 3)), (2, 2), {"axis": 1}, np.zeros(0, dtype=np.intp)),
+        (np.array(7.0), (), {}, np.zeros((), dtype=np.intp)),
+        (two, (2, 2), {"axis": 0}, np.full(6, -1, dtype=np.intp)),
+        (two, (2, 2), {}, np.full((), -1, dtype=np.intp)),
+    ]
+    for data, chunks, kw, out in outs:
+        x, _ = lazy(data, chunks)
+        out[...] = -1
+        assert fn(x, out=out, **kw) is out
+        np.testing.assert_array_equal(out, fn(data, **kw))
+
+
+@pytest.mark.parametrize("dtype", ["f8", "i2", "bool", "c16"])
+def test_arg_reductions_break_ties_across_chunks_by_the_flat_index(dtype):
+    """A later chunk of the walk can hold the earlier flat index (chunk (0, 1) has (0, 2), flat 2; chunk
+    (0, 0) has (1, 0), flat 4): equal winners, and two NaNs, go to the smaller flat index, as NumPy's."""
+    data = np.full((4, 4), 3, dtype=dtype) if dtype != "bool" else np.ones((4, 4), dtype=bool)
+    low = 0 if dtype != "bool" else False
+    data[1, 0] = data[0, 2] = low
+    x, _ = lazy(data, (2, 2))
+    assert np.argmin(x) == np.argmin(data) == 2
+    high = data.copy()
+    high[:] = low
+    high[1, 0] = high[0, 2] = 5 if dtype != "bool" else True
+    y, _ = lazy(high, (2, 2))
+    assert np.argmax(y) == np.argmax(high) == 2
+    if dtype in ("f8", "c16"):
+        nan = data.copy()
+        nan[1, 0] = nan[0, 2] = np.nan
+        z, _ = lazy(nan, (2, 2))
+        for fn in (np.argmin, np.argmax):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                assert fn(z) == fn(nan) == 2
+
+
+def test_arg_reductions_cache_nothing_and_compare_complex_values_whole():
+    data = np.array([[1 + 2j, 5 + 0j, 1 + 1j], [3 + 0j, 1 + 1.5j, 2 + 0j]])
+    x, _ = lazy(data, (1, 1))
+    with aa.set_options(batch_chunks=2):
+        assert np.argmin(x) == np.argmin(data) == 2  # equal real parts: the imaginary part decides
+        np.testing.assert_array_equal(np.argmin(x, axis=1), np.argmin(data, axis=1))
+        np.testing.assert_array_equal(np.argmax(x, axis=0), np.argmax(data, axis=0))
+    assert aa.stats(x)["chunks_cached"] == 0

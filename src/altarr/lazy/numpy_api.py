@@ -282,8 +282,8 @@ def _nonzero(a: Any) -> Any:
 def _flatnonzero(a: Any) -> Any:
     if not _lazy(a):
         return NotImplemented
-    if a.ndim == 0:
-        return np.flatnonzero(a._materialize())
+    if a.ndim == 0:  # its one value, read as an element (no materialization)
+        return np.flatnonzero(np.asarray(a[()]))
     idx = reduce.nonzero(a)
     return np.ravel_multi_index(idx, a.shape).astype(np.intp) if a.ndim else idx[0]
 
@@ -292,8 +292,8 @@ def _flatnonzero(a: Any) -> Any:
 def _argwhere(a: Any) -> Any:
     if not _lazy(a):
         return NotImplemented
-    if a.ndim == 0:
-        return np.argwhere(a._materialize())
+    if a.ndim == 0:  # its one value, read as an element (no materialization)
+        return np.argwhere(np.asarray(a[()]))
     return np.stack(reduce.nonzero(a), axis=1)
 
 

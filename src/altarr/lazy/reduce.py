@@ -233,6 +233,75 @@ def _no_identity_error(ufunc: np.ufunc) -> ValueError:
     )
 
 
+def _numpy_order_product(
+    x: Any, red: tuple[int, ...], acc: np.ndarray, start: Any, where: Any, nan_to_one: bool
+) -> np.ndarray:
+    """Complex ``prod``/``nanprod`` recomputed in NumPy's order where the streamed product is not finite.
+
+    A complex product with an infinite or NaN factor depends on the order of the multiplications
+    (``(1+.5j) * (1+.5j) * (inf+1j)`` is ``inf+infj`` multiplied left to right, ``nan+nanj`` when the
+    last two go first). NumPy's reduce starts from ``start`` (the identity ``1+0j`` or ``initial``) and
+    multiplies the values one by one in C order of the reduced axes (skipping ``where=False``). The
+    streamed partials group them by chunk, so each output element that came out non-finite (every one
+    with a non-finite factor, and no other unless a product overflows) is recomputed: a second walk of
+    the chunks collects the values of those elements only (memory: their count times the reduced size)
+    and multiplies them in NumPy's order.
+    """
+    acc = np.asarray(acc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(acc)
+    if acc.dtype.kind != "c" or not bad.any():
+        return acc
+    kept = tuple(d for d in range(x.ndim) if d not in red)
+    red_shape = tuple(x.shape[d] for d in red)
+    n_red = int(np.prod(red_shape, dtype=np.int64))
+    rows = np.flatnonzero(bad.reshape(-1))  # affected output elements, flat in the kept shape
+    row_of = np.full(bad.size, -1, dtype=np.int64)
+    row_of[rows] = np.arange(rows.size)
+    vals = np.ones((rows.size, n_red), dtype=acc.dtype)
+    valid = np.zeros((rows.size, n_red), dtype=bool)
+    masks = None if where is True else part_reader(x, where)
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    for first in range(0, total, batch):
+        coords = _grid_batch(grid, first, min(first + batch, total))
+        regions = chunk_regions(x, coords)
+        arrays = x._source.get_chunks(coords, store=False)
+        mask_parts = None if masks is None else masks(coords, regions)
+        for n, (region, chunk) in enumerate(zip(regions, arrays, strict=True)):
+            chunk = np.asarray(chunk)
+            if nan_to_one:
+                chunk = np.where(np.isnan(chunk), 1, chunk)
+            ok = np.ones(chunk.shape, dtype=bool)
+            if mask_parts is not None:
+                m = mask_parts[n]
+                ok = np.asarray(chunk if m is None else m, dtype=bool)
+            # global kept and reduced flat positions of every element of the chunk
+            grids = np.meshgrid(*[np.arange(r.start, r.stop) for r in region], indexing="ij")
+            out_pos = (
+                np.ravel_multi_index([grids[d] for d in kept], acc.shape)
+                if kept
+                else np.zeros(chunk.shape, int)
+            )
+            red_pos = (
+                np.ravel_multi_index([grids[d] for d in red], red_shape)
+                if red
+                else np.zeros(chunk.shape, int)
+            )
+            r = row_of[out_pos]
+            sel = r >= 0
+            vals[r[sel], red_pos[sel]] = chunk[sel].astype(acc.dtype)
+            valid[r[sel], red_pos[sel]] = ok[sel]
+    res = np.full(rows.size, start, dtype=acc.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(n_red):
+            res = np.where(valid[:, k], res * vals[:, k], res)
+    fixed = acc.copy()
+    fixed.reshape(-1)[rows] = res
+    return fixed
+
+
 def ufunc_reduce(
     x: Any,
     ufunc: np.ufunc,
@@ -277,10 +346,13 @@ def ufunc_reduce(
         return (ufunc(a[0], b[0], dtype=dtype) if dtype is not None else ufunc(a[0], b[0]),)
 
     (acc,) = stream(x, red, partial, combine, where=where)
+    init = None
     if initial is not np._NoValue:
         # ``initial`` converted as NumPy's reduce converts it (to the reduction's dtype)
         init = ufunc.reduce(np.zeros((0,), dtype=x.dtype), dtype=dtype, initial=initial)
         acc = ufunc(acc, init, dtype=acc.dtype)
+    if ufunc is np.multiply:
+        acc = _numpy_order_product(x, red, acc, 1 if init is None else init, where, nan_to_one=False)
     return _finish(acc, x, red, out, keepdims)
 
 
@@ -500,6 +572,9 @@ def nan_reduce(
         (acc,) = stream(x, red, partial, combine, where=where)
         if initial is not np._NoValue:
             acc = ufunc(acc, initial)
+        if which == "nanprod":
+            start = 1 if initial is np._NoValue else initial
+            acc = _numpy_order_product(x, red, acc, start, where, nan_to_one=True)
         return _finish(acc, x, red, out, keepdims)
     ufunc = np.fmin if which == "nanmin" else np.fmax
     if where is not True and initial is np._NoValue:
