@@ -33,15 +33,19 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
 from ..selection import Plan, hyperslab_key, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
-from . import batch as _batch  # [batch]
-from . import options
+from . import batch as _batch
+from . import options, reduce
 from .cache import CACHE
+from .elementwise import cast
 from .fetching import COUNTER_NAMES, FetchSource
+from .many import read_many
+from .numpy_api import array_function, array_ufunc
+from .recipes import RECIPE_VERSION, rebuild_lazy_array, register_lazy_type
+from .views import ravel, transpose
 
 __all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
 
 #: Version of the pickled recipe layout (bumped when it changes; old versions keep loading).
-RECIPE_VERSION = 1
 
 
 def _format_bytes(n: float) -> str:
@@ -150,6 +154,7 @@ def _adapter(library: str, name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(f"altarr.integrations.{library}"), name)
 
 
+@register_lazy_type
 class LazyArray(NDArrayOperatorsMixin):
     """A read-only, NumPy-compatible array whose values are fetched chunk by chunk on demand.
 
@@ -350,12 +355,10 @@ class LazyArray(NDArrayOperatorsMixin):
         return arr
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from .numpy_api import array_ufunc
 
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from .numpy_api import array_function
 
         return array_function(func, types, args, kwargs)
 
@@ -381,7 +384,6 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> float(x.sum()), x.sum(axis=0).tolist()
             (16.0, [4.0, 4.0, 4.0, 4.0])
         """
-        from . import reduce
 
         return reduce.ufunc_reduce(
             self, np.add, axis, dtype, out, keepdims, initial, where, default_axis=None
@@ -397,7 +399,6 @@ class LazyArray(NDArrayOperatorsMixin):
         where: Any = True,
     ) -> Any:
         """Streamed product (NumPy signature)."""
-        from . import reduce
 
         return reduce.ufunc_reduce(
             self, np.multiply, axis, dtype, out, keepdims, initial, where, default_axis=None
@@ -412,7 +413,6 @@ class LazyArray(NDArrayOperatorsMixin):
         where: Any = True,
     ) -> Any:
         """Streamed minimum (NumPy signature)."""
-        from . import reduce
 
         return reduce.ufunc_reduce(
             self, np.minimum, axis, None, out, keepdims, initial, where, default_axis=None
@@ -427,7 +427,6 @@ class LazyArray(NDArrayOperatorsMixin):
         where: Any = True,
     ) -> Any:
         """Streamed maximum (NumPy signature)."""
-        from . import reduce
 
         return reduce.ufunc_reduce(
             self, np.maximum, axis, None, out, keepdims, initial, where, default_axis=None
@@ -445,13 +444,11 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> aa.stats(x)["chunks_fetched"]  # the first batch decided it
             2
         """
-        from . import reduce
 
         return reduce.any_all(self, "any", axis, out, keepdims, where)
 
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
         """Streamed ``all``; stops at the first batch that decides it."""
-        from . import reduce
 
         return reduce.any_all(self, "all", axis, out, keepdims, where)
 
@@ -465,7 +462,6 @@ class LazyArray(NDArrayOperatorsMixin):
         where: Any = True,
     ) -> Any:
         """Streamed mean (NumPy signature)."""
-        from . import reduce
 
         return reduce.mean(self, axis, dtype, out, keepdims, where, nan=False)
 
@@ -489,7 +485,6 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> float(x.var()), float(x.var(ddof=1))
             (1.0, 1.3333333333333333)
         """
-        from . import reduce
 
         return reduce.var(
             self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=False
@@ -508,7 +503,6 @@ class LazyArray(NDArrayOperatorsMixin):
         correction: Any = np._NoValue,
     ) -> Any:
         """Streamed standard deviation (NumPy signature)."""
-        from . import reduce
 
         return reduce.var(
             self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=True
@@ -516,13 +510,11 @@ class LazyArray(NDArrayOperatorsMixin):
 
     def count_nonzero(self, axis: Any = None, *, keepdims: bool = False) -> Any:
         """Streamed count of non-zero values."""
-        from . import reduce
 
         return reduce.count_nonzero(self, axis, keepdims)
 
     def nonzero(self) -> tuple[np.ndarray, ...]:
         """Indices of the non-zero values, streamed (C order, like NumPy)."""
-        from . import reduce
 
         return reduce.nonzero(self)
 
@@ -535,7 +527,6 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> x.astype("int8")[...]
             array([0, 1, 2], dtype=int8)
         """
-        from .elementwise import cast
 
         return cast(self, _check_dtype(dtype))
 
@@ -548,13 +539,11 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> int(x.argmin()), x.argmin(axis=0).tolist()
             (4, [1, 0, 1, 0])
         """
-        from . import reduce
 
         return reduce.arg_reduce(self, "argmin", axis, out, keepdims)
 
     def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
         """Streamed index of the maximum (NumPy's rules: first occurrence, a NaN wins)."""
-        from . import reduce
 
         return reduce.arg_reduce(self, "argmax", axis, out, keepdims)
 
@@ -569,7 +558,6 @@ class LazyArray(NDArrayOperatorsMixin):
             >>> aa.is_altarr(x.T), x.T.shape, x.T.chunks, x.T[:, 1].tolist()
             (True, (3, 2), (2, 1), [1.0, 1.0, 1.0])
         """
-        from .views import transpose
 
         return transpose(self)
 
@@ -582,7 +570,6 @@ class LazyArray(NDArrayOperatorsMixin):
 
     def transpose(self, *axes: Any) -> LazyArray:
         """A lazy view with permuted axes (NumPy's signature: ``x.transpose(1, 0)`` or ``((1, 0))``)."""
-        from .views import transpose
 
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
             axes = axes[0]
@@ -592,8 +579,6 @@ class LazyArray(NDArrayOperatorsMixin):
         """A lazy view with two axes interchanged."""
         from numpy.lib.array_utils import normalize_axis_index
 
-        from .views import transpose
-
         a, b = normalize_axis_index(axis1, self.ndim), normalize_axis_index(axis2, self.ndim)
         perm = list(range(self.ndim))
         perm[a], perm[b] = perm[b], perm[a]
@@ -602,7 +587,6 @@ class LazyArray(NDArrayOperatorsMixin):
     def ravel(self, order: str = "C") -> Any:
         """C-order flattening: lazy when every chunk spans the whole trailing dimensions (a chunk of the
         result is then one chunk, flattened), else NumPy data through the guarded materialization."""
-        from .views import ravel
 
         if order not in ("C", "A", "K"):
             return np.ravel(self._materialize(), order=order)
@@ -658,7 +642,6 @@ class LazyArray(NDArrayOperatorsMixin):
         >>> [r.tolist() for r in x.read_many([np.s_[1:3], np.s_[::3]])] == [[1, 2], [0, 3]]
         True
         """
-        from .many import read_many
 
         return read_many(self, selections, mode=mode)
 
@@ -733,7 +716,6 @@ class LazyArray(NDArrayOperatorsMixin):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        from .recipes import rebuild_lazy_array
 
         return (
             rebuild_lazy_array,

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AltarrError
+from .many import _read_plans
 
 __all__ = ["batch", "Batch", "BatchResult", "BatchError", "current"]
 
@@ -99,7 +100,6 @@ class Batch:
 
     def fetch(self) -> None:
         """Fetch every collected read, one fetch call per array, and fill the placeholders."""
-        from .many import _read_plans
 
         reads, self._reads = self._reads, {}
         error: BaseException | None = None

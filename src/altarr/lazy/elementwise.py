@@ -194,8 +194,6 @@ def make_elementwise(
 ) -> Any:
     """A lazy array (or a tuple of ``nout`` of them) for ``func(*args, **kwargs)``, or ``None`` when the
     operands are not lazy arrays of one shape and chunk grid (plus scalars / broadcastable arrays)."""
-    from .array import LazyArray
-
     lazies = [a for a in args if _is_lazy(a)]
     if not lazies:
         return None
@@ -224,7 +222,7 @@ def make_elementwise(
         src = ElementwiseSource(
             func, tuple(kept), kwargs, None if nout == 1 else k, ref.shape, ref.chunks, dt
         )
-        out.append(LazyArray(ref.shape, ref.chunks, dt, src, ref.dims, ref.coords))
+        out.append(type(ref)(ref.shape, ref.chunks, dt, src, ref.dims, ref.coords))
     return out[0] if nout == 1 else tuple(out)
 
 
@@ -234,9 +232,7 @@ def _astype(chunk: np.ndarray, dtype: str) -> np.ndarray:
 
 def cast(x: Any, dtype: np.dtype) -> Any:
     """A lazy ``x.astype(dtype)``."""
-    from .array import LazyArray
-
     if dtype == x.dtype:
-        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
+        return type(x)(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
     src = ElementwiseSource(_astype, (x,), {"dtype": dtype.str}, None, x.shape, x.chunks, dtype)
-    return LazyArray(x.shape, x.chunks, dtype, src, x.dims, x.coords)
+    return type(x)(x.shape, x.chunks, dtype, src, x.dims, x.coords)

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ReadOnlyError
-from . import reduce
+from . import reduce, views
+from .compare import allclose, array_equal, array_equiv
 from .elementwise import make_elementwise
 
 __all__ = ["array_ufunc", "array_function", "HANDLED_FUNCTIONS"]
@@ -357,21 +358,18 @@ if hasattr(np, "astype"):
 # --- comparisons NumPy computes inside try/except (streamed, so nothing is swallowed) -------------------
 @_implements(np.array_equal)
 def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
-    from .compare import array_equal
 
     return array_equal(a1, a2, equal_nan=equal_nan)
 
 
 @_implements(np.array_equiv)
 def _array_equiv(a1: Any, a2: Any) -> Any:
-    from .compare import array_equiv
 
     return array_equiv(a1, a2)
 
 
 @_implements(np.allclose)
 def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
-    from .compare import allclose
 
     return allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
@@ -427,7 +425,6 @@ def _join_dtype(arrays: Any, dtype: Any, casting: str) -> Any:
 
 
 def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: str) -> Any:
-    from . import views
 
     arrays = list(arrays) if isinstance(arrays, list | tuple) else None
     if arrays is None or out is not None or not arrays or not all(_lazy(a) for a in arrays):

@@ -37,6 +37,7 @@ import threading
 from typing import Any
 
 from .. import _threads
+from .cache import CACHE
 
 __all__ = ["set_options", "get_options", "DEFAULTS"]
 
@@ -135,7 +136,4 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
 def _after_change(changed: dict[str, int]) -> None:
     if "threads" in changed:
         _threads.set_threads(changed["threads"])
-    # Imported here: the cache module reads the options, not the other way round.
-    from .cache import CACHE
-
     CACHE.shrink(_get("cache_bytes"))

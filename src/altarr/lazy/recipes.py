@@ -29,7 +29,22 @@ import numpy as np
 
 from ..errors import UnsupportedError
 
-__all__ = ["rebuild_lazy_array"]
+__all__ = ["rebuild_lazy_array", "register_lazy_type", "RECIPE_VERSION"]
+
+#: The recipe format this altarr writes; it reads every version up to this one.
+RECIPE_VERSION = 1
+
+#: The class unpickled recipes rebuild: :class:`altarr.lazy.array.LazyArray` registers itself when its
+#: module loads (unpickling imports ``altarr.lazy``, whose ``__init__`` loads it), so this module needs
+#: no import of the array module (no import cycle).
+_LAZY_TYPE: type | None = None
+
+
+def register_lazy_type(cls: type) -> type:
+    """Make ``cls`` the class unpickled lazy-array recipes rebuild (a class decorator)."""
+    global _LAZY_TYPE
+    _LAZY_TYPE = cls
+    return cls
 
 
 def rebuild_lazy_array(
@@ -42,10 +57,10 @@ def rebuild_lazy_array(
     source: Any,
 ) -> Any:
     """Rebuild a pickled lazy array (recipe version 1)."""
-    from .array import RECIPE_VERSION, LazyArray
-
+    if _LAZY_TYPE is None:  # pragma: no cover - altarr.lazy's __init__ always loads the array module
+        raise UnsupportedError("no lazy array class is registered: import altarr.lazy first")
     if version > RECIPE_VERSION:
         raise UnsupportedError(
             f"this lazy-array recipe has version {version}; this altarr reads versions <= {RECIPE_VERSION}"
         )
-    return LazyArray(tuple(shape), tuple(chunks), np.dtype(dtype), source, dims, coords)
+    return _LAZY_TYPE(tuple(shape), tuple(chunks), np.dtype(dtype), source, dims, coords)

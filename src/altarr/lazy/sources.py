@@ -29,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dataset import create_dataset, open_dataset
+from ..dataset.index_cache import MISSING
 from ..errors import MetadataError
+from .array import altarr
 
 __all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_decoder"]
 
@@ -191,8 +194,6 @@ class DatasetFetch:
         if ds is None:
             with self._lock:
                 if self._ds is None:
-                    from ..dataset import open_dataset
-
                     ds = open_dataset(self.path_or_url, mode="r", **self.storage_options)
                     self._decoder = cf_decoder(ds.dtype, ds.attrs.asdict() if self.unpack else {})
                     self._ds = ds
@@ -228,7 +229,6 @@ class DatasetFetch:
     def current_versions(self, groups: Sequence[str]) -> dict[str, Any] | None:
         """The current version of each shard where the store tells it cheaply (local files, memory: a
         ``stat``), else ``None`` (object stores: one request per shard would cost as much as a read)."""
-        from ..dataset.access import MISSING
 
         store = self.dataset().store
         if not store.cheap_stat:
@@ -289,7 +289,6 @@ def open(path_or_url: Any, unpack: bool = False, **storage_options: Any) -> Any:
         >>> x.shape, x.chunks, float(x.sum())
         ((6, 4), (3, 2), 276.0)
     """
-    from .array import altarr
 
     fetch = DatasetFetch(path_or_url, unpack=unpack, storage_options=storage_options)
     ds = fetch.dataset()
@@ -333,7 +332,6 @@ def example_zarr(
         >>> os.path.basename(path), float(zarr.open_array(path, mode="r")[2, 3])
         ('demo.zarr', 11.0)
     """
-    from ..dataset import create_dataset
 
     shp = tuple(int(s) for s in shape)
     chk = tuple(int(c) for c in chunks)

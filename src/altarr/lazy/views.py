@@ -144,14 +144,12 @@ class JoinSource:
 
 
 def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any, source: Any) -> Any:
-    from .array import LazyArray
-
-    return LazyArray(tuple(shape), tuple(chunks), np.dtype(dtype), source, None, None)
+    return type(template)(tuple(shape), tuple(chunks), np.dtype(dtype), source, None, None)
 
 
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
     """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
-    from .array import LazyArray
+    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
 
     if axes is None:
         perm = tuple(range(x.ndim))[::-1]
@@ -249,7 +247,7 @@ class RavelSource:
 def ravel(x: Any) -> Any:
     """A lazy ``x.ravel()`` when the chunks allow it (see :class:`RavelSource`), else NumPy data through
     the guarded materialization."""
-    from .array import LazyArray
+    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
 
     if x.ndim == 1:
         return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
