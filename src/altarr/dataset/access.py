@@ -199,9 +199,9 @@ class DatasetAccess:
             for i in rows[chunk]:
                 fn(i, a)
 
-        self.visit(list(rows), each_row, versions=versions)
+        self.visit_distinct(list(rows), each_row, versions=versions)
 
-    def visit(
+    def visit_distinct(
         self,
         chunks: list[Chunk],
         fn: Callable[[Chunk, np.ndarray], Any],
