@@ -629,3 +629,87 @@ def test_an_inner_chunk_decoding_smaller_than_its_place_is_refused() -> None:
     np.testing.assert_array_equal(
         sc.decode(whole, (4, 4), "int16"), np.repeat(np.repeat([[0, 1], [2, 3]], 2, 0), 2, 1)
     )
+
+
+def test_construction_errors_name_the_field_and_the_codec() -> None:
+    unknown = [{"name": "nope"}]
+    for field in ("codecs", "index_codecs"):
+        with pytest.raises(MetadataError) as info:
+            ShardingCodec([2, 2], **{field: unknown})
+        assert info.value.message.startswith(
+            f"codec 'sharding_indexed': field {field!r}: unknown codec 'nope'"
+        )
+        assert info.value.codec == "nope"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([0, 2])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'chunk_shape' ")
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_location="middle")
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'index_location' ")
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_codecs=[BytesCodec(None)])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'index_codecs': codec 'bytes': ")
+    assert info.value.codec == "bytes"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([8, 8], [ShardingCodec([3, 3])])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'codecs': sharding_indexed: ")
+    assert info.value.codec == "sharding_indexed"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_codecs=[BytesCodec("little"), GzipCodec(1)])
+    assert info.value.message == (
+        "codec 'sharding_indexed': field 'index_codecs': codec 'gzip' has no fixed encoded size; "
+        "the shard index must have a fixed size (use e.g. bytes + crc32c, no compression)"
+    )
+
+
+def test_the_default_inner_chain_is_little_endian_bytes() -> None:
+    sc = ShardingCodec([2])
+    assert sc.codecs.to_json() == [{"name": "bytes", "configuration": {"endian": "little"}}]
+    shard = sc.encode(np.array([1, 2, 3, 4], "int16"))
+    assert shard[:8] == np.array([1, 2, 3, 4], "<i2").tobytes()
+
+
+def test_nesting_depth_is_counted_and_capped_at_16_levels() -> None:
+    sc = ShardingCodec([1])
+    assert sc.depth == 1
+    for level in range(2, 17):
+        sc = ShardingCodec([1], [sc])
+        assert sc.depth == level
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([1], [sc])
+    assert info.value.message == "codec 'sharding_indexed': nested 17 levels deep, more than the 16 supported"
+    assert info.value.codec == "sharding_indexed"
+
+
+def test_grid_and_count_errors_carry_the_codec() -> None:
+    sc = ShardingCodec([1])
+    assert sc.chunks_per_shard((1,)) == (1,)
+    for shape in ((0,), (3, 1)):
+        with pytest.raises(GridError) as info:
+            sc.chunks_per_shard(shape)
+        assert info.value.codec == "sharding_indexed"
+    with pytest.raises(GridError) as info:
+        sc.assemble([b"a"], (2,))
+    assert (
+        info.value.message
+        == "sharding_indexed: assemble needs 2 chunk entries for (2,) chunks per shard, got 1"
+    )
+    assert info.value.codec == "sharding_indexed"
+
+
+def test_encode_index_refuses_a_wrong_shape() -> None:
+    sc = ShardingCodec([2])
+    for bad in (np.zeros((2, 3), "u8"), np.zeros((2, 2, 2), "u8")):
+        with pytest.raises(CodecError) as info:
+            sc.encode_index(bad)
+        assert info.value.message == (
+            f"shard index: expected an array of shape (*chunks_per_shard, 2), got {bad.shape}"
+        )
+        assert info.value.codec == "sharding_indexed"
+
+
+def test_validate_checks_the_inner_chain_with_the_dtype() -> None:
+    sc = ShardingCodec([2, 2], [BytesCodec(None)])
+    sc.validate((4, 4), "uint8")
+    with pytest.raises(MetadataError, match="endian"):
+        sc.validate((4, 4), "int16")
