@@ -93,11 +93,16 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 
 
-def prepare(module: str, work: Path) -> None:
+def prepare(module: str, work: Path, timeout_multiplier: float | None = None) -> None:
     """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``."""
     mutate, tests = MODULES[module]
     if (work / "mutants").exists():
         return  # carry on with the existing run
+    if not list((ROOT / "src" / "altarr" / "dataset").glob("_kernel*.so")):
+        # the copy is of this tree's src: without the built kernel every native-path test errors out
+        sys.exit(
+            f"the native kernel is not built in {ROOT / 'src'}: run `python setup.py build_ext --inplace` there"
+        )
     work.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("src", "tests"):
@@ -110,7 +115,14 @@ def prepare(module: str, work: Path) -> None:
         f"only_mutate = {_toml_list(mutate)}\n"
         f"pytest_add_cli_args = {_toml_list(_PYTEST_ARGS)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+        # Each mutant's tests run in a child forked from a server that has imported and collected the
+        # tests but run none: forked straight from mutmut's process (which ran every test to time them)
+        # a child inherits tensorstore's started thread pool and aborts (SIGABRT) in its first
+        # tensorstore call, which mutmut reports as "suspicious" whatever the mutant does.
+        'process_isolation = "forkserver"\n'
     )
+    if timeout_multiplier is not None:
+        config += f"timeout_multiplier = {float(timeout_multiplier)}\n"
     (work / "pyproject.toml").write_text(config)
 
 
@@ -167,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="start over (drop the previous run)")
     parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/altarr-mutation"))
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=float,
+        default=None,
+        help="mutmut's per-mutant time limit, in multiples of the tests' own time (mutmut's default: 15); "
+        "raise it on a loaded machine (set when a run starts; use --fresh to change it)",
+    )
     args = parser.parse_args(argv)
     if args.list or not args.module:
         for name, (mutate, tests) in MODULES.items():
@@ -178,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results:
         if args.fresh:
             shutil.rmtree(work, ignore_errors=True)
-        prepare(args.module, work)
+        prepare(args.module, work, args.timeout_multiplier)
         mutmut(work, "run", "--max-children", str(args.max_children))
     counts, survivors = tally(work)
     for name in survivors:

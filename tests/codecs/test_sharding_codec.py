@@ -31,7 +31,15 @@ from altarr.codecs import (
     ZstdCodec,
     codec_from_json,
 )
-from altarr.errors import ChecksumError, CorruptChunkError, CorruptShardError, GridError, MetadataError
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.errors import (
+    ChecksumError,
+    CodecError,
+    CorruptChunkError,
+    CorruptShardError,
+    GridError,
+    MetadataError,
+)
 
 
 def inner_slices(pos: tuple[int, ...], chunk: tuple[int, ...]) -> tuple[slice, ...]:
@@ -466,3 +474,242 @@ def test_sharding_round_trip_every_dtype(dtype: str) -> None:
     got = chain.decode(enc, a.shape, dtype)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, a)
+
+
+# --- exact error messages, their context and the edges of the checks (mutation-testing survivors) -------
+def test_from_config_defaults_the_index_to_the_end_and_names_itself_in_errors() -> None:
+    little = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    cfg = {"chunk_shape": [2], "codecs": little, "index_codecs": little}
+    sc = ShardingCodec.from_config(cfg)
+    assert sc.index_location == "end" and sc.index_range((2,)) == (-32, None)
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec.from_config({**cfg, "index_place": "start"})
+    assert info.value.codec == "sharding_indexed"
+    assert info.value.message.startswith(
+        "codec 'sharding_indexed': unknown configuration field(s) ['index_place']"
+    )
+    for required in ("chunk_shape", "codecs", "index_codecs"):
+        partial = {k: v for k, v in cfg.items() if k != required}
+        with pytest.raises(MetadataError) as info:
+            ShardingCodec.from_config(partial)
+        assert info.value.message == f"codec 'sharding_indexed': field {required!r} is required"
+        assert info.value.codec == "sharding_indexed"
+
+
+def test_index_errors_carry_the_codec_and_the_exact_message() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    with pytest.raises(CorruptShardError) as info:
+        sc.decode_index(bytes(47), (3,))
+    assert info.value.message == "shard index: expected 48 bytes for (3,) chunks per shard, got 47"
+    assert info.value.codec == "sharding_indexed"
+    half = np.array([[EMPTY, EMPTY], [EMPTY, 4], [0, 2]], dtype="<u8")
+    with pytest.raises(CorruptShardError) as info:
+        sc.decode_index(half.tobytes(), (3,), object_size=50)
+    assert info.value.message == (
+        f"shard index entry of inner chunk (1,) is ({EMPTY}, 4): "
+        "one word is the empty marker 2**64-1 and the other is not"
+    )
+    assert info.value.codec == "sharding_indexed" and info.value.chunk == (1,)
+
+
+def test_out_of_region_message_names_the_entry_the_region_and_the_limit() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])  # end index of 32 bytes
+    index = np.array([[0, 2], [5, 3]], dtype="<u8")
+    with pytest.raises(CorruptShardError) as info:
+        sc.decode_index(index.tobytes(), (2,), object_size=38)  # data region [0, 6)
+    assert info.value.message == (
+        "shard index entry of inner chunk (1,) points at bytes [5, 8), outside the data region "
+        "[0, 6) of a 38-byte shard"
+    )
+    assert info.value.codec == "sharding_indexed" and info.value.byte_range == (5, 8)
+    index = np.array([[0, 2], [2**63 - 4, 8]], dtype="<u8")
+    with pytest.raises(CorruptShardError) as info:
+        sc.decode_index(index.tobytes(), (2,), max_nbytes=4)  # size unknown: the region ends at 2**63-1
+    assert info.value.message == (
+        f"shard index entry of inner chunk (1,) points at bytes [{2**63 - 4}, {2**63 + 4}), outside the data "
+        f"region [0, {2**63 - 1}), or is longer than the 4 bytes an inner chunk can have"
+    )
+
+
+def test_an_entry_ending_exactly_at_2_63_minus_1_is_accepted_without_an_object_size() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    last = np.array([[0, 2], [2**63 - 2, 1]], dtype="<u8")
+    assert sc.decode_index(last.tobytes(), (2,)).tolist() == last.tolist()
+
+
+def test_an_end_index_alone_leaves_no_room_for_any_entry() -> None:
+    """An object of exactly its end index has an empty data region: even a 1-byte entry at 0 points into
+    the index."""
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    for entry in ([0, 1], [1, 0]):
+        index = np.array([[EMPTY, EMPTY], entry], dtype="<u8")
+        with pytest.raises(CorruptShardError, match=r"outside the data region \[0, 0\)") as info:
+            sc.decode_index(index.tobytes(), (2,), object_size=32)
+        assert info.value.chunk == (1,)
+    empty = np.array([[EMPTY, EMPTY], [0, 0]], dtype="<u8")
+    assert sc.decode_index(empty.tobytes(), (2,), object_size=32).tolist() == empty.tolist()
+
+
+def test_max_nbytes_adds_to_the_region_check_and_does_not_replace_it() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    index = np.array([[0, 2], [6, 2]], dtype="<u8")  # short enough, but past the 6-byte data region
+    with pytest.raises(CorruptShardError, match="outside the data region") as info:
+        sc.decode_index(index.tobytes(), (2,), object_size=38, max_nbytes=2)
+    assert info.value.byte_range == (6, 8)
+
+
+def test_read_index_passes_max_nbytes_on_and_names_a_truncated_object() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
+    shard = sc.assemble([b"ab", b"cde"], (2,))
+    assert sc.read_index(shard, (2,), max_nbytes=3).tolist() == [[0, 2], [2, 3]]
+    with pytest.raises(CorruptShardError, match="longer than the 2 bytes") as info:
+        sc.read_index(shard, (2,), max_nbytes=2)
+    assert info.value.chunk == (1,)
+    with pytest.raises(CorruptShardError) as info:
+        sc.read_index(shard[:20], (2,))
+    assert info.value.message == "shard of 20 bytes is shorter than its 32-byte index (truncated object?)"
+    assert info.value.byte_range == (0, 20) and info.value.codec == "sharding_indexed"
+
+
+def test_big_endian_index_decodes_to_a_writable_native_array() -> None:
+    sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("big"), Crc32cCodec()])
+    shard = sc.assemble([b"ab", None], (2,))
+    index = sc.read_index(shard, (2,))
+    assert index.dtype == np.dtype(np.uint64) and index.dtype.isnative and index.flags.writeable
+    assert index.tolist() == [[0, 2], [EMPTY, EMPTY]]
+
+
+def test_max_encoded_size_uses_the_dtype() -> None:
+    sc = ShardingCodec([2, 2], [BytesCodec("little")])
+    assert sc.max_encoded_size((4, 4), "int16") == 68 + 4 * (2 * 2 * 2)
+    assert sc.max_encoded_size((4, 4), "uint8") == 68 + 4 * (2 * 2)
+
+
+def test_decode_fills_empty_chunks_with_zero_by_default_and_checks_out() -> None:
+    sc = ShardingCodec([2], [BytesCodec("little")])
+    shard = sc.assemble([None, np.array([5, 6], "int32").tobytes()], (2,))
+    np.testing.assert_array_equal(sc.decode(shard, (4,), "int32"), [0, 0, 5, 6])
+    for out in (np.zeros((3,), "int32"), np.zeros((4,), "int64")):
+        with pytest.raises(CodecError) as info:
+            sc.decode(shard, (4,), "int32", out=out)
+        assert info.value.message == (
+            f"sharding_indexed: out has shape {out.shape} and dtype {out.dtype}, expected (4,) and int32"
+        )
+        assert info.value.codec == "sharding_indexed"
+
+
+def test_nested_shards_fill_their_empty_chunks_with_the_outer_fill_value() -> None:
+    inner = ShardingCodec([2], [BytesCodec("little")], index_location="start")
+    outer = ShardingCodec([4], [inner])
+    sub0 = inner.assemble([np.array([1, 2], "int16").tobytes(), None], (2,))  # its 2nd chunk empty
+    sub1 = inner.assemble([None, np.array([3, 4], "int16").tobytes()], (2,))
+    shard = outer.assemble([sub0, sub1], (2,))
+    np.testing.assert_array_equal(
+        outer.decode(shard, (8,), "int16", fill_value=-7), [1, 2, -7, -7, -7, -7, 3, 4]
+    )
+    out = np.zeros(8, "int16")
+    outer.decode(shard, (8,), "int16", fill_value=9, out=out)
+    np.testing.assert_array_equal(out, [1, 2, 9, 9, 9, 9, 3, 4])
+
+
+def test_an_inner_chunk_decoding_smaller_than_its_place_is_refused() -> None:
+    """An edge-truncating inner codec (N5 blocks record their own size) may hand back fewer values than
+    the inner chunk holds; the shard refuses it, naming the chunk, instead of leaving values unset."""
+    n5 = N5BlockCodec()
+    sc = ShardingCodec([2, 2], [n5], [BytesCodec("little")])
+    pieces = [n5.encode(np.ones((2, 2), "int16"))] * 3 + [n5.encode(np.ones((1, 2), "int16"))]
+    shard = sc.assemble(pieces, (2, 2))
+    with pytest.raises(CodecError) as info:
+        sc.decode(shard, (4, 4), "int16")
+    assert (
+        info.value.message == "sharding_indexed: inner chunk (1, 1) decoded to shape (1, 2), expected (2, 2)"
+    )
+    assert info.value.chunk == (1, 1) and info.value.codec == "sharding_indexed"
+    whole = sc.assemble([n5.encode(np.full((2, 2), i, "int16")) for i in range(4)], (2, 2))
+    np.testing.assert_array_equal(
+        sc.decode(whole, (4, 4), "int16"), np.repeat(np.repeat([[0, 1], [2, 3]], 2, 0), 2, 1)
+    )
+
+
+def test_construction_errors_name_the_field_and_the_codec() -> None:
+    unknown = [{"name": "nope"}]
+    for field in ("codecs", "index_codecs"):
+        with pytest.raises(MetadataError) as info:
+            ShardingCodec([2, 2], **{field: unknown})
+        assert info.value.message.startswith(
+            f"codec 'sharding_indexed': field {field!r}: unknown codec 'nope'"
+        )
+        assert info.value.codec == "nope"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([0, 2])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'chunk_shape' ")
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_location="middle")
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'index_location' ")
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_codecs=[BytesCodec(None)])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'index_codecs': codec 'bytes': ")
+    assert info.value.codec == "bytes"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([8, 8], [ShardingCodec([3, 3])])
+    assert info.value.message.startswith("codec 'sharding_indexed': field 'codecs': sharding_indexed: ")
+    assert info.value.codec == "sharding_indexed"
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([2, 2], index_codecs=[BytesCodec("little"), GzipCodec(1)])
+    assert info.value.message == (
+        "codec 'sharding_indexed': field 'index_codecs': codec 'gzip' has no fixed encoded size; "
+        "the shard index must have a fixed size (use e.g. bytes + crc32c, no compression)"
+    )
+
+
+def test_the_default_inner_chain_is_little_endian_bytes() -> None:
+    sc = ShardingCodec([2])
+    assert sc.codecs.to_json() == [{"name": "bytes", "configuration": {"endian": "little"}}]
+    shard = sc.encode(np.array([1, 2, 3, 4], "int16"))
+    assert shard[:8] == np.array([1, 2, 3, 4], "<i2").tobytes()
+
+
+def test_nesting_depth_is_counted_and_capped_at_16_levels() -> None:
+    sc = ShardingCodec([1])
+    assert sc.depth == 1
+    for level in range(2, 17):
+        sc = ShardingCodec([1], [sc])
+        assert sc.depth == level
+    with pytest.raises(MetadataError) as info:
+        ShardingCodec([1], [sc])
+    assert info.value.message == "codec 'sharding_indexed': nested 17 levels deep, more than the 16 supported"
+    assert info.value.codec == "sharding_indexed"
+
+
+def test_grid_and_count_errors_carry_the_codec() -> None:
+    sc = ShardingCodec([1])
+    assert sc.chunks_per_shard((1,)) == (1,)
+    for shape in ((0,), (3, 1)):
+        with pytest.raises(GridError) as info:
+            sc.chunks_per_shard(shape)
+        assert info.value.codec == "sharding_indexed"
+    with pytest.raises(GridError) as info:
+        sc.assemble([b"a"], (2,))
+    assert (
+        info.value.message
+        == "sharding_indexed: assemble needs 2 chunk entries for (2,) chunks per shard, got 1"
+    )
+    assert info.value.codec == "sharding_indexed"
+
+
+def test_encode_index_refuses_a_wrong_shape() -> None:
+    sc = ShardingCodec([2])
+    for bad in (np.zeros((2, 3), "u8"), np.zeros((2, 2, 2), "u8")):
+        with pytest.raises(CodecError) as info:
+            sc.encode_index(bad)
+        assert info.value.message == (
+            f"shard index: expected an array of shape (*chunks_per_shard, 2), got {bad.shape}"
+        )
+        assert info.value.codec == "sharding_indexed"
+
+
+def test_validate_checks_the_inner_chain_with_the_dtype() -> None:
+    sc = ShardingCodec([2, 2], [BytesCodec(None)])
+    sc.validate((4, 4), "uint8")
+    with pytest.raises(MetadataError, match="endian"):
+        sc.validate((4, 4), "int16")
