@@ -373,6 +373,10 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
     shape = tuple(int(n) for n in shape)
     if form == "flat":
         return _normalize_flat(key, shape)
+    if form == "numpy":
+        fast = _normalize_simple(key, shape, resolve)
+        if fast is not None:
+            return fast
     try:
         per_item_dims = _DIMS[form]
     except KeyError:
@@ -399,6 +403,29 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             item = Item("mask" if kind == "boolarr" else "array", dims, val, item_no, src)
             items.append(_resolve_item(item, shape, form) if resolve else item)
     return Selection(shape, form, tuple(items), had_ellipsis, resolve)
+
+
+def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Selection | None:
+    """The common case of ``x[...]`` without the general machinery: integers and slices only, no more
+    of them than dimensions (the same items :func:`normalize` builds; ``None`` for anything else). Small
+    reads are dominated by per-call costs, so this path matters for them."""
+    raw = _as_tuple(key)
+    if len(raw) > len(shape):
+        return None
+    for k in raw:  # every item's type first: NumPy reports a refused type before any bound
+        if not (type(k) is slice or type(k) is int or isinstance(k, np.integer)):
+            return None
+    items: list[Item] = []
+    for d, k in enumerate(raw):
+        if type(k) is slice:
+            items.append(Item("slice", (d,), DimSelection.of_slice(k, shape[d]), d, k))
+        else:
+            i = _norm_int(operator.index(k), shape[d], d)
+            items.append(Item("int", (d,), DimSelection(i, 1, 1, drop=True), d, k))
+    whole = slice(None)
+    for d in range(len(raw), len(shape)):
+        items.append(Item("slice", (d,), DimSelection.of_slice(whole, shape[d]), len(raw), whole))
+    return Selection(shape, "numpy", tuple(items), False, resolve)
 
 
 def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:

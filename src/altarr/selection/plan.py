@@ -45,6 +45,7 @@ __all__ = [
     "Points",
     "chunk_users",
     "forward_pieces",
+    "piece_rows",
     "nchunks_of",
     "plan",
     "plan_flat",
@@ -106,15 +107,46 @@ def forward_pieces(
     return j, k0, k1, d.start + d.step * k0 - lo
 
 
+#: Up to this many chunks along a dimension, :func:`piece_rows` walks them with Python integers: NumPy's
+#: per-call overhead (~10 us an operation) dominated small reads (a few elements in one chunk).
+_SMALL_WALK = 64
+
+
+def piece_rows(d: DimSelection, c: int, size: int) -> list[tuple[int, int, int, int]]:
+    """:func:`forward_pieces` as rows ``(chunk id, k0, k1, first)`` of Python integers, for the planners
+    that build slices from them (the same arithmetic; NumPy only when many chunks are touched).
+
+    >>> piece_rows(DimSelection(1, 2, 5), 4, 10)
+    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
+    """
+    if d.n == 0:
+        return []
+    start, step, n = d.start, d.step, d.n
+    j0, j1 = start // c, d.last // c
+    if j1 - j0 >= _SMALL_WALK:
+        return list(zip(*(a.tolist() for a in forward_pieces(d, c, size)), strict=True))
+    rows = []
+    for j in range(j0, j1 + 1):
+        lo = j * c
+        hi = min(lo + c, size)
+        k0 = max(-((start - lo) // step), 0)
+        k1 = min(-((start - hi) // step), n)
+        if k1 > k0:
+            rows.append((j, k0, k1, start + step * k0 - lo))
+    return rows
+
+
 def _slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
     """A slice (or an integer, as a one-element progression) along one dimension; a backwards one reads
     each chunk backwards into the mirrored output positions."""
-    j, k0, k1, first = forward_pieces(d, c, n)
-    counts = k1 - k0
+    rows = piece_rows(d, c, n)
+    j = np.array([r[0] for r in rows], dtype=np.int64)
+    counts = np.array([r[2] - r[1] for r in rows], dtype=np.int64)
     out_sel: list[Any] = []
     in_sel: list[Any] = []
     step = d.step
-    for a, b, i0, cnt in zip(k0.tolist(), k1.tolist(), first.tolist(), counts.tolist(), strict=True):
+    for _, a, b, i0 in rows:
+        cnt = b - a
         if not d.reverse:
             out_sel.append(slice(a, b))
             in_sel.append(slice(i0, i0 + step * (cnt - 1) + 1, step))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SelectionError
 from .normalize import DimSelection, Selection, normalize
-from .plan import forward_pieces
+from .plan import piece_rows
 
 __all__ = ["RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
 
@@ -40,10 +40,9 @@ def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
     >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
     [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
     """
-    j, k0, k1, first = forward_pieces(d, chunk, size)
     return [
         (k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b))
-        for k, a, b, f in zip(j.tolist(), k0.tolist(), k1.tolist(), first.tolist(), strict=True)
+        for k, a, b, f in piece_rows(d, chunk, size)
     ]
 
 
