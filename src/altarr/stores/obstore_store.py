@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime
 import os
 import threading
@@ -80,9 +81,22 @@ def _run(coro: Coroutine[Any, Any, Any]) -> Any:
         if _loop is None or _loop.is_closed() or _loop_pid != os.getpid():
             _loop_pid = os.getpid()
             _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="altarr-obstore", daemon=True).start()
+            thread = threading.Thread(target=_loop.run_forever, name="altarr-obstore", daemon=True)
+            thread.start()
+            atexit.register(_stop_loop, _loop, thread)
         loop = _loop
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """At interpreter exit: stop the loop thread and drop the clients while the interpreter still runs,
+    rather than leave a daemon thread inside obstore's Rust runtime during finalization (a writer process
+    of the S3 concurrency test once exited with SIGABRT after finishing its work; this is the guard)."""
+    _clients.clear()
+    if loop.is_closed() or os.getpid() != _loop_pid:
+        return
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(timeout=5)
 
 
 def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
