@@ -118,7 +118,7 @@ def test_region_read_is_one_batched_call_per_level():
     ds[...] = np.arange(64 * 64, dtype="uint8").reshape(64, 64)
     store.stats.reset()
     calls = []
-    for name in ("get_ranges", "get_ranges_versioned"):
+    for name in ("get_ranges", "get_ranges_versioned", "get_ranges_sized"):
         orig = getattr(store, name)
 
         def spy(requests, _orig=orig):

@@ -532,13 +532,19 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
     ds = make(store)
     fill_shard(ds, (0, 0))
     calls = []
-    orig = store.get_ranges_versioned
+    orig = store.get_ranges_sized
+
+    def ever_changing_sized(requests):
+        datas, _, sizes = orig(requests)
+        calls.append(len(requests))
+        return datas, [f"v{len(calls)}"] * len(requests), sizes
 
     def ever_changing(requests):
-        datas, _ = orig(requests)
-        calls.append(len(requests))
-        return datas, [f"v{len(calls)}"] * len(requests)
+        datas, versions, _ = ever_changing_sized(requests)
+        return datas, versions
 
+    # index reads ask for sizes too (get_ranges_sized), chunk reads for versions only
+    monkeypatch.setattr(store, "get_ranges_sized", ever_changing_sized)
     monkeypatch.setattr(store, "get_ranges_versioned", ever_changing)
     ds._access.index_cache.clear()
     with pytest.raises(CorruptShardError, match="replaced by another writer") as e:

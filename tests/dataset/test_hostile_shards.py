@@ -121,17 +121,124 @@ def _patched_in(store, compressor):
     return ds, size
 
 
-@pytest.mark.parametrize("how", READS)
-@pytest.mark.parametrize("kind", ["obstore", "memory"])
-def test_entry_pointing_into_the_index_where_the_size_is_not_known(how, kind):
-    """Stores without open files (object stores, memory) do not report an object's size with a ranged
-    read, and a HEAD or stat would cost a counted request: the entry is checked against 2**63 and the
-    largest encoded block only, and the index bytes it points at reach the chunk's decoder, which
-    refuses them where the chunk chain can tell (compressed or checksummed chunks; raw chunks without a
-    checksum cannot tell index bytes from chunk bytes)."""
-    from altarr.stores import MemoryStore, ObstoreStore
+SIZED_READS = ["region", "region-part", "chunks", "chunk-one", "regions", "lazy", "lazy-part"]
 
-    store = ObstoreStore("memory://") if kind == "obstore" else MemoryStore()
+
+def _read_sized_store(store, how: str) -> None:
+    ds = aa.open_dataset(store)
+    if how == "region":
+        ds[...]
+    elif how == "region-part":  # one chunk of the shard: its index alone is read (a suffix)
+        ds[0:2, 2:4]
+    elif how == "chunks":
+        ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
+    elif how == "chunk-one":
+        ds.read_chunks([(0, 1)])
+    elif how == "regions":
+        ds.read_regions([np.s_[0:2, 2:4], np.s_[4:6, 0:2]])
+    elif how == "lazy":
+        np.asarray(aa.open(store))
+    else:
+        np.asarray(aa.open(store)[0:2, 2:4])
+
+
+@pytest.fixture(params=["memory", "obstore-memory", "obstore-s3", "zip", "local"])
+def sized_store(request, tmp_path):
+    """A writable store of each kind that reports object sizes with its reads (``reports_sizes``)."""
+    from altarr.stores import LocalStore, MemoryStore, ObstoreStore, ZipStore
+
+    kind = request.param
+    if kind == "memory":
+        store = MemoryStore()
+    elif kind == "obstore-memory":
+        store = ObstoreStore("memory://")
+    elif kind == "obstore-s3":
+        import uuid
+
+        from _s3 import BUCKET, s3_options
+
+        endpoint = request.getfixturevalue("s3_endpoint")
+        store = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(endpoint))
+    elif kind == "zip":
+        store = ZipStore(tmp_path / "a.zip", mode="w")
+    else:
+        store = LocalStore(tmp_path / "a")
+    assert store.reports_sizes
+    yield store
+    store.close()
+
+
+def _patched_into_index(store, compressor) -> tuple[int, int]:
+    """The dataset of :func:`_patched_in` built in memory, its shard ``c/0/0`` patched so that chunk
+    (0, 1)'s entry points into the shard's end-located index, then every object copied to ``store``."""
+    from altarr.stores import MemoryStore
+
+    src = MemoryStore()
+    _, size = _patched_in(src, compressor)
+    for key in src.list():
+        store.set(key, src.get(key))
+    return size, int(np.frombuffer(src.get("c/0/0")[-68:-4], "<u8")[3])
+
+
+@pytest.mark.parametrize("how", SIZED_READS)
+@pytest.mark.parametrize("compressor", [None, "zstd"])
+def test_entry_pointing_into_the_index_where_the_store_reports_sizes(sized_store, compressor, how):
+    """Stores that tell an object's size with the bytes of a read (files, memory, zip, obstore over its
+    memory backend and S3) hand it on with the end-located index read, at no extra request: an entry
+    pointing into the index is CorruptShardError naming the key and the entry on every read path, also
+    for raw chunks, whose bytes alone cannot tell index bytes from values (before: a silent wrong
+    answer, the index bytes returned as values)."""
+    size, nbytes = _patched_into_index(sized_store, compressor)
+    with pytest.raises(CorruptShardError, match="outside the data region") as info:
+        _read_sized_store(sized_store, how)
+    assert info.value.key == "c/0/0" and info.value.chunk is not None
+    assert info.value.byte_range == (size - 68, size - 68 + nbytes)
+
+
+def test_entry_pointing_into_the_index_of_a_one_dimensional_shard():
+    """The issue's reproduction: a raw 1-d shard whose first entry points at the index's first bytes
+    read [8 0] (index bytes) as the values of chunk 0."""
+    import struct as st
+
+    from altarr.stores import MemoryStore
+
+    s = MemoryStore()
+    ds = aa.create_dataset(s, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None)
+    ds[:] = np.arange(8, dtype="u1") + 10
+    raw = bytearray(s.get("c/0"))
+    idx = bytearray(raw[8:72])
+    st.pack_into("<QQ", idx, 0, 8, 2)
+    raw[8:72] = idx
+    raw[72:76] = crc32c_value(bytes(idx)).to_bytes(4, "little")
+    s.set("c/0", bytes(raw))
+    s.stats.reset()
+    with pytest.raises(CorruptShardError, match="outside the data region") as info:
+        aa.open_dataset(s)[0:2]
+    assert info.value.key == "c/0" and info.value.byte_range == (8, 10)
+    assert s.stats.size_queries == 0  # the size came with the index read
+
+
+@pytest.mark.parametrize("how", READS)
+@pytest.mark.parametrize("kind", ["fsspec-memory", "toy"])
+def test_entry_pointing_into_the_index_where_the_size_is_not_known(how, kind):
+    """Stores that cannot tell an object's size with a ranged read (fsspec over object stores and its
+    memory file system, whose suffix reads are native; a store that declares no ``reports_sizes``),
+    where a HEAD or stat would cost a counted request: a batched read checks the entry against 2**63
+    and the largest encoded block only, and the index bytes it points at reach the chunk's decoder,
+    which refuses them where the chunk chain can tell (compressed or checksummed chunks; raw chunks
+    without a checksum cannot tell index bytes from chunk bytes). Reads of most of a shard read it
+    whole and know its size."""
+    import uuid
+
+    from altarr.stores import FsspecStore
+
+    if kind == "toy":
+        from toy_store import ToyStore
+
+        store = ToyStore(f"hostile-{uuid.uuid4().hex}")
+    else:
+        store = FsspecStore(f"memory://hostile-{uuid.uuid4().hex}")
+    assert not store.reports_sizes
     ds, size = _patched_in(store, "zstd")
     with pytest.raises(AltarrError) as info:
         _read_store(ds, how)

@@ -150,7 +150,8 @@ class ShardReader:
         groups = self.layout.group_by_shard(chunks)
         nodes = [_Node(self.layout.key(pos), top, pos, group) for pos, group in groups.items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
-        sizes: dict[str, int] = {}  # object sizes where the open file tells them (index entry checks)
+        # object sizes where an open file or the index read tells them (index entry checks)
+        sizes: dict[str, int] = {}
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
@@ -221,12 +222,13 @@ class ShardReader:
         got = data.reader.read_into(data.start, buf)
         return _checked_range(key, data.chunk, data.start, data.length, buf[:got])
 
-    def _read_sized(self, requests: list, sizes: dict[str, int]) -> tuple[list, list]:
-        """The index reads of a batched call (no open files held for it) on a store that opens readers
-        (local files), each from a file opened for it: the same system calls and counted reads as a
-        batched ``get_ranges_versioned`` (open, fstat, pread, close), plus the size of the very file each
-        index came from, recorded in ``sizes`` so the entries of an end-located index are checked against
-        it (an entry pointing into the index is ``CorruptShardError``)."""
+    def _read_sized(self, requests: list) -> tuple[list, list, list]:
+        """The index reads of a batched call (no open files held for it) of an end-located index on a
+        store that opens readers (local files), each from a file opened for it (open, fstat, pread,
+        close), with the size of the very file it came from. The batched store call reports that size
+        too (:meth:`IndexCache.read_sized`); this path stays because it keeps today's request counts
+        exactly: the index reads of one nesting level of a shard are not coalesced here, where the
+        batched call merges nearby ones (fewer requests, more bytes)."""
         store = cast(OpensReaders, self.store)
 
         def one(request: tuple) -> tuple[Any, Any, int | None]:
@@ -238,18 +240,17 @@ class ShardReader:
                 return reader.read(request[1]), reader.version, reader.size
 
         got = pmap(one, requests)
-        for (key, _), (_, _, size) in zip(requests, got, strict=True):
-            if size is not None:
-                sizes[key] = size
-        return [d for d, _, _ in got], [v for _, v, _ in got]
+        return [d for d, _, _ in got], [v for _, v, _ in got], [z for _, _, z in got]
 
-    def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list]:
+    def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list, list]:
         """Ranged reads with object versions: from each key's open reader when the call has readers
-        (they never ask for whole objects), else in one batched store call."""
+        (they never ask for whole objects; the files' sizes were taken when they were opened), else in
+        one batched store call that also gives each object's size where the store tells it with the
+        bytes (:meth:`IndexCache.read_sized`: no request added)."""
         if not readers:
-            return self.index_cache.read(requests)
+            return self.index_cache.read_sized(requests)
         got = [(readers[k].read(req), readers[k].version) for k, req in requests]
-        return [d for d, _ in got], [v for _, v in got]
+        return [d for d, _ in got], [v for _, v in got], [None] * len(got)
 
     def _descend(
         self,
@@ -263,7 +264,8 @@ class ShardReader:
 
         Every index entry is checked (:meth:`ShardingCodec.decode_index`) before it leads to a read: no
         longer than a child block can be, inside the object where its size is known (a nested node's
-        length, an open file's size, a whole read), else below ``2**63``."""
+        length, an open file's size, a whole read, the size a store reports with the index read: files,
+        memory, zip, obstore), else below ``2**63``."""
         max_child = self.layout.max_block_bytes[level - 1]
         sc = self.layout.sharding[level]
         assert sc is not None
@@ -300,13 +302,17 @@ class ShardReader:
                 rng = Range(n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, rng))
             targets.append((n, whole))
-        if readers is None and sizes is not None and not sc._start and isinstance(self.store, OpensReaders):
-            datas, versions = self._read_sized(requests, sizes)  # end index: know each object's size
+        if readers is None and not sc._start and isinstance(self.store, OpensReaders):
+            datas, versions, told = self._read_sized(requests)
         else:
-            datas, versions = self._read_versioned(requests, readers)
+            datas, versions, told = self._read_versioned(requests, readers)
         check_versions(tokens, [n.key for n, _ in targets], versions)
-        for (n, whole), req, d, version in zip(targets, requests, datas, versions, strict=True):
+        for (n, whole), req, d, version, object_size in zip(
+            targets, requests, datas, versions, told, strict=True
+        ):
             tokens.setdefault(n.key, version)
+            if object_size is not None and n.length is None and sizes is not None:
+                sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
             if d is None:
                 if n.length is None:  # a missing shard: all its chunks are absent
                     tokens[n.key] = MISSING

@@ -26,7 +26,8 @@ read with zero bytes. ``writes``/``bytes_written``, ``deletes``, ``lists`` and `
 likewise.
 
 Capabilities are declared, never probed: class attributes of :class:`Store` (``cheap_stat``,
-``versioned_reads``, ``concurrent_writes``, :attr:`Store.identity`) and the mixin :class:`OpensReaders`
+``versioned_reads``, ``reports_versions``, ``reports_sizes``, ``concurrent_writes``,
+:attr:`Store.identity`) and the mixin :class:`OpensReaders`
 (stores that hand out open files for many ranged reads, checked with ``isinstance``).
 
 Example:
@@ -82,6 +83,10 @@ class Fetched(NamedTuple):
     versions: list[Any] | None = None
     #: Backend requests made, when not one per merged request (``None``: ``len(data)``).
     reads: int | None = None
+    #: Per merged request, the total size in bytes of the object the bytes came from, when ``versioned``
+    #: was asked and the backend told it with the bytes (a file's ``fstat``, an object store's ``GET``
+    #: answer, a dict value's length); else ``None`` (all of them, or that request's).
+    sizes: list[int | None] | None = None
 
 
 @dataclass
@@ -142,6 +147,9 @@ class Store(ABC):
     versioned_reads: bool = False
     #: True when :meth:`get_ranges_versioned` reports versions at all (else all ``None``).
     reports_versions: bool = False
+    #: True when :meth:`get_ranges_sized` reports the total size of every object it read, taken with its
+    #: bytes at no extra request; else sizes are ``None`` where the store cannot tell them for free.
+    reports_sizes: bool = False
     #: Ranges of one key whose gap is at most this many bytes are merged into one backend request.
     coalesce_gap: int = DEFAULT_COALESCE_GAP
     #: A merged span of ranges is not grown past this many bytes.
@@ -179,6 +187,22 @@ class Store(ABC):
         the bytes came from, read atomically with them; ``None`` where unknown (stores that do not
         :attr:`report versions <reports_versions>`) or the key is missing. The results are bytes-like: a
         range merged with others may come back as a zero-copy ``memoryview`` slice of the merged read."""
+        datas, versions, _ = self._read_batch(requests, True)
+        return datas, versions
+
+    def get_ranges_sized(
+        self, requests: Sequence[ReadRequest | RangeRequest]
+    ) -> tuple[list[bytes | None], list[float | int | str | None], list[int | None]]:
+        """:meth:`get_ranges_versioned` plus, per request, the total size in bytes of the object its bytes
+        came from, told by the backend with them (no size query, no extra request); ``None`` where the
+        store cannot tell it for free (see :attr:`reports_sizes`) or the key is missing. Callers check
+        positions read out of an object (a shard index at its end) against it.
+
+        >>> from altarr.stores import MemoryStore, Suffix
+        >>> s = MemoryStore(); s.set("k", b"abcdef")
+        >>> s.get_ranges_sized([("k", Suffix(2)), ("gone", Suffix(2))])[2], s.stats.reads
+        ([6, None], 2)
+        """
         return self._read_batch(requests, True)
 
     def get(self, key: str) -> bytes | None:
@@ -192,16 +216,17 @@ class Store(ABC):
             return self.get_ranges([(key, start, stop)])[0]
         return self.get_ranges([(key, start)])[0]
 
-    def _read_batch(self, requests: Sequence, versioned: bool) -> tuple[list, list]:
-        """The one read path: normalize, merge, :meth:`_fetch`, count, split."""
+    def _read_batch(self, requests: Sequence, versioned: bool) -> tuple[list, list, list]:
+        """The one read path: normalize, merge, :meth:`_fetch`, count, split. Returns the data and, with
+        ``versioned``, the version and object size per request (else two empty lists)."""
         if not requests:
-            return [], []
+            return [], [], []
         typed, cuts = normalize_requests(requests)
         return self._read_typed(typed, cuts, versioned)
 
     def _read_typed(
         self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
-    ) -> tuple[list, list]:
+    ) -> tuple[list, list, list]:
         """:meth:`_read_batch` after normalization (keys checked, requests typed): a store that must see the
         batch before it is merged (FsspecStore inside :meth:`exclusive`) overrides this."""
         plan = plan_reads(requests, self.coalesce_gap, self.max_coalesced_size, cuts)
@@ -213,9 +238,9 @@ class Store(ABC):
         )
         return self._split(plan, fetched, versioned)
 
-    def _split(self, plan: CoalescePlan, fetched: Fetched, versioned: bool) -> tuple[list, list]:
+    def _split(self, plan: CoalescePlan, fetched: Fetched, versioned: bool) -> tuple[list, list, list]:
         if not versioned:
-            return plan.split(fetched.data), []
+            return plan.split(fetched.data), [], []
         if self._whole_views:
             views = [None if r is None else memoryview(r) for r in fetched.data]
             out: list[Any] = [
@@ -224,9 +249,10 @@ class Store(ABC):
             ]
         else:
             out = plan.split(fetched.data, views=True)  # the engine's reads take zero-copy slices
-        if fetched.versions is None:
-            return out, [None] * len(out)
-        return out, plan.versions(out, fetched.versions)
+        unknown = [None] * len(out)
+        versions = unknown if fetched.versions is None else plan.versions(out, fetched.versions)
+        sizes = unknown if fetched.sizes is None else plan.versions(out, fetched.sizes)
+        return out, versions, sizes
 
     @abstractmethod
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
@@ -234,7 +260,9 @@ class Store(ABC):
         :func:`~altarr.stores.coalesce.plan_reads` for their shapes: ``WHOLE``, ``Range(s, e)`` with
         ``s <= e``, ``Offset(s)``, ``Suffix(n)``), concurrently where the backend allows. Per request its
         bytes (clipped at the end of the object like a slice) or ``None`` for a missing key, and with
-        ``versioned`` the version each came from. Counting and splitting are the base class's."""
+        ``versioned`` the version each came from and, where the backend tells it with the bytes, the
+        object's total size (:attr:`Fetched.sizes`, declared by :attr:`reports_sizes`). Counting and
+        splitting are the base class's."""
 
     @abstractmethod
     def size(self, key: str) -> int | None:

@@ -120,7 +120,8 @@ class CoalescePlan:
 
     def versions(self, out: Sequence[Buffer | None], merged: Sequence[object]) -> list[object]:
         """Per original request, the version of the object its merged read came from (``merged`` holds
-        one per merged request), ``None`` where :meth:`split` gave ``None``.
+        one per merged request), ``None`` where :meth:`split` gave ``None``. The same spreads any other
+        per-object fact of a merged read (the object sizes of :attr:`~altarr.stores.base.Fetched.sizes`).
 
         >>> plan = coalesce_ranges([("k", 1, 3), ("j", 0, 1)])
         >>> plan.versions(plan.split([b"12", None]), ["v7", None])

@@ -282,21 +282,24 @@ class FsspecStore(VersionWatch, Store):
     # --- reads ----------------------------------------------------------------------------------------
     def _read_typed(
         self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
-    ) -> tuple[list, list]:
+    ) -> tuple[list, list, list]:
         """Inside :meth:`exclusive` (S3), the objects it guards are read whole with their ETags, which are
         recorded for the conditional writes; every other request takes the shared path."""
         watched = self._watched()
         if watched:
             mine = [i for i, (k, _) in enumerate(requests) if k in watched]
             if mine:
-                return self._get_ranges_recorded(requests, cuts, mine), [None] * len(requests)
+                unknown = [None] * len(requests)
+                return self._get_ranges_recorded(requests, cuts, mine), unknown, list(unknown)
         return super()._read_typed(requests, cuts, versioned)
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         """One ``fs.cat_ranges`` call for the batch (concurrent on async file systems), preceded by one
         batch of size queries for the requests the backend cannot take as they are: empty ranges
-        (existence only) and, without native suffix support, suffixes (size first)."""
+        (existence only) and, without native suffix support, suffixes (size first). The object sizes
+        those size queries learnt are reported (:attr:`Fetched.sizes`); other sizes are unknown."""
         results: list[bytes | None] = [None] * len(merged)
+        sizes: list[int | None] = [None] * len(merged)
         reads = size_queries = rounds = 0
         probe = {
             m
@@ -310,7 +313,7 @@ class FsspecStore(VersionWatch, Store):
             infos = self._infos([self._path(merged[m][0]) for m in order])
             for m, info in zip(order, infos, strict=True):
                 key, req = merged[m]
-                size = self._size_from_info(info, key)
+                size = sizes[m] = self._size_from_info(info, key)
                 if type(req) is Range:  # empty range: existence only
                     reads += 1
                     results[m] = None if size is None else b""
@@ -340,7 +343,7 @@ class FsspecStore(VersionWatch, Store):
             for m, s, e, r in zip(todo, starts, ends, out, strict=True):
                 results[m] = self._check_result(merged[m][0], s, e, r)
         self.stats.add(size_queries=size_queries, rounds=rounds)
-        return Fetched(results, None, reads)
+        return Fetched(results, None, reads, sizes)
 
     def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
         """A byte request as the ``start``/``end`` arguments of fsspec's ``cat_ranges`` (whose own
@@ -496,7 +499,7 @@ class FsspecStore(VersionWatch, Store):
         self.stats.add(reads=len(mine), bytes_read=nbytes)
         rest = [i for i in range(len(requests)) if i not in set(mine)]
         if rest:
-            got, _ = super()._read_typed(
+            got, _, _ = super()._read_typed(
                 [requests[i] for i in rest], None if cuts is None else [cuts[i] for i in rest], False
             )
             for i, r in zip(rest, got, strict=True):

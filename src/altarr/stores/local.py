@@ -119,6 +119,11 @@ def _version(st: os.stat_result) -> str:
     return f"{st.st_mtime_ns}:{st.st_ino}"
 
 
+def _version_and_size(st: os.stat_result) -> tuple[str, int]:
+    """What a versioned read reports of the file it read: its version token and its size."""
+    return _version(st), st.st_size
+
+
 def _write_all(fd: int, mv: memoryview) -> None:
     off, n = 0, mv.nbytes
     while off < n:
@@ -223,6 +228,9 @@ class LocalStore(VersionedReads, OpensReaders, Store):
 
     #: ``stat`` is a local system call: cheap enough to validate cached data on every use.
     cheap_stat = True
+    #: A versioned read reports each file's size, from the ``fstat`` of the open file that gives its
+    #: version (the same system call, no counted request).
+    reports_sizes = True
 
     def __init__(
         self,
@@ -456,13 +464,13 @@ class LocalStore(VersionedReads, OpensReaders, Store):
     # --- reads ----------------------------------------------------------------------------------------
     def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
         """Read the merged requests ``items`` = ``[(m, request), ...]`` of one key into ``results[m]``
-        (and the file's version token into ``versions[m]`` when asked)."""
+        (and the file's version token and size into ``versions[m]`` when asked)."""
         fd = self._open(key)
         if fd is None:
             return
         try:
             if versions is not None:
-                token = _version(self._fstat(fd, key))
+                token = _version_and_size(self._fstat(fd, key))
                 for m, _ in items:
                     versions[m] = token
             for m, req in items:
@@ -488,9 +496,10 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             raise StoreError(_oserror_message("reading", e), key=key, byte_range=legacy_bounds(req)) from e
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """The merged requests, and with ``versioned`` the version token (as :meth:`stat` gives it) of
-        the file each came from, taken from the same open file (``None`` for a missing key)."""
+        """The merged requests, and with ``versioned`` the version token (as :meth:`stat` gives it) and
+        the size of the file each came from, taken from the same open file (``None`` for a missing key)."""
         results: list[bytes | None] = [None] * len(merged)
+        # with ``versioned``: per merged request, (version, size) of its file
         versions: list | None = [None] * len(merged) if versioned else None
         if len(merged) == 1:
             key, req = merged[0]
@@ -506,7 +515,13 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                 self._read_by_key(groups, results, versions)
             else:
                 self._read_by_request(groups, results, versions)
-        return Fetched(results, versions)
+        if versions is None:
+            return Fetched(results)
+        return Fetched(
+            results,
+            [None if v is None else v[0] for v in versions],
+            sizes=[None if v is None else v[1] for v in versions],
+        )
 
     def _read_keys(self, keys: list[str], groups: dict, results: list, versions: list | None) -> None:
         for key in keys:
@@ -536,7 +551,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             for key, items in groups.items():
                 fd = fds[key] = self._open(key)
                 if fd is not None and versions is not None:
-                    token = _version(self._fstat(fd, key))
+                    token = _version_and_size(self._fstat(fd, key))
                     for m, _ in items:
                         versions[m] = token
             work = [(fds[key], key, m, req) for key, items in groups.items() for m, req in items]

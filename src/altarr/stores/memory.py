@@ -76,14 +76,18 @@ class MemoryStore(VersionedReads, Store):
 
     #: ``stat`` is a dict lookup.
     cheap_stat = True
+    #: A versioned read reports each object's size (the length of the value it sliced).
+    reports_sizes = True
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """Zero-copy slices of the stored objects, and with ``versioned`` the write counter of each."""
+        """Zero-copy slices of the stored objects, and with ``versioned`` the write counter and the size
+        of each."""
         sh = self._shared
         objects: dict[str, tuple[bytes | None, int | None]] = {}
         results: list[memoryview | None] = []
         versions: list[int | None] = []
+        sizes: list[int | None] = []
         for key, req in merged:
             snap = objects.get(key)
             if snap is None:
@@ -96,10 +100,14 @@ class MemoryStore(VersionedReads, Store):
             versions.append(version)
             if obj is None:
                 results.append(None)
+                sizes.append(None)
                 continue
+            sizes.append(len(obj))
             off, end = req.bounds(len(obj))
             results.append(memoryview(obj)[off:end])
-        return Fetched(results, versions if versioned else None)
+        if not versioned:
+            return Fetched(results)
+        return Fetched(results, versions, sizes=sizes)
 
     def get(self, key: str) -> bytes | None:
         key = normalize_key(key)

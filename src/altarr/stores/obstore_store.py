@@ -142,6 +142,13 @@ def _version_of(meta: Any) -> str | float | None:
     return lm.timestamp() if isinstance(lm, datetime.datetime) else None
 
 
+def _size_of(meta: Any) -> int | None:
+    """The object's total size in a ``GET`` or ``HEAD`` answer's metadata (not the length of the range
+    read: obstore takes it from ``Content-Range`` for ranged reads)."""
+    size = meta.get("size") if meta else None
+    return None if size is None else int(size)
+
+
 def _is_416(e: BaseException) -> bool:
     return "416" in str(e)[:400]
 
@@ -186,6 +193,8 @@ class ObstoreStore(VersionWatch, Store):
     #: Ranged reads come back with the version (ETag) of the object they were read from.
     versioned_reads = True
     reports_versions = True
+    #: ... and with the object's total size (the ``GET`` answer's metadata, ``Content-Range`` on S3).
+    reports_sizes = True
     #: obstore's buffers are handed out as zero-copy views by ``get_ranges_versioned``.
     _whole_views = True
 
@@ -351,7 +360,8 @@ class ObstoreStore(VersionWatch, Store):
         return data, got.meta
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """Concurrent ``GET`` requests, all in flight together (one round); each with its ETag."""
+        """Concurrent ``GET`` requests, all in flight together (one round); each with its ETag and the
+        object's total size, both from the answer's metadata."""
         if len(merged) == 1:
             try:
                 out: list[Any] = [self._get_sync(*merged[0])]
@@ -361,19 +371,22 @@ class ObstoreStore(VersionWatch, Store):
             out = self._gather([(self._get, (k, req)) for k, req in merged])
         results: list[Any] = []
         versions: list[Any] = []
+        sizes: list[int | None] = []
         for (key, req), r in zip(merged, out, strict=True):
             if isinstance(r, FileNotFoundError):
                 results.append(None)
                 versions.append(None)
+                sizes.append(None)
             elif isinstance(r, BaseException):
                 raise self._fail("read", key, r, legacy_bounds(req)) from r
             else:
                 results.append(r[0])
                 versions.append(_version_of(r[1]))
+                sizes.append(_size_of(r[1]))
         if self._watched():
             self._record([k for k, _ in merged], out)
         self.stats.add(rounds=1)
-        return Fetched(results, versions)
+        return Fetched(results, versions, sizes=sizes)
 
     def _heads(self, keys: Sequence[str], record: bool = True) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)

@@ -318,16 +318,20 @@ class ZipStore(Store):
     # --- reads ----------------------------------------------------------------------------------------
     #: :meth:`get_ranges_versioned` reports each member's version (as :meth:`stat` gives it).
     reports_versions = True
+    #: :meth:`get_ranges_sized` reports each member's uncompressed size (from the archive's directory).
+    reports_sizes = True
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         results: list[bytes | None] = []
         versions: list[str | None] = []
+        sizes: list[int | None] = []
         inflated: dict[str, bytes] = {}
         with self._lock:
             self._check_open()
             for key, req in merged:
                 info = self._info(key)
                 versions.append(None if info is None else _version(info))
+                sizes.append(None if info is None else info.file_size)
                 if info is None:
                     results.append(None)
                     continue
@@ -339,7 +343,9 @@ class ZipStore(Store):
                     raise StoreError(
                         f"reading from zip archive failed: {e}", key=key, byte_range=legacy_bounds(req)
                     ) from e
-        return Fetched(results, versions if versioned else None)
+        if not versioned:
+            return Fetched(results)
+        return Fetched(results, versions, sizes=sizes)
 
     def _read(self, info: zipfile.ZipInfo, key: str, req: ByteRequest, inflated: dict[str, bytes]) -> bytes:
         if self._fd is not None and info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
