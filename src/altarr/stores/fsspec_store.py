@@ -50,7 +50,7 @@ from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
-from .ranges import ByteRequest, Offset, Range, Suffix, Whole
+from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
 from .watch import VersionWatch
 
 __all__ = ["FsspecStore"]
@@ -348,13 +348,8 @@ class FsspecStore(VersionWatch, Store):
     def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
         """A byte request as the ``start``/``end`` arguments of fsspec's ``cat_ranges`` (whose own
         convention serves a negative start as a suffix)."""
-        t = type(req)
-        if t is Range:
-            return req.start, req.stop  # type: ignore[union-attr]
-        if t is Offset:
-            return req.start, None  # type: ignore[union-attr]
-        if t is Suffix:
-            return -req.length, None  # type: ignore[union-attr]
+        if type(req) is not Whole:
+            return legacy_bounds(req)
         # A whole object as the open range "bytes=0-": s3fs asks for the size (HEAD) before an unranged
         # GET; a ranged GET is one request (416 for an empty object -> b"").
         return (0 if self.fs.async_impl else None), None
