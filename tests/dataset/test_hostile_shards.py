@@ -17,11 +17,13 @@ from altarr.errors import AltarrError, CorruptChunkError, CorruptShardError
 READS = ["region", "region-part", "chunks", "chunk-one", "visit", "lazy"]
 
 
-def _read(path: str, how: str) -> None:
-    ds = aa.open_dataset(path)
+def _read(source, how: str) -> None:
+    """Read the dataset at ``source`` (a path or a store), opened afresh, one way (``READS`` and
+    ``SIZED_READS`` name them)."""
+    ds = aa.open_dataset(source)
     if how == "region":
         ds[...]
-    elif how == "region-part":
+    elif how == "region-part":  # one chunk of the shard: its index alone is read (a suffix at the end)
         ds[0:2, 2:4]
     elif how == "chunks":
         ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
@@ -29,8 +31,14 @@ def _read(path: str, how: str) -> None:
         ds.read_chunks([(0, 1)])
     elif how == "visit":
         ds.visit_chunks([(0, 1), (1, 1)], lambda i, a: None)
+    elif how == "regions":
+        ds.read_regions([np.s_[0:2, 2:4], np.s_[4:6, 0:2]])
+    elif how == "lazy":
+        np.asarray(aa.open(source))
+    elif how == "lazy-part":
+        np.asarray(aa.open(source)[0:2, 2:4])
     else:
-        np.asarray(aa.open(path))
+        raise ValueError(f"unknown read {how!r}")
 
 
 def _make(tmp_path, **kw) -> str:
@@ -91,21 +99,6 @@ def test_entry_pointing_into_the_index(tmp_path, location, how):
     assert info.value.byte_range == ((size - 68, size - 52) if location == "end" else (0, 16))
 
 
-def _read_store(ds, how: str) -> None:
-    if how == "region":
-        ds[...]
-    elif how == "region-part":
-        ds[0:2, 2:4]
-    elif how == "chunks":
-        ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
-    elif how == "chunk-one":
-        ds.read_chunks([(0, 1)])
-    elif how == "visit":
-        ds.visit_chunks([(0, 1), (1, 1)], lambda i, a: None)
-    else:
-        np.asarray(aa.open(ds.store))
-
-
 def _patched_in(store, compressor):
     ds = aa.create_dataset(
         store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=compressor
@@ -122,24 +115,6 @@ def _patched_in(store, compressor):
 
 
 SIZED_READS = ["region", "region-part", "chunks", "chunk-one", "regions", "lazy", "lazy-part"]
-
-
-def _read_sized_store(store, how: str) -> None:
-    ds = aa.open_dataset(store)
-    if how == "region":
-        ds[...]
-    elif how == "region-part":  # one chunk of the shard: its index alone is read (a suffix)
-        ds[0:2, 2:4]
-    elif how == "chunks":
-        ds.read_chunks([(0, 1), (0, 0), (1, 0), (1, 1)])
-    elif how == "chunk-one":
-        ds.read_chunks([(0, 1)])
-    elif how == "regions":
-        ds.read_regions([np.s_[0:2, 2:4], np.s_[4:6, 0:2]])
-    elif how == "lazy":
-        np.asarray(aa.open(store))
-    else:
-        np.asarray(aa.open(store)[0:2, 2:4])
 
 
 @pytest.fixture(params=["memory", "obstore-memory", "obstore-s3", "zip", "local"])
@@ -190,7 +165,7 @@ def test_entry_pointing_into_the_index_where_the_store_reports_sizes(sized_store
     answer, the index bytes returned as values)."""
     size, nbytes = _patched_into_index(sized_store, compressor)
     with pytest.raises(CorruptShardError, match="outside the data region") as info:
-        _read_sized_store(sized_store, how)
+        _read(sized_store, how)
     assert info.value.key == "c/0/0" and info.value.chunk is not None
     assert info.value.byte_range == (size - 68, size - 68 + nbytes)
 
@@ -241,7 +216,7 @@ def test_entry_pointing_into_the_index_where_the_size_is_not_known(how, kind):
     assert not store.reports_sizes
     ds, size = _patched_in(store, "zstd")
     with pytest.raises(AltarrError) as info:
-        _read_store(ds, how)
+        _read(store, how)
     assert info.value.key == "c/0/0"
 
 
