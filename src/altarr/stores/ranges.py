@@ -60,7 +60,32 @@ def _check(value: object, what: str) -> int:
     return value
 
 
-class Whole:
+class _Request:
+    """What the four request types share, derived from their ``__slots__``: immutable, equal and hashed
+    by type and fields, shown as ``Name(fields)``, pickled by their constructor."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("byte requests are immutable")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(map(repr, self._fields()))})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Request) and type(other) is type(self) and other._fields() == self._fields()
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self._fields()))
+
+    def __reduce__(self):
+        return (type(self), self._fields())
+
+
+class Whole(_Request):
     """The whole object (use the constant :data:`WHOLE`)."""
 
     __slots__ = ()
@@ -72,21 +97,12 @@ class Whole:
     def __repr__(self) -> str:
         return "WHOLE"
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Whole
-
-    def __hash__(self) -> int:
-        return hash(Whole)
-
-    def __reduce__(self):
-        return (Whole, ())
-
 
 #: The whole object.
 WHOLE = Whole()
 
 
-class Range:
+class Range(_Request):
     """Bytes ``[start, stop)`` (clipped at the end of the object; empty when ``stop <= start``).
 
     >>> Range(2, 5), Range(2, 5).bounds(4)
@@ -107,23 +123,8 @@ class Range:
         off = min(self.start, size)
         return off, max(off, min(self.stop, size))
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("byte requests are immutable")
 
-    def __repr__(self) -> str:
-        return f"Range({self.start}, {self.stop})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Range and other.start == self.start and other.stop == self.stop
-
-    def __hash__(self) -> int:
-        return hash((Range, self.start, self.stop))
-
-    def __reduce__(self):
-        return (Range, (self.start, self.stop))
-
-
-class Offset:
+class Offset(_Request):
     """From byte ``start`` to the end of the object.
 
     >>> Offset(8).bounds(10), Offset(20).bounds(10)
@@ -140,23 +141,8 @@ class Offset:
         off = min(self.start, size)
         return off, size
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("byte requests are immutable")
 
-    def __repr__(self) -> str:
-        return f"Offset({self.start})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Offset and other.start == self.start
-
-    def __hash__(self) -> int:
-        return hash((Offset, self.start))
-
-    def __reduce__(self):
-        return (Offset, (self.start,))
-
-
-class Suffix:
+class Suffix(_Request):
     """The last ``length`` bytes of the object (all of it when it is shorter): an HTTP suffix range.
 
     >>> Suffix(3).bounds(10), Suffix(30).bounds(10)
@@ -173,21 +159,6 @@ class Suffix:
 
     def bounds(self, size: int) -> tuple[int, int]:
         return max(size - self.length, 0), size
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("byte requests are immutable")
-
-    def __repr__(self) -> str:
-        return f"Suffix({self.length})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Suffix and other.length == self.length
-
-    def __hash__(self) -> int:
-        return hash((Suffix, self.length))
-
-    def __reduce__(self):
-        return (Suffix, (self.length,))
 
 
 #: What part of one object a read asks for.
