@@ -156,6 +156,24 @@ def _slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
     return DimTable(dim, j, out_sel, in_sel, counts, d.n, False)
 
 
+def _runs(keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal ``keys`` (chunk ids of selected points): ``(order, sorted keys, starts, ends)``, where
+    ``order`` is the stable sort (``None`` when the keys are already ascending) and each run of equal
+    sorted keys is ``[starts[i], ends[i])``.
+
+    >>> [a.tolist() for a in _runs(np.array([2, 0, 2]))]
+    [[1, 0, 2], [0, 2, 2], [0, 1], [1, 3]]
+    """
+    n = len(keys)
+    if n == 1 or bool(np.all(keys[1:] >= keys[:-1])):
+        order, skeys = None, keys
+    else:
+        order = np.argsort(keys, kind="stable")
+        skeys = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], skeys[1:] != skeys[:-1])))
+    return order, skeys, starts, np.append(starts[1:], n)
+
+
 def _array_table(dim: int, pos: np.ndarray, c: int) -> DimTable:
     """``pos``: 1-D int64 positions, already bounds-checked and non-negative."""
     total = len(pos)
@@ -163,14 +181,7 @@ def _array_table(dim: int, pos: np.ndarray, c: int) -> DimTable:
         empty = np.zeros(0, dtype=np.int64)
         return DimTable(dim, empty, [], [], empty, 0, False)
     cid = pos // c
-    if total == 1 or bool(np.all(cid[1:] >= cid[:-1])):
-        order = None
-        scid = cid
-    else:
-        order = np.argsort(cid, kind="stable")
-        scid = cid[order]
-    starts = np.flatnonzero(np.concatenate(([True], scid[1:] != scid[:-1])))
-    ends = np.append(starts[1:], total)
+    order, scid, starts, ends = _runs(cid)
     ids = scid[starts]
     out_sel: list[Any] = []
     in_sel: list[Any] = []
@@ -231,14 +242,7 @@ def _points(
     else:  # astronomically large grids: group by unique rows instead of raveled ids
         _, lin = np.unique(np.stack(cids, axis=1), axis=0, return_inverse=True)
         lin = lin.reshape(-1)
-    if npts == 1 or bool(np.all(lin[1:] >= lin[:-1])):
-        order = None
-        slin = lin
-    else:
-        order = np.argsort(lin, kind="stable")
-        slin = lin[order]
-    starts = np.flatnonzero(np.concatenate(([True], slin[1:] != slin[:-1])))
-    ends = np.append(starts[1:], npts)
+    order, slin, starts, ends = _runs(lin)
     first = starts if order is None else order[starts]
     group_ids = np.stack([c[first] for c in cids], axis=1).astype(np.int64)
     pidx: list[Any] = []
