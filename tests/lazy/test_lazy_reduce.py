@@ -292,7 +292,7 @@ CPLX = np.array(
 
 
 @pytest.mark.parametrize("func", ["prod", "nanprod"])
-@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2)])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2), ()])
 @pytest.mark.parametrize("chunks", [(1, 1, 1), (3, 2, 2), (2, 1, 3)])
 def test_complex_products_with_inf_are_numpys_bit_for_bit(func, axis, chunks):
     """Complex multiplication with inf/NaN depends on the order: the result is NumPy's, which multiplies
@@ -481,6 +481,22 @@ def test_lazy_where_masks_reduce_like_the_same_mask_in_numpy(name):
                 with aa.set_options(max_materialize=read_whole, batch_chunks=2):
                     got = _outcome(lambda fn=fn, kw=kw, w=lazy_mask: fn(x, where=w, **kw))
                 _same_outcome(got, want, f"np.{func}({name}, where={lazy_mask.chunks}, **{kw})")
+
+
+def test_a_lazy_where_mask_is_read_beside_each_batch_and_its_grid_chunks_are_not_cached():
+    """A lazy mask on ``x``'s grid has its chunks fetched in the same batches as ``x``'s and cached
+    nowhere; on another grid, each batch reads the mask's part under that batch's bounding box."""
+    data = np.arange(24.0).reshape(4, 6)
+    mask = (data % 4) != 1
+    x, fx = lazy(data, (2, 2))  # 2 x 3 chunks: batches of 3 are its two chunk rows
+    same, fs = lazy(mask, (2, 2))
+    rows, fr = lazy(mask, (1, 6))  # one chunk per row of the array
+    with aa.set_options(batch_chunks=3):
+        assert np.sum(x, where=same) == data.sum(where=mask)
+        assert [c.tolist() for c in fs.calls] == [c.tolist() for c in fx.calls]
+        assert aa.stats(same)["chunks_cached"] == 0
+        assert np.sum(x, where=rows) == data.sum(where=mask)
+    assert [c.tolist() for c in fr.calls] == [[[0, 0], [1, 0]], [[2, 0], [3, 0]]]
 
 
 def test_a_lazy_where_mask_that_is_not_boolean_is_refused_with_numpys_error():
