@@ -497,6 +497,11 @@ def test_a_lazy_where_mask_is_read_beside_each_batch_and_its_grid_chunks_are_not
         assert aa.stats(same)["chunks_cached"] == 0
         assert np.sum(x, where=rows) == data.sum(where=mask)
     assert [c.tolist() for c in fr.calls] == [[[0, 0], [1, 0]], [[2, 0], [3, 0]]]
+    # batches of 2: the last one, chunks (1, 1) and (1, 2), has its bounding box start at (2, 2) and
+    # chunk (1, 1) end before it does
+    with aa.set_options(batch_chunks=2):
+        for other in (rows, lazy(mask, (3, 4))[0]):
+            np.testing.assert_array_equal(np.sum(x, axis=0, where=other), data.sum(axis=0, where=mask))
 
 
 def test_a_lazy_where_mask_that_is_not_boolean_is_refused_with_numpys_error():
