@@ -3,6 +3,7 @@ early exit, bounded memory."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import tracemalloc
 import warnings
@@ -291,7 +292,7 @@ CPLX = np.array(
 
 
 @pytest.mark.parametrize("func", ["prod", "nanprod"])
-@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2)])
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 1), (0, 2), (1, 2), ()])
 @pytest.mark.parametrize("chunks", [(1, 1, 1), (3, 2, 2), (2, 1, 3)])
 def test_complex_products_with_inf_are_numpys_bit_for_bit(func, axis, chunks):
     """Complex multiplication with inf/NaN depends on the order: the result is NumPy's, which multiplies
@@ -445,6 +446,92 @@ def test_every_reduction_with_every_keyword_against_numpy(name):
             got = _outcome(lambda f=f: f(x))
         if f is np.nonzero or not isinstance(want[0], Exception):
             _same_outcome(got, want, f"{f.__name__}({name})")
+
+
+_WHERE_MASK = np.array([[True, False, True, True], [False, False, True, False], [True, False, False, True]])
+
+
+@pytest.mark.parametrize("name", ["i2", "f8-nan", "bool", "c16", "i4-empty", "f4-empty"])
+def test_lazy_where_masks_reduce_like_the_same_mask_in_numpy(name):
+    """``where=`` given as a lazy boolean array (an all-False column in it): on ``x``'s chunk grid (its
+    chunks fetched beside ``x``'s), on other grids (a read of each batch's bounding box), of a shape that
+    broadcasts (read whole), and ``x`` itself for a boolean ``x``: each reduction's result, dtype, kind,
+    warnings and exception type are NumPy's for the same mask as a NumPy array."""
+    data, chunks = _SWEEP_ARRAYS[name]
+    x, _ = lazy(data, chunks)
+    mask = _WHERE_MASK[: data.shape[0], : data.shape[1]]
+    cases = [(mask, lazy(mask, chunks)[0]), (mask, lazy(mask, (1, 2))[0]), (mask, lazy(mask, (3, 1))[0])]
+    # a row (or for no columns a column) that broadcasts to x's shape
+    small = _WHERE_MASK[1, : data.shape[1]] if data.shape[1] else _WHERE_MASK[: data.shape[0], :1]
+    cases.append((small, lazy(small, (3,) * small.ndim)[0]))
+    if data.dtype == bool:
+        cases.append((data, x))
+    for func, allowed in _SWEEP.items():
+        if "where" not in allowed or (data.dtype.kind == "c" and func in ("nanmin", "nanmax")):
+            continue
+        fn = getattr(np, func)
+        for (want_mask, lazy_mask), axis, keepdims in itertools.product(cases, [None, 0, -1], (False, True)):
+            for initial in [_NV, 2] if "initial" in allowed else [_NV]:
+                kw = {"axis": axis, "keepdims": keepdims}
+                if initial is not _NV:
+                    kw["initial"] = initial
+                want = _outcome(lambda fn=fn, kw=kw, w=want_mask: fn(data, where=w, **kw))
+                # a mask of another shape is read whole; x never is
+                read_whole = want_mask.size if want_mask.shape != data.shape else 0
+                with aa.set_options(max_materialize=read_whole, batch_chunks=2):
+                    got = _outcome(lambda fn=fn, kw=kw, w=lazy_mask: fn(x, where=w, **kw))
+                _same_outcome(got, want, f"np.{func}({name}, where={lazy_mask.chunks}, **{kw})")
+
+
+def test_a_lazy_where_mask_is_read_beside_each_batch_and_its_grid_chunks_are_not_cached():
+    """A lazy mask on ``x``'s grid has its chunks fetched in the same batches as ``x``'s and cached
+    nowhere; on another grid, each batch reads the mask's part under that batch's bounding box."""
+    data = np.arange(24.0).reshape(4, 6)
+    mask = (data % 4) != 1
+    x, fx = lazy(data, (2, 2))  # 2 x 3 chunks: batches of 3 are its two chunk rows
+    same, fs = lazy(mask, (2, 2))
+    rows, fr = lazy(mask, (1, 6))  # one chunk per row of the array
+    with aa.set_options(batch_chunks=3):
+        assert np.sum(x, where=same) == data.sum(where=mask)
+        assert [c.tolist() for c in fs.calls] == [c.tolist() for c in fx.calls]
+        assert aa.stats(same)["chunks_cached"] == 0
+        assert np.sum(x, where=rows) == data.sum(where=mask)
+    assert [c.tolist() for c in fr.calls] == [[[0, 0], [1, 0]], [[2, 0], [3, 0]]]
+    # batches of 2: the last one, chunks (1, 1) and (1, 2), has its bounding box start at (2, 2) and
+    # chunk (1, 1) end before it does
+    with aa.set_options(batch_chunks=2):
+        for other in (rows, lazy(mask, (3, 4))[0]):
+            np.testing.assert_array_equal(np.sum(x, axis=0, where=other), data.sum(axis=0, where=mask))
+
+
+def test_a_lazy_where_mask_that_is_not_boolean_is_refused_with_numpys_error():
+    data = np.arange(12.0).reshape(3, 4)
+    x, fetch = lazy(data, (2, 3))
+    for mask in (np.ones((3, 4), dtype="i1"), np.ones(4, dtype="f4")):
+        with pytest.raises(TypeError) as numpys:
+            np.sum(data, where=mask)
+        for func in (np.sum, np.mean, np.var, np.any, np.nanmax):
+            with pytest.raises(TypeError) as ours:
+                func(x, where=lazy(mask, (2,) * mask.ndim)[0])
+            assert str(ours.value) == str(numpys.value), func
+    assert fetch.calls == []
+
+
+@pytest.mark.parametrize("func", ["prod", "nanprod"])
+def test_complex_products_with_inf_under_a_lazy_where_mask_are_numpys_bit_for_bit(func):
+    """The second, NumPy-order walk of a complex product reads a lazy ``where=`` mask beside the values,
+    on the values' grid or another one."""
+    fn = getattr(np, func)
+    mask = np.broadcast_to(np.array([[True, False, True], [True, True, False]]), CPLX.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        x, _ = lazy(CPLX, (3, 2, 2))
+        for mask_chunks in ((3, 2, 2), (1, 1, 2), (4, 1, 1)):
+            where, _ = lazy(np.ascontiguousarray(mask), mask_chunks)
+            for axis in (None, 0, 2, (0, 1)):
+                with aa.set_options(max_materialize=0, batch_chunks=2):
+                    got = fn(x, axis=axis, where=where)
+                _same_complex(got, fn(CPLX, axis=axis, where=mask))
 
 
 def test_nonzero_of_1d_and_0d_arrays_as_numpy():
