@@ -97,6 +97,30 @@ def test_dtype_ddof_initial_out_and_ufunc_reduce():
         x.sum(axis=2)
 
 
+def test_numpys_warnings_name_the_callers_line_through_methods_and_numpy_functions():
+    """ "All-NaN slice", "Mean of empty slice" and "Degrees of freedom" name the line that called the
+    reduction, as a method and through ``np.*`` (``__array_function__`` adds frames of altarr that a
+    fixed ``stacklevel`` counted wrong)."""
+    nans, _ = lazy(np.full((4, 6), np.nan), (2, 3))
+    ones, _ = lazy(np.ones((4, 6)), (2, 3))
+    calls = [
+        (lambda: np.nanmin(nans), "All-NaN slice encountered"),
+        (lambda: np.nanmax(nans, axis=1), "All-NaN slice encountered"),
+        (lambda: np.nanmean(nans), "Mean of empty slice"),
+        (lambda: ones.mean(where=np.zeros((4, 6), bool)), "Mean of empty slice"),
+        (lambda: np.mean(ones, where=np.zeros((4, 6), bool)), "Mean of empty slice"),
+        (lambda: ones.var(ddof=30), "Degrees of freedom <= 0 for slice."),
+        (lambda: np.std(ones, ddof=30), "Degrees of freedom <= 0 for slice."),
+    ]
+    for call, message in calls:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            call()
+        ours = [w for w in got if str(w.message) == message]
+        assert len(ours) == 1, (message, [str(w.message) for w in got])
+        assert (ours[0].filename, ours[0].lineno) == (__file__, call.__code__.co_firstlineno), message
+
+
 def test_ddof_at_or_past_the_count_answers_like_numpy_with_its_warning():
     """``var``/``std`` with ``ddof >= n``: NumPy divides by ``max(n - ddof, 0)``, so a positive sum of
     squares gives ``inf`` and a zero one ``nan``, with a RuntimeWarning, never a negative variance."""

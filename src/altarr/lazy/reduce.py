@@ -22,8 +22,10 @@ Example:
 from __future__ import annotations
 
 import operator
+import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,21 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..errors import UnsupportedError
 from . import options
+
+#: altarr's own source folder: a warning is attributed to the first frame outside it
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+
+
+def _warn_caller(message: str) -> None:
+    """NumPy's ``RuntimeWarning`` ``message``, attributed to the user's line: the first frame outside
+    altarr. (A fixed ``stacklevel`` is right for ``x.mean()`` but names a line of altarr for
+    ``np.mean(x)``, which arrives through ``__array_function__``; NumPy names the caller in both.)"""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
+
 
 __all__ = [
     "arg_reduce",
@@ -438,7 +455,7 @@ def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *,
     acc = stream(x, red, partial, combine, where=where)
     count = acc[1] if counted else _count_of(x, red)
     if counted and np.any(np.asarray(count) == 0):
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+        _warn_caller("Mean of empty slice")
     with np.errstate(invalid="ignore", divide="ignore"):
         res = np.true_divide(acc[0], count)
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
@@ -525,7 +542,7 @@ def var(
 
     n, _, m2 = stream(x, red, partial, combine, where=where)
     if np.any(ddof >= n):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=3)
+        _warn_caller("Degrees of freedom <= 0 for slice.")
     if nan_capable:  # NumPy's nanvar: nan where the degrees of freedom are not positive
         dof = n - ddof
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -592,7 +609,7 @@ def nan_reduce(
     if initial is not np._NoValue:
         acc = ufunc(acc, initial)
     if np.any(np.isnan(acc)):
-        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        _warn_caller("All-NaN slice encountered")
     return _finish(acc, x, red, out, keepdims)
 
 
