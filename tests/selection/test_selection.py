@@ -151,6 +151,28 @@ def test_forward_pieces_against_brute_force(size, chunk):
             assert list(range(size))[j * chunk : (j + 1) * chunk][src] == idx[dst]
 
 
+def test_forward_pieces_are_int64_even_when_nothing_is_selected():
+    for d in (DimSelection(0, 1, 0), DimSelection(3, 2, 4)):
+        arrays = forward_pieces(d, 3, 12)
+        assert [a.dtype for a in arrays] == [np.dtype(np.int64)] * 4
+    ids = forward_pieces(DimSelection(0, 1, 0), 3, 12)[0]
+    assert np.arange(12)[ids].tolist() == []  # usable as an index, as callers use it
+
+
+def test_pieces_far_out_on_a_huge_dimension_are_exact():
+    """A selection near the end of a dimension of 2**53+200 elements, chunks of 1: the first and last
+    chunk ids are not floats' neighbours (2**53+3 and 2**53+101 round to 2**53+4 and 2**53+100), and
+    only the touched chunks are enumerated (never the 2**53 before them)."""
+    size = 2**53 + 200
+    d = DimSelection(2**53 + 3, 1, 99)
+    ids, k0, k1, first = (a.tolist() for a in forward_pieces(d, 1, size))
+    assert ids == list(range(2**53 + 3, 2**53 + 102))
+    assert k0 == list(range(99)) and k1 == list(range(1, 100)) and first == [0] * 99
+    assert [p[0] for p in plan_dim(d, 1, size)] == ids
+    p = plan_numpy(slice(2**53 + 3, 2**53 + 102), (size,), (1,))
+    assert p.coords[:, 0].tolist() == ids and p.result_shape == (99,)
+
+
 def test_plans_of_one_selection_agree_across_forms():
     shape, chunks = (9, 8), (4, 3)
     rows = np.array([0, 8, 4])
@@ -277,6 +299,7 @@ def test_hyperslab_subscripts_one_per_dimension_none_for_whole():
         (range(2), False),
         (np.array([1]), False),
         ((0, np.zeros(3, bool)), False),
+        ((slice(None), None, ..., [0, 1]), False),  # basic items first, then an advanced one
         (1.0, False),
         ("a", False),
     ],
@@ -482,6 +505,7 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     got = x.flat[key]
     assert type(got) is type(expected)
     np.testing.assert_array_equal(got, expected)
+    assert plan_flat(key, (4, 5), (2, 3)).chunks == (2, 3)
     (item,) = normalize(key, (4, 5), "flat").items
     if isinstance(key, int):
         assert item == Item("int", (0,), DimSelection(key % 20, 1, 1, drop=True), 0)
@@ -491,3 +515,53 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     else:
         whole = slice(None) if key in ((), Ellipsis) else key
         assert item == Item("slice", (0,), DimSelection.of_slice(whole, 20), 0)
+
+
+# --- grouping points by chunk (_runs): the plan, not only the values ----------------------------------
+def test_touched_chunks_are_listed_in_order_whatever_the_order_of_the_points():
+    for planner in (plan_numpy, plan_outer, plan_vector):
+        assert planner(([7, 1],), (9,), (3,)).coords.tolist() == [[0], [2]]
+        assert planner(([8, 2, 4],), (9,), (3,)).coords.tolist() == [[0], [1], [2]]
+    assert plan_flat([7, 1], (9,), (3,)).coords.tolist() == [[0], [2]]
+
+
+def test_points_already_in_chunk_order_are_copied_by_slices():
+    """Ascending points need no sort: every chunk's points are a slice of the result (a basic copy, no
+    gather), for point dimensions and for an orthogonal index array alike."""
+    v = plan_vector(([0, 1, 1, 5, 7], [0, 2, 2, 1, 0]), (9, 3), (3, 3))
+    assert v.coords.tolist() == [[0, 0], [1, 0], [2, 0]]
+    assert v.points.pidx == [slice(0, 3), slice(3, 4), slice(4, 5)]
+    o = plan_outer(([0, 1, 2, 5, 7], slice(None)), (9, 3), (3, 3))
+    assert o.ortho[0].out_sel == [slice(0, 3), slice(3, 4), slice(4, 5)]
+    assert o.ortho[0].in_sel == [slice(0, 3), slice(2, 3), slice(1, 2)]
+
+
+def test_repeated_points_written_the_last_value_wins_as_in_numpy():
+    """Many repeated, unsorted points (a stable sort keeps each chunk's points in request order)."""
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, 12, 300)
+    values = np.arange(300, dtype="i4")
+    expect = np.zeros(12, "i4")
+    expect[idx] = values
+    ds = aa.create_dataset(
+        "memory://sel-repeated-points", shape=(12,), dtype="i4", chunks=(4,), overwrite=True
+    )
+    ds[idx] = values
+    np.testing.assert_array_equal(ds[...], expect)
+    ds2 = aa.create_dataset(
+        "memory://sel-repeated-points2", shape=(12,), dtype="i4", chunks=(4,), overwrite=True
+    )
+    ds2.vindex[idx] = values
+    np.testing.assert_array_equal(ds2[...], expect)
+
+
+@pytest.mark.parametrize("key", [0, -1, [0, 0], Ellipsis, slice(None), slice(1, None)])
+def test_flat_of_a_zero_d_array_like_numpy(key):
+    data = np.array(5.0)
+    x = aa.altarr((), (), lambda c: [data] * len(c))
+    expected = data.flat[key]
+    got = x.flat[key]
+    assert type(got) is type(expected) and np.shape(got) == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+    p = plan_flat(key, (), ())
+    assert p.chunks == () and p.coords.tolist() == ([[]] if np.size(expected) else [])
