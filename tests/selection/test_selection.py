@@ -565,3 +565,27 @@ def test_flat_of_a_zero_d_array_like_numpy(key):
     np.testing.assert_array_equal(got, expected)
     p = plan_flat(key, (), ())
     assert p.chunks == () and p.coords.tolist() == ([[]] if np.size(expected) else [])
+
+
+# --- the fast path for integers and slices (_normalize_simple) builds the general path's items ---------
+def test_integers_and_slices_normalize_to_the_canonical_items():
+    s = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
+    assert s.items == (
+        Item("int", (0,), DimSelection(3, 1, 1, drop=True), 0),
+        Item("slice", (1,), DimSelection(2, 1, 3, reverse=True), 1),
+        Item("int", (2,), DimSelection(2, 1, 1, drop=True), 2),
+        Item("slice", (3,), DimSelection(0, 1, 8), 3),
+    )
+    assert s.form == "numpy" and s.basic and not s.ellipsis and s.resolved
+    assert s.result_shape == np.empty((5, 6, 7, 8))[3, 4:1:-1, 2].shape
+    # the same items as the general path gives them (an item it must classify: a 0-d index array)
+    g = normalize((np.array(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
+    assert g.items == s.items
+
+
+@pytest.mark.parametrize("key", [5, -6, (0, 9), (np.int64(-7), 0), (slice(None), np.uint8(200))])
+def test_an_integer_out_of_bounds_raises_numpys_message(key):
+    data = np.zeros((5, 7))
+    with pytest.raises(SelectionError) as e:
+        normalize(key, data.shape)
+    assert str(e.value) == _numpy_error(data.__getitem__, key)
