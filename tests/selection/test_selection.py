@@ -171,6 +171,9 @@ def test_pieces_far_out_on_a_huge_dimension_are_exact():
     assert [p[0] for p in plan_dim(d, 1, size)] == ids
     p = plan_numpy(slice(2**53 + 3, 2**53 + 102), (size,), (1,))
     assert p.coords[:, 0].tolist() == ids and p.result_shape == (99,)
+    # a few chunks far out are walked one by one from the first touched chunk, not from chunk 0
+    q = plan_numpy(slice(2**53 + 3, 2**53 + 8, 2), (size,), (1,))
+    assert q.coords[:, 0].tolist() == [2**53 + 3, 2**53 + 5, 2**53 + 7]
 
 
 def test_plans_of_one_selection_agree_across_forms():
@@ -461,7 +464,15 @@ def _numpy_error(index, key):
 
 @pytest.mark.parametrize(
     "key",
-    [[5, 21, 22], [30, -25], [-25, 30], np.array([[3, 21], [22, 0]]), np.array([5, 21, 22], np.uint8)],
+    [
+        [5, 21, 22],
+        [3, 20, 25],  # exactly the size is the first offender
+        [30, -25],
+        [-25, 30],
+        [-20, 30],  # minus the size is in bounds
+        np.array([[3, 21], [22, 0]]),
+        np.array([5, 21, 22], np.uint8),
+    ],
 )
 def test_an_index_array_out_of_bounds_names_numpys_first_offender(key):
     data = np.zeros((20, 3))
@@ -577,6 +588,8 @@ def test_integers_and_slices_normalize_to_the_canonical_items():
         Item("slice", (3,), DimSelection(0, 1, 8), 3),
     )
     assert s.form == "numpy" and s.basic and not s.ellipsis and s.resolved
+    deferred = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8), resolve=False)
+    assert deferred.items == s.items and deferred.resolved is False  # as documented for resolve=False
     assert s.result_shape == np.empty((5, 6, 7, 8))[3, 4:1:-1, 2].shape
     # the same items as the general path gives them (an item it must classify: a 0-d index array)
     g = normalize((np.array(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
