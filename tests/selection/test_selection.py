@@ -472,6 +472,8 @@ def _numpy_error(index, key):
         [-20, 30],  # minus the size is in bounds
         np.array([[3, 21], [22, 0]]),
         np.array([5, 21, 22], np.uint8),
+        np.array([3, 20, 25], np.uint8),
+        np.array([1, 2**63], np.uint64),  # cast as NumPy casts it (to -2**63)
     ],
 )
 def test_an_index_array_out_of_bounds_names_numpys_first_offender(key):
@@ -497,6 +499,8 @@ def test_an_index_array_out_of_bounds_names_numpys_first_offender(key):
         np.zeros((4, 5), bool),
         np.zeros(21, bool),
         np.zeros(19, bool),
+        "a",
+        None,
     ],
 )
 def test_flat_errors_are_numpys(key):
@@ -523,6 +527,10 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     elif isinstance(key, list):
         assert item.kind == "array" and item.dims == (0,) and item.number == 0
         assert item.value.tolist() == key and item.value.dtype == np.int64
+        mask = np.isin(np.arange(20), key)
+        (m,) = normalize(mask, (4, 5), "flat").items  # a mask is its positions
+        assert m.kind == "array" and m.dims == (0,) and m.number == 0
+        assert m.value.tolist() == sorted(set(key)) and m.value.dtype == np.int64
     else:
         whole = slice(None) if key in ((), Ellipsis) else key
         assert item == Item("slice", (0,), DimSelection.of_slice(whole, 20), 0)
@@ -602,3 +610,12 @@ def test_an_integer_out_of_bounds_raises_numpys_message(key):
     with pytest.raises(SelectionError) as e:
         normalize(key, data.shape)
     assert str(e.value) == _numpy_error(data.__getitem__, key)
+
+
+def test_index_arrays_become_int64_positions_whatever_their_dtype():
+    keys = ([], np.array([], np.uint8), np.array([1, 4], np.uint8), np.array([-1, 2], np.int16))
+    for key in keys + (np.array([1, 2**64 - 1], np.uint64),):  # NumPy reads 2**64-1 as -1
+        (item,) = normalize((key,), (5,)).items
+        assert item.value.dtype == np.int64 and item.value.tolist() == np.arange(5)[key].tolist()
+        (item,) = normalize((key,), (5,), "outer").items
+        assert item.value.dtype == np.int64

@@ -53,6 +53,7 @@ _VALID = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
     "are valid indices"
 )
+_VALID_FLAT = "only integers, slices (`:`), ellipsis (`...`) and integer or boolean arrays are valid indices"
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ class Selection:
 
 
 # --- classification of index items ---------------------------------------------------------------------
-def _classify(item: Any) -> tuple[str, Any]:
+def _classify(item: Any, valid: str = _VALID) -> tuple[str, Any]:
     if item is None:
         return ("none", None)
     if item is Ellipsis:
@@ -210,7 +211,7 @@ def _classify(item: Any) -> tuple[str, Any]:
         try:
             arr = np.asarray(item)
         except ValueError:  # a ragged nested list
-            raise SelectionError(_VALID) from None
+            raise SelectionError(valid) from None
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.intp)
     else:
@@ -220,7 +221,7 @@ def _classify(item: Any) -> tuple[str, Any]:
             if hasattr(item, "__array__"):
                 arr = np.asarray(item)
             else:
-                raise SelectionError(_VALID) from None
+                raise SelectionError(valid) from None
     if arr.dtype == np.bool_:
         return ("bool0", bool(arr)) if arr.ndim == 0 else ("boolarr", arr)
     if arr.dtype.kind in "iu":
@@ -269,11 +270,7 @@ def _first_out_of_bounds(a: np.ndarray, n: int, axis: int | None) -> SelectionEr
 def _norm_array(arr: np.ndarray, n: int, axis: int | None) -> np.ndarray:
     if arr.size == 0:
         return arr.astype(np.int64)
-    if arr.dtype.kind == "u":
-        if int(arr.max()) >= n:
-            raise _first_out_of_bounds(arr, n, axis)
-        return arr.astype(np.int64)
-    a = arr.astype(np.int64, copy=False)
+    a = arr.astype(np.int64, copy=False)  # as NumPy casts: uint64 past 2**63 wraps to negative
     lo, hi = int(a.min()), int(a.max())
     if lo < -n or hi >= n:
         raise _first_out_of_bounds(a, n, axis)
@@ -445,7 +442,7 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     raw = _as_tuple(key)
     if len(raw) > 1:
         raise SelectionError(_too_many_flat(len(raw)))
-    kind, val = _classify(raw[0]) if raw else ("ellipsis", None)
+    kind, val = _classify(raw[0], _VALID_FLAT) if raw else ("ellipsis", None)
     src = raw[0] if raw else key
     if kind == "int":
         item = Item("int", (0,), DimSelection(_norm_int(val, size, None), 1, 1, drop=True), 0, src)
@@ -465,7 +462,7 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
             )
         item = Item("array", (0,), np.flatnonzero(val).astype(np.int64), 0, src)
     else:
-        raise SelectionError(_VALID)
+        raise SelectionError(_VALID_FLAT)
     return Selection(shape, "flat", (item,), False)
 
 
