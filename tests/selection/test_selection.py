@@ -521,6 +521,7 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     assert type(got) is type(expected)
     np.testing.assert_array_equal(got, expected)
     assert plan_flat(key, (4, 5), (2, 3)).chunks == (2, 3)
+    assert normalize(key, (4, 5), "flat").form == "flat"
     (item,) = normalize(key, (4, 5), "flat").items
     if isinstance(key, int):
         assert item == Item("int", (0,), DimSelection(key % 20, 1, 1, drop=True), 0)
