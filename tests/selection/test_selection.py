@@ -9,17 +9,25 @@ import numpy as np
 import pytest
 
 import altarr as aa
-from altarr.errors import SelectionError
+from _lazy_support import lazy, positions
+from altarr.errors import GridError, SelectionError
 from altarr.selection import (
     DimSelection,
+    Item,
     check_index_types,
+    chunk_users,
     forward_pieces,
+    hyperslab_key,
+    is_basic_selection,
     normalize,
+    normalize_selection,
     plan,
     plan_dim,
+    plan_flat,
     plan_numpy,
     plan_outer,
     plan_region,
+    plan_selections,
     plan_vector,
 )
 
@@ -86,7 +94,7 @@ def test_forms_normalize_what_they_accept():
         normalize(np.ones((3, 3), bool), (3, 3), "outer")
     with pytest.raises(SelectionError, match="vectorized indexing does not accept None"):
         normalize((None, 0), (3, 3), "vector")
-    with pytest.raises(SelectionError, match="exactly one index"):
+    with pytest.raises(SelectionError, match="too many indices for flat iterator"):
         normalize((0, 1), (3, 3), "flat")
     with pytest.raises(ValueError, match="form must be one of"):
         normalize(0, (3,), "points")
@@ -141,6 +149,31 @@ def test_forward_pieces_against_brute_force(size, chunk):
         assert [p[0] for p in pieces] == ids
         for j, src, dst in pieces:
             assert list(range(size))[j * chunk : (j + 1) * chunk][src] == idx[dst]
+
+
+def test_forward_pieces_are_int64_even_when_nothing_is_selected():
+    for d in (DimSelection(0, 1, 0), DimSelection(3, 2, 4)):
+        arrays = forward_pieces(d, 3, 12)
+        assert [a.dtype for a in arrays] == [np.dtype(np.int64)] * 4
+    ids = forward_pieces(DimSelection(0, 1, 0), 3, 12)[0]
+    assert np.arange(12)[ids].tolist() == []  # usable as an index, as callers use it
+
+
+def test_pieces_far_out_on_a_huge_dimension_are_exact():
+    """A selection near the end of a dimension of 2**53+200 elements, chunks of 1: the first and last
+    chunk ids are not floats' neighbours (2**53+3 and 2**53+101 round to 2**53+4 and 2**53+100), and
+    only the touched chunks are enumerated (never the 2**53 before them)."""
+    size = 2**53 + 200
+    d = DimSelection(2**53 + 3, 1, 99)
+    ids, k0, k1, first = (a.tolist() for a in forward_pieces(d, 1, size))
+    assert ids == list(range(2**53 + 3, 2**53 + 102))
+    assert k0 == list(range(99)) and k1 == list(range(1, 100)) and first == [0] * 99
+    assert [p[0] for p in plan_dim(d, 1, size)] == ids
+    p = plan_numpy(slice(2**53 + 3, 2**53 + 102), (size,), (1,))
+    assert p.coords[:, 0].tolist() == ids and p.result_shape == (99,)
+    # a few chunks far out are walked one by one from the first touched chunk, not from chunk 0
+    q = plan_numpy(slice(2**53 + 3, 2**53 + 8, 2), (size,), (1,))
+    assert q.coords[:, 0].tolist() == [2**53 + 3, 2**53 + 5, 2**53 + 7]
 
 
 def test_plans_of_one_selection_agree_across_forms():
@@ -214,3 +247,376 @@ def test_masks_of_the_wrong_nonzero_length_still_refused_and_oindex_vindex_stay_
         plan_outer((slice(None), np.zeros(0, bool)), (4, 3), (2, 2))
     with pytest.raises(SelectionError, match="boolean index did not match"):
         plan_vector((slice(None), np.zeros(0, bool)), (4, 3), (2, 2))
+
+
+# --- the small public helpers: DimSelection.as_slice, hyperslab keys, basic-ness -----------------------
+@pytest.mark.parametrize(
+    "key",
+    [slice(2, 9), slice(3, None, 2), slice(1, 10, 4), slice(9, 2, -3), slice(6, None, -3), slice(5, 1)],
+)
+def test_as_slice_selects_what_the_slice_did_from_any_start(key):
+    """Forward selections that start past 0 or stop before the end, and a backwards one whose stop lands
+    exactly on index 0 (which ``None`` would wrongly include)."""
+    a = np.arange(11)
+    d = DimSelection.of_slice(key, 11)
+    assert a[d.as_slice()].tolist() == a[key].tolist()
+    assert list(range(11)[d.as_slice()]) == a[key].tolist()
+
+
+def test_as_slice_of_an_empty_selection_keeps_its_direction():
+    forward = DimSelection.of_slice(slice(5, 1, 3), 11)
+    backward = DimSelection.of_slice(slice(1, 5, -2), 11)
+    assert forward.n == backward.n == 0
+    assert forward.as_slice() == slice(0, 0, 3)
+    assert backward.as_slice() == slice(0, 0, -2)  # backwards, as the selection it stands for
+    assert np.arange(4)[backward.as_slice()].tolist() == []
+
+
+def test_hyperslab_subscripts_one_per_dimension_none_for_whole():
+    x = aa.altarr((4, 5), (2, 2), lambda c: [np.arange(4.0).reshape(2, 2)] * len(c))
+    assert hyperslab_key((1, [0, 3]), 2) == (1, [0, 3])  # a subscript for every dimension is fine
+    assert hyperslab_key((None, 2), 2) == (slice(None), 2)
+    assert hyperslab_key((), 2) == (slice(None), slice(None))
+    assert aa.extract(x, None, 1).shape == (4,)
+    assert aa.extract(x, 1, 1).shape == ()
+    with pytest.raises(GridError) as e:
+        aa.extract(x, 0, 0, 0)
+    assert str(e.value) == "3 subscripts for a 2-dimensional array"
+    with pytest.raises(GridError) as e:
+        aa.plan(x, Ellipsis, 0)
+    assert str(e.value) == "extract/plan take one subscript per dimension; use None for a whole dimension"
+
+
+@pytest.mark.parametrize(
+    ("key", "basic"),
+    [
+        ((1, slice(None), ..., None), True),
+        (np.int64(2), True),
+        (np.array(2), True),  # a 0-d integer array is an integer
+        ((slice(1, 3), -1), True),
+        ((), True),
+        (True, False),  # booleans are not integers here
+        (np.True_, False),
+        (np.array(True), False),
+        (([0, 1],), False),
+        (range(2), False),
+        (np.array([1]), False),
+        ((0, np.zeros(3, bool)), False),
+        ((slice(None), None, ..., [0, 1]), False),  # basic items first, then an advanced one
+        (1.0, False),
+        ("a", False),
+    ],
+)
+def test_is_basic_selection_agrees_with_numpy(key, basic):
+    assert is_basic_selection(key) is basic
+    a = np.arange(60).reshape(3, 4, 5)
+    try:
+        got = a[key]
+    except IndexError:
+        assert not basic  # what NumPy refuses is never basic
+        return
+    s = normalize(key, a.shape)
+    assert s.basic is basic
+    if basic:
+        assert s.result_shape == got.shape
+        if got.ndim and not isinstance(key, np.ndarray):  # (NumPy copies for a 0-d index array)
+            assert np.shares_memory(got, a)  # basic indexing is a view
+    else:
+        assert not np.shares_memory(got, a)  # advanced indexing copies
+
+
+# --- writes through a plan: values laid out as the work array (unfinish) and scattered into chunks ------
+@pytest.mark.parametrize(
+    ("form", "key"),
+    [
+        ("numpy", (slice(None), [2, 0, 3], slice(1, None))),  # an index array in the middle: stays in place
+        ("numpy", (1, slice(None), [[0, 4], [2, 2]])),  # separated: the broadcast axes go first
+        ("numpy", (slice(None, None, -1), np.array([True, False, True, True]), 3)),
+        ("oindex", (slice(2, None), 0, [4, 0, 1])),  # a dropped integer between two kept axes
+        ("oindex", ([3, 1], np.array([False, True, True, False]), slice(None, None, -2))),
+        ("vindex", ([0, 3, 2], slice(None), [1, 1, 4])),
+    ],
+)
+def test_planned_writes_put_every_value_where_numpy_would(form, key):
+    shape, chunks = (4, 4, 5), (3, 2, 2)
+    full = np.arange(80, dtype="i4").reshape(shape)
+    ds = aa.create_dataset(
+        "memory://sel-planned-write", shape=shape, dtype="i4", chunks=chunks, overwrite=True
+    )
+    ds[...] = full
+    expect = full.copy()
+    if form == "numpy":
+        target = expect[key]
+        values = -1 - np.arange(target.size, dtype="i4").reshape(target.shape)
+        expect[key] = values
+        ds[key] = values
+    elif form == "oindex":
+        target = ds.oindex[key]
+        values = -1 - np.arange(target.size, dtype="i4").reshape(target.shape)
+        idx = [np.arange(n)[k] if not isinstance(k, int) else k for k, n in zip(key, shape, strict=True)]
+        expect[np.ix_(*[np.atleast_1d(i) for i in idx])] = values.reshape(
+            [np.atleast_1d(i).size for i in idx]
+        )
+        ds.oindex[key] = values
+    else:
+        target = ds.vindex[key]
+        values = -1 - np.arange(target.size, dtype="i4").reshape(target.shape)
+        expect[key[0], :, key[2]] = values
+        ds.vindex[key] = values
+    assert len({int(v) for v in values.ravel()}) == values.size  # every value distinct
+    np.testing.assert_array_equal(ds[...], expect)
+
+
+# --- per-chunk element counts (aa.plan's "elements") ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("planner", "key"),
+    [
+        (plan_numpy, (slice(1, 9, 3), [0, 7, 7, 2])),  # repeated points count twice
+        (plan_numpy, (np.array([[True, False] * 4] * 9),)),
+        (plan_numpy, (4, slice(None, None, -1))),
+        (plan_outer, ([8, 0, 1], slice(2, 7))),
+        (plan_vector, ([0, 8, 8, 3], [7, 1, 1, 0])),
+        (plan_flat, [70, 3, 3, 0, 71]),
+        (plan_flat, slice(5, 60, 7)),
+    ],
+)
+def test_row_elements_count_the_selected_elements_of_every_touched_chunk(planner, key):
+    shape, chunks = (9, 8), (4, 3)
+    ids = np.arange(3 * 3).reshape(3, 3)
+    chunk_of = ids[np.arange(9)[:, None] // 4, np.arange(8)[None, :] // 3]  # chunk id of every element
+    if planner is plan_outer:
+        picked = chunk_of[np.ix_(key[0], np.arange(8)[key[1]])]
+    elif planner is plan_vector:
+        picked = chunk_of[tuple(key)]
+    elif planner is plan_flat:
+        picked = chunk_of.flat[key]
+    else:
+        picked = chunk_of[key]
+    p = planner(key, shape, chunks)
+    counts = dict(zip(*np.unique(np.ravel(picked), return_counts=True), strict=True))
+    got = p.row_elements()
+    assert got.dtype == np.int64
+    assert {int(ids[tuple(c)]): int(n) for c, n in zip(p.coords.tolist(), got, strict=True)} == counts
+    assert int(got.sum()) == np.size(picked)
+
+
+def test_row_elements_of_an_empty_selection_is_empty():
+    for p in (plan_numpy((slice(2, 2),), (9, 8), (4, 3)), plan_vector(([], []), (9, 8), (4, 3))):
+        got = p.row_elements()
+        assert got.dtype == np.int64 and got.tolist() == []
+
+
+# --- many selections at once -------------------------------------------------------------------------
+def test_plan_selections_plans_each_in_its_mode_and_chunk_users_merges_them():
+    shape, chunks = (8, 6), (2, 3)
+    sels = [np.s_[0:3, 1], np.s_[[7, 1], 4], np.s_[1, 2:]]
+    plans = plan_selections(sels, shape, chunks)
+    assert [p.coords.tolist() for p in plans] == [plan_numpy(s, shape, chunks).coords.tolist() for s in sels]
+    assert [p.result_shape for p in plans] == [np.empty(shape)[s].shape for s in sels]
+    assert chunk_users(plans) == {
+        (0, 0): [(0, 0), (2, 0)],
+        (1, 0): [(0, 1)],
+        (0, 1): [(1, 0), (2, 1)],
+        (3, 1): [(1, 1)],
+    }
+    (o,) = plan_selections([([0, 5], [0, 5])], shape, chunks, "oindex")
+    (v,) = plan_selections([([0, 5], [0, 5])], shape, chunks, "vindex")
+    assert o.result_shape == (2, 2) and v.result_shape == (2,)
+    assert o.coords.tolist() == [[0, 0], [0, 1], [2, 0], [2, 1]] and v.coords.tolist() == [[0, 0], [2, 1]]
+    assert plan_selections([], shape, chunks) == [] and chunk_users([]) == {}
+
+
+def test_plan_selections_refuses_an_unknown_mode_and_a_single_selection():
+    with pytest.raises(ValueError) as e:
+        plan_selections([np.s_[0]], (4,), (2,), "points")
+    assert str(e.value) == "mode must be one of ['numpy', 'oindex', 'vindex'], got 'points'"
+    for not_a_list in [np.s_[0:2, 1], "0:2", np.s_[0:2], 3]:
+        with pytest.raises(TypeError) as e:
+            plan_selections(not_a_list, (4, 4), (2, 2))
+        assert str(e.value) == (
+            "read_regions/read_many take a list of selections (one per region), e.g. [np.s_[0:4, 2], ...]"
+        )
+
+
+# --- the region API's view of a basic selection --------------------------------------------------------
+def test_normalize_selection_gives_the_dims_and_shape_of_a_basic_selection():
+    dims, shape = normalize_selection((slice(None, None, -2), None, 3), (10, 7))
+    assert dims == [DimSelection(1, 2, 5, reverse=True), DimSelection(3, 1, 1, drop=True)]
+    assert shape == (5, 1) == np.empty((10, 7))[::-2, None, 3].shape
+    assert normalize_selection((2,), (10, 7), allow_newaxis=False) == (
+        [DimSelection(2, 1, 1, drop=True), DimSelection(0, 1, 7)],
+        (7,),
+    )
+    with pytest.raises(SelectionError) as e:
+        normalize_selection((None, 2), (10, 7), allow_newaxis=False)
+    assert str(e.value) == "None (np.newaxis) cannot be used in an assignment selection"
+    # an index array is refused as not basic, before its bounds are looked at
+    with pytest.raises(SelectionError, match=r"^datasets take basic selections .* got list"):
+        normalize_selection(([0, 99], 1), (10, 7))
+
+
+# --- NumPy's exact errors for index arrays and for the flat iterator -----------------------------------
+def _numpy_error(index, key):
+    with pytest.raises(IndexError) as e:
+        index(key)
+    return str(e.value)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        [5, 21, 22],
+        [3, 20, 25],  # exactly the size is the first offender
+        [30, -25],
+        [-25, 30],
+        [-20, 30],  # minus the size is in bounds
+        np.array([[3, 21], [22, 0]]),
+        np.array([5, 21, 22], np.uint8),
+        np.array([3, 20, 25], np.uint8),
+        np.array([1, 2**63], np.uint64),  # cast as NumPy casts it (to -2**63)
+    ],
+)
+def test_an_index_array_out_of_bounds_names_numpys_first_offender(key):
+    data = np.zeros((20, 3))
+    with pytest.raises(SelectionError) as e:
+        normalize((key, 0), data.shape)
+    assert str(e.value) == _numpy_error(data.__getitem__, (key, 0))
+    with pytest.raises(SelectionError) as e:
+        normalize((0, key), data.T.shape)
+    assert str(e.value) == _numpy_error(data.T.__getitem__, (0, key))
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        20,
+        -21,
+        [3, 21, 22],
+        [30, -25],
+        np.array([[3, 21], [22, 0]]),
+        (0, 1),
+        (0, 1, 2),
+        np.zeros((4, 5), bool),
+        np.zeros(21, bool),
+        np.zeros(19, bool),
+        "a",
+        None,
+    ],
+)
+def test_flat_errors_are_numpys(key):
+    data = positions((4, 5))
+    x, fetch = lazy(data, (2, 3))
+    with pytest.raises(SelectionError) as e:
+        x.flat[key]
+    assert str(e.value) == _numpy_error(data.flat.__getitem__, key)
+    assert fetch.calls == []
+
+
+@pytest.mark.parametrize("key", [(), Ellipsis, 7, -1, slice(None, None, -3), slice(3, 11), [19, 0, 19]])
+def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
+    data = positions((4, 5))
+    x, _ = lazy(data, (2, 3))
+    expected = data.flat[key]
+    got = x.flat[key]
+    assert type(got) is type(expected)
+    np.testing.assert_array_equal(got, expected)
+    assert plan_flat(key, (4, 5), (2, 3)).chunks == (2, 3)
+    assert normalize(key, (4, 5), "flat").form == "flat"
+    (item,) = normalize(key, (4, 5), "flat").items
+    if isinstance(key, int):
+        assert item == Item("int", (0,), DimSelection(key % 20, 1, 1, drop=True), 0)
+    elif isinstance(key, list):
+        assert item.kind == "array" and item.dims == (0,) and item.number == 0
+        assert item.value.tolist() == key and item.value.dtype == np.int64
+        mask = np.isin(np.arange(20), key)
+        (m,) = normalize(mask, (4, 5), "flat").items  # a mask is its positions
+        assert m.kind == "array" and m.dims == (0,) and m.number == 0
+        assert m.value.tolist() == sorted(set(key)) and m.value.dtype == np.int64
+    else:
+        whole = slice(None) if key in ((), Ellipsis) else key
+        assert item == Item("slice", (0,), DimSelection.of_slice(whole, 20), 0)
+
+
+# --- grouping points by chunk (_runs): the plan, not only the values ----------------------------------
+def test_touched_chunks_are_listed_in_order_whatever_the_order_of_the_points():
+    for planner in (plan_numpy, plan_outer, plan_vector):
+        assert planner(([7, 1],), (9,), (3,)).coords.tolist() == [[0], [2]]
+        assert planner(([8, 2, 4],), (9,), (3,)).coords.tolist() == [[0], [1], [2]]
+    assert plan_flat([7, 1], (9,), (3,)).coords.tolist() == [[0], [2]]
+
+
+def test_points_already_in_chunk_order_are_copied_by_slices():
+    """Ascending points need no sort: every chunk's points are a slice of the result (a basic copy, no
+    gather), for point dimensions and for an orthogonal index array alike."""
+    v = plan_vector(([0, 1, 1, 5, 7], [0, 2, 2, 1, 0]), (9, 3), (3, 3))
+    assert v.coords.tolist() == [[0, 0], [1, 0], [2, 0]]
+    assert v.points.pidx == [slice(0, 3), slice(3, 4), slice(4, 5)]
+    o = plan_outer(([0, 1, 2, 5, 7], slice(None)), (9, 3), (3, 3))
+    assert o.ortho[0].out_sel == [slice(0, 3), slice(3, 4), slice(4, 5)]
+    assert o.ortho[0].in_sel == [slice(0, 3), slice(2, 3), slice(1, 2)]
+
+
+def test_repeated_points_written_the_last_value_wins_as_in_numpy():
+    """Many repeated, unsorted points (a stable sort keeps each chunk's points in request order)."""
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, 12, 300)
+    values = np.arange(300, dtype="i4")
+    expect = np.zeros(12, "i4")
+    expect[idx] = values
+    ds = aa.create_dataset(
+        "memory://sel-repeated-points", shape=(12,), dtype="i4", chunks=(4,), overwrite=True
+    )
+    ds[idx] = values
+    np.testing.assert_array_equal(ds[...], expect)
+    ds2 = aa.create_dataset(
+        "memory://sel-repeated-points2", shape=(12,), dtype="i4", chunks=(4,), overwrite=True
+    )
+    ds2.vindex[idx] = values
+    np.testing.assert_array_equal(ds2[...], expect)
+
+
+@pytest.mark.parametrize("key", [0, -1, [0, 0], Ellipsis, slice(None), slice(1, None)])
+def test_flat_of_a_zero_d_array_like_numpy(key):
+    data = np.array(5.0)
+    x = aa.altarr((), (), lambda c: [data] * len(c))
+    expected = data.flat[key]
+    got = x.flat[key]
+    assert type(got) is type(expected) and np.shape(got) == np.shape(expected)
+    np.testing.assert_array_equal(got, expected)
+    p = plan_flat(key, (), ())
+    assert p.chunks == () and p.coords.tolist() == ([[]] if np.size(expected) else [])
+
+
+# --- the fast path for integers and slices (_normalize_simple) builds the general path's items ---------
+def test_integers_and_slices_normalize_to_the_canonical_items():
+    s = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
+    assert s.items == (
+        Item("int", (0,), DimSelection(3, 1, 1, drop=True), 0),
+        Item("slice", (1,), DimSelection(2, 1, 3, reverse=True), 1),
+        Item("int", (2,), DimSelection(2, 1, 1, drop=True), 2),
+        Item("slice", (3,), DimSelection(0, 1, 8), 3),
+    )
+    assert s.form == "numpy" and s.basic and not s.ellipsis and s.resolved
+    deferred = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8), resolve=False)
+    assert deferred.items == s.items and deferred.resolved is False  # as documented for resolve=False
+    assert s.result_shape == np.empty((5, 6, 7, 8))[3, 4:1:-1, 2].shape
+    # the same items as the general path gives them (an item it must classify: a 0-d index array)
+    g = normalize((np.array(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
+    assert g.items == s.items
+
+
+@pytest.mark.parametrize("key", [5, -6, (0, 9), (np.int64(-7), 0), (slice(None), np.uint8(200))])
+def test_an_integer_out_of_bounds_raises_numpys_message(key):
+    data = np.zeros((5, 7))
+    with pytest.raises(SelectionError) as e:
+        normalize(key, data.shape)
+    assert str(e.value) == _numpy_error(data.__getitem__, key)
+
+
+def test_index_arrays_become_int64_positions_whatever_their_dtype():
+    keys = ([], np.array([], np.uint8), np.array([1, 4], np.uint8), np.array([-1, 2], np.int16))
+    for key in keys + (np.array([1, 2**64 - 1], np.uint64),):  # NumPy reads 2**64-1 as -1
+        (item,) = normalize((key,), (5,)).items
+        assert item.value.dtype == np.int64 and item.value.tolist() == np.arange(5)[key].tolist()
+        (item,) = normalize((key,), (5,), "outer").items
+        assert item.value.dtype == np.int64

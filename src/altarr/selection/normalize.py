@@ -53,6 +53,7 @@ _VALID = (
     "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
     "are valid indices"
 )
+_VALID_FLAT = "only integers, slices (`:`), ellipsis (`...`) and integer or boolean arrays are valid indices"
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ class Selection:
 
 
 # --- classification of index items ---------------------------------------------------------------------
-def _classify(item: Any) -> tuple[str, Any]:
+def _classify(item: Any, valid: str = _VALID) -> tuple[str, Any]:
     if item is None:
         return ("none", None)
     if item is Ellipsis:
@@ -210,7 +211,7 @@ def _classify(item: Any) -> tuple[str, Any]:
         try:
             arr = np.asarray(item)
         except ValueError:  # a ragged nested list
-            raise SelectionError(_VALID) from None
+            raise SelectionError(valid) from None
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.intp)
     else:
@@ -220,7 +221,7 @@ def _classify(item: Any) -> tuple[str, Any]:
             if hasattr(item, "__array__"):
                 arr = np.asarray(item)
             else:
-                raise SelectionError(_VALID) from None
+                raise SelectionError(valid) from None
     if arr.dtype == np.bool_:
         return ("bool0", bool(arr)) if arr.ndim == 0 else ("boolarr", arr)
     if arr.dtype.kind in "iu":
@@ -248,26 +249,31 @@ def is_basic_selection(selection: Any) -> bool:
 
 
 # --- normalization of values ---------------------------------------------------------------------------
-def _norm_int(i: int, n: int, axis: int) -> int:
+def _out_of_bounds(i: int, n: int, axis: int | None) -> SelectionError:
+    """NumPy's message for index ``i`` outside ``n`` elements (``axis=None``: of the flat iterator)."""
+    where = f"size {n}" if axis is None else f"axis {axis} with size {n}"
+    return SelectionError(f"index {i} is out of bounds for {where}")
+
+
+def _norm_int(i: int, n: int, axis: int | None) -> int:
     if i < -n or i >= n:
-        raise SelectionError(f"index {i} is out of bounds for axis {axis} with size {n}")
+        raise _out_of_bounds(i, n, axis)
     return i + n if i < 0 else i
 
 
-def _norm_array(arr: np.ndarray, n: int, axis: int) -> np.ndarray:
+def _first_out_of_bounds(a: np.ndarray, n: int, axis: int | None) -> SelectionError:
+    """NumPy names the first index out of bounds in C order (not the smallest or the largest)."""
+    flat = a.reshape(-1)
+    return _out_of_bounds(int(flat[int(np.argmax((flat >= n) | (flat < -n)))]), n, axis)
+
+
+def _norm_array(arr: np.ndarray, n: int, axis: int | None) -> np.ndarray:
     if arr.size == 0:
         return arr.astype(np.int64)
-    if arr.dtype.kind == "u":
-        hi = int(arr.max())
-        if hi >= n:
-            raise SelectionError(f"index {hi} is out of bounds for axis {axis} with size {n}")
-        return arr.astype(np.int64)
-    a = arr.astype(np.int64, copy=False)
+    a = arr.astype(np.int64, copy=False)  # as NumPy casts: uint64 past 2**63 wraps to negative
     lo, hi = int(a.min()), int(a.max())
-    if lo < -n:
-        raise SelectionError(f"index {lo} is out of bounds for axis {axis} with size {n}")
-    if hi >= n:
-        raise SelectionError(f"index {hi} is out of bounds for axis {axis} with size {n}")
+    if lo < -n or hi >= n:
+        raise _first_out_of_bounds(a, n, axis)
     if lo < 0:
         a = np.where(a < 0, a + n, a)
     return a
@@ -430,27 +436,38 @@ def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Select
 
 def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     """``x.flat[key]``: one C-order linear index over ``prod(shape)`` elements; the item's ``dims`` is
-    ``(0,)`` of that flattened dimension and ``array`` positions keep the index's shape."""
+    ``(0,)`` of that flattened dimension and ``array`` positions keep the index's shape. Errors are those
+    of NumPy's flat iterator (``()`` selects everything, as ``...`` does)."""
     size = int(np.prod(shape, dtype=np.int64))
     raw = _as_tuple(key)
-    if len(raw) != 1:
-        raise SelectionError("flat indexing takes exactly one index")
-    kind, val = _classify(raw[0])
+    if len(raw) > 1:
+        raise SelectionError(_too_many_flat(len(raw)))
+    kind, val = _classify(raw[0], _VALID_FLAT) if raw else ("ellipsis", None)
+    src = raw[0] if raw else key
     if kind == "int":
-        item = Item("int", (0,), DimSelection(_norm_int(val, size, 0), 1, 1, drop=True), 0, raw[0])
+        item = Item("int", (0,), DimSelection(_norm_int(val, size, None), 1, 1, drop=True), 0, src)
     elif kind == "slice":
-        item = Item("slice", (0,), DimSelection.of_slice(val, size), 0, raw[0])
+        item = Item("slice", (0,), DimSelection.of_slice(val, size), 0, src)
     elif kind == "ellipsis":
-        item = Item("slice", (0,), DimSelection.of_slice(slice(None), size), 0, raw[0])
+        item = Item("slice", (0,), DimSelection.of_slice(slice(None), size), 0, src)
     elif kind == "intarr":
-        item = Item("array", (0,), _norm_array(val, size, 0), 0, raw[0])
+        item = Item("array", (0,), _norm_array(val, size, None), 0, src)
     elif kind == "boolarr":
+        if val.ndim != 1:
+            raise SelectionError(_too_many_flat(val.ndim))
         if val.size != size:
-            raise SelectionError(f"boolean flat index has {val.size} elements; the array has {size}")
-        item = Item("array", (0,), np.flatnonzero(val).astype(np.int64), 0, raw[0])
+            raise SelectionError(
+                "boolean index did not match indexed flat iterator along axis 0; size of axis is "
+                f"{size} but size of corresponding boolean axis is {val.size}"
+            )
+        item = Item("array", (0,), np.flatnonzero(val).astype(np.int64), 0, src)
     else:
-        raise SelectionError(_VALID)
+        raise SelectionError(_VALID_FLAT)
     return Selection(shape, "flat", (item,), False)
+
+
+def _too_many_flat(n: int) -> str:
+    return f"too many indices for flat iterator: flat iterator is 1-dimensional, but {n} were indexed"
 
 
 def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
