@@ -551,3 +551,59 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
         ds.read_chunks([(0, 0), (1, 1)])
     assert e.value.key == ds.chunk_key((0, 0))
     assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt
+
+
+@pytest.mark.parametrize("shards", [(16, 16), None])
+def test_delete_reports_a_chunk_asked_for_twice_as_stored_once(store, shards):
+    ds = make(store, shards=shards)
+    ds.write_chunks([(0, 0), (1, 1)], [chunk_values(ds, (0, 0)), chunk_values(ds, (1, 1))])
+    # the first request of a chunk deletes it; its repeat finds it gone, as a second call would
+    assert ds.delete_chunks([(0, 0), (2, 2), (0, 0), (1, 1)]) == [True, False, False, True]
+    assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
+
+
+def test_group_by_shard_groups_chunks_by_their_outermost_shard(store):
+    ds = make(store)
+    # first-seen order of the shards and of the chunks within each
+    assert list(ds.group_by_shard([(5, 0), (0, 0), (4, 7), (3, 3)]).items()) == [
+        ((1, 0), [(5, 0)]),
+        ((0, 0), [(0, 0), (3, 3)]),
+        ((1, 1), [(4, 7)]),
+    ]
+
+
+def test_decode_chunk_decodes_into_a_fresh_array_or_the_threads_scratch_buffer(store):
+    from altarr.errors import CorruptChunkError
+
+    ds = make(store, shards=None, compressor="zstd")
+    ds.write_chunk((1, 2), chunk_values(ds, (1, 2)))
+    key = ds.chunk_key((1, 2))
+    data = store.get(key)
+    acc = ds._access
+    fresh = [acc.decode_chunk(data, (1, 2), key) for _ in range(2)]
+    for a in fresh:
+        np.testing.assert_array_equal(a, chunk_values(ds, (1, 2)))
+    assert not np.shares_memory(fresh[0], fresh[1])  # each caller owns its array
+    scratch = [acc.decode_chunk(data, (1, 2), key, scratch=True) for _ in range(2)]
+    np.testing.assert_array_equal(scratch[1], chunk_values(ds, (1, 2)))
+    assert np.shares_memory(scratch[0], scratch[1])  # this thread's reused buffer
+    # bad bytes are named by key, chunk and where they were read from
+    with pytest.raises(CorruptChunkError) as info:
+        acc.decode_chunk(data[:-3], (1, 2), key, byte_range=(10, 10 + len(data) - 3))
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (1, 2), (10, len(data) + 7))
+
+
+def test_a_cleared_index_cache_holds_max_bytes_of_indexes_again():
+    from altarr.dataset.index_cache import IndexCache
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    store.set("s", b"shard")
+    version = store.stat("s")[1]
+    index = np.zeros((2, 2, 2), "u8")
+    cache = IndexCache(store, max_bytes=index.nbytes)  # room for exactly one index
+    cache.put("s", 1, 0, version, index)
+    cache.clear()
+    assert cache.get("s", 1, 0, {}) is None
+    cache.put("s", 1, 0, version, index)
+    assert cache.get("s", 1, 0, {}) is index

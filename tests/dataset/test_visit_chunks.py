@@ -140,3 +140,15 @@ def test_a_visit_that_skips_a_chunk_is_refused():
     with aa.set_options(cache_bytes=0), pytest.raises(aa.errors.FetchError, match="skipped") as e:
         x[...]
     assert e.value.chunk == (1, 1)
+
+
+def test_visit_reports_the_version_of_every_shard_it_read(store):
+    from altarr.dataset.index_cache import MISSING
+
+    ds, _ = _dataset(store)
+    coords = [(0, 0), (5, 1)]  # shard (0, 0) is stored, shard (1, 0) is not
+    versions = {}
+    ds._access.visit_chunks(coords, lambda i, a: None, versions=versions)
+    stored = ds.chunk_key((0, 0))
+    assert versions == {stored: store.stat(stored)[1], ds.chunk_key((5, 1)): MISSING}
+    assert versions[stored] is not None
