@@ -607,3 +607,17 @@ def test_a_cleared_index_cache_holds_max_bytes_of_indexes_again():
     assert cache.get("s", 1, 0, {}) is None
     cache.put("s", 1, 0, version, index)
     assert cache.get("s", 1, 0, {}) is index
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_recheck_reads_every_index_again(store, location):
+    ds = make(store, index_location=location)
+    fill_shard(ds, (0, 0))
+    again = aa.open_dataset(store, recheck=True)
+    wanted = [(0, 0), (2, 1)]
+    for _ in range(2):
+        store.stats.reset()
+        got = again.read_chunks(wanted)
+        assert store.stats.reads == 2  # the index every time, then the two chunks' coalesced ranges
+        for c, a in zip(wanted, got, strict=True):
+            np.testing.assert_array_equal(a, chunk_values(ds, c))

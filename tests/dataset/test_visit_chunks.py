@@ -152,3 +152,15 @@ def test_visit_reports_the_version_of_every_shard_it_read(store):
     stored = ds.chunk_key((0, 0))
     assert versions == {stored: store.stat(stored)[1], ds.chunk_key((5, 1)): MISSING}
     assert versions[stored] is not None
+    read_versions = {}  # read_chunks reports the same
+    ds._access.read_chunks(coords, versions=read_versions)
+    assert read_versions == versions
+
+
+def test_an_unstored_chunk_is_visited_as_fill_values_of_the_dataset_dtype(store):
+    ds, _ = _dataset(store)
+    got = {}
+    ds.visit_chunks([(5, 1), (0, 0)], lambda i, a: got.__setitem__(i, (a.dtype, a.shape, a.copy())))
+    assert got[0][:2] == (np.dtype("int32"), (4, 5))
+    np.testing.assert_array_equal(got[0][2], np.full((4, 5), -1, "int32"))
+    assert got[1][0] == np.dtype("int32")
