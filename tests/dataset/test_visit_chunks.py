@@ -164,3 +164,27 @@ def test_an_unstored_chunk_is_visited_as_fill_values_of_the_dataset_dtype(store)
     assert got[0][:2] == (np.dtype("int32"), (4, 5))
     np.testing.assert_array_equal(got[0][2], np.full((4, 5), -1, "int32"))
     assert got[1][0] == np.dtype("int32")
+
+
+def test_a_shard_cut_short_under_an_open_visit_is_named(tmp_path):
+    import os
+
+    from altarr.dataset.parallel import get_max_workers, set_max_workers
+
+    store = aa.LocalStore(tmp_path / "a.zarr")
+    ds, _ = _dataset(store)
+    key = ds.chunk_key((0, 0))
+    path = tmp_path / "a.zarr" / key
+
+    def fn(i, a):
+        if i == 0:  # another process truncates the shard in place (not an atomic replace)
+            os.truncate(path, 10)
+
+    before = get_max_workers()
+    set_max_workers(1)  # the chunks are visited in request order
+    try:
+        with pytest.raises(AltarrError, match="past the end of the object") as info:
+            ds.visit_chunks([(0, 0), (2, 1)], fn)
+    finally:
+        set_max_workers(before)
+    assert info.value.key == key and info.value.chunk == (2, 1)
