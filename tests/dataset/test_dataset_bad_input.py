@@ -230,9 +230,17 @@ def test_a_corrupt_chunk_read_by_visit_or_merged_by_a_write_is_named(tmp_path, s
         start, nbytes = index_of(bytes(blob))[2]  # chunk (1, 0)
     blob[start : start + nbytes] = b"\xff" * nbytes  # not a zstd frame any more
     store.set(key, bytes(blob))
-    with pytest.raises(CorruptChunkError) as info:
-        ds.visit_chunks([(0, 0), (1, 0)], lambda i, a: None)
-    assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (1, 0), (start, start + nbytes))
+    for read in (
+        lambda: ds.visit_chunks([(0, 0), (1, 0)], lambda i, a: None),
+        lambda: ds.read_chunks([(1, 0)]),
+    ):
+        with pytest.raises(CorruptChunkError) as info:
+            read()
+        assert (info.value.key, info.value.chunk, info.value.byte_range) == (
+            key,
+            (1, 0),
+            (start, start + nbytes),
+        )
     with pytest.raises(CorruptChunkError) as info:  # a partial write must merge with the old values
         ds[5, 1] = 0
     assert (info.value.key, info.value.chunk) == (key, (1, 0))

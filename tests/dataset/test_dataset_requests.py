@@ -621,3 +621,55 @@ def test_recheck_reads_every_index_again(store, location):
         assert store.stats.reads == 2  # the index every time, then the two chunks' coalesced ranges
         for c, a in zip(wanted, got, strict=True):
             np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def _index(n):
+    return np.full((2, 2, 2), n, "u8")  # 64 bytes
+
+
+def test_the_index_cache_keeps_the_most_recently_used_indexes_within_max_bytes():
+    from altarr.dataset.index_cache import IndexCache
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    for k in "abcde":
+        store.set(k, b"shard")
+    v = {k: store.stat(k)[1] for k in "abcde"}
+    cache = IndexCache(store, max_bytes=2 * _index(0).nbytes)  # room for exactly two
+    cache.put("a", 1, 0, v["a"], _index(1))
+    cache.put("a", 1, 0, v["a"], _index(2))  # replaces the entry: still one index held
+    cache.put("b", 1, 0, v["b"], _index(3))
+    assert cache.get("a", 1, 0, {})[0, 0, 0] == 2 and cache.get("b", 1, 0, {})[0, 0, 0] == 3
+    assert cache.get("a", 1, 0, {}) is not None  # "a" is now the most recently used
+    cache.put("c", 1, 0, v["c"], _index(4))  # evicts the least recently used: "b"
+    assert [cache.get(k, 1, 0, {}) is not None for k in "abc"] == [True, False, True]
+    cache.put("d", 1, 0, v["d"], _index(5))
+    cache.put("e", 1, 0, v["e"], _index(6))
+    assert [cache.get(k, 1, 0, {}) is not None for k in "abcde"] == [False, False, False, True, True]
+
+
+def test_recheck_false_on_a_store_without_versions_trusts_the_cached_index():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://recheck-false-{id(object())}")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    wanted = [(0, 0), (2, 1)]
+    trusting.read_chunks(wanted)  # reads the index once
+    store.stats.reset()
+    got = trusting.read_chunks(wanted)
+    assert store.stats.reads == 1 and store.stats.size_queries == 0  # only the chunks' range
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def test_recheck_false_on_a_store_with_versions_still_checks_them(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    wanted = [(0, 0), (2, 1)]
+    trusting.read_chunks(wanted)
+    store.stats.reset()
+    trusting.read_chunks(wanted)
+    assert store.stats.reads == 1 and store.stats.size_queries == 1  # the cached index, one version check
