@@ -673,3 +673,15 @@ def test_recheck_false_on_a_store_with_versions_still_checks_them(store):
     store.stats.reset()
     trusting.read_chunks(wanted)
     assert store.stats.reads == 1 and store.stats.size_queries == 1  # the cached index, one version check
+
+
+def test_a_cached_index_of_a_shard_deleted_since_is_dropped(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    assert ds.read_chunks([(0, 0)])[0] is not None  # the index is cached
+    other = aa.open_dataset(store, mode="r+")
+    assert all(other.delete_chunks(ds.chunks_in_shard((0, 0))))
+    assert not store.exists(ds.chunk_key((0, 0)))
+    store.stats.reset()
+    assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
+    assert store.stats.reads == 1  # the version check found it gone; its index asked again: missing
