@@ -194,6 +194,11 @@ def test_an_index_entry_past_the_end_of_a_local_file_is_refused_before_the_chunk
         ds.read_chunks([(1, 1)])
     assert info.value.key == key
     assert store.stats.reads == 1  # the index read told the file's size: the chunk is never asked for
+    store.stats.reset()  # a visit opens the file: its size comes from the open file
+    with pytest.raises(CorruptShardError) as info:
+        ds.visit_chunks([(1, 1)], lambda i, a: None)
+    assert info.value.key == key
+    assert store.stats.reads == 1
 
 
 def test_a_chunk_range_past_the_end_of_its_file_names_key_chunk_and_bytes(tmp_path):
