@@ -686,3 +686,15 @@ def test_a_cached_index_of_a_shard_deleted_since_is_dropped(store):
     store.stats.reset()
     assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
     assert store.stats.reads == 1  # the version check found it gone; its index asked again: missing
+
+
+def test_recheck_false_reads_a_shard_deleted_since_its_index_was_cached_as_missing():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://recheck-false-gone-{id(object())}")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    assert trusting.read_chunks([(0, 0)])[0] is not None  # the index is cached, trusted
+    assert all(ds.delete_chunks(ds.chunks_in_shard((0, 0))))  # the whole shard goes
+    assert trusting.read_chunks([(0, 0), (1, 1)]) == [None, None]  # the chunk read found it gone
