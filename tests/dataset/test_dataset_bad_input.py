@@ -257,3 +257,19 @@ def test_write_chunks_needs_one_array_per_coordinate():
     ds = sharded()
     with pytest.raises(GridError, match="write_chunks got 2 coordinates but 1 arrays"):
         ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4), "u2")])
+
+
+def test_an_index_entry_past_the_end_on_a_store_that_tells_no_size_is_named_when_read():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://past-the-end-{id(object())}")
+    ds = sharded(store)
+    key = ds.chunk_key((0, 0))
+    blob = store.get(key)
+    entries = index_of(blob)
+    entries[3] = (len(blob) - 8, entries[3][1])  # a chunk-sized entry running past the end of the object
+    store.set(key, with_index(blob, entries))
+    with pytest.raises(CorruptShardError, match="past the end of the object") as info:
+        ds.read_chunks([(1, 1)])
+    assert (info.value.key, info.value.chunk) == (key, (1, 1))
+    assert info.value.byte_range == (len(blob) - 8, len(blob) - 8 + entries[3][1])
