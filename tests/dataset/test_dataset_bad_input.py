@@ -179,3 +179,97 @@ def test_opening_a_path_without_metadata_names_the_path(tmp_path):
         aa.open_dataset(str(missing))
     with pytest.raises(MetadataError, match="nothing-here.zarr"):
         aa.open_group(str(missing))
+
+
+def test_an_index_entry_past_the_end_of_a_local_file_is_refused_before_the_chunk_is_read(tmp_path):
+    store = aa.LocalStore(tmp_path / "a.zarr")
+    ds = sharded(store)
+    key = ds.chunk_key((0, 0))
+    blob = store.get(key)
+    entries = index_of(blob)
+    entries[3] = (len(blob) - 8, entries[3][1])  # a chunk-sized entry running past the end of the file
+    store.set(key, with_index(blob, entries))
+    store.stats.reset()
+    with pytest.raises(CorruptShardError) as info:
+        ds.read_chunks([(1, 1)])
+    assert info.value.key == key
+    assert store.stats.reads == 1  # the index read told the file's size: the chunk is never asked for
+    store.stats.reset()  # a visit opens the file: its size comes from the open file
+    with pytest.raises(CorruptShardError) as info:
+        ds.visit_chunks([(1, 1)], lambda i, a: None)
+    assert info.value.key == key
+    assert store.stats.reads == 1
+
+
+def test_a_chunk_range_past_the_end_of_its_file_names_key_chunk_and_bytes(tmp_path):
+    from altarr.dataset.shard_read import ChunkRange, ShardReader, _checked_range
+
+    store = aa.LocalStore(tmp_path)
+    store.set("s", b"0123456789")
+    with store.open_reader("s") as reader:
+        assert bytes(ShardReader.slot_bytes("s", ChunkRange((1, 2), 4, 3, reader))) == b"456"
+        # the file is shorter than its index said (changed in place under the open file)
+        with pytest.raises(
+            CorruptShardError, match=r"past the end of the object \(read 4 of 6 bytes\)"
+        ) as info:
+            ShardReader.slot_bytes("s", ChunkRange((1, 2), 6, 6, reader))
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == ("s", (1, 2), (6, 12))
+    # an object gone by the time its chunk is read
+    with pytest.raises(CorruptShardError, match=r"\(read 0 of 5 bytes\)") as info:
+        _checked_range("s", (0, 1), 8, 5, None)
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == ("s", (0, 1), (8, 13))
+
+
+@pytest.mark.parametrize("shards", [(8, 8), None])
+def test_a_corrupt_chunk_read_by_visit_or_merged_by_a_write_is_named(tmp_path, shards):
+    store = aa.LocalStore(tmp_path / "a.zarr")
+    ds = aa.create_dataset(
+        store, shape=(8, 8), dtype="uint16", chunks=(4, 4), shards=shards, compressor="zstd"
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
+    key = ds.chunk_key((1, 0))
+    blob = bytearray(store.get(key))
+    if shards is None:
+        start, nbytes = 0, len(blob)
+    else:
+        start, nbytes = index_of(bytes(blob))[2]  # chunk (1, 0)
+    blob[start : start + nbytes] = b"\xff" * nbytes  # not a zstd frame any more
+    store.set(key, bytes(blob))
+    for read in (
+        lambda: ds.visit_chunks([(0, 0), (1, 0)], lambda i, a: None),
+        lambda: ds.read_chunks([(1, 0)]),
+    ):
+        with pytest.raises(CorruptChunkError) as info:
+            read()
+        assert (info.value.key, info.value.chunk, info.value.byte_range) == (
+            key,
+            (1, 0),
+            (start, start + nbytes),
+        )
+    with pytest.raises(CorruptChunkError) as info:  # a partial write must merge with the old values
+        ds[5, 1] = 0
+    assert (info.value.key, info.value.chunk) == (key, (1, 0))
+    if shards is None:
+        assert info.value.byte_range == (0, nbytes)
+
+
+def test_write_chunks_needs_one_array_per_coordinate():
+    ds = sharded()
+    with pytest.raises(GridError, match="write_chunks got 2 coordinates but 1 arrays"):
+        ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4), "u2")])
+
+
+def test_an_index_entry_past_the_end_on_a_store_that_tells_no_size_is_named_when_read():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://past-the-end-{id(object())}")
+    ds = sharded(store)
+    key = ds.chunk_key((0, 0))
+    blob = store.get(key)
+    entries = index_of(blob)
+    entries[3] = (len(blob) - 8, entries[3][1])  # a chunk-sized entry running past the end of the object
+    store.set(key, with_index(blob, entries))
+    with pytest.raises(CorruptShardError, match="past the end of the object") as info:
+        ds.read_chunks([(1, 1)])
+    assert (info.value.key, info.value.chunk) == (key, (1, 1))
+    assert info.value.byte_range == (len(blob) - 8, len(blob) - 8 + entries[3][1])

@@ -158,3 +158,13 @@ def test_numpy_conversion():
     assert np.asarray(ds, dtype="f8").dtype == np.float64
     with pytest.raises(ValueError, match="copy"):
         np.asarray(ds, copy=False)
+
+
+def test_a_partial_write_of_an_unstored_chunk_keeps_every_bit_of_a_uint64():
+    ds = aa.create_dataset("memory://", shape=(4, 4), dtype="uint64", chunks=(2, 2), shards=(4, 4))
+    ds[1, 1] = 2**63 + 1  # merged into the fill value of a chunk that is not stored yet
+    ds[0, 0] = 2**64 - 1
+    want = np.zeros((4, 4), "uint64")
+    want[1, 1], want[0, 0] = 2**63 + 1, 2**64 - 1
+    np.testing.assert_array_equal(ds[...], want)
+    assert ds[...].dtype == np.dtype("uint64")

@@ -551,3 +551,150 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
         ds.read_chunks([(0, 0), (1, 1)])
     assert e.value.key == ds.chunk_key((0, 0))
     assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt
+
+
+@pytest.mark.parametrize("shards", [(16, 16), None])
+def test_delete_reports_a_chunk_asked_for_twice_as_stored_once(store, shards):
+    ds = make(store, shards=shards)
+    ds.write_chunks([(0, 0), (1, 1)], [chunk_values(ds, (0, 0)), chunk_values(ds, (1, 1))])
+    # the first request of a chunk deletes it; its repeat finds it gone, as a second call would
+    assert ds.delete_chunks([(0, 0), (2, 2), (0, 0), (1, 1)]) == [True, False, False, True]
+    assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
+
+
+def test_group_by_shard_groups_chunks_by_their_outermost_shard(store):
+    ds = make(store)
+    # first-seen order of the shards and of the chunks within each
+    assert list(ds.group_by_shard([(5, 0), (0, 0), (4, 7), (3, 3)]).items()) == [
+        ((1, 0), [(5, 0)]),
+        ((0, 0), [(0, 0), (3, 3)]),
+        ((1, 1), [(4, 7)]),
+    ]
+
+
+def test_decode_chunk_decodes_into_a_fresh_array_or_the_threads_scratch_buffer(store):
+    from altarr.errors import CorruptChunkError
+
+    ds = make(store, shards=None, compressor="zstd")
+    ds.write_chunk((1, 2), chunk_values(ds, (1, 2)))
+    key = ds.chunk_key((1, 2))
+    data = store.get(key)
+    acc = ds._access
+    fresh = [acc.decode_chunk(data, (1, 2), key) for _ in range(2)]
+    for a in fresh:
+        np.testing.assert_array_equal(a, chunk_values(ds, (1, 2)))
+    assert not np.shares_memory(fresh[0], fresh[1])  # each caller owns its array
+    scratch = [acc.decode_chunk(data, (1, 2), key, scratch=True) for _ in range(2)]
+    np.testing.assert_array_equal(scratch[1], chunk_values(ds, (1, 2)))
+    assert np.shares_memory(scratch[0], scratch[1])  # this thread's reused buffer
+    # bad bytes are named by key, chunk and where they were read from
+    with pytest.raises(CorruptChunkError) as info:
+        acc.decode_chunk(data[:-3], (1, 2), key, byte_range=(10, 10 + len(data) - 3))
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (1, 2), (10, len(data) + 7))
+
+
+def test_a_cleared_index_cache_holds_max_bytes_of_indexes_again():
+    from altarr.dataset.index_cache import IndexCache
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    store.set("s", b"shard")
+    version = store.stat("s")[1]
+    index = np.zeros((2, 2, 2), "u8")
+    cache = IndexCache(store, max_bytes=index.nbytes)  # room for exactly one index
+    cache.put("s", 1, 0, version, index)
+    cache.clear()
+    assert cache.get("s", 1, 0, {}) is None
+    cache.put("s", 1, 0, version, index)
+    assert cache.get("s", 1, 0, {}) is index
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_recheck_reads_every_index_again(store, location):
+    ds = make(store, index_location=location)
+    fill_shard(ds, (0, 0))
+    again = aa.open_dataset(store, recheck=True)
+    wanted = [(0, 0), (2, 1)]
+    for _ in range(2):
+        store.stats.reset()
+        got = again.read_chunks(wanted)
+        assert store.stats.reads == 2  # the index every time, then the two chunks' coalesced ranges
+        for c, a in zip(wanted, got, strict=True):
+            np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def _index(n):
+    return np.full((2, 2, 2), n, "u8")  # 64 bytes
+
+
+def test_the_index_cache_keeps_the_most_recently_used_indexes_within_max_bytes():
+    from altarr.dataset.index_cache import IndexCache
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    for k in "abcde":
+        store.set(k, b"shard")
+    v = {k: store.stat(k)[1] for k in "abcde"}
+    cache = IndexCache(store, max_bytes=2 * _index(0).nbytes)  # room for exactly two
+    cache.put("a", 1, 0, v["a"], _index(1))
+    cache.put("a", 1, 0, v["a"], _index(2))  # replaces the entry: still one index held
+    cache.put("b", 1, 0, v["b"], _index(3))
+    assert cache.get("a", 1, 0, {})[0, 0, 0] == 2 and cache.get("b", 1, 0, {})[0, 0, 0] == 3
+    assert cache.get("a", 1, 0, {}) is not None  # "a" is now the most recently used
+    cache.put("c", 1, 0, v["c"], _index(4))  # evicts the least recently used: "b"
+    assert [cache.get(k, 1, 0, {}) is not None for k in "abc"] == [True, False, True]
+    cache.put("d", 1, 0, v["d"], _index(5))
+    cache.put("e", 1, 0, v["e"], _index(6))
+    assert [cache.get(k, 1, 0, {}) is not None for k in "abcde"] == [False, False, False, True, True]
+    assert cache.hits == 7  # the gets that found a valid entry
+
+
+def test_recheck_false_on_a_store_without_versions_trusts_the_cached_index():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://recheck-false-{id(object())}")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    wanted = [(0, 0), (2, 1)]
+    trusting.read_chunks(wanted)  # reads the index once
+    store.stats.reset()
+    got = trusting.read_chunks(wanted)
+    assert store.stats.reads == 1 and store.stats.size_queries == 0  # only the chunks' range
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, chunk_values(ds, c))
+
+
+def test_recheck_false_on_a_store_with_versions_still_checks_them(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    wanted = [(0, 0), (2, 1)]
+    trusting.read_chunks(wanted)
+    store.stats.reset()
+    trusting.read_chunks(wanted)
+    assert store.stats.reads == 1 and store.stats.size_queries == 1  # the cached index, one version check
+
+
+def test_a_cached_index_of_a_shard_deleted_since_is_dropped(store):
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    assert ds.read_chunks([(0, 0)])[0] is not None  # the index is cached
+    other = aa.open_dataset(store, mode="r+")
+    assert all(other.delete_chunks(ds.chunks_in_shard((0, 0))))
+    assert not store.exists(ds.chunk_key((0, 0)))
+    store.stats.reset()
+    assert ds.read_chunks([(0, 0), (1, 1)]) == [None, None]
+    assert store.stats.reads == 1  # the version check found it gone; its index asked again: missing
+
+
+def test_recheck_false_reads_a_shard_deleted_since_its_index_was_cached_as_missing():
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://recheck-false-gone-{id(object())}")
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    trusting = aa.open_dataset(store, recheck=False)
+    assert trusting.read_chunks([(0, 0)])[0] is not None  # the index is cached, trusted
+    assert all(ds.delete_chunks(ds.chunks_in_shard((0, 0))))  # the whole shard goes
+    assert trusting.read_chunks([(0, 0), (1, 1)]) == [None, None]  # the chunk read found it gone

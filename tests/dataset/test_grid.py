@@ -47,3 +47,26 @@ def test_edge_chunks_and_children():
     assert g.n_chunks_in((0, 0), 1) == 4
     with pytest.raises(GridError):
         g.check_chunk((3, 0))
+
+
+def test_children_are_the_in_bounds_blocks_one_level_down():
+    g = NestedGrid((10, 7), [(2, 1), (4, 3), (8, 6)])
+    # shard (0, 0) of level 2 holds 2 x 2 level-1 blocks, all in bounds
+    assert g.children((0, 0), 2) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    # the edge shard (1, 1): level-1 grid is (3, 3), so only (2, 2) is left of its 2 x 2
+    assert g.children((1, 1), 2) == [(2, 2)]
+    # level-1 block (2, 2) holds level-0 chunks (4..4, 6..6): 1 x 1 in bounds of the (5, 7) chunk grid
+    assert g.children((2, 2), 1) == [(4, 6)]
+    assert g.children((0, 1), 1) == [(0, 3), (0, 4), (0, 5), (1, 3), (1, 4), (1, 5)]
+
+
+def test_positions_of_another_rank_are_refused():
+    g = NestedGrid((10, 7), [(4, 3), (8, 6)])
+    with pytest.raises(ValueError):
+        g.chunks_in((0,), 1)
+    with pytest.raises(ValueError):
+        g.children((0, 0, 0), 1)
+
+
+def test_repr_names_shape_and_levels():
+    assert repr(NestedGrid((10, 7), [(4, 3), (8, 6)])) == "NestedGrid(shape=(10, 7), levels=[(4, 3), (8, 6)])"

@@ -140,3 +140,51 @@ def test_a_visit_that_skips_a_chunk_is_refused():
     with aa.set_options(cache_bytes=0), pytest.raises(aa.errors.FetchError, match="skipped") as e:
         x[...]
     assert e.value.chunk == (1, 1)
+
+
+def test_visit_reports_the_version_of_every_shard_it_read(store):
+    from altarr.dataset.index_cache import MISSING
+
+    ds, _ = _dataset(store)
+    coords = [(0, 0), (5, 1)]  # shard (0, 0) is stored, shard (1, 0) is not
+    versions = {}
+    ds._access.visit_chunks(coords, lambda i, a: None, versions=versions)
+    stored = ds.chunk_key((0, 0))
+    assert versions == {stored: store.stat(stored)[1], ds.chunk_key((5, 1)): MISSING}
+    assert versions[stored] is not None
+    read_versions = {}  # read_chunks reports the same
+    ds._access.read_chunks(coords, versions=read_versions)
+    assert read_versions == versions
+
+
+def test_an_unstored_chunk_is_visited_as_fill_values_of_the_dataset_dtype(store):
+    ds, _ = _dataset(store)
+    got = {}
+    ds.visit_chunks([(5, 1), (0, 0)], lambda i, a: got.__setitem__(i, (a.dtype, a.shape, a.copy())))
+    assert got[0][:2] == (np.dtype("int32"), (4, 5))
+    np.testing.assert_array_equal(got[0][2], np.full((4, 5), -1, "int32"))
+    assert got[1][0] == np.dtype("int32")
+
+
+def test_a_shard_cut_short_under_an_open_visit_is_named(tmp_path):
+    import os
+
+    from altarr.dataset.parallel import get_max_workers, set_max_workers
+
+    store = aa.LocalStore(tmp_path / "a.zarr")
+    ds, _ = _dataset(store)
+    key = ds.chunk_key((0, 0))
+    path = tmp_path / "a.zarr" / key
+
+    def fn(i, a):
+        if i == 0:  # another process truncates the shard in place (not an atomic replace)
+            os.truncate(path, 10)
+
+    before = get_max_workers()
+    set_max_workers(1)  # the chunks are visited in request order
+    try:
+        with pytest.raises(AltarrError, match="past the end of the object") as info:
+            ds.visit_chunks([(0, 0), (2, 1)], fn)
+    finally:
+        set_max_workers(before)
+    assert info.value.key == key and info.value.chunk == (2, 1)
