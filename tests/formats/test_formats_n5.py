@@ -628,3 +628,29 @@ def test_raw_bytes_without_an_endian_is_refused_for_multi_byte_types():
         "[key='g/a/attributes.json', codec='bytes']"
     )
     assert parse_n5_attributes({**doc, "dataType": "uint8"}).dtype == np.dtype("uint8")  # one byte: no order
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"type": "zstd", "level": 4}),
+        ("gzip", {"type": "gzip", "level": 4, "useZlib": False}),
+        ("blosc", {"type": "blosc", "cname": "zlib", "clevel": 4, "shuffle": 1, "blocksize": 0}),
+    ],
+)
+def test_generic_compressor_names_become_n5_compressions(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = N5.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    N5.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert _doc(store, "a/attributes.json")["compression"] == expected
+
+
+def test_codecs_json_lists_n5bytes_and_the_compression_or_the_sharded_chain():
+    store = MemoryStore()
+    spec = N5.create_array(store, "a", shape=(4,), dtype="uint16", chunks=(2,), compressor="gzip")
+    assert N5.codecs_json(spec) == [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 6}}]
+    spec = N5.create_array(store, "s", shape=(4,), dtype="uint16", chunks=(2,), shards=(4,), compressor="raw")
+    assert N5.codecs_json(spec) == spec.codecs.to_json()
+    assert [c["name"] for c in N5.codecs_json(spec)] == ["sharding_indexed"]

@@ -542,3 +542,107 @@ def test_zarr_python_documents_parse():
         doc = json.loads(json.dumps(z.metadata.to_dict(), default=str))
         spec = parse_array_metadata(copy.deepcopy(doc))
         assert spec.fill_value == np.asarray(fill, dtype=dtype)
+
+
+# --- float fill values: every JSON form, exact refusals ----------------------------------------------------------
+def test_integer_json_fill_for_a_float_type():
+    spec = parse_array_metadata(base_doc(data_type="float32", fill_value=3), key=KEY)
+    assert spec.fill_value == np.float32(3.0) and spec.fill_value.dtype == np.dtype("float32")
+
+
+def test_bare_infinity_literal_is_an_infinite_fill():
+    # Python's json (and zarr-python 2's writer) accept the bare Infinity / NaN literals
+    doc = json.loads(json.dumps(base_doc(data_type="float64")).replace('"fill_value": 0', '"fill_value": -Infinity'))
+    assert parse_array_metadata(doc, key=KEY).fill_value == -math.inf
+
+
+@pytest.mark.parametrize(
+    "data_type, fill, message",
+    [
+        ("float64", 10**400, f"field 'fill_value': {10**400} is too large for float64"),
+        ("float32", 10**40, f"field 'fill_value': {10**40} is too large for float32"),
+        ("float32", 1e300, "field 'fill_value': 1e+300 is too large for float32"),
+        ("float16", 70000.0, "field 'fill_value': 70000.0 is too large for float16"),
+        ("float32", "nan", "field 'fill_value': 'nan' is not a valid float32 fill value (a number, 'NaN', "
+         "'Infinity', '-Infinity' or a hex bit pattern)"),
+        ("float32", "0x7fc0", "field 'fill_value': hex fill value '0x7fc0' must have 8 hex digits for float32"),
+        ("float64", True, "field 'fill_value' must be a number for float64, got True"),
+    ],
+)  # fmt: skip
+def test_bad_float_fill_exact_message_without_warnings(data_type, fill, message):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflowing cast is refused, not warned about
+        with pytest.raises(MetadataError) as ei:
+            parse_array_metadata(base_doc(data_type=data_type, fill_value=fill), key=KEY)
+    assert type(ei.value) is MetadataError
+    assert str(ei.value) == f"{message} [key='{KEY}']"
+
+
+def test_node_kind_and_read_attributes_errors_name_the_document():
+    store = MemoryStore()
+    store.set("g/zarr.json", b'{"zarr_format": 2, "node_type": "group"}')
+    for op in (Z3.node_kind, Z3.read_attributes):
+        with pytest.raises(MetadataError) as ei:
+            op(store, "g")
+        assert str(ei.value) == "field 'zarr_format' must be 3, got 2 [key='g/zarr.json']"
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"name": "zstd", "configuration": {"level": 4, "checksum": False}}),
+        ("gzip", {"name": "gzip", "configuration": {"level": 4}}),
+        ("blosc", {"name": "blosc", "configuration": {"cname": "zlib", "clevel": 4, "shuffle": "shuffle",
+                                                     "typesize": 4, "blocksize": 0}}),
+    ],
+)  # fmt: skip
+def test_generic_compressor_names_become_zarr3_codec_objects(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = Z3.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    spec = Z3.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert json.loads(store.get("a/zarr.json"))["codecs"] == [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        expected,
+    ]
+    assert Z3.codecs_json(spec) == [{"name": "bytes", "configuration": {"endian": "little"}}, expected]
+
+
+def test_consolidated_metadata_written_by_zarr_python(tmp_path):
+    g = zarr.open_group(str(tmp_path / "c"), mode="w", zarr_format=3)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i2", fill_value=3)
+    g.create_group("sub").create_array("b", shape=(2,), chunks=(2,), dtype="f4")
+    with pytest.warns(UserWarning):
+        zarr.consolidate_metadata(str(tmp_path / "c"))
+    store = LocalStore(tmp_path)
+    raw = {"zarr.json": store.get("c/zarr.json")}
+    children = Z3.consolidated_children(raw, "c")
+    assert sorted(children) == ["a", "sub", "sub/b"]
+    assert Z3.consolidated_children({"zarr.json": None}, "c") is None
+    assert Z3.consolidated_children({}, "c") is None
+    plain = b'{"zarr_format": 3, "node_type": "group", "attributes": {}}'
+    assert Z3.consolidated_children({"zarr.json": plain}, "c") is None
+    no_meta = b'{"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"kind": "inline"}}'
+    assert Z3.consolidated_children({"zarr.json": no_meta}, "c") is None
+    with pytest.raises(MetadataError) as ei:
+        Z3.consolidated_children({"zarr.json": b"{"}, "c")
+    assert ei.value.key == "c/zarr.json"
+
+    node = Z3.child_from_consolidated(children, "sub/b", "c/sub/b")
+    assert node.format is Z3 and node.kind == "array"
+    assert node.spec.shape == (2,) and node.spec.dtype == np.dtype("f4") and node.spec.format == "zarr3"
+    node = Z3.child_from_consolidated(children, "a", "c/a")
+    assert node.kind == "array" and node.spec.fill_value == np.int16(3)
+    node = Z3.child_from_consolidated(children, "sub", "c/sub")
+    assert node.format is Z3 and node.kind == "group" and node.spec is None
+    assert Z3.child_from_consolidated(children, "nope", "c/nope") is None
+    bad = {"x": {**children["a"], "zarr_format": 2}, "y": {**children["a"], "shape": "s"}}
+    with pytest.raises(MetadataError) as ei:
+        Z3.child_from_consolidated(bad, "x", "c/x")
+    assert str(ei.value) == "field 'zarr_format' must be 3, got 2 [key='c/x/zarr.json']"
+    with pytest.raises(MetadataError) as ei:
+        Z3.child_from_consolidated(bad, "y", "c/y")
+    assert str(ei.value) == "field 'shape' must be a list of integers, got 's' [key='c/y/zarr.json']"

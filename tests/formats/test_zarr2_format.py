@@ -327,3 +327,68 @@ def test_tensorstore_zarr_v2_both_ways(tmp_path):
     assert node.kind == "array" and np.isnan(node.spec.fill_value)
     chunk = node.spec.codecs.decode(store.get("theirs/0.0"), (4, 4), node.spec.dtype)
     np.testing.assert_array_equal(chunk, b[:4, :4])
+
+
+# --- exact errors, consolidated children, generic compressors ----------------------------------------------------
+def test_missing_or_bad_documents_exact_message_and_key():
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(MemoryStore(), "g/a")
+    assert str(ei.value) == "no Zarr v2 array here (.zarray is missing) [key='g/a/.zarray']"
+    store = MemoryStore()
+    consolidated = {"g/a/.zarray": zarray(), "g/a/.zattrs": [1, 2]}  # documents parsed already
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(store, "g/a", consolidated=consolidated)
+    assert str(ei.value) == ".zattrs must be a JSON object [key='g/a/.zattrs']"
+    store.set("g/a/.zattrs", b"{}")
+    store.set("g/a/.zarray", json.dumps(zarray(order="K")).encode())
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(store, "g/a")
+    assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='g/a/.zarray']"
+
+
+def test_consolidated_metadata_written_by_zarr_python(tmp_path):
+    g = zarr.open_group(str(tmp_path / "c"), mode="w", zarr_format=2)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i2", fill_value=3, attributes={"u": 1})
+    g.create_group("sub")
+    zarr.consolidate_metadata(str(tmp_path / "c"))
+    store = LocalStore(tmp_path)
+    assert Z2.consolidated_probe_keys() == (".zmetadata",)
+    children = Z2.consolidated_children({".zmetadata": store.get("c/.zmetadata")}, "c")
+    assert sorted(children) == [".zattrs", ".zgroup", "a/.zarray", "a/.zattrs", "sub/.zattrs", "sub/.zgroup"]
+    assert Z2.consolidated_children({".zmetadata": None}, "c") is None
+    assert Z2.consolidated_children({}, "c") is None
+    for doc in ({"zarr_consolidated_format": 2, "metadata": {}}, {"zarr_consolidated_format": 1, "metadata": 5},
+                {"metadata": {}}):  # fmt: skip
+        assert Z2.consolidated_children({".zmetadata": json.dumps(doc).encode()}, "c") is None
+    with pytest.raises(MetadataError) as ei:
+        Z2.consolidated_children({".zmetadata": b"{"}, "c")
+    assert ei.value.key == "c/.zmetadata"
+
+    node = Z2.child_from_consolidated(children, "a", "c/a")
+    assert node.format is Z2 and node.kind == "array"
+    assert node.spec.shape == (4,) and node.spec.fill_value == np.int16(3) and node.spec.attributes == {"u": 1}
+    node = Z2.child_from_consolidated(children, "sub", "c/sub")
+    assert node.format is Z2 and node.kind == "group" and node.spec is None
+    assert Z2.child_from_consolidated(children, "nope", "c/nope") is None
+    bad = {"x/.zarray": {**children["a/.zarray"], "order": "K"}}
+    with pytest.raises(MetadataError) as ei:
+        Z2.child_from_consolidated(bad, "x", "c/x")
+    assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='c/x/.zarray']"
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"id": "zstd", "level": 4}),
+        ("zlib", {"id": "zlib", "level": 4}),
+        ("gzip", {"id": "gzip", "level": 4}),
+        ("blosc", {"id": "blosc", "cname": "zlib", "clevel": 4, "shuffle": 1, "blocksize": 0}),
+    ],
+)
+def test_generic_compressor_names_become_numcodecs_configs(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = Z2.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    Z2.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert json.loads(store.get("a/.zarray"))["compressor"] == expected
