@@ -529,7 +529,10 @@ def test_bad_metadata_exact_message_and_key(changes, error, message):
     store = MemoryStore()
     store.set("attributes.json", b'{"n5":"4.0.0"}')
     store.set("g/a/attributes.json", json.dumps(doc).encode())
-    for read in (lambda: N5.open_array(store, "g/a"), lambda: parse_n5_attributes(doc, key="g/a/attributes.json")):
+    for read in (
+        lambda: N5.open_array(store, "g/a"),
+        lambda: parse_n5_attributes(doc, key="g/a/attributes.json"),
+    ):
         with pytest.raises(error) as ei:
             read()
         assert type(ei.value) is error
@@ -538,7 +541,10 @@ def test_bad_metadata_exact_message_and_key(changes, error, message):
 
 
 def test_unknown_block_codec_and_compression_name_the_codec():
-    for changes, codec in [({"codecs": [{"name": "zz"}]}, "zz"), ({"compression": {"type": "snappy"}}, "snappy")]:
+    for changes, codec in [
+        ({"codecs": [{"name": "zz"}]}, "zz"),
+        ({"compression": {"type": "snappy"}}, "snappy"),
+    ]:
         with pytest.raises(UnknownCodecError) as ei:
             parse_n5_attributes({**_BASE, **changes}, key="k")
         assert ei.value.codec == codec

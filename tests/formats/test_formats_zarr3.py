@@ -552,7 +552,9 @@ def test_integer_json_fill_for_a_float_type():
 
 def test_bare_infinity_literal_is_an_infinite_fill():
     # Python's json (and zarr-python 2's writer) accept the bare Infinity / NaN literals
-    doc = json.loads(json.dumps(base_doc(data_type="float64")).replace('"fill_value": 0', '"fill_value": -Infinity'))
+    doc = json.loads(
+        json.dumps(base_doc(data_type="float64")).replace('"fill_value": 0', '"fill_value": -Infinity')
+    )
     assert parse_array_metadata(doc, key=KEY).fill_value == -math.inf
 
 

@@ -366,7 +366,9 @@ def test_consolidated_metadata_written_by_zarr_python(tmp_path):
 
     node = Z2.child_from_consolidated(children, "a", "c/a")
     assert node.format is Z2 and node.kind == "array"
-    assert node.spec.shape == (4,) and node.spec.fill_value == np.int16(3) and node.spec.attributes == {"u": 1}
+    assert (
+        node.spec.shape == (4,) and node.spec.fill_value == np.int16(3) and node.spec.attributes == {"u": 1}
+    )
     node = Z2.child_from_consolidated(children, "sub", "c/sub")
     assert node.format is Z2 and node.kind == "group" and node.spec is None
     assert Z2.child_from_consolidated(children, "nope", "c/nope") is None
