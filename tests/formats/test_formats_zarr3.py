@@ -648,3 +648,76 @@ def test_consolidated_metadata_written_by_zarr_python(tmp_path):
     with pytest.raises(MetadataError) as ei:
         Z3.child_from_consolidated(bad, "y", "c/y")
     assert str(ei.value) == "field 'shape' must be a list of integers, got 's' [key='c/y/zarr.json']"
+
+
+# --- exact refusals: every validation of zarr.json names its field, the key and (for extensions) the name ------
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({'zarr_format': 2}, MetadataError, "field 'zarr_format' must be 3, got 2"),
+        ({'node_type': 'grp'}, MetadataError, "field 'node_type' must be 'array' or 'group', got 'grp'"),
+        ({'node_type': 'group'}, MetadataError, 'node is a group, not an array'),
+        ({'extra': 1}, MetadataError, 'unknown field \'extra\' (extension fields must say "must_understand": false to be ignored)'),
+        ({'extra': {'must_understand': True}}, MetadataError, 'unknown field \'extra\' (extension fields must say "must_understand": false to be ignored)'),
+        ({'attributes': [1]}, MetadataError, "field 'attributes' must be an object, got list"),
+        ({'shape': 'x'}, MetadataError, "field 'shape' must be a list of integers, got 'x'"),
+        ({'data_type': 5}, MetadataError, "field 'data_type' must be a string, got 5"),
+        ({'data_type': {'name': 'int16', 'configuration': {'a': 1}}}, UnknownCodecError, "field 'data_type': data type 'int16' with a configuration is not supported"),
+        ({'data_type': 'r12'}, MetadataError, "field 'data_type': raw type 'r12' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'r0'}, MetadataError, "field 'data_type': raw type 'r0' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'r524296'}, MetadataError, "field 'data_type': raw type 'r524296' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'string'}, UnsupportedError, "field 'data_type': variable-length type 'string' is not supported"),
+        ({'data_type': 'bfloat16'}, UnknownCodecError, "field 'data_type': unknown data type 'bfloat16'"),
+        ({'chunk_grid': 5}, MetadataError, "field 'chunk_grid' must be an object with a 'name', got 5"),
+        ({'chunk_grid': {'name': 'regular', 'configuration': {'chunk_shape': [4, 4]}, 'x': 1}}, MetadataError, "field 'chunk_grid': unknown member(s) ['x']"),
+        ({'chunk_grid': {'name': 'rectilinear', 'configuration': {}}}, UnknownCodecError, "field 'chunk_grid': unknown chunk grid 'rectilinear'"),
+        ({'chunk_grid': {'name': 'regular'}}, MetadataError, "field 'chunk_grid.configuration.chunk_shape' is required"),
+        ({'chunk_grid': {'name': 'regular', 'configuration': {'chunk_shape': [4]}}}, MetadataError, "field 'chunk_grid.configuration.chunk_shape' has 1 dimensions, the array has 2"),
+        ({'chunk_key_encoding': 5}, MetadataError, "field 'chunk_key_encoding' must be an object with a 'name', got 5"),
+        ({'chunk_key_encoding': {'name': 'default', 'x': 1}}, MetadataError, "field 'chunk_key_encoding': unknown member(s) ['x']"),
+        ({'chunk_key_encoding': {'name': 'default', 'configuration': 5}}, MetadataError, "field 'chunk_key_encoding.configuration' must be an object"),
+        ({'chunk_key_encoding': {'name': 'hash'}}, UnknownCodecError, "field 'chunk_key_encoding': unknown encoding 'hash'"),
+        ({'chunk_key_encoding': {'name': 'default', 'configuration': {'separator': '/', 'y': 1}}}, MetadataError, "field 'chunk_key_encoding.configuration': unknown field(s) ['y']"),
+        ({'chunk_key_encoding': {'name': 'v2', 'configuration': {'separator': '-'}}}, MetadataError, "field 'chunk_key_encoding.configuration.separator' must be '/' or '.', got '-'"),
+        ({'storage_transformers': 5}, MetadataError, "field 'storage_transformers' must be a list"),
+        ({'storage_transformers': [{'name': 't'}]}, UnknownCodecError, "field 'storage_transformers': storage transformer 't' is not supported"),
+        ({'storage_transformers': ['t']}, UnknownCodecError, "field 'storage_transformers': storage transformer 't' is not supported"),
+        ({'dimension_names': ['a']}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got ['a']"),
+        ({'dimension_names': 'ab'}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got 'ab'"),
+        ({'dimension_names': ['a', 1]}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got ['a', 1]"),
+        ({'codecs': []}, MetadataError, "field 'codecs' must be a non-empty list, got []"),
+        ({'codecs': {}}, MetadataError, "field 'codecs' must be a non-empty list, got {}"),
+        ({'codecs': [{'name': 'nope'}]}, UnknownCodecError, "unknown codec 'nope': data encoded with it cannot be decoded (known codecs: ['blosc', 'bytes', 'crc32c', 'gzip', 'sharding_indexed', 'transpose', 'zstd'])"),
+        ({'fill_value': None}, MetadataError, "field 'fill_value' is required (null is not allowed in Zarr v3)"),
+        ({'fill_value': 40000}, MetadataError, "field 'fill_value' 40000 is out of range for int16"),
+        ({'fill_value': 1.5}, MetadataError, "field 'fill_value' must be an integer for int16, got 1.5"),
+        ({'data_type': 'bool', 'fill_value': 1}, MetadataError, "field 'fill_value' must be true or false for bool, got 1"),
+        ({'data_type': 'complex64', 'fill_value': 1.0}, MetadataError, "field 'fill_value' must be a [real, imaginary] pair for complex64, got 1.0"),
+        ({'data_type': 'r16', 'fill_value': [1, 2, 3]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [1, 2, 3]"),
+        ({'data_type': 'r16', 'fill_value': [1, 256]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [1, 256]"),
+        ({'data_type': 'r16', 'fill_value': [True, 1]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [True, 1]"),
+    ],
+)  # fmt: skip
+def test_bad_document_exact_message(changes, error, message):
+    with pytest.raises(error) as ei:
+        parse_array_metadata(base_doc(**changes), key=KEY)
+    assert type(ei.value) is error
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+    assert ei.value.key == KEY
+
+
+@pytest.mark.parametrize(
+    "changes, codec",
+    [
+        ({"data_type": "bfloat16"}, "bfloat16"),
+        ({"chunk_grid": {"name": "rectilinear", "configuration": {}}}, "rectilinear"),
+        ({"chunk_key_encoding": {"name": "hash"}}, "hash"),
+        ({"storage_transformers": [{"name": "t"}]}, "t"),
+        ({"storage_transformers": ["t"]}, "t"),
+        ({"storage_transformers": [5]}, "5"),
+    ],
+)
+def test_unknown_extensions_name_themselves(changes, codec):
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(**changes), key=KEY)
+    assert ei.value.codec == codec

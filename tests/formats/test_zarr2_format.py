@@ -394,3 +394,30 @@ def test_generic_compressor_names_become_numcodecs_configs(name, expected):
     store = MemoryStore()
     Z2.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
     assert json.loads(store.get("a/.zarray"))["compressor"] == expected
+
+
+@pytest.mark.parametrize("fill, expected", [(1, 1 + 0j), (1.5, 1.5 + 0j), ([2, -1.0], 2 - 1j)])
+def test_complex_fill_from_a_number_or_a_pair(fill, expected):
+    spec = parse_zarray(zarray(dtype="<c8", fill_value=fill))
+    assert spec.fill_value == np.complex64(expected) and spec.fill_value.dtype == np.dtype("complex64")
+
+
+@pytest.mark.parametrize(
+    "dtype, fill, reason",
+    [
+        ("<f4", "nan", "(unknown float string 'nan')"),
+        ("<c8", "1", "(expected [real, imaginary])"),
+        ("<c8", True, "(expected [real, imaginary])"),
+        ("<c8", ["x", 0], "(field 'fill_value': 'x' is not a valid float32 fill value (unknown float string 'x') "
+         "[key='g/.zarray'])"),
+        ("|b1", "x", "(expected a boolean)"),
+    ],
+)  # fmt: skip
+def test_bad_fill_value_exact_message(dtype, fill, reason):
+    with pytest.raises(MetadataError) as ei:
+        parse_zarray(zarray(dtype=dtype, fill_value=fill), key="g/.zarray")
+    name = np.dtype(dtype).name
+    assert (
+        str(ei.value)
+        == f"field 'fill_value': {fill!r} is not a valid {name} fill value {reason} [key='g/.zarray']"
+    )
