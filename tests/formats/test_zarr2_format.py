@@ -421,3 +421,53 @@ def test_bad_fill_value_exact_message(dtype, fill, reason):
         str(ei.value)
         == f"field 'fill_value': {fill!r} is not a valid {name} fill value {reason} [key='g/.zarray']"
     )
+
+
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({'zarr_format': 3}, MetadataError, "field 'zarr_format' must be 2, got 3"),
+        ({'shape': 'x'}, MetadataError, "field 'shape' must be a list of integers, got 'x'"),
+        ({'shape': [-1, 7]}, MetadataError, "field 'shape' must hold integers >= 0, got [-1, 7]"),
+        ({'chunks': [2]}, MetadataError, "field 'chunks' has 1 dimensions, the array has 2"),
+        ({'chunks': [0, 3]}, MetadataError, "field 'chunks' must hold integers >= 1, got [0, 3]"),
+        ({'chunks': 'c'}, MetadataError, "field 'chunks' must be a list of integers, got 'c'"),
+        ({'dtype': 'int'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got 'int'"),
+        ({'dtype': 'i4'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got 'i4'"),
+        ({'dtype': '<i4x'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got '<i4x'"),
+        ({'dtype': '|O'}, UnsupportedError, "Zarr v2 dtype '|O' (kind 'O': objects, strings, bytes or records) is not supported; altarr handles booleans, integers, floats, complex numbers and datetimes"),
+        ({'order': 'K'}, MetadataError, "field 'order' must be 'C' or 'F', got 'K'"),
+        ({'filters': {'id': 'zlib'}}, MetadataError, "field 'filters' must be null or a list, got {'id': 'zlib'}"),
+        ({'filters': [{'id': 'nope'}]}, UnknownCodecError, "unknown Zarr v2 filter codec id 'nope' (not in the numcodecs registry)"),
+        ({'compressor': {'id': 'snappy9'}}, UnknownCodecError, "unknown Zarr v2 compressor codec id 'snappy9' (not in the numcodecs registry)"),
+        ({'compressor': 'zlib'}, MetadataError, "Zarr v2 compressor must be null or an object with a string 'id', got 'zlib'"),
+        ({'dimension_separator': '-'}, MetadataError, "field 'dimension_separator' must be '.' or '/', got '-'"),
+        ({'fill_value': 1.5}, MetadataError, "field 'fill_value': 1.5 is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': '1'}, MetadataError, "field 'fill_value': '1' is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': 'x'}, MetadataError, "field 'fill_value': 'x' is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': True}, MetadataError, "field 'fill_value': True is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': 1099511627776}, MetadataError, "field 'fill_value': 1099511627776 is not a valid int32 fill value (1099511627776 is out of range)"),
+        ({'dtype': '<f4', 'fill_value': True}, MetadataError, "field 'fill_value': True is not a valid float32 fill value (expected a number)"),
+        ({'dtype': '<f4', 'fill_value': [1]}, MetadataError, "field 'fill_value': [1] is not a valid float32 fill value (expected a number)"),
+        ({'dtype': '<f4', 'fill_value': 'nan'}, MetadataError, "field 'fill_value': 'nan' is not a valid float32 fill value (unknown float string 'nan')"),
+        ({'dtype': '<m8[s]', 'fill_value': 1.5}, MetadataError, "field 'fill_value': 1.5 is not a valid timedelta64[s] fill value (expected an integer)"),
+    ],
+)  # fmt: skip
+def test_bad_zarray_exact_message(changes, error, message):
+    with pytest.raises(error) as ei:
+        parse_zarray(zarray(**changes), key=KEY)
+    assert type(ei.value) is error
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+    store = MemoryStore()
+    store.set("arr/.zarray", json.dumps(zarray(**changes)).encode())
+    with pytest.raises(error) as ei:
+        Z2.open_array(store, "arr")
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+
+
+def test_datetime_and_timedelta_fill_values():
+    assert parse_zarray(zarray(dtype="<m8[s]", fill_value=5)).fill_value == np.timedelta64(5, "s")
+    assert parse_zarray(zarray(dtype="<M8[s]", fill_value=-1)).fill_value == np.datetime64(-1, "s")
+    with pytest.raises(MetadataError) as ei:  # beyond int64: no datetime64 holds it
+        parse_zarray(zarray(dtype="<M8[s]", fill_value=2**63), key=KEY)
+    assert str(ei.value).startswith(f"field 'fill_value': {2**63} is not a valid datetime64[s] fill value (")
