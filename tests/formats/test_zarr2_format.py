@@ -471,3 +471,14 @@ def test_datetime_and_timedelta_fill_values():
     with pytest.raises(MetadataError) as ei:  # beyond int64: no datetime64 holds it
         parse_zarray(zarray(dtype="<M8[s]", fill_value=2**63), key=KEY)
     assert str(ei.value).startswith(f"field 'fill_value': {2**63} is not a valid datetime64[s] fill value (")
+
+
+def test_spec_keeps_the_documents_and_has_no_names_without_array_dimensions():
+    doc, attrs = zarray(), {"units": "m"}
+    spec = parse_zarray(doc, attrs)
+    assert spec.metadata == {".zarray": doc, ".zattrs": attrs}
+    assert spec.dimension_names is None and spec.attributes == {"units": "m"}
+    spec = parse_zarray(doc)
+    assert spec.metadata == {".zarray": doc} and spec.dimension_names is None and spec.attributes == {}
+    for names in (["y"], ["y", 1], "yx"):  # not one string per dimension: not names
+        assert parse_zarray(doc, {"_ARRAY_DIMENSIONS": names}).dimension_names is None
