@@ -721,3 +721,18 @@ def test_unknown_extensions_name_themselves(changes, codec):
     with pytest.raises(UnknownCodecError) as ei:
         parse_array_metadata(base_doc(**changes), key=KEY)
     assert ei.value.codec == codec
+
+
+def test_raw_fill_takes_every_byte_value():
+    spec = parse_array_metadata(base_doc(data_type="r16", fill_value=[0, 255]), key=KEY)
+    assert spec.fill_value.tobytes() == b"\x00\xff"
+
+
+def test_complex_fill_parts_are_floats_of_half_the_width():
+    spec = parse_array_metadata(
+        base_doc(data_type="complex64", fill_value=["0x7fc00000", "0x3f800000"]), key=KEY
+    )
+    assert np.isnan(spec.fill_value.real) and spec.fill_value.imag == 1.0
+    with pytest.raises(MetadataError) as ei:
+        parse_array_metadata(base_doc(data_type="complex64", fill_value=[1e300, 0]), key=KEY)
+    assert str(ei.value) == f"field 'fill_value': 1e+300 is too large for float32 [key='{KEY}']"
