@@ -736,3 +736,23 @@ def test_complex_fill_parts_are_floats_of_half_the_width():
     with pytest.raises(MetadataError) as ei:
         parse_array_metadata(base_doc(data_type="complex64", fill_value=[1e300, 0]), key=KEY)
     assert str(ei.value) == f"field 'fill_value': 1e+300 is too large for float32 [key='{KEY}']"
+
+
+@pytest.mark.parametrize("name, dtype", [("r8", "V1"), ("r16", "V2"), (f"r{8 * 65536}", "V65536")])
+def test_raw_types_from_one_byte_to_the_widest(name, dtype):
+    fill = [0] * np.dtype(dtype).itemsize
+    assert parse_array_metadata(base_doc(data_type=name, fill_value=fill), key=KEY).dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("name", ["x16", "rgb", "R16", "r"])
+def test_names_that_only_look_raw_are_unknown_types(name):
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(data_type=name), key=KEY)
+    assert str(ei.value) == f"field 'data_type': unknown data type {name!r} [key='{KEY}', codec={name!r}]"
+
+
+@pytest.mark.parametrize("name", ["string", "bytes", "variable_length_bytes", "variable_length_utf8"])
+def test_variable_length_types_are_unsupported(name):
+    with pytest.raises(UnsupportedError) as ei:
+        parse_array_metadata(base_doc(data_type=name), key=KEY)
+    assert str(ei.value) == f"field 'data_type': variable-length type {name!r} is not supported [key='{KEY}']"
