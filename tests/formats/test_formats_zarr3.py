@@ -756,3 +756,11 @@ def test_variable_length_types_are_unsupported(name):
     with pytest.raises(UnsupportedError) as ei:
         parse_array_metadata(base_doc(data_type=name), key=KEY)
     assert str(ei.value) == f"field 'data_type': variable-length type {name!r} is not supported [key='{KEY}']"
+
+
+def test_an_ignorable_storage_transformer_does_not_hide_a_later_unsupported_one():
+    ignorable = {"name": "a", "must_understand": False}
+    assert parse_array_metadata(base_doc(storage_transformers=[ignorable]), key=KEY).shape == (10, 7)
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(storage_transformers=[ignorable, {"name": "t"}]), key=KEY)
+    assert ei.value.codec == "t"
