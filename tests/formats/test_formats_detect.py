@@ -124,3 +124,29 @@ def test_bad_zgroup_and_zarr_json():
     with pytest.raises(MetadataError, match="malformed JSON") as ei:
         detect_format(store, "h")
     assert ei.value.key == "h/zarr.json"
+
+
+def test_a_format_registers_once_unless_replaced():
+    from altarr.formats import FORMATS, register_format, unregister_format
+
+    n5 = get_format("n5")
+    with pytest.raises(ValueError) as ei:
+        register_format(n5)
+    assert str(ei.value) == "format 'n5' is already registered"
+    assert register_format(n5, replace=True) is n5 and get_format("n5") is n5
+
+    class Other(type(n5)):
+        name = "n5-copy"
+
+    other = Other()
+    try:
+        assert register_format(other) is other  # a new name needs no replace
+        assert get_format("n5-copy") is other
+        unregister_format("n5-copy")
+        assert "n5-copy" not in FORMATS
+        unregister_format("n5-copy")  # unknown names are ignored
+    finally:
+        FORMATS.pop("n5-copy", None)
+    with pytest.raises(MetadataError) as ei:
+        get_format("n5-copy")
+    assert str(ei.value) == "unknown format 'n5-copy'; expected one of ['n5', 'zarr2', 'zarr3']"

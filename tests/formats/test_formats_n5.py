@@ -477,3 +477,186 @@ def test_default_value_is_the_fill_value():
         }
     )
     assert spec.fill_value == np.float32(1.5) and "defaultValue" not in spec.attributes
+
+
+# --- exact errors: the message and the key of every refusal --------------------------------------------------
+_BASE = {"dataType": "uint8", "compression": {"type": "raw"}, "blockSize": [2], "dimensions": [4]}
+_KEY = "[key='g/a/attributes.json']"
+
+
+def _sharded(**config):
+    conf = {"chunk_shape": [1], "codecs": ["n5bytes"], "index_codecs": ["raw-bytes"], **config}
+    return [{"name": "sharding_indexed", "configuration": conf}]
+
+
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({"dimensions": "x"}, MetadataError, "field 'dimensions' must be a list of integers, got 'x'"),
+        ({"dimensions": []}, UnsupportedError, "0-dimensional N5 datasets are not supported"),
+        ({"blockSize": [0]}, MetadataError, "field 'blockSize' must hold integers >= 1, got [0]"),
+        ({"codecs": {}}, MetadataError, "field 'codecs' must be a non-empty list of codecs, got {}"),
+        ({"compression": None, "compressionType": 5}, MetadataError, "field 'compressionType' must be a string"),
+        ({"compression": None, "compressionType": "snappy"}, UnknownCodecError,
+         "unknown N5 compression type 'snappy'; known: ['blosc', 'bzip2', 'gzip', 'lz4', 'raw', 'xz', 'zstd']"),
+        ({"compression": None}, MetadataError, "N5 dataset attributes need 'compression' (or 'codecs')"),
+        ({"codecs": [5]}, MetadataError, "field 'codecs': a codec must be an object with a string 'name', got 5"),
+        ({"codecs": [[1]]}, MetadataError, "field 'codecs': a codec must be an object with a string 'name', got [1]"),
+        ({"codecs": [{"name": "n5bytes", "configuration": [1]}]}, MetadataError,
+         "field 'codecs': codec 'n5bytes' has a non-object 'configuration'"),
+        ({"codecs": [{"name": "zz"}]}, UnknownCodecError,
+         "field 'codecs': unknown N5 block codec 'zz' (expected n5bytes, raw-bytes, bytes or sharding_indexed)"),
+        ({"codecs": [{"name": "sharding_indexed", "configuration": {"codecs": []}}]}, MetadataError,
+         "field 'codecs': sharding_indexed needs 'chunk_shape'"),
+        ({"codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1], "codecs": []}}]},
+         MetadataError, "field 'codecs': sharding_indexed needs 'index_codecs'"),
+        ({"codecs": _sharded(chunk_shape=[0])}, MetadataError,
+         "field 'codecs.sharding_indexed.chunk_shape' must hold integers >= 1, got [0]"),
+        ({"codecs": _sharded(codecs=[])}, MetadataError,
+         "field 'codecs.sharding_indexed.codecs' must be a non-empty list of codecs, got []"),
+        ({"codecs": _sharded(codecs=[7])}, MetadataError,
+         "field 'codecs.sharding_indexed.codecs': a codec must be an object with a string 'name', got 7"),
+        ({"codecs": _sharded(index_codecs=[7])}, MetadataError,
+         "field 'codecs.sharding_indexed.index_codecs': a codec must be an object with a string 'name', got 7"),
+        ({"codecs": _sharded(index_location="middle")}, MetadataError,
+         "codec 'sharding_indexed': field 'index_location' must be one of ['start', 'end'], got 'middle'"),
+        ({"defaultValue": 300}, MetadataError, "field 'defaultValue': 300 does not fit uint8"),
+        ({"defaultValue": -1}, MetadataError, "field 'defaultValue': -1 does not fit uint8"),
+    ],
+)  # fmt: skip
+def test_bad_metadata_exact_message_and_key(changes, error, message):
+    doc = {k: v for k, v in {**_BASE, **changes}.items() if v is not None}
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"4.0.0"}')
+    store.set("g/a/attributes.json", json.dumps(doc).encode())
+    for read in (
+        lambda: N5.open_array(store, "g/a"),
+        lambda: parse_n5_attributes(doc, key="g/a/attributes.json"),
+    ):
+        with pytest.raises(error) as ei:
+            read()
+        assert type(ei.value) is error
+        assert str(ei.value).startswith(message + " [key='g/a/attributes.json'")
+        assert ei.value.key == "g/a/attributes.json"
+
+
+def test_unknown_block_codec_and_compression_name_the_codec():
+    for changes, codec in [
+        ({"codecs": [{"name": "zz"}]}, "zz"),
+        ({"compression": {"type": "snappy"}}, "snappy"),
+    ]:
+        with pytest.raises(UnknownCodecError) as ei:
+            parse_n5_attributes({**_BASE, **changes}, key="k")
+        assert ei.value.codec == codec
+
+
+@pytest.mark.parametrize(
+    "version, error, message",
+    [
+        ("x.1", MetadataError, "field 'n5': malformed version 'x.1'"),
+        (4, MetadataError, "field 'n5' must be a version string, got 4"),
+        ("5.0.0", UnsupportedError, "N5 container version 5.0.0 is newer than the supported 4.0.0 (major version > 4)"),
+    ],
+)  # fmt: skip
+def test_bad_container_version_exact_message_names_the_root(version, error, message):
+    store = MemoryStore()
+    store.set("attributes.json", json.dumps({"n5": version}).encode())
+    store.set("g/a/attributes.json", json.dumps(_BASE).encode())
+    store.set("g/attributes.json", b"{}")
+    for op in (
+        lambda: N5.open_array(store, "g/a"),
+        lambda: N5.node_kind(store, "g"),
+        lambda: N5.node_kind(store, "g/a"),
+        lambda: detect_format(store, "g/a"),
+    ):
+        with pytest.raises(error) as ei:
+            op()
+        assert type(ei.value) is error
+        assert str(ei.value) == f"{message} [key='attributes.json']"
+
+
+def test_missing_dataset_exact_message():
+    with pytest.raises(MetadataError) as ei:
+        N5.open_array(MemoryStore(), "g/a")
+    assert str(ei.value) == "no N5 dataset here (attributes.json is missing) [key='g/a/attributes.json']"
+
+
+def test_legacy_compression_type_string_is_read():
+    doc = {"dataType": "uint16", "compressionType": "gzip", "blockSize": [2], "dimensions": [4]}
+    spec = parse_n5_attributes(doc)
+    assert spec.codecs.array_bytes == N5BlockCodec(GzipCompression())
+
+
+def test_n5_version_is_a_user_attribute_below_the_root_only():
+    doc = {**_BASE, "n5": "note", "x": 1}
+    assert parse_n5_attributes(doc).attributes == {"n5": "note", "x": 1}  # default: not the root
+    assert parse_n5_attributes(doc, root=False).attributes == {"n5": "note", "x": 1}
+    assert parse_n5_attributes(doc, root=True).attributes == {"x": 1}
+    store = MemoryStore()
+    store.set("attributes.json", json.dumps({**_BASE, "n5": "4.0.0", "x": 1}).encode())
+    store.set("g/attributes.json", json.dumps(doc).encode())
+    assert N5.open_array(store, "").attributes == {"x": 1}
+    assert N5.open_array(store, "g").attributes == {"n5": "note", "x": 1}
+
+
+def test_spec_keeps_the_document_it_was_read_from():
+    store = MemoryStore()
+    store.set("g/attributes.json", json.dumps({**_BASE, "x": 1}).encode())
+    spec = N5.open_array(store, "g")
+    assert spec.metadata == {"attributes.json": {**_BASE, "x": 1}}
+    assert spec.dimension_names is None
+
+
+@pytest.mark.parametrize("value", [True, "7", None, [1], {"v": 1}])
+def test_non_numeric_default_value_reads_as_zero(value):
+    for data_type in ("uint8", "float32"):
+        spec = parse_n5_attributes({**_BASE, "dataType": data_type, "defaultValue": value})
+        assert spec.fill_value == 0 and not np.isnan(spec.fill_value)
+        assert spec.fill_value.dtype == np.dtype(data_type)
+
+
+def test_default_value_beyond_float32_reads_as_infinity_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = parse_n5_attributes({**_BASE, "dataType": "float32", "defaultValue": -1e300})
+    assert spec.fill_value == np.float32(-np.inf)
+
+
+def test_raw_bytes_without_an_endian_is_refused_for_multi_byte_types():
+    codecs = [{"name": "raw-bytes", "configuration": {"endian": None}}]
+    doc = {"dataType": "uint16", "codecs": codecs, "blockSize": [2], "dimensions": [4]}
+    with pytest.raises(MetadataError) as ei:
+        parse_n5_attributes(doc, key="g/a/attributes.json")
+    assert str(ei.value) == (
+        "codec 'bytes': field 'endian' is required for the multi-byte data type uint16 "
+        "[key='g/a/attributes.json', codec='bytes']"
+    )
+    assert parse_n5_attributes({**doc, "dataType": "uint8"}).dtype == np.dtype("uint8")  # one byte: no order
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"type": "zstd", "level": 4}),
+        ("gzip", {"type": "gzip", "level": 4, "useZlib": False}),
+        ("blosc", {"type": "blosc", "cname": "zlib", "clevel": 4, "shuffle": 1, "blocksize": 0}),
+    ],
+)
+def test_generic_compressor_names_become_n5_compressions(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = N5.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    N5.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert _doc(store, "a/attributes.json")["compression"] == expected
+
+
+def test_codecs_json_lists_n5bytes_and_the_compression_or_the_sharded_chain():
+    store = MemoryStore()
+    spec = N5.create_array(store, "a", shape=(4,), dtype="uint16", chunks=(2,), compressor="gzip")
+    assert N5.codecs_json(spec) == [{"name": "n5bytes"}, {"name": "gzip", "configuration": {"level": 6}}]
+    spec = N5.create_array(store, "s", shape=(4,), dtype="uint16", chunks=(2,), shards=(4,), compressor="raw")
+    assert N5.codecs_json(spec) == spec.codecs.to_json()
+    assert [c["name"] for c in N5.codecs_json(spec)] == ["sharding_indexed"]

@@ -542,3 +542,225 @@ def test_zarr_python_documents_parse():
         doc = json.loads(json.dumps(z.metadata.to_dict(), default=str))
         spec = parse_array_metadata(copy.deepcopy(doc))
         assert spec.fill_value == np.asarray(fill, dtype=dtype)
+
+
+# --- float fill values: every JSON form, exact refusals ----------------------------------------------------------
+def test_integer_json_fill_for_a_float_type():
+    spec = parse_array_metadata(base_doc(data_type="float32", fill_value=3), key=KEY)
+    assert spec.fill_value == np.float32(3.0) and spec.fill_value.dtype == np.dtype("float32")
+
+
+def test_bare_infinity_literal_is_an_infinite_fill():
+    # Python's json (and zarr-python 2's writer) accept the bare Infinity / NaN literals
+    doc = json.loads(
+        json.dumps(base_doc(data_type="float64")).replace('"fill_value": 0', '"fill_value": -Infinity')
+    )
+    assert parse_array_metadata(doc, key=KEY).fill_value == -math.inf
+
+
+@pytest.mark.parametrize(
+    "data_type, fill, message",
+    [
+        ("float64", 10**400, f"field 'fill_value': {10**400} is too large for float64"),
+        ("float32", 10**40, f"field 'fill_value': {10**40} is too large for float32"),
+        ("float32", 1e300, "field 'fill_value': 1e+300 is too large for float32"),
+        ("float16", 70000.0, "field 'fill_value': 70000.0 is too large for float16"),
+        ("float32", "nan", "field 'fill_value': 'nan' is not a valid float32 fill value (a number, 'NaN', "
+         "'Infinity', '-Infinity' or a hex bit pattern)"),
+        ("float32", "0x7fc0", "field 'fill_value': hex fill value '0x7fc0' must have 8 hex digits for float32"),
+        ("float64", True, "field 'fill_value' must be a number for float64, got True"),
+    ],
+)  # fmt: skip
+def test_bad_float_fill_exact_message_without_warnings(data_type, fill, message):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflowing cast is refused, not warned about
+        with pytest.raises(MetadataError) as ei:
+            parse_array_metadata(base_doc(data_type=data_type, fill_value=fill), key=KEY)
+    assert type(ei.value) is MetadataError
+    assert str(ei.value) == f"{message} [key='{KEY}']"
+
+
+def test_node_kind_and_read_attributes_errors_name_the_document():
+    store = MemoryStore()
+    store.set("g/zarr.json", b'{"zarr_format": 2, "node_type": "group"}')
+    for op in (Z3.node_kind, Z3.read_attributes):
+        with pytest.raises(MetadataError) as ei:
+            op(store, "g")
+        assert str(ei.value) == "field 'zarr_format' must be 3, got 2 [key='g/zarr.json']"
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"name": "zstd", "configuration": {"level": 4, "checksum": False}}),
+        ("gzip", {"name": "gzip", "configuration": {"level": 4}}),
+        ("blosc", {"name": "blosc", "configuration": {"cname": "zlib", "clevel": 4, "shuffle": "shuffle",
+                                                     "typesize": 4, "blocksize": 0}}),
+    ],
+)  # fmt: skip
+def test_generic_compressor_names_become_zarr3_codec_objects(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = Z3.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    spec = Z3.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert json.loads(store.get("a/zarr.json"))["codecs"] == [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        expected,
+    ]
+    assert Z3.codecs_json(spec) == [{"name": "bytes", "configuration": {"endian": "little"}}, expected]
+
+
+def test_consolidated_metadata_written_by_zarr_python(tmp_path):
+    g = zarr.open_group(str(tmp_path / "c"), mode="w", zarr_format=3)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i2", fill_value=3)
+    g.create_group("sub").create_array("b", shape=(2,), chunks=(2,), dtype="f4")
+    with pytest.warns(UserWarning):
+        zarr.consolidate_metadata(str(tmp_path / "c"))
+    store = LocalStore(tmp_path)
+    raw = {"zarr.json": store.get("c/zarr.json")}
+    children = Z3.consolidated_children(raw, "c")
+    assert sorted(children) == ["a", "sub", "sub/b"]
+    assert Z3.consolidated_children({"zarr.json": None}, "c") is None
+    assert Z3.consolidated_children({}, "c") is None
+    plain = b'{"zarr_format": 3, "node_type": "group", "attributes": {}}'
+    assert Z3.consolidated_children({"zarr.json": plain}, "c") is None
+    no_meta = b'{"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"kind": "inline"}}'
+    assert Z3.consolidated_children({"zarr.json": no_meta}, "c") is None
+    with pytest.raises(MetadataError) as ei:
+        Z3.consolidated_children({"zarr.json": b"{"}, "c")
+    assert ei.value.key == "c/zarr.json"
+
+    node = Z3.child_from_consolidated(children, "sub/b", "c/sub/b")
+    assert node.format is Z3 and node.kind == "array"
+    assert node.spec.shape == (2,) and node.spec.dtype == np.dtype("f4") and node.spec.format == "zarr3"
+    node = Z3.child_from_consolidated(children, "a", "c/a")
+    assert node.kind == "array" and node.spec.fill_value == np.int16(3)
+    node = Z3.child_from_consolidated(children, "sub", "c/sub")
+    assert node.format is Z3 and node.kind == "group" and node.spec is None
+    assert Z3.child_from_consolidated(children, "nope", "c/nope") is None
+    bad = {"x": {**children["a"], "zarr_format": 2}, "y": {**children["a"], "shape": "s"}}
+    with pytest.raises(MetadataError) as ei:
+        Z3.child_from_consolidated(bad, "x", "c/x")
+    assert str(ei.value) == "field 'zarr_format' must be 3, got 2 [key='c/x/zarr.json']"
+    with pytest.raises(MetadataError) as ei:
+        Z3.child_from_consolidated(bad, "y", "c/y")
+    assert str(ei.value) == "field 'shape' must be a list of integers, got 's' [key='c/y/zarr.json']"
+
+
+# --- exact refusals: every validation of zarr.json names its field, the key and (for extensions) the name ------
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({'zarr_format': 2}, MetadataError, "field 'zarr_format' must be 3, got 2"),
+        ({'node_type': 'grp'}, MetadataError, "field 'node_type' must be 'array' or 'group', got 'grp'"),
+        ({'node_type': 'group'}, MetadataError, 'node is a group, not an array'),
+        ({'extra': 1}, MetadataError, 'unknown field \'extra\' (extension fields must say "must_understand": false to be ignored)'),
+        ({'extra': {'must_understand': True}}, MetadataError, 'unknown field \'extra\' (extension fields must say "must_understand": false to be ignored)'),
+        ({'attributes': [1]}, MetadataError, "field 'attributes' must be an object, got list"),
+        ({'shape': 'x'}, MetadataError, "field 'shape' must be a list of integers, got 'x'"),
+        ({'data_type': 5}, MetadataError, "field 'data_type' must be a string, got 5"),
+        ({'data_type': {'name': 'int16', 'configuration': {'a': 1}}}, UnknownCodecError, "field 'data_type': data type 'int16' with a configuration is not supported"),
+        ({'data_type': 'r12'}, MetadataError, "field 'data_type': raw type 'r12' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'r0'}, MetadataError, "field 'data_type': raw type 'r0' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'r524296'}, MetadataError, "field 'data_type': raw type 'r524296' needs a positive multiple of 8 bits, at most 524288"),
+        ({'data_type': 'string'}, UnsupportedError, "field 'data_type': variable-length type 'string' is not supported"),
+        ({'data_type': 'bfloat16'}, UnknownCodecError, "field 'data_type': unknown data type 'bfloat16'"),
+        ({'chunk_grid': 5}, MetadataError, "field 'chunk_grid' must be an object with a 'name', got 5"),
+        ({'chunk_grid': {'name': 'regular', 'configuration': {'chunk_shape': [4, 4]}, 'x': 1}}, MetadataError, "field 'chunk_grid': unknown member(s) ['x']"),
+        ({'chunk_grid': {'name': 'rectilinear', 'configuration': {}}}, UnknownCodecError, "field 'chunk_grid': unknown chunk grid 'rectilinear'"),
+        ({'chunk_grid': {'name': 'regular'}}, MetadataError, "field 'chunk_grid.configuration.chunk_shape' is required"),
+        ({'chunk_grid': {'name': 'regular', 'configuration': {'chunk_shape': [4]}}}, MetadataError, "field 'chunk_grid.configuration.chunk_shape' has 1 dimensions, the array has 2"),
+        ({'chunk_key_encoding': 5}, MetadataError, "field 'chunk_key_encoding' must be an object with a 'name', got 5"),
+        ({'chunk_key_encoding': {'name': 'default', 'x': 1}}, MetadataError, "field 'chunk_key_encoding': unknown member(s) ['x']"),
+        ({'chunk_key_encoding': {'name': 'default', 'configuration': 5}}, MetadataError, "field 'chunk_key_encoding.configuration' must be an object"),
+        ({'chunk_key_encoding': {'name': 'hash'}}, UnknownCodecError, "field 'chunk_key_encoding': unknown encoding 'hash'"),
+        ({'chunk_key_encoding': {'name': 'default', 'configuration': {'separator': '/', 'y': 1}}}, MetadataError, "field 'chunk_key_encoding.configuration': unknown field(s) ['y']"),
+        ({'chunk_key_encoding': {'name': 'v2', 'configuration': {'separator': '-'}}}, MetadataError, "field 'chunk_key_encoding.configuration.separator' must be '/' or '.', got '-'"),
+        ({'storage_transformers': 5}, MetadataError, "field 'storage_transformers' must be a list"),
+        ({'storage_transformers': [{'name': 't'}]}, UnknownCodecError, "field 'storage_transformers': storage transformer 't' is not supported"),
+        ({'storage_transformers': ['t']}, UnknownCodecError, "field 'storage_transformers': storage transformer 't' is not supported"),
+        ({'dimension_names': ['a']}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got ['a']"),
+        ({'dimension_names': 'ab'}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got 'ab'"),
+        ({'dimension_names': ['a', 1]}, MetadataError, "field 'dimension_names' must be a list of 2 strings or nulls, got ['a', 1]"),
+        ({'codecs': []}, MetadataError, "field 'codecs' must be a non-empty list, got []"),
+        ({'codecs': {}}, MetadataError, "field 'codecs' must be a non-empty list, got {}"),
+        ({'codecs': [{'name': 'nope'}]}, UnknownCodecError, "unknown codec 'nope': data encoded with it cannot be decoded (known codecs: ['blosc', 'bytes', 'crc32c', 'gzip', 'sharding_indexed', 'transpose', 'zstd'])"),
+        ({'fill_value': None}, MetadataError, "field 'fill_value' is required (null is not allowed in Zarr v3)"),
+        ({'fill_value': 40000}, MetadataError, "field 'fill_value' 40000 is out of range for int16"),
+        ({'fill_value': 1.5}, MetadataError, "field 'fill_value' must be an integer for int16, got 1.5"),
+        ({'data_type': 'bool', 'fill_value': 1}, MetadataError, "field 'fill_value' must be true or false for bool, got 1"),
+        ({'data_type': 'complex64', 'fill_value': 1.0}, MetadataError, "field 'fill_value' must be a [real, imaginary] pair for complex64, got 1.0"),
+        ({'data_type': 'r16', 'fill_value': [1, 2, 3]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [1, 2, 3]"),
+        ({'data_type': 'r16', 'fill_value': [1, 256]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [1, 256]"),
+        ({'data_type': 'r16', 'fill_value': [True, 1]}, MetadataError, "field 'fill_value' must be a list of 2 byte values for r16, got [True, 1]"),
+    ],
+)  # fmt: skip
+def test_bad_document_exact_message(changes, error, message):
+    with pytest.raises(error) as ei:
+        parse_array_metadata(base_doc(**changes), key=KEY)
+    assert type(ei.value) is error
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+    assert ei.value.key == KEY
+
+
+@pytest.mark.parametrize(
+    "changes, codec",
+    [
+        ({"data_type": "bfloat16"}, "bfloat16"),
+        ({"chunk_grid": {"name": "rectilinear", "configuration": {}}}, "rectilinear"),
+        ({"chunk_key_encoding": {"name": "hash"}}, "hash"),
+        ({"storage_transformers": [{"name": "t"}]}, "t"),
+        ({"storage_transformers": ["t"]}, "t"),
+        ({"storage_transformers": [5]}, "5"),
+    ],
+)
+def test_unknown_extensions_name_themselves(changes, codec):
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(**changes), key=KEY)
+    assert ei.value.codec == codec
+
+
+def test_raw_fill_takes_every_byte_value():
+    spec = parse_array_metadata(base_doc(data_type="r16", fill_value=[0, 255]), key=KEY)
+    assert spec.fill_value.tobytes() == b"\x00\xff"
+
+
+def test_complex_fill_parts_are_floats_of_half_the_width():
+    spec = parse_array_metadata(
+        base_doc(data_type="complex64", fill_value=["0x7fc00000", "0x3f800000"]), key=KEY
+    )
+    assert np.isnan(spec.fill_value.real) and spec.fill_value.imag == 1.0
+    with pytest.raises(MetadataError) as ei:
+        parse_array_metadata(base_doc(data_type="complex64", fill_value=[1e300, 0]), key=KEY)
+    assert str(ei.value) == f"field 'fill_value': 1e+300 is too large for float32 [key='{KEY}']"
+
+
+@pytest.mark.parametrize("name, dtype", [("r8", "V1"), ("r16", "V2"), (f"r{8 * 65536}", "V65536")])
+def test_raw_types_from_one_byte_to_the_widest(name, dtype):
+    fill = [0] * np.dtype(dtype).itemsize
+    assert parse_array_metadata(base_doc(data_type=name, fill_value=fill), key=KEY).dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("name", ["x16", "rgb", "R16", "r"])
+def test_names_that_only_look_raw_are_unknown_types(name):
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(data_type=name), key=KEY)
+    assert str(ei.value) == f"field 'data_type': unknown data type {name!r} [key='{KEY}', codec={name!r}]"
+
+
+@pytest.mark.parametrize("name", ["string", "bytes", "variable_length_bytes", "variable_length_utf8"])
+def test_variable_length_types_are_unsupported(name):
+    with pytest.raises(UnsupportedError) as ei:
+        parse_array_metadata(base_doc(data_type=name), key=KEY)
+    assert str(ei.value) == f"field 'data_type': variable-length type {name!r} is not supported [key='{KEY}']"
+
+
+def test_an_ignorable_storage_transformer_does_not_hide_a_later_unsupported_one():
+    ignorable = {"name": "a", "must_understand": False}
+    assert parse_array_metadata(base_doc(storage_transformers=[ignorable]), key=KEY).shape == (10, 7)
+    with pytest.raises(UnknownCodecError) as ei:
+        parse_array_metadata(base_doc(storage_transformers=[ignorable, {"name": "t"}]), key=KEY)
+    assert ei.value.codec == "t"

@@ -327,3 +327,158 @@ def test_tensorstore_zarr_v2_both_ways(tmp_path):
     assert node.kind == "array" and np.isnan(node.spec.fill_value)
     chunk = node.spec.codecs.decode(store.get("theirs/0.0"), (4, 4), node.spec.dtype)
     np.testing.assert_array_equal(chunk, b[:4, :4])
+
+
+# --- exact errors, consolidated children, generic compressors ----------------------------------------------------
+def test_missing_or_bad_documents_exact_message_and_key():
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(MemoryStore(), "g/a")
+    assert str(ei.value) == "no Zarr v2 array here (.zarray is missing) [key='g/a/.zarray']"
+    store = MemoryStore()
+    consolidated = {"g/a/.zarray": zarray(), "g/a/.zattrs": [1, 2]}  # documents parsed already
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(store, "g/a", consolidated=consolidated)
+    assert str(ei.value) == ".zattrs must be a JSON object [key='g/a/.zattrs']"
+    store.set("g/a/.zattrs", b"{}")
+    store.set("g/a/.zarray", json.dumps(zarray(order="K")).encode())
+    with pytest.raises(MetadataError) as ei:
+        Z2.open_array(store, "g/a")
+    assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='g/a/.zarray']"
+
+
+def test_consolidated_metadata_written_by_zarr_python(tmp_path):
+    g = zarr.open_group(str(tmp_path / "c"), mode="w", zarr_format=2)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype="i2", fill_value=3, attributes={"u": 1})
+    g.create_group("sub")
+    zarr.consolidate_metadata(str(tmp_path / "c"))
+    store = LocalStore(tmp_path)
+    assert Z2.consolidated_probe_keys() == (".zmetadata",)
+    children = Z2.consolidated_children({".zmetadata": store.get("c/.zmetadata")}, "c")
+    assert sorted(children) == [".zattrs", ".zgroup", "a/.zarray", "a/.zattrs", "sub/.zattrs", "sub/.zgroup"]
+    assert Z2.consolidated_children({".zmetadata": None}, "c") is None
+    assert Z2.consolidated_children({}, "c") is None
+    for doc in ({"zarr_consolidated_format": 2, "metadata": {}}, {"zarr_consolidated_format": 1, "metadata": 5},
+                {"metadata": {}}):  # fmt: skip
+        assert Z2.consolidated_children({".zmetadata": json.dumps(doc).encode()}, "c") is None
+    with pytest.raises(MetadataError) as ei:
+        Z2.consolidated_children({".zmetadata": b"{"}, "c")
+    assert ei.value.key == "c/.zmetadata"
+
+    node = Z2.child_from_consolidated(children, "a", "c/a")
+    assert node.format is Z2 and node.kind == "array"
+    assert (
+        node.spec.shape == (4,) and node.spec.fill_value == np.int16(3) and node.spec.attributes == {"u": 1}
+    )
+    node = Z2.child_from_consolidated(children, "sub", "c/sub")
+    assert node.format is Z2 and node.kind == "group" and node.spec is None
+    assert Z2.child_from_consolidated(children, "nope", "c/nope") is None
+    bad = {"x/.zarray": {**children["a/.zarray"], "order": "K"}}
+    with pytest.raises(MetadataError) as ei:
+        Z2.child_from_consolidated(bad, "x", "c/x")
+    assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='c/x/.zarray']"
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zstd", {"id": "zstd", "level": 4}),
+        ("zlib", {"id": "zlib", "level": 4}),
+        ("gzip", {"id": "gzip", "level": 4}),
+        ("blosc", {"id": "blosc", "cname": "zlib", "clevel": 4, "shuffle": 1, "blocksize": 0}),
+    ],
+)
+def test_generic_compressor_names_become_numcodecs_configs(name, expected):
+    # what `altarr copy --compressor NAME --level 4` hands to create_array
+    obj = Z2.compressor_json(name, 4, "zlib", np.dtype("float32"))
+    assert obj == expected
+    store = MemoryStore()
+    Z2.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    assert json.loads(store.get("a/.zarray"))["compressor"] == expected
+
+
+@pytest.mark.parametrize("fill, expected", [(1, 1 + 0j), (1.5, 1.5 + 0j), ([2, -1.0], 2 - 1j)])
+def test_complex_fill_from_a_number_or_a_pair(fill, expected):
+    spec = parse_zarray(zarray(dtype="<c8", fill_value=fill))
+    assert spec.fill_value == np.complex64(expected) and spec.fill_value.dtype == np.dtype("complex64")
+
+
+@pytest.mark.parametrize(
+    "dtype, fill, reason",
+    [
+        ("<f4", "nan", "(unknown float string 'nan')"),
+        ("<c8", "1", "(expected [real, imaginary])"),
+        ("<c8", True, "(expected [real, imaginary])"),
+        ("<c8", ["x", 0], "(field 'fill_value': 'x' is not a valid float32 fill value (unknown float string 'x') "
+         "[key='g/.zarray'])"),
+        ("|b1", "x", "(expected a boolean)"),
+    ],
+)  # fmt: skip
+def test_bad_fill_value_exact_message(dtype, fill, reason):
+    with pytest.raises(MetadataError) as ei:
+        parse_zarray(zarray(dtype=dtype, fill_value=fill), key="g/.zarray")
+    name = np.dtype(dtype).name
+    assert (
+        str(ei.value)
+        == f"field 'fill_value': {fill!r} is not a valid {name} fill value {reason} [key='g/.zarray']"
+    )
+
+
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({'zarr_format': 3}, MetadataError, "field 'zarr_format' must be 2, got 3"),
+        ({'shape': 'x'}, MetadataError, "field 'shape' must be a list of integers, got 'x'"),
+        ({'shape': [-1, 7]}, MetadataError, "field 'shape' must hold integers >= 0, got [-1, 7]"),
+        ({'chunks': [2]}, MetadataError, "field 'chunks' has 1 dimensions, the array has 2"),
+        ({'chunks': [0, 3]}, MetadataError, "field 'chunks' must hold integers >= 1, got [0, 3]"),
+        ({'chunks': 'c'}, MetadataError, "field 'chunks' must be a list of integers, got 'c'"),
+        ({'dtype': 'int'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got 'int'"),
+        ({'dtype': 'i4'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got 'i4'"),
+        ({'dtype': '<i4x'}, MetadataError, "field 'dtype' must be a NumPy typestr with a byte order such as '<i4', got '<i4x'"),
+        ({'dtype': '|O'}, UnsupportedError, "Zarr v2 dtype '|O' (kind 'O': objects, strings, bytes or records) is not supported; altarr handles booleans, integers, floats, complex numbers and datetimes"),
+        ({'order': 'K'}, MetadataError, "field 'order' must be 'C' or 'F', got 'K'"),
+        ({'filters': {'id': 'zlib'}}, MetadataError, "field 'filters' must be null or a list, got {'id': 'zlib'}"),
+        ({'filters': [{'id': 'nope'}]}, UnknownCodecError, "unknown Zarr v2 filter codec id 'nope' (not in the numcodecs registry)"),
+        ({'compressor': {'id': 'snappy9'}}, UnknownCodecError, "unknown Zarr v2 compressor codec id 'snappy9' (not in the numcodecs registry)"),
+        ({'compressor': 'zlib'}, MetadataError, "Zarr v2 compressor must be null or an object with a string 'id', got 'zlib'"),
+        ({'dimension_separator': '-'}, MetadataError, "field 'dimension_separator' must be '.' or '/', got '-'"),
+        ({'fill_value': 1.5}, MetadataError, "field 'fill_value': 1.5 is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': '1'}, MetadataError, "field 'fill_value': '1' is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': 'x'}, MetadataError, "field 'fill_value': 'x' is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': True}, MetadataError, "field 'fill_value': True is not a valid int32 fill value (expected an integer)"),
+        ({'fill_value': 1099511627776}, MetadataError, "field 'fill_value': 1099511627776 is not a valid int32 fill value (1099511627776 is out of range)"),
+        ({'dtype': '<f4', 'fill_value': True}, MetadataError, "field 'fill_value': True is not a valid float32 fill value (expected a number)"),
+        ({'dtype': '<f4', 'fill_value': [1]}, MetadataError, "field 'fill_value': [1] is not a valid float32 fill value (expected a number)"),
+        ({'dtype': '<f4', 'fill_value': 'nan'}, MetadataError, "field 'fill_value': 'nan' is not a valid float32 fill value (unknown float string 'nan')"),
+        ({'dtype': '<m8[s]', 'fill_value': 1.5}, MetadataError, "field 'fill_value': 1.5 is not a valid timedelta64[s] fill value (expected an integer)"),
+    ],
+)  # fmt: skip
+def test_bad_zarray_exact_message(changes, error, message):
+    with pytest.raises(error) as ei:
+        parse_zarray(zarray(**changes), key=KEY)
+    assert type(ei.value) is error
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+    store = MemoryStore()
+    store.set("arr/.zarray", json.dumps(zarray(**changes)).encode())
+    with pytest.raises(error) as ei:
+        Z2.open_array(store, "arr")
+    assert str(ei.value).startswith(f"{message} [key='{KEY}'")
+
+
+def test_datetime_and_timedelta_fill_values():
+    assert parse_zarray(zarray(dtype="<m8[s]", fill_value=5)).fill_value == np.timedelta64(5, "s")
+    assert parse_zarray(zarray(dtype="<M8[s]", fill_value=-1)).fill_value == np.datetime64(-1, "s")
+    with pytest.raises(MetadataError) as ei:  # beyond int64: no datetime64 holds it
+        parse_zarray(zarray(dtype="<M8[s]", fill_value=2**63), key=KEY)
+    assert str(ei.value).startswith(f"field 'fill_value': {2**63} is not a valid datetime64[s] fill value (")
+
+
+def test_spec_keeps_the_documents_and_has_no_names_without_array_dimensions():
+    doc, attrs = zarray(), {"units": "m"}
+    spec = parse_zarray(doc, attrs)
+    assert spec.metadata == {".zarray": doc, ".zattrs": attrs}
+    assert spec.dimension_names is None and spec.attributes == {"units": "m"}
+    spec = parse_zarray(doc)
+    assert spec.metadata == {".zarray": doc} and spec.dimension_names is None and spec.attributes == {}
+    for names in (["y"], ["y", 1], "yx"):  # not one string per dimension: not names
+        assert parse_zarray(doc, {"_ARRAY_DIMENSIONS": names}).dimension_names is None

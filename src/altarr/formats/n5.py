@@ -318,8 +318,11 @@ def parse_n5_attributes(doc: dict[str, Any], *, key: str = ATTRIBUTES_KEY, root:
     fill = doc.get("defaultValue", 0)
     if isinstance(fill, bool) or not isinstance(fill, int | float):
         fill = 0
-    with np.errstate(invalid="ignore", over="ignore"):
-        fill_value = dtype.type(fill)
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            fill_value = dtype.type(fill)
+    except (OverflowError, ValueError) as e:  # an integer type refuses a value out of its range
+        raise MetadataError(f"field 'defaultValue': {fill!r} does not fit {dtype}", key=key) from e
     strip = set(DATASET_KEYS) | ({VERSION_KEY} if root else set())
     return DatasetSpec(
         format="n5",
