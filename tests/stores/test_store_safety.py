@@ -327,3 +327,50 @@ def _other_shard_writer(store, key):
         copy.set(k, store.get(k))
     aa.open_dataset(copy, mode="r+")[6:8] = 9
     obstore.put(store._store, key, copy.get(key))
+
+
+def _another_writer_touches_before_put(store: ObstoreStore, key: str) -> dict:
+    """Before the store's first write of ``key``, another writer puts the same bytes again (a new
+    version): the conditional write of the read version fails for ``key`` alone."""
+    import obstore
+
+    real_put = store._put
+    sneaks = {"n": 1}
+
+    async def put(k, data, mode):
+        if sneaks["n"] > 0 and k == key:
+            sneaks["n"] -= 1
+            await obstore.put_async(store._store, key, bytes(store.get(key)))
+        return await real_put(k, data, mode)
+
+    store._put = put
+    return sneaks
+
+
+def test_a_conflict_on_one_chunk_does_not_drop_the_deletes_of_the_same_write():
+    """Unsharded: ``ds[1:4] = [5, 0, 0]`` merges chunk 0 and deletes chunk 1 (all fill). The merge's
+    conditional write meets another writer: the delete, not tried yet, goes again with it (it was
+    dropped, leaving chunk 1's old values: a lost write)."""
+    store = ObstoreStore("memory://")
+    ds = aa.create_dataset(store, shape=(8,), dtype="u1", chunks=(2,), compressor=None)
+    ds[:] = 1
+    sneaks = _another_writer_touches_before_put(store, "c/0")
+    ds[1:4] = np.array([5, 0, 0], "u1")
+    assert sneaks["n"] == 0  # the conflict happened
+    assert aa.open_dataset(store)[:].tolist() == [1, 5, 0, 0, 1, 1, 1, 1]
+    assert "c/1" not in set(store.list())
+
+
+def test_delete_chunks_reports_every_chunk_when_one_shard_write_conflicts():
+    """Sharded: deleting a chunk of each of two shards, the first shard's write meets another writer
+    and goes again; the second was written in the first attempt, and its chunk is still reported as
+    having existed."""
+    store = ObstoreStore("memory://")
+    ds = aa.create_dataset(store, shape=(16,), dtype="u1", chunks=(2,), shards=(8,), compressor=None)
+    ds[:] = 1
+    sneaks = _another_writer_touches_before_put(store, "c/0")
+    # (a repeated chunk answers as deleting it twice would: stored, then not)
+    assert ds.delete_chunks([(0,), (4,), (4,)]) == [True, True, False]
+    assert sneaks["n"] == 0
+    assert aa.open_dataset(store)[:].tolist() == [0, 0] + [1] * 6 + [0, 0] + [1] * 6
+    assert ds.delete_chunks([(0,), (4,)]) == [False, False]

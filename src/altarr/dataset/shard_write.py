@@ -114,9 +114,9 @@ class ShardWriter:
             try:
                 with store_exclusive(self.store, keys):
                     if self.layout.sharded:
-                        existed.update(self._apply_sharded(pending, arena))
+                        self._apply_sharded(pending, arena, existed)
                     else:
-                        existed.update(self._apply_unsharded(pending, arena))
+                        self._apply_unsharded(pending, arena, existed)
                 return
             except WriteConflictError as e:
                 if attempt + 1 == locks.MAX_ATTEMPTS:
@@ -200,9 +200,10 @@ class ShardWriter:
             new[i] = b
         return new
 
-    def _apply_unsharded(
-        self, updates: dict[Chunk, Any], arena: np.ndarray | None = None
-    ) -> dict[Chunk, bool]:
+    def _apply_unsharded(self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+        """Write and delete the chunks of ``updates``; ``existed`` receives, per deleted chunk, whether it
+        was stored. A conditional write that met another writer's change raises ``WriteConflictError``
+        naming those objects and every delete of the call, which was not tried yet (all go again)."""
         merges = [c for c, u in updates.items() if isinstance(u, Merge)]
         deletes = [c for c, u in updates.items() if u is None]
         old = self.reader.read_raw(merges) if merges else {}
@@ -211,15 +212,20 @@ class ShardWriter:
         to_set = [(self.layout.key(c), b) for (c, _), b in zip(items, new, strict=True) if b is not None]
         to_delete = [self.layout.key(c) for (c, u), b in zip(items, new, strict=True) if b is None]
         if to_set:
-            self.store.set_many(to_set)
-        existed: dict[Chunk, bool] = {}
+            try:
+                self.store.set_many(to_set)
+            except WriteConflictError as e:  # the deletes were not tried: they go again too
+                raise WriteConflictError(e.message, keys=[*e.keys, *to_delete]) from e
         if to_delete:
             flags = self.store.delete_many(to_delete)
             gone = dict(zip(to_delete, flags, strict=True))
-            existed = {c: gone.get(self.layout.key(c), False) for c in deletes}
-        return existed
+            existed.update({c: gone.get(self.layout.key(c), False) for c in deletes})
 
-    def _apply_sharded(self, updates: dict[Chunk, Any], arena: np.ndarray | None = None) -> dict[Chunk, bool]:
+    def _apply_sharded(self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+        """Rebuild and write the shards of ``updates`` (one read and one write each); ``existed``
+        receives, per chunk, whether it was stored. It is filled before the writes: when some shards'
+        conditional writes meet another writer's change, the others are written and only the conflicting
+        ones go again (overwriting their entries), so every chunk keeps an answer."""
         top = self.grid.nlevels - 1
         groups = self.layout.group_by_shard(list(updates))
         # a shard needs its old bytes unless every in-bounds chunk of it is replaced outright
@@ -244,6 +250,7 @@ class ShardWriter:
         items = list(updates.items())
         encoded = self._encode_items(items, [old_raw[c] for c, _ in items], arena)
         new = dict(zip(updates, encoded, strict=True))
+        existed.update({c: old_raw[c] is not None for c in updates})
         to_set, to_delete = [], []
         for pos, group in groups.items():
             # the outermost level as parts, which the store writes back to back (no joined copy)
@@ -264,4 +271,3 @@ class ShardWriter:
                 self.store.delete_many(to_delete)
         finally:
             self.index_cache.forget(keys.values())
-        return {c: old_raw[c] is not None for c in updates}
