@@ -262,6 +262,6 @@ class DatasetAccess:
         seen: set[Chunk] = set()
         out = []
         for c in wanted:
-            out.append(existed.get(c, False) and c not in seen)
+            out.append(existed[c] and c not in seen)  # the writer answers for every deleted chunk
             seen.add(c)
         return out
