@@ -367,3 +367,22 @@ def test_iteration_and_len_fetch_one_chunk_row_at_a_time():
     np.testing.assert_array_equal(np.stack(rows), data)
     assert len(fetch.calls) == 3
     assert 7.0 in x and 99.0 not in x
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        np.s_[2:9:3],  # forward steps: each chunk's piece starts inside it and keeps the stride
+        np.s_[1:40:5, 3:29:4],
+        np.s_[20:0:-1],  # backwards, stopping above 0: a chunk's piece ends at an offset >= 1
+        np.s_[15:7:-1],  # ... ending at offset 1 of its first chunk
+        np.s_[30:2:-3, ::-2],
+        np.s_[36:7:-7, 29:0:-5],
+    ],
+)
+def test_stepped_and_backward_slices_take_each_chunks_own_stride_and_stop(key):
+    """Each chunk's piece of a stepped or backward slice is its own slice of the chunk (start, stop
+    and step inside it): a stop that overran, or a lost step, reads a piece of another shape."""
+    data = positions((40, 30), "int64")
+    x, _ = lazy(data, (7, 8))
+    np.testing.assert_array_equal(np.asarray(x[key]), data[key])
