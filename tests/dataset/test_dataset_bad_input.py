@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import uuid
 
 import crc32c
 import numpy as np
@@ -262,7 +263,7 @@ def test_write_chunks_needs_one_array_per_coordinate():
 def test_an_index_entry_past_the_end_on_a_store_that_tells_no_size_is_named_when_read():
     from altarr.stores.fsspec_store import FsspecStore
 
-    store = FsspecStore(f"memory://past-the-end-{id(object())}")
+    store = FsspecStore(f"memory://past-the-end-{uuid.uuid4().hex}")
     ds = sharded(store)
     key = ds.chunk_key((0, 0))
     blob = store.get(key)

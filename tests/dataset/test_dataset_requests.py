@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 
 import numpy as np
 import pytest
@@ -652,7 +653,7 @@ def test_the_index_cache_keeps_the_most_recently_used_indexes_within_max_bytes()
 def test_recheck_false_on_a_store_without_versions_trusts_the_cached_index():
     from altarr.stores.fsspec_store import FsspecStore
 
-    store = FsspecStore(f"memory://recheck-false-{id(object())}")
+    store = FsspecStore(f"memory://recheck-false-{uuid.uuid4().hex}")
     ds = make(store)
     fill_shard(ds, (0, 0))
     trusting = aa.open_dataset(store, recheck=False)
@@ -691,7 +692,7 @@ def test_a_cached_index_of_a_shard_deleted_since_is_dropped(store):
 def test_recheck_false_reads_a_shard_deleted_since_its_index_was_cached_as_missing():
     from altarr.stores.fsspec_store import FsspecStore
 
-    store = FsspecStore(f"memory://recheck-false-gone-{id(object())}")
+    store = FsspecStore(f"memory://recheck-false-gone-{uuid.uuid4().hex}")
     ds = make(store)
     fill_shard(ds, (0, 0))
     trusting = aa.open_dataset(store, recheck=False)
