@@ -274,3 +274,17 @@ def test_an_index_entry_past_the_end_on_a_store_that_tells_no_size_is_named_when
         ds.read_chunks([(1, 1)])
     assert (info.value.key, info.value.chunk) == (key, (1, 1))
     assert info.value.byte_range == (len(blob) - 8, len(blob) - 8 + entries[3][1])
+
+
+def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index():
+    """An entry inside the object but longer than an encoded chunk can be is refused by the index
+    check (the shard is corrupt), before any chunk bytes are read or decoded."""
+    ds = sharded()
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    entries = index_of(blob)
+    entries[0] = (0, 64)  # 32 bytes is all an uncompressed 4x4 uint16 chunk can take
+    ds.store.set(key, with_index(blob, entries))
+    with pytest.raises(CorruptShardError, match="longer than the 32 bytes an inner chunk can have") as info:
+        aa.open_dataset(ds.store).read_chunks([(0, 0)])
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (0, 0), (0, 64))
