@@ -101,7 +101,9 @@ class ShardWriter:
     #: two descriptors until the group is written): larger groups are split.
     LOCKED_OBJECTS_PER_GROUP = 256
 
-    def _apply_group(self, group: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+    def _apply_group(
+        self, group: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
+    ) -> None:
         """One group under its objects' locks (in-process, then the store's cross-process guard, see
         :mod:`.locks`); the objects whose conditional write met another writer's change are read,
         merged and written again (bounded, then ``WriteConflictError``)."""
@@ -200,7 +202,20 @@ class ShardWriter:
             new[i] = b
         return new
 
-    def _apply_unsharded(self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+    def _set_before_deletes(self, to_set: list[tuple[str, Any]], to_delete: list[str]) -> None:
+        """Write ``to_set``, which goes before the call's deletes: when a conditional write meets another
+        writer's change, the ``WriteConflictError`` names the deletes too (not tried yet: they go again
+        with the conflicting objects)."""
+        if not to_set:
+            return
+        try:
+            self.store.set_many(to_set)
+        except WriteConflictError as e:
+            raise WriteConflictError(e.message, keys=[*e.keys, *to_delete]) from e
+
+    def _apply_unsharded(
+        self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
+    ) -> None:
         """Write and delete the chunks of ``updates``; ``existed`` receives, per deleted chunk, whether it
         was stored. A conditional write that met another writer's change raises ``WriteConflictError``
         naming those objects and every delete of the call, which was not tried yet (all go again)."""
@@ -211,17 +226,15 @@ class ShardWriter:
         new = self._encode_items(items, [old.get(c) for c, _ in items], arena)
         to_set = [(self.layout.key(c), b) for (c, _), b in zip(items, new, strict=True) if b is not None]
         to_delete = [self.layout.key(c) for (c, u), b in zip(items, new, strict=True) if b is None]
-        if to_set:
-            try:
-                self.store.set_many(to_set)
-            except WriteConflictError as e:  # the deletes were not tried: they go again too
-                raise WriteConflictError(e.message, keys=[*e.keys, *to_delete]) from e
+        self._set_before_deletes(to_set, to_delete)
         if to_delete:
             flags = self.store.delete_many(to_delete)
             gone = dict(zip(to_delete, flags, strict=True))
             existed.update({c: gone.get(self.layout.key(c), False) for c in deletes})
 
-    def _apply_sharded(self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict) -> None:
+    def _apply_sharded(
+        self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
+    ) -> None:
         """Rebuild and write the shards of ``updates`` (one read and one write each); ``existed``
         receives, per chunk, whether it was stored. It is filled before the writes: when some shards'
         conditional writes meet another writer's change, the others are written and only the conflicting
@@ -262,11 +275,7 @@ class ShardWriter:
             elif pos not in old_objects or old_objects[pos] is not None:
                 to_delete.append(keys[pos])
         try:
-            if to_set:
-                try:
-                    self.store.set_many(to_set)
-                except WriteConflictError as e:  # the deletes were not tried: they go again too
-                    raise WriteConflictError(e.message, keys=[*e.keys, *to_delete]) from e
+            self._set_before_deletes(to_set, to_delete)
             if to_delete:
                 self.store.delete_many(to_delete)
         finally:
