@@ -45,7 +45,9 @@ import asyncio
 import atexit
 import datetime
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -123,9 +125,6 @@ def _wait_for_foreign_threads(timeout: float, under: str = _ASYNCIO_DIR) -> bool
     Python code it entered from C in a file under ``under`` (asyncio: how obstore's threads complete
     calls; other foreign threads, such as execnet's, are not waited for), or ``timeout`` seconds passed;
     True if none is left."""
-    import sys
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}
@@ -205,9 +204,10 @@ def _whole_object_answered(e: BaseException, req: ByteRequest) -> bool:
     return type(req) is Suffix and "non-partial response" in str(e)[:400]
 
 
-def _suffix_of(data: Any, req: Suffix) -> Any:
-    """The last ``req.length`` bytes of a whole object's ``data`` (all of it if shorter)."""
-    return data if len(data) <= req.length else memoryview(data)[len(data) - req.length :]
+def _part_of(data: Any, req: ByteRequest) -> memoryview:
+    """The bytes ``req`` asks for out of a whole object's ``data`` (:meth:`Suffix.bounds` and kin)."""
+    off, end = req.bounds(len(data))
+    return memoryview(data)[off:end]
 
 
 #: The recorded version of an object that did not exist when it was read (written with ``"create"``).
@@ -398,7 +398,7 @@ class ObstoreStore(VersionWatch, Store):
         except Exception as err:
             if _whole_object_answered(err, req):
                 got = obs.get(self._store, key)
-                return _suffix_of(got.bytes(), req), got.meta
+                return _part_of(got.bytes(), req), got.meta
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
             return b"", obs.head(self._store, key)
@@ -414,7 +414,7 @@ class ObstoreStore(VersionWatch, Store):
         except Exception as err:
             if _whole_object_answered(err, req):
                 got = await obs.get_async(self._store, key)
-                return _suffix_of(await got.bytes_async(), req), got.meta
+                return _part_of(await got.bytes_async(), req), got.meta
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
             meta = await obs.head_async(self._store, key)  # past the end of an existing object
