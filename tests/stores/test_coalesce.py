@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from altarr.errors import InvalidKeyError
-from altarr.stores import coalesce_ranges
+from altarr.stores import WHOLE, Offset, Range, Suffix, coalesce_ranges, plan_reads
 
 
 def execute(objects: dict[str, bytes], requests):
@@ -17,6 +17,11 @@ def execute(objects: dict[str, bytes], requests):
         obj = objects.get(key)
         out.append(None if obj is None else obj[start:stop])
     return out
+
+
+def serve_typed(objects: dict[str, bytes], requests):
+    """Typed requests served by slicing with each request's own ``bounds`` (as every store does)."""
+    return [None if k not in objects else objects[k][slice(*r.bounds(len(objects[k])))] for k, r in requests]
 
 
 def expected(objects: dict[str, bytes], requests):
@@ -151,6 +156,49 @@ def test_suffixes_merge_only_with_suffixes():
 def test_open_ended_range_absorbs_later_ranges():
     plan = coalesce_ranges([("k", 100, None), ("k", 150, 160), ("k", 90, 95)])
     assert plan.requests == [("k", 90, None)]
+
+
+typed_request = st.tuples(
+    st.sampled_from(KEYS),
+    st.one_of(
+        st.builds(Range, st.integers(0, 120), st.integers(0, 120)),  # stop < start included: empty
+        st.builds(Offset, st.integers(0, 120)),
+        st.builds(Suffix, st.integers(0, 120)),  # Suffix(0) included: existence only
+        st.just(WHOLE),
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    sizes=st.tuples(st.integers(0, 100), st.integers(0, 100)),
+    requests=st.lists(typed_request, max_size=25),
+    gap=st.integers(0, 50),
+    max_size=st.integers(1, 200),
+)
+def test_any_typed_request_set_matches_direct_slicing(sizes, requests, gap, max_size):
+    """The engine's typed requests (the legacy triples above never reach plan_reads with stop < start
+    or an empty suffix): whatever they merge into, each gets exactly its own bytes."""
+    objects = {"a": bytes(range(sizes[0])), "b/c": bytes(range(100, 100 + sizes[1]))}
+    plan = plan_reads(requests, gap=gap, max_size=max_size)
+    assert plan.split(serve_typed(objects, plan.merged)) == serve_typed(objects, requests)
+    assert len(plan.merged) <= len(requests)
+
+
+@pytest.mark.parametrize(
+    ("requests", "want"),
+    [
+        # an empty range (stop < start) inside a merged span
+        ([("k", Range(3, 10)), ("k", Range(5, 2))], [b"3456789", b""]),
+        # an empty suffix (existence only) beside a range of its key
+        ([("k", Suffix(0)), ("k", Range(3, 10))], [b"", b"3456789"]),
+    ],
+)
+def test_empty_requests_merged_with_others_stay_empty(requests, want):
+    data = b"0123456789abcdef"
+    plan = plan_reads(requests)
+    assert len(plan.merged) == 1
+    assert plan.split(serve_typed({"k": data}, plan.merged)) == want
 
 
 def test_clipping_past_the_end():
