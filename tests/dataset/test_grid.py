@@ -1,5 +1,6 @@
 """NestedGrid: the Java N5 NestedGridTest cases, plus edge handling."""
 
+import numpy as np
 import pytest
 
 from altarr.dataset.grid import NestedGrid, clipped_shape
@@ -70,3 +71,16 @@ def test_positions_of_another_rank_are_refused():
 
 def test_repr_names_shape_and_levels():
     assert repr(NestedGrid((10, 7), [(4, 3), (8, 6)])) == "NestedGrid(shape=(10, 7), levels=[(4, 3), (8, 6)])"
+
+
+def test_group_by_block_groups_like_position_in_first_seen_order():
+    g = NestedGrid((50, 40, 30), [(2, 3, 5), (4, 6, 10), (8, 12, 30)])
+    rng = np.random.default_rng(0)
+    chunks = [tuple(int(v) for v in c) for c in rng.integers(0, (25, 14, 6), size=(200, 3))]
+    for level in range(3):
+        want: dict = {}
+        for c in chunks:
+            want.setdefault(g.position(c, level), []).append(c)
+        got = g.group_by_block(chunks, level)
+        assert got == want
+        assert list(got) == list(want)  # the same (first-seen) order

@@ -288,6 +288,31 @@ def test_http_region_loop_costs_k_times_more_rounds_than_one_batch(http_array):
     assert fresh.store.stats.rounds == 2 < loop_rounds
 
 
+def _most_in_flight(entries) -> int:
+    """The most requests the server was serving at one moment (from each request's service interval)."""
+    events = sorted([(e[3], 1) for e in entries] + [(e[4], -1) for e in entries])
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.parametrize(("concurrency", "in_flight"), [(None, 9), (3, 3)])
+def test_obstore_batch_requests_are_in_flight_together_up_to_concurrency(tmp_path, concurrency, in_flight):
+    """A batch's GETs go out together (one round as the server sees it), at most ``concurrency`` at once."""
+    for i in range(9):
+        (tmp_path / f"k{i}").write_bytes(bytes([i]) * (1000 + i))
+    with http_server(tmp_path, latency=0.05) as (url, log):
+        store = ObstoreStore(url, **({} if concurrency is None else {"concurrency": concurrency}))
+        got = store.get_ranges([(f"k{i}", None, None) for i in range(9)] + [("missing", None, None)])
+        assert got == [bytes([i]) * (1000 + i) for i in range(9)] + [None]
+        entries = [e for e in log.entries if e[1] != "/missing"]
+        assert len(entries) == 9
+        assert _most_in_flight(entries) == in_flight
+        assert store.stats.rounds == 1
+
+
 # --- the obstore store itself ---------------------------------------------------------------------------------
 def test_obstore_store_pickles_and_reads_ranges(s3_endpoint):
     s = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))

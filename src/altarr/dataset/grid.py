@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import product
+from operator import floordiv
 
 import numpy as np
 
@@ -124,6 +125,26 @@ class NestedGrid:
         """Absolute grid position at ``level`` of the block holding ``chunk`` (given at ``src_level``)."""
         rs, rt = self._ratio[src_level], self._ratio[level]
         return tuple(c * a // b for c, a, b in zip(chunk, rs, rt, strict=True))
+
+    def group_by_block(
+        self, chunks: Iterable[tuple[int, ...]], level: int
+    ) -> dict[tuple[int, ...], list[tuple[int, ...]]]:
+        """The level-0 ``chunks`` by the position of the level-``level`` block holding them, in
+        first-seen order (one C-level ``map`` per chunk: a batch's planning calls this for every chunk
+        at every level, where :meth:`position` per chunk cost ~3 ms per 512 chunks).
+
+        >>> NestedGrid((8, 8), [(2, 2), (4, 4)]).group_by_block([(0, 0), (3, 3), (1, 0)], 1)
+        {(0, 0): [(0, 0), (1, 0)], (1, 1): [(3, 3)]}
+        """
+        groups: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        if level == 0:  # every chunk is its own block
+            for c in chunks:
+                groups.setdefault(tuple(c), []).append(c)
+            return groups
+        r = self._ratio[level]
+        for c in chunks:
+            groups.setdefault(tuple(map(floordiv, c, r)), []).append(c)
+        return groups
 
     def relative(self, chunk: Sequence[int], level: int, parent_level: int) -> tuple[int, ...]:
         """Position of the level-``level`` block holding ``chunk`` (level 0 coords) inside its

@@ -107,11 +107,7 @@ class ShardLayout:
 
     def group_by_shard(self, chunks: Sequence[Chunk]) -> dict[Chunk, list[Chunk]]:
         """The chunks by the outermost block holding them (first-seen order, both levels)."""
-        top = self.grid.nlevels - 1
-        groups: dict[Chunk, list[Chunk]] = {}
-        for c in chunks:
-            groups.setdefault(self.grid.position(c, top), []).append(c)
-        return groups
+        return self.grid.group_by_block(chunks, self.grid.nlevels - 1)
 
     def clipped(self, chunk: Chunk) -> tuple[int, ...]:
         """The shape of ``chunk`` clipped at the array edge."""

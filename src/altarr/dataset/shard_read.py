@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import mod
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -353,15 +354,11 @@ class ShardReader:
             indexed.append((n, index))
         children: list[_Node] = []
         for n, index in indexed:
-            groups: dict[Chunk, list[Chunk]] = {}
-            for c in n.chunks:
-                groups.setdefault(self.grid.relative(c, level - 1, level), []).append(c)
-            for rel, group in groups.items():
-                off, nb = index[rel]
+            for child_pos, group in self.grid.group_by_block(n.chunks, level - 1).items():
+                off, nb = index[tuple(map(mod, child_pos, cps))]  # the child's place inside n
                 if off == _EMPTY or nb == _EMPTY:
                     continue  # absent: its chunks stay None
                 off, nb = int(off), int(nb)
-                child_pos = self.grid.position(group[0], level - 1)
                 child = _Node(n.key, level - 1, child_pos, group, start=n.start + off, length=nb)
                 if n.mem is not None:
                     child.mem = n.mem[off : off + nb]
