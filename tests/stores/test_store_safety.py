@@ -262,14 +262,23 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(
     real_put = getattr(store, name)
     sneaks = {"n": 1}
 
-    async def put_after_another_writer(*args):
+    def sneak() -> None:
         if sneaks["n"] > 0:  # another writer adds chunk 3 between our read and our write
             sneaks["n"] -= 1
             v = 9 if sneaks["n"] == 0 else sneaks["n"] % 200 + 10  # new bytes each time (S3's ETag is an MD5)
-            await asyncio.to_thread(
-                lambda: aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, v, "u1")])
-            )
-        return await real_put(*args)
+            aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, v, "u1")])
+
+    if client == "fsspec":  # s3fs's calls are coroutines
+
+        async def put_after_another_writer(*args):
+            await asyncio.to_thread(sneak)
+            return await real_put(*args)
+
+    else:  # obstore's blocking put, on the store's request threads
+
+        def put_after_another_writer(*args):
+            sneak()
+            return real_put(*args)
 
     monkeypatch.setattr(store, name, put_after_another_writer)
     ds.write_chunks([(1,)], [np.full(2, 5, "u1")])  # conflicts once, then read again and merged
@@ -298,16 +307,16 @@ def test_obstore_retries_a_merge_another_writer_got_into_first(sharded):
     real_put = store._put
     sneaks = {"n": 1}
 
-    async def put_after_another_writer(k, data, mode):
+    def put_after_another_writer(k, data, mode):
         if sneaks["n"] > 0 and k == key:  # another writer changes the object between read and write
             sneaks["n"] -= 1
             other = np.frombuffer(bytes(store.get(key)), "u1").copy() if not sharded else None
             if other is not None:
                 other[6:8] = 9
-                await obstore.put_async(store._store, key, other.tobytes())
+                obstore.put(store._store, key, other.tobytes())
             else:
-                await asyncio.to_thread(lambda: _other_shard_writer(store, key))
-        return await real_put(k, data, mode)
+                _other_shard_writer(store, key)
+        return real_put(k, data, mode)
 
     store._put = put_after_another_writer
     ds[2:4] = 5
@@ -337,11 +346,11 @@ def _another_writer_touches_before_put(store: ObstoreStore, key: str) -> dict:
     real_put = store._put
     sneaks = {"n": 1}
 
-    async def put(k, data, mode):
+    def put(k, data, mode):
         if sneaks["n"] > 0 and k == key:
             sneaks["n"] -= 1
-            await obstore.put_async(store._store, key, bytes(store.get(key)))
-        return await real_put(k, data, mode)
+            obstore.put(store._store, key, bytes(store.get(key)))
+        return real_put(k, data, mode)
 
     store._put = put
     return sneaks

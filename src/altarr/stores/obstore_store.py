@@ -41,14 +41,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import datetime
 import os
-import sys
 import threading
-import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -65,107 +62,48 @@ __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
 #: Requests of one batch in flight at once (object stores serve many; HTTP/1.1 servers one per socket).
 DEFAULT_CONCURRENCY = 64
 
-_loop_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_pid = 0  # a forked child has no loop thread (and must not share the parent's connections)
 #: The process that used obstore first: obstore's Rust runtime does not survive fork(), a request from a
 #: forked child would hang, so it raises instead.
 _used_in = 0
 #: obstore clients by (URL, configuration): opening a dataset again reuses the client and its open
 #: connections (a new client cost 3-6 ms here, plus a TCP and TLS handshake per connection)
 _clients: dict[str, Any] = {}
+atexit.register(_clients.clear)  # dropped while the interpreter is whole, not during finalization
+
+#: The threads that send a batch's requests, by concurrency limit (see :func:`_request_threads`)
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_pid = 0
+_lock = threading.Lock()  # guards _pools and _clients
 
 
-#: Threads that send a read batch's ``GET`` requests (see :func:`_fetch_threads`), by concurrency limit
-_fetch_pools: dict[int, ThreadPoolExecutor] = {}
-_fetch_pools_pid = 0
+def _request_threads(limit: int) -> ThreadPoolExecutor:
+    """The threads that send a batch's requests, at most ``limit`` at once, each blocking in one of
+    obstore's synchronous calls (``get``, ``put``, ``head``, ``delete``) with the GIL released.
 
+    Not obstore's async calls on an event-loop thread, for two reasons:
 
-def _fetch_threads(limit: int) -> ThreadPoolExecutor:
-    """The threads that run a read batch's blocking ``GET`` requests, at most ``limit`` at once.
+    * speed: each async call's completion crosses into the loop thread (a read twice: headers, then
+      body). The 8 whole shards (23 MB) of a 256^3 read over a loopback HTTP server at 20 ms per request
+      took 37.1 ms as coroutines and 32.0 ms from threads (tensorstore 31.8 ms); 6 whole-shard PUTs
+      (2.9 MB each) to moto 58.1 ms and 52.4 ms (``benchmarks/README.md``);
+    * exit: obstore completes an async call from one of its Rust threads, which takes the GIL to call
+      ``loop.call_soon_threadsafe`` and wakes the loop through a socket ``send`` that releases the GIL
+      and takes it back. The caller can finish and the interpreter start finalizing before that
+      ``send`` returns; a thread taking the GIL back then is ended with ``pthread_exit``, which cannot
+      unwind through Rust frames, and the process aborted (SIGABRT) after all its work was done: 5 of
+      60 short processes of 8 writing threads, one S3 soak writer in four. A blocking call returns on
+      the Python thread that made it; no Rust thread ever enters Python.
 
-    Reads go out from plain threads, each blocking in obstore's synchronous ``get`` (the GIL released)
-    rather than as coroutines on the event-loop thread: every coroutine's completion crosses into that
-    one thread twice (headers, then body), and measured on a loopback HTTP server the 8 whole shards of
-    a 256^3 read (23 MB) took 37.1 ms that way against 33.5 ms from threads (tensorstore: 31.6 ms;
-    20 ms per request; ``benchmarks/README.md``). Made anew in a forked child, whose copy of the
-    parent's threads does not run."""
-    global _fetch_pools_pid
-    with _loop_lock:
-        if _fetch_pools_pid != os.getpid():
-            _fetch_pools.clear()
-            _fetch_pools_pid = os.getpid()
-        pool = _fetch_pools.get(limit)
+    Made anew in a forked child, whose copy of the parent's threads does not run."""
+    global _pools_pid
+    with _lock:
+        if _pools_pid != os.getpid():
+            _pools.clear()
+            _pools_pid = os.getpid()
+        pool = _pools.get(limit)
         if pool is None:
-            pool = _fetch_pools[limit] = ThreadPoolExecutor(limit, thread_name_prefix="altarr-get")
+            pool = _pools[limit] = ThreadPoolExecutor(limit, thread_name_prefix="altarr-obstore")
         return pool
-
-
-def _run(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` on the one event loop thread the obstore stores share (started on first use), so a
-    call works the same from plain code, threads and running event loops (Jupyter)."""
-    global _loop, _loop_pid
-    with _loop_lock:
-        if _loop is None or _loop.is_closed() or _loop_pid != os.getpid():
-            _loop_pid = os.getpid()
-            _loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=_loop.run_forever, name="altarr-obstore", daemon=True)
-            thread.start()
-            atexit.register(_stop_loop, _loop, thread)
-        loop = _loop
-    return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    """At interpreter exit: stop the loop thread, drop the clients, and let obstore's runtime threads
-    leave Python before the interpreter finalizes.
-
-    obstore completes an async call from one of its Rust threads: that thread takes the GIL and calls
-    ``loop.call_soon_threadsafe``, which queues the callback and then wakes the loop through its
-    self-pipe, a ``send`` that releases the GIL and takes it again. The loop can run the callback, and
-    the caller finish its work and let the interpreter exit, before that ``send`` returns; a thread
-    taking the GIL back during finalization is ended with ``pthread_exit``, which cannot unwind
-    through Rust frames, and the process aborts (SIGABRT after all its work was done: seen on writer
-    processes of the S3 soak test, and on 5 of 60 short processes of 8 threads writing to
-    ``memory://``). So this waits, up to :data:`_EXIT_WAIT_S`, until no thread that Python did not
-    start is inside asyncio (see :func:`_wait_for_foreign_threads`)."""
-    _clients.clear()
-    if loop.is_closed() or os.getpid() != _loop_pid:
-        return
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=5)
-    _wait_for_foreign_threads(_EXIT_WAIT_S)
-
-
-#: Longest wait at exit for obstore's threads to leave Python (each needs microseconds once it has
-#: the GIL back; the bound only matters if one is stuck).
-_EXIT_WAIT_S = 2.0
-
-
-#: Where obstore's threads enter Python to complete a call (``loop.call_soon_threadsafe``)
-_ASYNCIO_DIR = os.path.dirname(asyncio.__file__)
-
-
-def _wait_for_foreign_threads(timeout: float, under: str = _ASYNCIO_DIR) -> bool:
-    """Sleep (releasing the GIL) until no thread that Python's ``threading`` did not start is running
-    Python code it entered from C in a file under ``under`` (asyncio: how obstore's threads complete
-    calls; other foreign threads, such as execnet's, are not waited for), or ``timeout`` seconds passed;
-    True if none is left."""
-    deadline = time.monotonic() + timeout
-    while True:
-        ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}
-        busy = False
-        for ident, frame in sys._current_frames().items():
-            if ident in ours:
-                continue
-            while frame.f_back is not None:
-                frame = frame.f_back
-            busy = busy or frame.f_code.co_filename.startswith(under)
-        if not busy:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.001)
 
 
 def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -331,7 +269,7 @@ class ObstoreStore(VersionWatch, Store):
         _used_in = pid
         url, config = self.url, self._config
         ident = repr((url, sorted(config.items())))
-        with _loop_lock:  # (memory:// stays one store per object, as a test double should)
+        with _lock:  # (memory:// stays one store per object, as a test double should)
             if _clients.get("pid") != pid:
                 _clients.clear()
                 _clients["pid"] = pid
@@ -347,7 +285,7 @@ class ObstoreStore(VersionWatch, Store):
                 except Exception as e:
                     raise StoreError(f"could not open {url!r} with obstore: {type(e).__name__}: {e}") from e
             if not url.startswith("memory:"):
-                with _loop_lock:
+                with _lock:
                     if len(_clients) > 64:
                         _clients.clear()
                         _clients["pid"] = pid
@@ -382,20 +320,23 @@ class ObstoreStore(VersionWatch, Store):
         )
 
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-        """Run ``(async_fn, args)`` calls concurrently on the loop thread (at most ``concurrency`` at once;
-        obstore's coroutines must be created inside the running loop); exceptions are returned."""
-        limit = self.concurrency
-
-        async def runner() -> list[Any]:
-            sem = asyncio.Semaphore(limit)
-
-            async def one(fn: Callable[..., Any], args: tuple) -> Any:
-                async with sem:
-                    return await fn(*args)
-
-            return await asyncio.gather(*(one(fn, args) for fn, args in calls), return_exceptions=True)
-
-        return _run(runner())
+        """Run blocking ``(fn, args)`` calls concurrently on :func:`_request_threads` (at most
+        ``concurrency`` at once; one call runs on the calling thread); exceptions are returned in place
+        of results."""
+        if len(calls) == 1:
+            fn, args = calls[0]
+            try:
+                return [fn(*args)]
+            except Exception as err:
+                return [err]
+        pool = _request_threads(self.concurrency)
+        out: list[Any] = []
+        for f in [pool.submit(fn, *args) for fn, args in calls]:
+            try:
+                out.append(f.result())
+            except Exception as err:
+                out.append(err)
+        return out
 
     # --- reads ----------------------------------------------------------------------------------------
     @staticmethod
@@ -415,8 +356,7 @@ class ObstoreStore(VersionWatch, Store):
         return type(req) is Range and req.stop <= req.start
 
     def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
-        """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread: a batch of one on the
-        caller, larger batches on :func:`_fetch_threads`."""
+        """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread (see :meth:`_gather`)."""
         obs = self._obs
         if self._existence_only(req):
             return b"", obs.head(self._store, key)
@@ -432,22 +372,9 @@ class ObstoreStore(VersionWatch, Store):
         return got.bytes(), got.meta
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """Concurrent ``GET`` requests, all in flight together (one round; at most ``concurrency`` at
-        once, from :func:`_fetch_threads`); each with its ETag and the object's total size, both from
-        the answer's metadata."""
-        if len(merged) == 1:
-            try:
-                out: list[Any] = [self._get_sync(*merged[0])]
-            except Exception as err:
-                out = [err]
-        else:
-            pool = _fetch_threads(self.concurrency)
-            out = []
-            for f in [pool.submit(self._get_sync, k, req) for k, req in merged]:
-                try:
-                    out.append(f.result())
-                except Exception as err:
-                    out.append(err)
+        """Concurrent ``GET`` requests, all in flight together (one round; see :meth:`_gather`); each
+        with its ETag and the object's total size, both from the answer's metadata."""
+        out = self._gather([(self._get_sync, (k, req)) for k, req in merged])
         results: list[Any] = []
         versions: list[Any] = []
         sizes: list[int | None] = []
@@ -469,7 +396,7 @@ class ObstoreStore(VersionWatch, Store):
 
     def _heads(self, keys: Sequence[str], record: bool = True) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)
-        out = self._gather([(self._obs.head_async, (self._store, k)) for k in keys])
+        out = self._gather([(self._obs.head, (self._store, k)) for k in keys])
         for k, r in zip(keys, out, strict=True):
             if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
                 raise self._fail("size query", k, r) from r
@@ -530,10 +457,10 @@ class ObstoreStore(VersionWatch, Store):
         if conflicts:
             raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
 
-    async def _put(self, key: str, data: bytes, mode: Any) -> Any:
+    def _put(self, key: str, data: bytes, mode: Any) -> Any:
         if mode is None:
-            return await self._obs.put_async(self._store, key, data)
-        return await self._obs.put_async(self._store, key, data, mode=mode, use_multipart=False)
+            return self._obs.put(self._store, key, data)
+        return self._obs.put(self._store, key, data, mode=mode, use_multipart=False)
 
     # --- conditional writes -----------------------------------------------------------------------------
     @contextmanager
@@ -600,7 +527,7 @@ class ObstoreStore(VersionWatch, Store):
         existed = [m is not None for m in metas]
         todo = [k for k, e in zip(keys, existed, strict=True) if e and k not in conflicts]
         if todo:
-            out = self._gather([(self._obs.delete_async, (self._store, k)) for k in todo])
+            out = self._gather([(self._obs.delete, (self._store, k)) for k in todo])
             self.stats.add(deletes=len(todo), rounds=1)
             for k, r in zip(todo, out, strict=True):
                 if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
