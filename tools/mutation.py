@@ -103,10 +103,12 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 
 
-def prepare(module: str, work: Path, timeout_multiplier: float | None = None) -> None:
-    """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``."""
+def prepare(module: str, work: Path, timeout_multiplier: float | None = None, sync: bool = False) -> None:
+    """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``; with ``sync``, an
+    existing run's copy gets this tree's ``src`` and ``tests`` again (mutmut keeps its results and, by
+    its per-function hashes, tests again only the mutants of functions that changed)."""
     mutate, tests = MODULES[module]
-    if (work / "mutants").exists():
+    if (work / "mutants").exists() and not sync:
         return  # carry on with the existing run
     if not list((ROOT / "src" / "altarr" / "dataset").glob("_kernel*.so")):
         # the copy is of this tree's src: without the built kernel every native-path test errors out
@@ -187,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", action="store_true", help="only print the last run's tally")
     parser.add_argument("--show", metavar="MUTANT", help="print one mutant's diff")
     parser.add_argument("--fresh", action="store_true", help="start over (drop the previous run)")
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="copy this tree's src and tests into the run's copy again, then carry on: only the mutants of "
+        "changed functions are tested again",
+    )
     parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/altarr-mutation"))
     parser.add_argument(
@@ -207,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results:
         if args.fresh:
             shutil.rmtree(work, ignore_errors=True)
-        prepare(args.module, work, args.timeout_multiplier)
+        prepare(args.module, work, args.timeout_multiplier, sync=args.sync)
         mutmut(work, "run", "--max-children", str(args.max_children))
     counts, survivors = tally(work)
     for name in survivors:
