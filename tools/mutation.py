@@ -13,6 +13,11 @@ modules can run side by side; mutmut keeps its results there, and running the sa
 carries on where an interrupted run stopped. The pool size is forced to 1 (``ALTARR_THREADS=1``) and
 pytest runs without xdist, so a run costs one core.
 
+The verdicts of each module's last run are kept in the repository (``tools/mutation-state/<module>/``,
+written at the end of every run, or with ``--save``): a fresh copy starts from them, so a run on a new
+machine tests only the mutants of functions that changed since (mutmut's per-function hashes) and the
+survivors (the tests may have grown). ``--fresh`` ignores the kept state too.
+
 The tally printed at the end counts each mutant once: ``killed`` (a test failed or timed out),
 ``survived``, of which ``equivalent`` are the survivors written down as equivalent in
 ``docs/development.md`` (by mutant name, with the reason), and ``unexplained`` the rest, each of which
@@ -22,6 +27,7 @@ needs a test or an entry in the docs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -31,6 +37,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "development.md"
+#: The judged mutants of each module's last run, kept in the repository (see :func:`save_state`)
+STATE = ROOT / "tools" / "mutation-state"
+#: mutmut's exit codes of a mutant that no test failed on: judged again when a state is restored
+_UNKILLED = {0, 5, 33}
 
 #: module name -> (files to mutate, tests that judge them)
 MODULES: dict[str, tuple[list[str], list[str]]] = {
@@ -103,7 +113,9 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 
 
-def prepare(module: str, work: Path, timeout_multiplier: float | None = None, sync: bool = False) -> None:
+def prepare(
+    module: str, work: Path, timeout_multiplier: float | None = None, sync: bool = False, restore: bool = True
+) -> None:
     """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``; with ``sync``, an
     existing run's copy gets this tree's ``src`` and ``tests`` again (mutmut keeps its results and, by
     its per-function hashes, tests again only the mutants of functions that changed)."""
@@ -136,6 +148,53 @@ def prepare(module: str, work: Path, timeout_multiplier: float | None = None, sy
     if timeout_multiplier is not None:
         config += f"timeout_multiplier = {float(timeout_multiplier)}\n"
     (work / "pyproject.toml").write_text(config)
+    if restore and not (work / "mutants").exists():
+        n = restore_state(module, work)
+        if n:
+            print(f"{module}: {n} verdicts restored from {STATE.relative_to(ROOT)}/{module}")
+
+
+def save_state(module: str, work: Path) -> int:
+    """Keep each mutant's verdict and each function's hash from ``work``'s mutmut run in
+    ``tools/mutation-state/<module>/`` (one JSON per mutated file, mutmut's own keys), so a run on
+    another machine (a fresh ``/tmp``) starts from them; returns how many verdicts were kept."""
+    out = STATE / module
+    shutil.rmtree(out, ignore_errors=True)
+    kept = 0
+    for meta in sorted((work / "mutants").rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        codes = {k: v for k, v in data.get("exit_code_by_key", {}).items() if v is not None}
+        slim = {"exit_code_by_key": codes, "hash_by_function_name": data.get("hash_by_function_name", {})}
+        target = out / meta.relative_to(work / "mutants").with_suffix(".json")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(slim, indent=0, sort_keys=True) + "\n")
+        kept += len(codes)
+    return kept
+
+
+def restore_state(module: str, work: Path) -> int:
+    """Put the kept verdicts (:func:`save_state`) into a fresh copy before its first run. mutmut then
+    tests only the mutants of functions whose hash changed since, and the ones no test killed (the
+    tests may have grown: they are judged again); returns how many verdicts were restored."""
+    restored = 0
+    for state in sorted((STATE / module).rglob("*.json")):
+        data = json.loads(state.read_text())
+        codes = {k: v for k, v in data["exit_code_by_key"].items() if v not in _UNKILLED}
+        meta = work / "mutants" / state.relative_to(STATE / module).with_suffix(".meta")
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        empty: dict[str, dict] = {"durations_by_key": {}, "estimated_durations_by_key": {}}
+        meta.write_text(
+            json.dumps(
+                {
+                    "exit_code_by_key": codes,
+                    "hash_by_function_name": data["hash_by_function_name"],
+                    "type_check_error_by_key": {},
+                    **empty,
+                }
+            )
+        )
+        restored += len(codes)
+    return restored
 
 
 def _env() -> dict[str, str]:
@@ -204,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         help="mutmut's per-mutant time limit, in multiples of the tests' own time (mutmut's default: 15); "
         "raise it on a loaded machine (set when a run starts; use --fresh to change it)",
     )
+    parser.add_argument("--save", action="store_true", help="keep the run's verdicts in the repository")
     args = parser.parse_args(argv)
     if args.list or not args.module:
         for name, (mutate, tests) in MODULES.items():
@@ -212,11 +272,19 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir / args.module
     if args.show:
         return mutmut(work, "show", args.show).returncode
+    if args.save:
+        print(
+            f"{args.module}: {save_state(args.module, work)} verdicts kept in {STATE.relative_to(ROOT)}/{args.module}"
+        )
+        return 0
     if not args.results:
         if args.fresh:
             shutil.rmtree(work, ignore_errors=True)
-        prepare(args.module, work, args.timeout_multiplier, sync=args.sync)
+        prepare(args.module, work, args.timeout_multiplier, sync=args.sync, restore=not args.fresh)
         mutmut(work, "run", "--max-children", str(args.max_children))
+        print(
+            f"{args.module}: {save_state(args.module, work)} verdicts kept in {STATE.relative_to(ROOT)}/{args.module}"
+        )
     counts, survivors = tally(work)
     for name in survivors:
         print(f"survived (unexplained): {name}")
