@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,45 @@ import pytest
 # import mode (docs/architecture.md, "Tests by layer").
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+#: The pool matrix (docs/development.md, "The suite at 1, 2 and 8 workers"): with this set, every test
+#: during which altarr read its pool size (``altarr._threads.reads`` grew: its own setup and teardown
+#: included, fixtures of wider scope too) or which started another process (whose altarr reads
+#: ``ALTARR_THREADS`` itself) is written, one node id a line, to ``<path>.<xdist worker>``; `.ci/run`
+#: runs exactly those again with the pool forced to 1 and to 8 workers.
+_POOL_TESTS = os.environ.get("ALTARR_POOL_TESTS")
+_processes_started = [0]
+
+
+def _counting(start):
+    def wrapper(*args, **kwargs):
+        _processes_started[0] += 1
+        return start(*args, **kwargs)
+
+    return wrapper
+
+
+if _POOL_TESTS:
+    import multiprocessing.process
+    import subprocess
+
+    subprocess.Popen.__init__ = _counting(subprocess.Popen.__init__)
+    multiprocessing.process.BaseProcess.start = _counting(multiprocessing.process.BaseProcess.start)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _POOL_TESTS:
+        yield
+        return
+    from altarr import _threads
+
+    before = (_threads.reads, _processes_started[0])
+    yield
+    if (_threads.reads, _processes_started[0]) != before:
+        with open(f"{_POOL_TESTS}.{os.environ.get('PYTEST_XDIST_WORKER', 'main')}", "a") as f:
+            f.write(item.nodeid + "\n")
 
 
 @pytest.fixture

@@ -78,8 +78,16 @@ def default_threads() -> int:
     return _DEFAULT
 
 
+#: How many times :func:`get_threads` was called. A call whose result cannot depend on the pool size
+#: does not read it (a one-item ``pmap`` runs inline first), so the test suite's pool matrix runs again,
+#: at 1 and 8 workers, exactly the tests during which this grew (``tests/conftest.py``).
+reads = 0
+
+
 def get_threads() -> int:
     """The pool size in force now."""
+    global reads
+    reads += 1
     return _threads
 
 

@@ -152,3 +152,13 @@ def test_a_bad_environment_value_is_reported_by_name():
     out = _run("import altarr as aa; aa.get_options()", "many")
     assert out.returncode != 0
     assert "ALTARR_THREADS must be a whole number >= 1, got 'many'" in out.stderr
+
+
+def test_the_pool_size_is_read_only_where_it_can_matter():
+    """``_threads.reads`` tells the pool matrix which tests to run again at 1 and 8 workers: a ``pmap``
+    of one item (inline whatever the size) does not read the size, one of two items does."""
+    before = _threads.reads
+    assert pmap(lambda x: x + 1, [1]) == [2]
+    assert _threads.reads == before
+    assert pmap(lambda x: x + 1, [1, 2]) == [2, 3]
+    assert _threads.reads > before

@@ -95,8 +95,10 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     them. Runs inline when called from inside a runner (no nested waits, so no deadlock). Every item is
     processed; then the exception of the first failing item (in item order) propagates unchanged."""
     n = len(items)
+    if n < min_items or getattr(_local, "in_pool", False):
+        return _inline(fn, items)  # whatever the pool size (not read: see _threads.reads)
     workers = get_threads()
-    if n < min_items or workers == 1 or getattr(_local, "in_pool", False):
+    if workers == 1:
         return _inline(fn, items)
     results: list[R] = [None] * n  # type: ignore[list-item]
     errors: list[tuple[int, BaseException]] = []
