@@ -82,6 +82,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/formats/test_formats_n5.py",
             "tests/formats/test_formats_zarr3.py",
             "tests/formats/test_zarr2_format.py",
+            "tests/formats/test_formats_registry.py",
+            "tests/formats/test_hostile_metadata.py",
             "tests/dataset/test_dataset_bad_input_n5_zarr2.py",
         ],
     ),
