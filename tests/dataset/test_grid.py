@@ -160,6 +160,12 @@ def test_check_chunks_returns_int64_rows(grid, coords, level, want):
         ([(1, 1), (2, 0)], 1, "chunk coordinates (2, 0) are outside the chunk grid (2, 2)", (2, 0)),
         ([(1.0, 1.0), (2.0, 0.0)], 1, "chunk coordinates (2, 0) are outside the chunk grid (2, 2)", (2, 0)),
         ([(1, 2, 3)], 0, "chunk coordinates (1, 2, 3) are outside the chunk grid (3, 3)", (1, 2, 3)),
+        (  # named as given, not as the int64 a uint64 past 2**63 - 1 wraps to
+            np.array([(0, 0), (2**63, 0)], np.uint64),
+            0,
+            "chunk coordinates (9223372036854775808, 0) are outside the chunk grid (3, 3)",
+            (2**63, 0),
+        ),
         ([1, 2], 0, "chunk coordinates must be a sequence of integers, got 1", None),
         (
             [[[0, 0], [0, 0]]],
