@@ -58,11 +58,12 @@ def test_truncated_shard():
     assert key in str(info.value)
     with pytest.raises(AltarrError, match=key):  # a whole-shard read too
         ds[...]
-    # a shard shorter than its own index
+    # a shard shorter than its own index: named with the suffix its index was asked as
     ds.store.set(key, blob[:10])
-    with pytest.raises(CorruptShardError, match="truncated") as info:
+    with pytest.raises(CorruptShardError) as info:
         ds.read_chunks([(0, 0)])
-    assert info.value.key == key
+    assert info.value.message == "shard is truncated: its index needs 68 bytes, the object gave 10"
+    assert (info.value.key, info.value.byte_range) == (key, (-68, None))
 
 
 def test_index_checksum_mismatch():
@@ -74,6 +75,10 @@ def test_index_checksum_mismatch():
     with pytest.raises(ChecksumError) as info:
         ds.read_chunks([(1, 1)])
     assert info.value.key == key and info.value.codec == "crc32c"
+    assert info.value.chunk == (1, 1)  # the first chunk asked for in the shard
+    with pytest.raises(ChecksumError) as info:  # 3 of its 4 chunks: the shard is read whole
+        ds.read_chunks([(1, 1), (0, 0), (0, 1)])
+    assert (info.value.key, info.value.chunk, info.value.codec) == (key, (1, 1), "crc32c")
     with pytest.raises(ChecksumError):  # a write needing the old shard refuses it too, and writes nothing
         ds.write_chunk((0, 0), np.zeros((4, 4), "uint16") + 9)
     assert ds.store.get(key) == bytes(blob)
@@ -276,7 +281,8 @@ def test_an_index_entry_past_the_end_on_a_store_that_tells_no_size_is_named_when
     assert info.value.byte_range == (len(blob) - 8, len(blob) - 8 + entries[3][1])
 
 
-def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index():
+@pytest.mark.parametrize("wanted", [[(0, 0)], [(0, 0), (0, 1), (1, 0)]])  # the index alone, the shard whole
+def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index(wanted):
     """An entry inside the object but longer than an encoded chunk can be is refused by the index
     check (the shard is corrupt), before any chunk bytes are read or decoded."""
     ds = sharded()
@@ -286,5 +292,54 @@ def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index():
     entries[0] = (0, 64)  # 32 bytes is all an uncompressed 4x4 uint16 chunk can take
     ds.store.set(key, with_index(blob, entries))
     with pytest.raises(CorruptShardError, match="longer than the 32 bytes an inner chunk can have") as info:
-        aa.open_dataset(ds.store).read_chunks([(0, 0)])
+        aa.open_dataset(ds.store).read_chunks(wanted)
     assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (0, 0), (0, 64))
+
+
+def nested(store=None):
+    """(8, 8) uint16, 2 x 2 uncompressed chunks in 4 x 4 inner shards (100 bytes each: four 8-byte chunks
+    and a 68-byte index) in one 8 x 8 outer shard (468 bytes), every chunk stored."""
+    ds = aa.create_dataset(
+        store or MemoryStore(),
+        shape=(8, 8),
+        dtype="uint16",
+        chunks=(2, 2),
+        shards=[(4, 4), (8, 8)],
+        compressor=None,
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
+    return ds
+
+
+def test_an_outer_index_entry_past_the_end_is_named_when_its_nested_shard_is_read_whole():
+    """On a store that tells no object size the outer index cannot be checked against it: an inner shard
+    whose entry runs past the end of the object is read short, which its whole read names."""
+    from altarr.stores.fsspec_store import FsspecStore
+
+    ds = nested(FsspecStore(f"memory://nested-past-the-end-{uuid.uuid4().hex}"))
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    assert len(blob) == 468 and index_of(blob) == [(0, 100), (100, 100), (200, 100), (300, 100)]
+    ds.store.set(key, with_index(blob, [(0, 100), (100, 100), (200, 100), (400, 100)]))
+    # 2 of the 4 chunks of inner shard (1, 1): read whole; 2 of the 16 of the outer shard: not
+    with pytest.raises(CorruptShardError) as info:
+        aa.open_dataset(ds.store).read_chunks([(2, 2), (3, 3)])
+    assert info.value.message == "read 68 of 100 bytes of a nested shard"
+    assert (info.value.key, info.value.byte_range) == (key, (400, 500))
+
+
+def test_an_inner_index_entry_past_its_nested_shard_is_refused_even_inside_the_object():
+    """Entries of an inner index are checked against their nested shard's own bytes, not the object's."""
+    ds = nested()
+    key = ds.chunk_key((0, 0))
+    blob = ds.store.get(key)
+    inner = blob[:100]  # inner shard (0, 0): chunks at [0, 32), its index at [32, 100)
+    assert index_of(inner) == [(0, 8), (8, 8), (16, 8), (24, 8)]
+    ds.store.set(key, with_index(inner, [(40, 8), (8, 8), (16, 8), (24, 8)]) + blob[100:])
+    with pytest.raises(CorruptShardError) as info:
+        aa.open_dataset(ds.store).read_chunks([(0, 0)])
+    assert info.value.message.startswith(
+        "shard index entry of inner chunk (0, 0) points at bytes [40, 48), outside the data region [0, 32) "
+        "of a 100-byte shard"
+    )
+    assert (info.value.key, info.value.byte_range) == (key, (40, 48))

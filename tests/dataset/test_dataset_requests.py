@@ -522,9 +522,10 @@ def test_thread_scratch_buffers_are_given_back_after_huge_chunks(monkeypatch):
     assert len(access._scratch_input(100)) == 100
 
 
-def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
+@pytest.mark.parametrize("wanted", [[(0, 0), (1, 1)], [(1, 1)]])
+def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
     """A batched read whose every attempt sees the shard change between its reads gives up with an
-    error naming the shard, after READ_ATTEMPTS attempts."""
+    error naming the shard, after READ_ATTEMPTS attempts (also when one chunk is asked for)."""
     from altarr.dataset import access
     from altarr.errors import CorruptShardError
     from altarr.stores import MemoryStore
@@ -549,8 +550,11 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch):
     monkeypatch.setattr(store, "get_ranges_versioned", ever_changing)
     ds._access.index_cache.clear()
     with pytest.raises(CorruptShardError, match="replaced by another writer") as e:
-        ds.read_chunks([(0, 0), (1, 1)])
+        ds.read_chunks(wanted)
     assert e.value.key == ds.chunk_key((0, 0))
+    assert e.value.message == (
+        f"the shard was replaced by another writer during each of {access.READ_ATTEMPTS} attempts to read it"
+    )
     assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt
 
 
@@ -699,3 +703,69 @@ def test_recheck_false_reads_a_shard_deleted_since_its_index_was_cached_as_missi
     assert trusting.read_chunks([(0, 0)])[0] is not None  # the index is cached, trusted
     assert all(ds.delete_chunks(ds.chunks_in_shard((0, 0))))  # the whole shard goes
     assert trusting.read_chunks([(0, 0), (1, 1)]) == [None, None]  # the chunk read found it gone
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_nested_index_reads_come_from_where_each_level_keeps_its_index(store, location):
+    """Two chunks in two inner shards of one outer shard, the index of every level at ``location``: the
+    outer index, the two inner indexes, then the chunks. A batched read merges the nearby inner index
+    reads into one request, except for an end index of local files, whose index reads are each a file
+    opened for it (one request each); a visit reads every range from its open file (no merging)."""
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)], index_location=location)
+    values = {c: np.full((2, 2), i + 1, "uint16") for i, c in enumerate([(0, 0), (1, 5), (5, 9)])}
+    ds.write_chunks(list(values), list(values.values()))
+    wanted = [(0, 0), (1, 5)]  # inner shards (0, 0) and (0, 1)
+    fresh = aa.open_dataset(store, recheck=True)
+    local = isinstance(store, aa.LocalStore)
+    store.stats.reset()
+    got = fresh.read_chunks(wanted)
+    assert store.stats.reads == (4 if local and location == "end" else 3)
+    for c, a in zip(wanted, got, strict=True):
+        np.testing.assert_array_equal(a, values[c])
+    seen = {}
+    store.stats.reset()
+    fresh.visit_chunks(wanted, lambda i, a: seen.__setitem__(wanted[i], a.copy()))
+    assert store.stats.reads == (5 if local else 3)
+    for c in wanted:
+        np.testing.assert_array_equal(seen[c], values[c])
+
+
+def test_recheck_false_reads_a_nested_shard_deleted_since_its_outer_index_was_cached_as_missing():
+    """The outer index is cached and trusted; an inner index not cached yet is read from a shard deleted
+    since: the call drops the cached entries and reads the outer index again, which finds it gone."""
+    from altarr.stores.fsspec_store import FsspecStore
+
+    store = FsspecStore(f"memory://recheck-false-nested-{uuid.uuid4().hex}")
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)])
+    ds.write_chunks([(0, 0), (5, 9)], [np.full((2, 2), 1, "uint16"), np.full((2, 2), 2, "uint16")])
+    trusting = aa.open_dataset(store, recheck=False)
+    np.testing.assert_array_equal(trusting.read_chunks([(0, 0)])[0], np.full((2, 2), 1))  # outer cached
+    assert all(ds.delete_chunks([(0, 0), (5, 9)]))  # the shard goes
+    store.stats.reset()
+    assert trusting.read_chunks([(5, 9)]) == [None]
+    assert store.stats.reads == 2  # the inner index (gone), then the outer index again (missing)
+
+
+def test_a_nested_shard_deleted_between_the_reads_of_one_call_is_named(monkeypatch):
+    """A shard whose outer index was read and which is gone when its inner index is read, on a store
+    whose ranged reads report no version for a missing object: the call cannot read it, and says so."""
+    from altarr.errors import CorruptShardError
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)])
+    ds.write_chunks([(5, 9)], [np.full((2, 2), 2, "uint16")])
+    key = ds.chunk_key((5, 9))
+    orig = store.get_ranges_sized
+
+    def deleting_after_the_first_round(requests):
+        got = orig(requests)
+        store.delete(key)  # another writer deletes the shard once its outer index was read
+        return got
+
+    monkeypatch.setattr(store, "get_ranges_sized", deleting_after_the_first_round)
+    fresh = aa.open_dataset(store)
+    with pytest.raises(CorruptShardError) as info:
+        fresh.read_chunks([(5, 9)])
+    assert info.value.message == "object vanished while it was being read"
+    assert info.value.key == key

@@ -63,10 +63,16 @@ def test_children_are_the_in_bounds_blocks_one_level_down():
 
 def test_positions_of_another_rank_are_refused():
     g = NestedGrid((10, 7), [(4, 3), (8, 6)])
-    with pytest.raises(ValueError):
-        g.chunks_in((0,), 1)
-    with pytest.raises(ValueError):
-        g.children((0, 0, 0), 1)
+    for call in (
+        lambda: g.chunks_in((0,), 1),
+        lambda: g.children((0, 0, 0), 1),
+        lambda: g.position((0,), 1),
+        lambda: g.n_chunks_in((0,), 1),
+        lambda: g.flat_index((0,), 1),
+        lambda: clipped_shape((10, 7), (4, 3), (2,)),
+    ):
+        with pytest.raises(ValueError):
+            call()
 
 
 def test_repr_names_shape_and_levels():
@@ -84,3 +90,108 @@ def test_group_by_block_groups_like_position_in_first_seen_order():
         got = g.group_by_block(chunks, level)
         assert got == want
         assert list(got) == list(want)  # the same (first-seen) order
+
+
+def test_a_grid_needs_a_level_and_no_negative_size_but_may_be_empty():
+    with pytest.raises(GridError) as info:
+        NestedGrid((10,), [])
+    assert info.value.message == "a grid needs at least one level (the chunk shape)"
+    with pytest.raises(GridError) as info:
+        NestedGrid((10, -1), [(2, 2)])
+    assert info.value.message == "array shape (10, -1) has a negative size"
+    g = NestedGrid((0, 5), [(2, 2), (4, 4)])  # a zero-size axis: no chunks along it
+    assert g.grid_shape(0) == (0, 3) and g.n_chunks_in((0, 0), 1) == 0
+
+
+def test_grid_shape_is_the_chunk_grid_by_default_and_a_block_past_the_edge_holds_no_chunk():
+    g = NestedGrid((10, 7), [(4, 3), (8, 6)])
+    assert g.grid_shape() == (3, 3) and g.grid_shape(1) == (2, 2)
+    assert g.n_chunks_in((2, 0), 1) == 0 and g.chunks_in((2, 0), 1) == []
+
+
+def test_check_chunk_names_what_is_wrong():
+    g = NestedGrid((10, 7), [(4, 3), (8, 6)])
+    assert g.check_chunk([2, 1]) == (2, 1)
+    with pytest.raises(GridError) as info:
+        g.check_chunk(("a", 1))
+    assert info.value.message == "chunk coordinates must be a sequence of integers, got ('a', 1)"
+    assert info.value.chunk is None
+    with pytest.raises(GridError) as info:
+        g.check_chunk((3, 0))
+    assert info.value.message == "chunk coordinates (3, 0) are outside the chunk grid (3, 3)"
+    assert info.value.chunk == (3, 0)
+
+
+_G = NestedGrid((10, 7), [(4, 3), (8, 6)])  # chunk grid (3, 3), level-1 grid (2, 2)
+_G0 = NestedGrid((), [()])  # a 0-d array: one chunk, ()
+
+
+@pytest.mark.parametrize(
+    "grid, coords, level, want",
+    [
+        (_G, [], 0, np.zeros((0, 2))),
+        (_G, np.zeros((0, 2), np.int32), 0, np.zeros((0, 2))),
+        (_G, lambda: iter([]), 0, np.zeros((0, 2))),  # an iterator: through the scalar path
+        (_G0, [(), (), ()], 0, np.zeros((3, 0))),  # the one chunk of a 0-d array, asked three times
+        (_G, np.array([(1, 2), (2, 0)], np.int32), 0, [(1, 2), (2, 0)]),
+        (_G, [(1.0, 2.0), (2.0, 0.0)], 0, [(1, 2), (2, 0)]),  # not integers: the scalar path
+        (_G, lambda: iter([(1, 2)]), 0, [(1, 2)]),
+        (_G, [(1.0, 1.0)], 1, [(1, 1)]),
+    ],
+)
+def test_check_chunks_returns_int64_rows(grid, coords, level, want):
+    got = grid.check_chunks(coords() if callable(coords) else coords, level)
+    want = np.asarray(want, np.int64)
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "coords, level, message, chunk",
+    [
+        ([(0, 0), (3, 1)], 0, "chunk coordinates (3, 1) are outside the chunk grid (3, 3)", (3, 1)),
+        (
+            np.array([(0, 0), (0, -1)]),
+            0,
+            "chunk coordinates (0, -1) are outside the chunk grid (3, 3)",
+            (0, -1),
+        ),
+        ([(0, 3)], 0, "chunk coordinates (0, 3) are outside the chunk grid (3, 3)", (0, 3)),
+        ([(1, 1), (2, 0)], 1, "chunk coordinates (2, 0) are outside the chunk grid (2, 2)", (2, 0)),
+        ([(1.0, 1.0), (2.0, 0.0)], 1, "chunk coordinates (2, 0) are outside the chunk grid (2, 2)", (2, 0)),
+        ([(1, 2, 3)], 0, "chunk coordinates (1, 2, 3) are outside the chunk grid (3, 3)", (1, 2, 3)),
+        (  # named as given, not as the int64 a uint64 past 2**63 - 1 wraps to
+            np.array([(0, 0), (2**63, 0)], np.uint64),
+            0,
+            "chunk coordinates (9223372036854775808, 0) are outside the chunk grid (3, 3)",
+            (2**63, 0),
+        ),
+        ([1, 2], 0, "chunk coordinates must be a sequence of integers, got 1", None),
+        (
+            [[[0, 0], [0, 0]]],
+            0,
+            "chunk coordinates must be a sequence of integers, got [[0, 0], [0, 0]]",
+            None,
+        ),
+        ([("a", "b")], 0, "chunk coordinates must be a sequence of integers, got ('a', 'b')", None),
+        ([(float("nan"), 0.0)], 0, "chunk coordinates must be a sequence of integers, got (nan, 0.0)", None),
+    ],
+)
+def test_check_chunks_names_the_first_bad_coordinates(coords, level, message, chunk):
+    with pytest.raises(GridError) as info:
+        _G.check_chunks(coords, level)
+    assert (info.value.message, info.value.chunk) == (message, chunk)
+
+
+def test_check_chunks_takes_an_int64_array_as_it_is():
+    coords = np.array([(0, 1), (2, 2)], np.int64)
+    assert _G.check_chunks(coords) is coords  # no copy of a large batch's coordinates
+
+
+def test_check_chunks_never_reads_empty_coordinates_of_another_rank_as_chunks():
+    """Two empty rows for a 2-d grid are not two coordinates of chunk (0, 0)."""
+    try:
+        got = _G.check_chunks([[], []])
+    except GridError:
+        return
+    assert got.shape == (0, 2)

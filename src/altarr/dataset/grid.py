@@ -116,7 +116,7 @@ class NestedGrid:
         gs = np.array(self.grid_shape(level), dtype=np.int64)
         bad = np.any((arr < 0) | (arr >= gs), axis=1)
         if bad.any():
-            c = tuple(int(x) for x in arr[np.argmax(bad)])
+            c = tuple(int(x) for x in np.asarray(coords)[np.argmax(bad)])  # as given: no uint64 wrap
             raise GridError(f"chunk coordinates {c} are outside the chunk grid {tuple(gs.tolist())}", chunk=c)
         return arr
 
