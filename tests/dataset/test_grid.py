@@ -188,10 +188,26 @@ def test_check_chunks_takes_an_int64_array_as_it_is():
     assert _G.check_chunks(coords) is coords  # no copy of a large batch's coordinates
 
 
-def test_check_chunks_never_reads_empty_coordinates_of_another_rank_as_chunks():
-    """Two empty rows for a 2-d grid are not two coordinates of chunk (0, 0)."""
-    try:
-        got = _G.check_chunks([[], []])
-    except GridError:
-        return
-    assert got.shape == (0, 2)
+@pytest.mark.parametrize("coords", [[[], []], [(), ()], np.empty((3, 0), np.int64)])
+def test_check_chunks_refuses_empty_coordinates_of_another_rank(coords):
+    """Empty tuples for a 2-d grid are coordinates of the wrong rank, not "no coordinates" (read_chunks
+    answered ``[]`` to two requests) and not chunk (0, 0)."""
+    with pytest.raises(GridError) as info:
+        _G.check_chunks(coords)
+    assert (info.value.message, info.value.chunk) == (
+        "chunk coordinates () are outside the chunk grid (3, 3)",
+        (),
+    )
+
+
+@pytest.mark.parametrize(
+    ("coords", "rows"), [([], 0), (np.empty((0, 2), np.int64), 0), (np.empty((0, 5)), 0)]
+)
+def test_check_chunks_of_no_coordinates_is_empty(coords, rows):
+    got = _G.check_chunks(coords)
+    assert got.shape == (rows, 2) and got.dtype == np.int64
+
+
+def test_empty_tuples_are_the_one_chunk_of_a_0d_grid():
+    got = NestedGrid((), [()]).check_chunks([(), (), ()])
+    assert got.shape == (3, 0) and got.dtype == np.int64

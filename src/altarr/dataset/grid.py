@@ -102,11 +102,11 @@ class NestedGrid:
 
     def check_chunks(self, coords: Iterable[Sequence[int]] | np.ndarray, level: int = 0) -> np.ndarray:
         """Validate many coordinates at once; returns an ``int64`` array of shape ``(n, ndim)``."""
-        arr = np.asarray(coords if not isinstance(coords, np.ndarray) else coords)
-        if arr.size == 0:
-            # no coordinates at all, or n empty tuples (the one chunk of a 0-d array, asked for n times)
-            rows = arr.shape[0] if arr.ndim == 2 and arr.shape[1] == self.ndim == 0 else 0
-            return np.zeros((rows, self.ndim), dtype=np.int64)
+        arr = np.asarray(coords)
+        if arr.size == 0 and (arr.ndim == 1 or (arr.ndim == 2 and (len(arr) == 0 or self.ndim == 0))):
+            # no coordinates at all, or n empty tuples of a 0-d array (its one chunk, asked for n times);
+            # empty tuples for an array of higher rank go on to the scalar path, which names them
+            return np.zeros((len(arr) if arr.ndim == 2 else 0, self.ndim), dtype=np.int64)
         if arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != self.ndim:
             # fall back to the scalar path for a precise error
             return np.array([self.check_chunk(c, level) for c in coords], dtype=np.int64).reshape(
