@@ -296,6 +296,26 @@ def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index(wante
     assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (0, 0), (0, 64))
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["index-read", "whole-shard"])
+def test_an_index_error_names_the_dataset_chunk_not_its_place_in_the_shard(whole):
+    """The entry of inner chunk (1, 1) of shard (1, 0) is dataset chunk (3, 1): ``chunk`` says so, the
+    message keeps the place inside the shard, ``key`` names the shard."""
+    ds = aa.create_dataset(
+        MemoryStore(), shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=None
+    )
+    ds[...] = 1
+    key = ds.chunk_key((3, 1))  # the shard holding chunk (3, 1): c/1/0
+    blob = ds.store.get(key)
+    entries = index_of(blob)
+    entries[3] = (0, 64)  # longer than the 8 bytes a chunk can take
+    ds.store.set(key, with_index(blob, entries))
+    wanted = [(2, 0), (2, 1), (3, 0), (3, 1)] if whole else [(3, 1)]  # all of the shard: read whole
+    with pytest.raises(CorruptShardError) as info:
+        aa.open_dataset(ds.store).read_chunks(wanted)
+    assert info.value.message.startswith("shard index entry of inner chunk (1, 1) points at bytes [0, 64)")
+    assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (3, 1), (0, 64))
+
+
 def nested(store=None):
     """(8, 8) uint16, 2 x 2 uncompressed chunks in 4 x 4 inner shards (100 bytes each: four 8-byte chunks
     and a 68-byte index) in one 8 x 8 outer shard (468 bytes), every chunk stored."""

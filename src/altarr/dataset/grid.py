@@ -164,6 +164,14 @@ class NestedGrid:
         ranges = [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, n, gs, strict=True)]
         return list(product(*ranges))
 
+    def first_chunk(self, position: Sequence[int], level: int) -> tuple[int, ...]:
+        """The level-0 coordinates of the first chunk of the level-``level`` block at ``position``.
+
+        >>> NestedGrid((100, 70), [(10, 7), (20, 35)]).first_chunk((1, 1), 1)
+        (2, 5)
+        """
+        return tuple(p * r for p, r in zip(position, self._ratio[level], strict=True))
+
     def chunks_in(self, position: Sequence[int], level: int) -> list[tuple[int, ...]]:
         """In-bounds level-0 chunks of the level-``level`` block at ``position`` (C order)."""
         r = self._ratio[level]

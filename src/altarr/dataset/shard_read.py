@@ -253,6 +253,18 @@ class ShardReader:
         got = [(readers[k].read(req), readers[k].version) for k, req in requests]
         return [d for d, _ in got], [v for _, v in got], [None] * len(got)
 
+    def _index_error(self, e: AltarrError, n: _Node, level: int) -> AltarrError:
+        """``e`` from the index of node ``n`` with the dataset's names: its key, and as ``chunk`` the
+        dataset chunk coordinates (the sharding codec names an entry by its place inside the shard,
+        which its message keeps: for the first chunk of that inner block; else the call's first chunk
+        of ``n``)."""
+        if e.chunk is not None and len(e.chunk) == len(n.pos):
+            per = self.grid.per_block(level)
+            inner = tuple(p * k + w for p, k, w in zip(n.pos, per, e.chunk, strict=True))
+            first = self.grid.first_chunk(inner, level - 1)
+            return type(e)(e.message, **{**e._context(), "chunk": first}).with_context(key=n.key)
+        return e.with_context(key=n.key, chunk=n.chunks[0])
+
     def _descend(
         self,
         nodes: list[_Node],
@@ -342,14 +354,14 @@ class ShardReader:
             try:
                 index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
             except AltarrError as e:
-                raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
+                raise self._index_error(e, n, level) from e
             cache.put(n.key, level, n.start, version, index)
             indexed.append((n, index))
         for n in in_memory:
             try:
                 index = sc.read_index(n.mem, cps, max_nbytes=max_child)
             except AltarrError as e:
-                raise e.with_context(key=n.key, chunk=n.chunks[0]) from e
+                raise self._index_error(e, n, level) from e
             cache.put(n.key, level, n.start, tokens.get(n.key), index)
             indexed.append((n, index))
         children: list[_Node] = []
