@@ -111,13 +111,11 @@ def test_the_facade_hands_out_its_parts():
 # --- ChunkCodec, the thread buffers, the façade's attributes and the index cache, input by input ------
 
 
-def codec_for(
-    chain: list, dtype: str = "uint16", fill: Any = 7, prefix: str = "arr", **kw: Any
-) -> ChunkCodec:
+def codec_for(chain: list, dtype: str = "uint16", fill: Any = 7, prefix: str = "arr") -> ChunkCodec:
     """A codec for a (5, 6) array of (4, 4) chunks whose chunk chain is ``chain``."""
     ds = aa.create_dataset(MemoryStore(), shape=(5, 6), dtype=dtype, chunks=(4, 4), compressor=None)
     spec = dataclasses.replace(ds.spec, codecs=CodecChain(chain), fill_value=fill)
-    return ChunkCodec(ShardLayout(spec, prefix), fill, **kw)
+    return ChunkCodec(ShardLayout(spec, prefix), fill)
 
 
 def test_n5_edge_blocks_are_stored_cut_and_read_back_cut_or_padded():
