@@ -73,6 +73,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/dataset/test_visit_chunks.py",
             "tests/dataset/test_dataset_bad_input.py",
             "tests/dataset/test_request_contract_formats.py",
+            "tests/dataset/test_engine_parts.py",
         ],
     ),
     "formats": (
