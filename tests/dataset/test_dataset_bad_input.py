@@ -288,3 +288,28 @@ def test_an_index_entry_longer_than_a_chunk_can_be_is_refused_at_the_index():
     with pytest.raises(CorruptShardError, match="longer than the 32 bytes an inner chunk can have") as info:
         aa.open_dataset(ds.store).read_chunks([(0, 0)])
     assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (0, 0), (0, 64))
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["shard", "nested-shard"])
+def test_a_corrupt_shard_index_met_by_a_merging_write_names_the_shard(nested):
+    """A write that carries a shard's other chunks over splits the old shard (and the nested shard
+    holding the written chunk): a corrupt index there is refused naming the shard's key, and nothing
+    is written."""
+    store = MemoryStore()
+    shards = [(4,), (8,)] if nested else (4,)
+    ds = aa.create_dataset(store, shape=(8,), dtype="u2", chunks=(2,), shards=shards, compressor=None)
+    ds[...] = np.arange(8, dtype="u2") + 1
+    blob = bytearray(store.get("c/0"))
+    if nested:  # the last byte of the first nested shard: its index checksum (the outer index is intact)
+        offset, nbytes = index_of(bytes(blob), n=2)[0]
+        blob[offset + nbytes - 1] ^= 0xFF
+    else:
+        blob[-1] ^= 0xFF
+    store.set("c/0", bytes(blob))
+    with pytest.raises(ChecksumError) as info:
+        ds.write_chunks([(0,)], [np.full(2, 7, "u2")])
+    assert str(info.value) == (
+        "shard index: crc32c mismatch: stored checksum 0x706FFFF6, computed 0x8F6FFFF6 over 32 bytes "
+        "[key='c/0', codec='crc32c']"
+    )
+    assert store.get("c/0") == bytes(blob)
