@@ -20,6 +20,7 @@ from altarr.errors import (
     GridError,
     InvalidKeyError,
     MetadataError,
+    UnsupportedError,
 )
 from altarr.stores import MemoryStore
 
@@ -363,3 +364,132 @@ def test_an_inner_index_entry_past_its_nested_shard_is_refused_even_inside_the_o
         "of a 100-byte shard"
     )
     assert (info.value.key, info.value.byte_range) == (key, (40, 48))
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["shard", "nested-shard"])
+def test_a_corrupt_shard_index_met_by_a_merging_write_names_the_shard(nested):
+    """A write that carries a shard's other chunks over splits the old shard (and the nested shard
+    holding the written chunk): a corrupt index there is refused naming the shard's key, and nothing
+    is written."""
+    store = MemoryStore()
+    shards = [(4,), (8,)] if nested else (4,)
+    ds = aa.create_dataset(store, shape=(8,), dtype="u2", chunks=(2,), shards=shards, compressor=None)
+    ds[...] = np.arange(8, dtype="u2") + 1
+    blob = bytearray(store.get("c/0"))
+    if nested:  # the last byte of the first nested shard: its index checksum (the outer index is intact)
+        offset, nbytes = index_of(bytes(blob), n=2)[0]
+        blob[offset + nbytes - 1] ^= 0xFF
+    else:
+        blob[-1] ^= 0xFF
+    store.set("c/0", bytes(blob))
+    with pytest.raises(ChecksumError) as info:
+        ds.write_chunks([(0,)], [np.full(2, 7, "u2")])
+    assert str(info.value) == (
+        "shard index: crc32c mismatch: stored checksum 0x706FFFF6, computed 0x8F6FFFF6 over 32 bytes "
+        "[key='c/0', codec='crc32c']"
+    )
+    assert store.get("c/0") == bytes(blob)
+
+
+TRANSPOSE = {"name": "transpose", "configuration": {"order": [1, 0]}}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "nested", "names"),
+    [
+        ([TRANSPOSE], [], False, ["transpose"]),
+        ([], [{"name": "crc32c"}], False, ["crc32c"]),
+        ([TRANSPOSE], [{"name": "gzip", "configuration": {"level": 1}}], False, ["transpose", "gzip"]),
+        ([], [{"name": "crc32c"}], True, ["crc32c"]),  # around the nested shard, inside the outer one
+    ],
+)
+def test_codecs_around_sharding_are_refused_by_name(before, after, nested, names):
+    ds = sharded()
+    doc = json.loads(ds.store.get("zarr.json"))
+    sharding = doc["codecs"][0]
+    if nested:  # the outer shard's chain: the inner sharding codec with a codec around it
+        inner = {**sharding, "configuration": {**sharding["configuration"], "chunk_shape": [4, 4]}}
+        sharding["configuration"]["chunk_shape"] = [8, 8]
+        sharding["configuration"]["codecs"] = [*before, inner, *after]
+    else:
+        doc["codecs"] = [*before, sharding, *after]
+    store = MemoryStore()
+    store.set("zarr.json", json.dumps(doc).encode())
+    with pytest.raises(UnsupportedError) as info:
+        aa.open_dataset(store)
+    assert str(info.value) == (
+        f"codecs {names} around sharding_indexed would need whole-shard decoding; altarr supports "
+        "array->array codecs inside the shard's own codec chain only [codec='sharding_indexed']"
+    )
+    assert info.value.codec == "sharding_indexed"
+
+
+def test_an_array_too_large_to_serve_is_refused_naming_its_metadata_document():
+    store = MemoryStore()
+    aa.create_dataset(store, path="a/b", shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
+    doc = json.loads(store.get("a/b/zarr.json"))
+    doc["shape"] = [2**40, 2**40]
+    store.set("a/b/zarr.json", json.dumps(doc).encode())
+    with pytest.raises(MetadataError) as info:
+        aa.open_dataset(store, path="a/b")
+    assert str(info.value) == (
+        "field 'shape': 1208925819614629174706176 elements, more than the 2**62 altarr supports "
+        "[key='a/b/zarr.json']"
+    )
+
+
+@pytest.mark.parametrize(
+    ("prefix", "documents", "key"),
+    [("a/b", True, "a/b/zarr.json"), ("", True, "zarr.json"), ("a/b", False, "a/b"), ("", False, None)],
+)
+def test_the_layout_names_the_first_metadata_document_or_else_the_arrays_path(prefix, documents, key):
+    """A spec from a format plug-in may come without its metadata documents: the array's path (None at
+    the root) is named instead."""
+    import dataclasses
+
+    from altarr.dataset.layout import ShardLayout
+
+    spec = dataclasses.replace(sharded().spec, shape=(2**40, 2**40))
+    if not documents:
+        spec = dataclasses.replace(spec, metadata={})
+    with pytest.raises(MetadataError, match="more than the 2[*][*]62 altarr supports") as info:
+        ShardLayout(spec, prefix)
+    assert info.value.key == key
+
+
+def test_the_limits_hold_per_level_a_chunk_for_its_bytes_a_shard_for_its_index():
+    # a shard of 32 GiB of 16 MiB chunks is fine (only a chunk is ever decoded whole) ...
+    ds = aa.create_dataset(
+        MemoryStore(), shape=(2**18, 2**17), dtype="u1", chunks=(2**12, 2**12), shards=(2**18, 2**17)
+    )
+    assert ds.shards == (2**18, 2**17)
+    # ... but not a shard of more chunks than an index may have, nor a nested one of too many blocks
+    for chunks, shards, message in [
+        ((1, 1), (2**16, 2**16), "shard shape [65536, 65536] holds 4294967296 blocks of [1, 1]"),
+        ((1, 1), [(4, 4), (2**16, 2**16)], "shard shape [65536, 65536] holds 268435456 blocks of [4, 4]"),
+    ]:
+        with pytest.raises(MetadataError) as info:
+            aa.create_dataset(MemoryStore(), shape=(2**16, 2**16), dtype="u1", chunks=chunks, shards=shards)
+        assert (
+            str(info.value) == f"{message}, more than the 16777216 a shard index may have [key='zarr.json']"
+        )
+
+
+def test_an_outer_index_entry_longer_than_a_nested_shard_can_be_is_refused_at_the_index():
+    """Nested sharding: an outer entry may be as long as a full nested shard (its chunks at their
+    largest and its index), not a byte longer."""
+    store = MemoryStore()
+    ds = aa.create_dataset(store, shape=(16,), dtype="u2", chunks=(2,), shards=[(8,), (16,)], compressor=None)
+    values = np.arange(16, dtype="u2") + 1
+    ds[...] = values
+    blob = store.get("c/0")
+    entries = index_of(blob, n=2)
+    assert entries == [(0, 84), (84, 84)]  # 4 chunks of 4 bytes, 4 index entries of 16, a checksum
+    fresh = aa.open_dataset(store)
+    np.testing.assert_array_equal(np.concatenate(fresh.read_chunks([(0,), (5,)])), values[[0, 1, 10, 11]])
+    np.testing.assert_array_equal(fresh[...], values)
+    entries[0] = (0, 85)
+    store.set("c/0", with_index(blob, entries, n=2))
+    with pytest.raises(CorruptShardError, match="longer than the 84 bytes an inner chunk can have") as info:
+        aa.open_dataset(store).read_chunks([(0,)])
+    assert (info.value.key, info.value.byte_range) == ("c/0", (0, 85))

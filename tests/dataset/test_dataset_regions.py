@@ -168,3 +168,20 @@ def test_a_partial_write_of_an_unstored_chunk_keeps_every_bit_of_a_uint64():
     want[1, 1], want[0, 0] = 2**63 + 1, 2**64 - 1
     np.testing.assert_array_equal(ds[...], want)
     assert ds[...].dtype == np.dtype("uint64")
+
+
+@pytest.mark.parametrize("shards", [(4,), None])
+def test_a_partial_write_of_an_unstored_chunk_keeps_the_dtype_of_a_plain_python_fill_value(shards):
+    """A spec's fill value may be a plain Python number (a format plug-in may hand over what it was
+    given): the chunk a partial write merges into still has the dataset's dtype."""
+    import dataclasses
+
+    from altarr.dataset.dataset import Dataset
+    from altarr.formats import get_format
+
+    store = MemoryStore()
+    made = aa.create_dataset(store, shape=(8,), dtype="f4", chunks=(2,), shards=shards, compressor=None)
+    ds = Dataset(store, "", dataclasses.replace(made.spec, fill_value=0), get_format("zarr3"), mode="r+")
+    ds[0:1] = 1.5
+    ds[5:6] = -0.5
+    np.testing.assert_array_equal(aa.open_dataset(store)[...], [1.5, 0, 0, 0, 0, -0.5, 0, 0])

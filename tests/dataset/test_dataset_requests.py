@@ -12,6 +12,7 @@ import altarr as aa
 from _shard_layout import Layout
 from altarr.codecs import register_codec
 from altarr.codecs.base import BytesBytesCodec
+from altarr.errors import CodecError
 
 # region reads and writes through the native kernel and the pure-Python path (conftest.py)
 pytestmark = pytest.mark.usefixtures("engine_path")
@@ -41,6 +42,24 @@ class CountingCodec(BytesBytesCodec):
 
 
 register_codec(CountingCodec)
+
+
+class RefusingCodec(BytesBytesCodec):
+    """An identity bytes->bytes codec that refuses to encode a chunk whose first byte is 0xEE."""
+
+    name = "altarr_test.refusing"
+
+    def encode(self, data):
+        raw = bytes(data)
+        if raw[:1] == b"\xee":
+            raise CodecError("refused a marked chunk", codec=self.name)
+        return raw
+
+    def decode(self, data):
+        return data
+
+
+register_codec(RefusingCodec)
 
 
 def make(store, shape=(32, 32), chunks=(4, 4), shards=(16, 16), dtype="uint16", **kw):
@@ -769,3 +788,141 @@ def test_a_nested_shard_deleted_between_the_reads_of_one_call_is_named(monkeypat
         fresh.read_chunks([(5, 9)])
     assert info.value.message == "object vanished while it was being read"
     assert info.value.key == key
+
+
+def _another_writer_before_puts(store, key: str, times: int) -> dict:
+    """Before each of the next ``times`` writes of ``key`` through ``store`` (an ObstoreStore), another
+    writer puts the object's bytes again: a new version, so a write conditioned on the version read
+    conflicts. Counts every write of ``key`` (``puts``)."""
+    import obstore
+
+    real_put = store._put
+    log = {"puts": 0, "sneaks": times}
+
+    def put(k, data, mode):
+        if k == key:
+            log["puts"] += 1
+            if log["sneaks"] > 0:
+                log["sneaks"] -= 1
+                obstore.put(store._store, key, bytes(store.get(key)))
+        return real_put(k, data, mode)
+
+    store._put = put
+    return log
+
+
+@pytest.mark.parametrize("shards", [(8,), None], ids=["sharded", "unsharded"])
+@pytest.mark.parametrize("conflicts", [1, 2, 10**6])
+def test_a_conflicting_write_goes_again_and_gives_up_after_max_attempts(monkeypatch, shards, conflicts):
+    """``ds[1:4] = [5, 0, 0]`` merges chunk 0 (read, then written conditioned on the version read) and
+    clears chunk 1 (a delete). Each conflict costs one more attempt of the conflicting object (and the
+    deletes of the call, not tried yet); after MAX_ATTEMPTS the error names the objects."""
+    from altarr.dataset import locks
+    from altarr.errors import WriteConflictError
+    from altarr.stores import ObstoreStore
+
+    monkeypatch.setattr(locks, "MAX_ATTEMPTS", 3)
+    store = ObstoreStore("memory://")
+    ds = aa.create_dataset(store, shape=(8,), dtype="u1", chunks=(2,), shards=shards, compressor=None)
+    ds[:] = 1
+    log = _another_writer_before_puts(store, "c/0", conflicts)
+    if conflicts < 3:
+        ds[1:4] = np.array([5, 0, 0], "u1")
+        assert log["puts"] == conflicts + 1
+        assert aa.open_dataset(store)[:].tolist() == [1, 5, 0, 0, 1, 1, 1, 1]
+        return
+    with pytest.raises(WriteConflictError) as info:
+        ds[1:4] = np.array([5, 0, 0], "u1")
+    keys = ["c/0"] if shards else ["c/0", "c/1"]  # unsharded: chunk 1's delete was not tried
+    assert str(info.value) == (
+        "another writer changed the object since it was read; gave up after 3 attempts (other writers "
+        "kept changing it) [key='c/0']"
+    )
+    assert info.value.keys == keys
+    assert log["puts"] == 3
+    assert aa.open_dataset(store)[:].tolist() == [1] * 8
+
+
+@pytest.mark.parametrize("shards", [None, (4,)], ids=["unsharded", "sharded"])
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_stores_with_cross_process_locks_get_writes_in_groups_of_at_most_so_many_objects(
+    tmp_path, monkeypatch, kind, shards
+):
+    """Local files hold two descriptors per locked object until its group is written: a write of more
+    objects than LOCKED_OBJECTS_PER_GROUP goes in groups of that many (one ``set_many`` each). Stores
+    without such locks take the whole write at once."""
+    from altarr.dataset.shard_write import ShardWriter
+    from altarr.stores import LocalStore, MemoryStore
+
+    monkeypatch.setattr(ShardWriter, "LOCKED_OBJECTS_PER_GROUP", 3)
+    store = MemoryStore() if kind == "memory" else LocalStore(tmp_path / "store")
+    ds = make(store, shape=(28,), chunks=(2,) if shards else (4,), shards=shards, compressor=None)
+    calls = []
+    orig = store.set_many
+
+    def spy(items):
+        calls.append(len(items))
+        return orig(items)
+
+    monkeypatch.setattr(store, "set_many", spy)
+    values = np.arange(28, dtype="uint16") + 1
+    n = ds.chunks[0]
+    ds.write_chunks([(i,) for i in range(28 // n)], [values[i * n : (i + 1) * n] for i in range(28 // n)])
+    assert calls == ([7] if kind == "memory" else [3, 3, 1])  # 7 objects (chunks or shards)
+    np.testing.assert_array_equal(ds[...], values)
+
+
+@pytest.mark.parametrize("case", ["small", "exactly-one-group-of-bytes", "exactly-the-locked-objects"])
+def test_the_first_chunk_in_the_callers_order_that_fails_to_encode_is_the_one_named(
+    tmp_path, monkeypatch, case
+):
+    """Chunks are encoded in the order they were given (every one of them, then the first failure in
+    that order is raised), also when the write is as large as one group may be; nothing is written."""
+    from altarr.dataset import shard_write
+    from altarr.stores import LocalStore, MemoryStore
+
+    store = LocalStore(tmp_path / "store") if case == "exactly-the-locked-objects" else MemoryStore()
+    ds = make(store, shape=(16,), chunks=(4,), shards=(8,), compressor={"name": "altarr_test.refusing"})
+    if case == "exactly-one-group-of-bytes":
+        monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 3 * 4 * 2)  # the 3 chunks below
+    if case == "exactly-the-locked-objects":
+        monkeypatch.setattr(shard_write.ShardWriter, "LOCKED_OBJECTS_PER_GROUP", 3)
+    before = set(store.list())
+    ok, marked = np.ones(4, "uint16"), np.full(4, 0xEEEE, "uint16")
+    # shard 0 holds chunks 0 and 1, shard 1 chunks 2 and 3: chunk (2,) comes before (1,) here
+    with pytest.raises(CodecError, match="refused a marked chunk") as info:
+        ds.write_chunks([(0,), (2,), (1,)], [ok, marked, marked])
+    assert (info.value.chunk, info.value.key, info.value.codec) == ((2,), "c/1", "altarr_test.refusing")
+    assert set(store.list()) == before
+
+
+def test_a_shard_left_empty_is_deleted_unless_it_was_read_and_found_missing(store):
+    """A shard whose chunks all end up unstored (fill values, deletes) is deleted: without a read when
+    every chunk of it was replaced, and not at all when the read found it missing already."""
+    ds = make(store, shape=(8,), chunks=(2,), shards=(4,), compressor=None)
+    zeros = np.zeros(2, "uint16")
+    ds[0:4] = 1
+    store.stats.reset()
+    ds.write_chunks([(0,), (1,)], [zeros, zeros])  # all of shard 0, fill values: no read, deleted
+    assert (store.stats.reads, store.stats.writes, store.stats.deletes) == (0, 0, 1)
+    assert not store.exists("c/0")
+    store.stats.reset()
+    ds.write_chunks([(2,), (3,)], [zeros, zeros])  # all of shard 1, never stored: deleted unread
+    assert (store.stats.reads, store.stats.writes, store.stats.deletes) == (0, 0, 1)
+    store.stats.reset()
+    ds[4:5] = 0  # part of a chunk: the missing shard is read, found missing, nothing to delete
+    assert ds.delete_chunks([(3,)]) == [False]
+    assert (store.stats.reads, store.stats.writes, store.stats.deletes) == (2, 0, 0)
+    assert list(store.list()) == ["zarr.json"]
+
+
+@pytest.mark.parametrize("shards", [(4,), None])
+def test_the_chunks_of_an_array_below_the_root_are_stored_under_its_path(store, shards):
+    ds = make(store, shape=(8,), chunks=(2,), shards=shards, path="grp/arr", compressor=None)
+    ds[...] = np.arange(8, dtype="uint16") + 1
+    n = 2 if shards else 4
+    assert sorted(k for k in store.list() if "/c/" in k) == [f"grp/arr/c/{i}" for i in range(n)]
+    assert ds.chunk_key((3,)) == ("grp/arr/c/1" if shards else "grp/arr/c/3")
+    again = aa.open_dataset(store, mode="r+", path="grp/arr")
+    np.testing.assert_array_equal(again[...], np.arange(8, dtype="uint16") + 1)
+    assert again.delete_chunks([(0,)]) == [True]
