@@ -170,6 +170,25 @@ def test_a_partial_write_of_an_unstored_chunk_keeps_every_bit_of_a_uint64():
     assert ds[...].dtype == np.dtype("uint64")
 
 
+def test_visit_chunks_hands_unstored_chunks_over_in_the_dataset_dtype_whatever_the_fill_value_type():
+    """A plain Python fill value (a format plug-in's spec) still gives unstored chunks of the dataset's
+    dtype to ``visit_chunks`` callbacks and region reads."""
+    import dataclasses
+
+    from altarr.dataset.dataset import Dataset
+    from altarr.formats import get_format
+
+    store = MemoryStore()
+    made = aa.create_dataset(store, shape=(4,), dtype="f4", chunks=(2,), compressor=None)
+    made[0:2] = 1.5
+    ds = Dataset(store, "", dataclasses.replace(made.spec, fill_value=0), get_format("zarr3"), mode="r")
+    seen = {}
+    ds.visit_chunks([(0,), (1,)], lambda i, a: seen.__setitem__(i, (a.dtype, a.tolist())))
+    assert seen == {0: (np.dtype("f4"), [1.5, 1.5]), 1: (np.dtype("f4"), [0.0, 0.0])}
+    got = ds[1:4]
+    assert got.dtype == np.dtype("f4") and got.tolist() == [1.5, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("shards", [(4,), None])
 def test_a_partial_write_of_an_unstored_chunk_keeps_the_dtype_of_a_plain_python_fill_value(shards):
     """A spec's fill value may be a plain Python number (a format plug-in may hand over what it was
