@@ -67,3 +67,16 @@ def test_verdicts_round_trip_and_unkilled_mutants_are_judged_again(tool, tmp_pat
 def test_a_module_without_kept_state_restores_nothing(tool, tmp_path):
     assert tool.restore_state("reduce", tmp_path / "fresh") == 0
     assert not (tmp_path / "fresh").exists()
+
+
+def test_documented_rows_are_equivalents_or_kills_by_hand(tool, tmp_path, monkeypatch):
+    docs = tmp_path / "development.md"
+    docs.write_text(
+        "| mutant | why |\n|---|---|\n"
+        "| `m.f__mutmut_1` | `strict=` on equal lengths |\n"
+        "| `m.f__mutmut_2` | killed by hand: the deselected test fails on it |\n"
+        "not a row: `m.f__mutmut_3`\n"
+    )
+    monkeypatch.setattr(tool, "DOCS", docs)
+    assert tool.documented_equivalents() == {"m.f__mutmut_1"}
+    assert tool.killed_by_hand() == {"m.f__mutmut_2"}
