@@ -69,6 +69,7 @@ def test_positions_of_another_rank_are_refused():
         lambda: g.position((0,), 1),
         lambda: g.n_chunks_in((0,), 1),
         lambda: g.flat_index((0,), 1),
+        lambda: g.first_chunk((0,), 1),
         lambda: clipped_shape((10, 7), (4, 3), (2,)),
     ):
         with pytest.raises(ValueError):
@@ -188,7 +189,7 @@ def test_check_chunks_takes_an_int64_array_as_it_is():
     assert _G.check_chunks(coords) is coords  # no copy of a large batch's coordinates
 
 
-@pytest.mark.parametrize("coords", [[[], []], [(), ()], np.empty((3, 0), np.int64)])
+@pytest.mark.parametrize("coords", [[()], [[], []], [(), ()], np.empty((3, 0), np.int64)])
 def test_check_chunks_refuses_empty_coordinates_of_another_rank(coords):
     """Empty tuples for a 2-d grid are coordinates of the wrong rank, not "no coordinates" (read_chunks
     answered ``[]`` to two requests) and not chunk (0, 0)."""
@@ -211,3 +212,11 @@ def test_check_chunks_of_no_coordinates_is_empty(coords, rows):
 def test_empty_tuples_are_the_one_chunk_of_a_0d_grid():
     got = NestedGrid((), [()]).check_chunks([(), (), ()])
     assert got.shape == (3, 0) and got.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("position", "level", "first"), [((1, 1), 1, (2, 5)), ((0, 3), 1, (0, 15)), ((4, 2), 0, (4, 2))]
+)
+def test_first_chunk_of_a_block_is_in_chunk_coordinates(position, level, first):
+    got = NestedGrid((100, 70), [(10, 7), (20, 35)]).first_chunk(position, level)
+    assert got == first and all(type(c) is int for c in got)
