@@ -620,3 +620,125 @@ def test_index_arrays_become_int64_positions_whatever_their_dtype():
         assert item.value.dtype == np.int64 and item.value.tolist() == np.arange(5)[key].tolist()
         (item,) = normalize((key,), (5,), "outer").items
         assert item.value.dtype == np.int64
+
+
+# --- mutation gaps: normalize and regions -----------------------------------------------------------------
+class _ArrayLike:
+    """Not a list nor an integer, but convertible by ``__array__`` (NumPy indexes with it)."""
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array([0, 2])
+
+
+_BASIC_ONLY = (
+    "datasets take basic selections (integers, slices, '...'); got {}. For integer-array, boolean or point "
+    "selections use the lazy array: altarr.open(path).oindex[...] / .vindex[...] / x[...]"
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "shape", "form", "message"),
+    [
+        ((..., ...), (3, 3), "numpy", "an index can only have a single ellipsis ('...')"),
+        (np.array([1.0]), (5,), "numpy", "arrays used as indices must be of integer (or boolean) type"),
+        (
+            ([[0], [0, 1]],),
+            (5,),
+            "numpy",
+            "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
+            "arrays are valid indices",
+        ),
+        ((None,), (3,), "outer", "orthogonal and vectorized indexing do not accept None or a 0-d boolean"),
+        ((True,), (3,), "outer", "orthogonal and vectorized indexing do not accept None or a 0-d boolean"),
+        ((None,), (3,), "vector", "vectorized indexing does not accept None or a 0-d boolean"),
+        ((True,), (3,), "vector", "vectorized indexing does not accept None or a 0-d boolean"),
+        ((np.ones((2, 2), bool),), (2, 2), "outer", "orthogonal boolean indices must be 1-dimensional"),
+    ],
+)
+def test_refused_index_expressions_give_their_exact_message(key, shape, form, message):
+    with pytest.raises(SelectionError) as err:
+        normalize(key, shape, form)
+    assert str(err.value) == message
+    if form == "numpy" and not isinstance(key[0], list):  # NumPy refuses a ragged list with a ValueError
+        with pytest.raises(IndexError) as np_err:
+            np.zeros(shape)[key]
+        assert str(np_err.value) == message
+
+
+def test_a_non_empty_float_list_is_refused_as_numpy_does():
+    with pytest.raises(IndexError):
+        np.arange(5)[[1.0]]
+    with pytest.raises(SelectionError):
+        normalize([1.0], (5,))
+
+
+def test_an_object_with_array_indexes_as_its_array():
+    sel = normalize(_ArrayLike(), (5,))
+    assert [i.kind for i in sel.items] == ["array"]
+    np.testing.assert_array_equal(sel.items[0].value, np.arange(5)[_ArrayLike()])
+
+
+def test_a_zero_d_boolean_array_is_a_zero_d_boolean():
+    for b in (True, False):
+        sel = normalize((np.array(b), 1), (3,))
+        assert [(i.kind, i.value) for i in sel.items][0] == ("bool0", b)
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        (slice(5, 2), DimSelection(0, 1, 0)),
+        (slice(7, 2, 2), DimSelection(0, 2, 0)),
+        (slice(2, 5, -1), DimSelection(0, 1, 0, reverse=True)),
+    ],
+)
+def test_an_empty_slice_starts_at_zero(key, expected):
+    assert DimSelection.of_slice(key, 10) == expected
+
+
+def test_positions_of_an_integer_array_item_are_its_positions():
+    (pos,) = normalize([0, -1, 2], (4,)).items[0].positions()
+    np.testing.assert_array_equal(pos, np.arange(4)[[0, -1, 2]])
+
+
+def test_resolved_flag_is_a_bool_and_resolve_sets_it():
+    lazy_sel = normalize(([0, 2], 1), (3, 3), resolve=False)
+    assert lazy_sel.resolved is False
+    assert lazy_sel.resolve().resolved is True
+    assert normalize(([0, 2], 1), (3, 3)).resolved is True
+
+
+def test_new_and_zero_d_boolean_items_keep_their_place_and_source():
+    sel = normalize((0, None, True), (3,))
+    new, bool0 = sel.items[1], sel.items[2]
+    assert (new.kind, new.value, new.number) == ("new", None, 1)
+    assert (bool0.kind, bool0.value, bool0.number, bool0.raw) == ("bool0", True, 2, True)
+
+
+@pytest.mark.parametrize(("key", "name"), [(([0, 1],), "list"), ((0, True), "bool")])
+def test_region_plans_name_the_refused_item(key, name):
+    with pytest.raises(SelectionError) as err:
+        plan_region(normalize(key, (4,)), (2,))
+    assert str(err.value) == _BASIC_ONLY.format(name)
+
+
+def test_region_plan_needs_one_chunk_length_per_dimension():
+    with pytest.raises(ValueError):
+        plan_region(normalize(np.s_[1:3], (4, 4)), (2,))
+
+
+@pytest.mark.parametrize("key", [(1, 2), (..., 1, 2), np.s_[1:3, 2]])
+def test_region_plans_finish_as_numpy_does(key):
+    x = np.arange(16).reshape(4, 4)
+    r = plan_region(normalize(key, x.shape), (2, 2))
+    work = x[tuple(d.as_slice() for d in r.dims)]
+    out = r.finish(work)
+    assert type(out) is type(x[key])
+    np.testing.assert_array_equal(out, x[key])
+
+
+@pytest.mark.parametrize("form", ["numpy", "outer", "vector"])
+def test_items_keep_the_expression_item_they_came_from(form):
+    key = (slice(1, 3), 2, [0, 1])
+    sel = normalize(key, (4, 4, 4, 4), form)
+    assert [i.raw for i in sel.items] == [slice(1, 3), 2, [0, 1], slice(None)]
