@@ -665,11 +665,21 @@ def test_refused_index_expressions_give_their_exact_message(key, shape, form, me
         assert str(np_err.value) == message
 
 
-def test_a_non_empty_float_list_is_refused_as_numpy_does():
-    with pytest.raises(IndexError):
-        np.arange(5)[[1.0]]
-    with pytest.raises(SelectionError):
-        normalize([1.0], (5,))
+@pytest.mark.parametrize("key", [[1.0], [1.5, 2], [[1.0]], ["a"]])
+def test_a_non_empty_list_that_is_not_integers_is_refused_with_numpys_message(key):
+    """A list is refused with NumPy's message for a bad item, not the one for a float array."""
+    with pytest.raises(IndexError) as np_err:
+        np.arange(5)[key]
+    with pytest.raises(SelectionError) as err:
+        normalize(key, (5,))
+    assert (
+        str(err.value)
+        == str(np_err.value)
+        == (
+            "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
+            "are valid indices"
+        )
+    )
 
 
 def test_an_object_with_array_indexes_as_its_array():

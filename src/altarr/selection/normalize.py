@@ -214,6 +214,8 @@ def _classify(item: Any, valid: str = _VALID) -> tuple[str, Any]:
             raise SelectionError(valid) from None
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.intp)
+        elif arr.dtype.kind not in "biu":  # NumPy names a list of floats (or strings) as any bad item
+            raise SelectionError(valid)
     else:
         try:
             return ("int", operator.index(item))
