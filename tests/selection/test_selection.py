@@ -19,6 +19,7 @@ from altarr.selection import (
     forward_pieces,
     hyperslab_key,
     is_basic_selection,
+    nchunks_of,
     normalize,
     normalize_selection,
     plan,
@@ -752,3 +753,87 @@ def test_items_keep_the_expression_item_they_came_from(form):
     key = (slice(1, 3), 2, [0, 1])
     sel = normalize(key, (4, 4, 4, 4), form)
     assert [i.raw for i in sel.items] == [slice(1, 3), 2, [0, 1], slice(None)]
+
+
+# --- plan tables gathered against NumPy ------------------------------------------------------------------
+def _gather(p, x: np.ndarray):
+    """The plan ``p`` executed over the chunks of ``x``: every touched chunk placed once, in plan order."""
+    work = p.new_work(x.dtype)
+    for i, c in enumerate(p.coords.tolist()):
+        chunk = x[tuple(slice(j * s, (j + 1) * s) for j, s in zip(c, p.chunks, strict=True))]
+        p.place(work, i, chunk)
+    return p.finish(work)
+
+
+def _touched(x_shape, chunks, key) -> list[list[int]]:
+    """Brute force: the chunks holding an element NumPy's outer-indexed result takes (sorted)."""
+    grid = np.indices(x_shape).reshape(len(x_shape), -1).T
+    owner = np.arange(len(grid)).reshape(x_shape)
+    picked = owner[np.ix_(*[np.arange(n)[k].reshape(-1) for k, n in zip(key, x_shape, strict=True)])]
+    return sorted(
+        {tuple(int(v) // c for v, c in zip(grid[i], chunks, strict=True)) for i in picked.reshape(-1)}
+    )
+
+
+@pytest.mark.parametrize(
+    "shape, chunks, key",
+    [
+        # a second chunk whose points are not step 1 inside it: its output slice starts past 0
+        ((10,), (4,), (np.array([0, 5, 7]),)),
+        # index arrays on the last two of three axes (non step 1 inside the chunk) next to a slice
+        ((4, 5, 6), (2, 4, 4), (slice(None), np.array([0, 2]), np.array([1, 3]))),
+        ((4, 5, 6), (2, 4, 4), (np.array([3, 0]), slice(1, 5), np.array([5, 1, 3]))),
+        # an empty index array touches no chunk at all
+        ((10, 3), (4, 2), (np.array([], dtype=np.int64), slice(None))),
+    ],
+)
+def test_oindex_plan_gathers_like_numpy_from_only_the_touched_chunks(shape, chunks, key):
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    p = plan_outer(key, shape, chunks)
+    assert p.coords.tolist() == [list(c) for c in _touched(shape, chunks, key)]
+    got = _gather(p, x)
+    want = x[np.ix_(*[np.arange(n)[k].reshape(-1) for k, n in zip(key, shape, strict=True)])]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "planner, key, scalar",
+    [
+        (plan_outer, (1, 2), True),
+        (plan_outer, (Ellipsis, 1, 2), False),
+        (plan_vector, (1, 2), True),
+        (plan_vector, (1, Ellipsis, 2), False),
+        (plan_numpy, (1, np.array(2)), True),
+        (plan_numpy, (Ellipsis, np.array(1), [2]), False),
+    ],
+)
+def test_a_zero_d_result_is_a_numpy_scalar_unless_an_ellipsis_was_given(planner, key, scalar):
+    x = np.arange(16).reshape(4, 4)
+    got = _gather(planner(key, (4, 4), (2, 2)), x)
+    if scalar:
+        assert type(got) is np.int64 and got == x[1, 2]
+    else:
+        want = x[Ellipsis, 1, 2] if planner is not plan_numpy else x[Ellipsis, np.array(1), [2]]
+        assert type(got) is np.ndarray and got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_index_arrays_that_do_not_broadcast_name_their_shapes():
+    with pytest.raises(SelectionError) as e:
+        plan_numpy(([0, 1], [0, 1, 2]), (4, 4), (2, 2))
+    assert (
+        str(e.value)
+        == "shape mismatch: indexing arrays could not be broadcast together with shapes (2,) (3,)"
+    )
+
+
+def test_plan_drops_the_dimension_of_an_outer_integer_by_default():
+    assert plan(normalize((1,), (8,), "outer"), (2,)).result_shape == ()
+    assert plan(normalize((1,), (8,), "outer"), (2,), keep_dims=True).result_shape == (1,)
+
+
+def test_nchunks_of_refuses_a_chunk_shape_of_another_rank():
+    assert nchunks_of((10, 0, 7), (4, 2, 7)) == (3, 0, 1)
+    for chunks in [(4,), (4, 2, 7, 1)]:
+        with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is (shorter|longer) than argument 1$"):
+            nchunks_of((10, 0, 7), chunks)
