@@ -662,3 +662,23 @@ def test_points_on_a_chunk_grid_of_more_than_2_63_chunks_are_grouped_exactly():
         chunk[0, 0] = (r, c)
         p.place(work, i, chunk)
     assert p.finish(work).tolist() == [(2**53 + 1, 3), (5, 2**32 - 1), (2**53 + 1, 3), (0, 7)]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ([0, 5, 2], [0, 7, 2]),  # chunk (0, 0): in- and out-selectors index arrays on both axes
+        ([0, 5, 2], [1, 6, 3]),  # out-selector arrays on one axis only
+        ([0, 2], [0, 2]),  # one chunk, in-selectors arrays on both axes, out-selectors slices
+        ([0, 2], slice(1, 7)),  # an array on one axis, slices on the other
+    ],
+)
+def test_outer_index_arrays_on_two_axes_take_the_cartesian_block_like_numpy(key):
+    full, fetch = _fetch_arange((9, 8), (4, 3))
+    p = plan_outer(key, (9, 8), (4, 3))
+    work = p.new_work(full.dtype)
+    for i, chunk in enumerate(fetch(p.coords.tolist())):
+        p.place(work, i, chunk)
+    np.testing.assert_array_equal(
+        p.finish(work), full[np.ix_(*(np.arange(n)[k] for n, k in zip((9, 8), key, strict=True)))]
+    )
