@@ -837,3 +837,65 @@ def test_nchunks_of_refuses_a_chunk_shape_of_another_rank():
     for chunks in [(4,), (4, 2, 7, 1)]:
         with pytest.raises(ValueError, match=r"^zip\(\) argument 2 is (shorter|longer) than argument 1$"):
             nchunks_of((10, 0, 7), chunks)
+
+
+# --- point groups: empty selections, 0-d booleans, astronomically large chunk grids ------------------
+def test_point_groups_of_an_empty_selection_are_empty_and_int64():
+    p = plan_vector(([], []), (9, 8), (4, 3))
+    pts = p.points
+    assert p.shape == (9, 8) and len(p) == 0 and p.result_shape == (0,)
+    assert pts.chunk_ids.dtype == np.int64 and pts.chunk_ids.shape == (0, 2)
+    assert pts.pidx == [] and pts.offsets == []
+    assert pts.sizes.dtype == np.int64 and pts.sizes.shape == (0,)
+
+
+def test_a_zero_d_boolean_makes_one_point_group_of_every_point():
+    """``x[True]`` and ``x[False]`` on a 2-d array: no point dimension, the whole array once (or not)."""
+    full = np.arange(72.0).reshape(9, 8)
+    p = plan_numpy((np.True_,), (9, 8), (4, 3))
+    pts = p.points
+    assert pts.chunk_ids.dtype == np.int64 and pts.chunk_ids.shape == (1, 0)
+    assert pts.pidx == [slice(0, 1)] and pts.sizes.tolist() == [1] and pts.sizes.dtype == np.int64
+    assert p.row_elements().tolist() == [12, 12, 8, 12, 12, 8, 3, 3, 2]
+    work = p.new_work(full.dtype)
+    for i, c in enumerate(p.coords.tolist()):
+        p.place(work, i, full[c[0] * 4 : c[0] * 4 + 4, c[1] * 3 : c[1] * 3 + 3])
+    np.testing.assert_array_equal(p.finish(work), full[np.True_])
+
+
+def test_points_on_a_chunk_grid_of_more_than_2_63_chunks_are_grouped_exactly():
+    """A grid of 2**86 chunks (chunks of 1): the chunk count overflows int64 and cannot be raveled, so
+    points are grouped by their unique chunk rows; a chunk id past 2**53 stays exact (not a float)."""
+    shape = (2**54, 2**32)
+    rows = np.array([2**53 + 1, 5, 2**53 + 1, 0])
+    cols = np.array([3, 2**32 - 1, 3, 7])
+    p = plan_vector((rows, cols), shape, (1, 1))
+    assert p.coords.tolist() == [[0, 7], [5, 2**32 - 1], [2**53 + 1, 3]]
+    assert p.coords.dtype == np.int64 and p.points.chunk_ids.dtype == np.int64
+    assert p.row_elements().tolist() == [1, 1, 2]
+    work = p.new_work(np.dtype(object))
+    for i, (r, c) in enumerate(p.coords.tolist()):
+        chunk = np.empty((1, 1), dtype=object)
+        chunk[0, 0] = (r, c)
+        p.place(work, i, chunk)
+    assert p.finish(work).tolist() == [(2**53 + 1, 3), (5, 2**32 - 1), (2**53 + 1, 3), (0, 7)]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ([0, 5, 2], [0, 7, 2]),  # chunk (0, 0): in- and out-selectors index arrays on both axes
+        ([0, 5, 2], [1, 6, 3]),  # out-selector arrays on one axis only
+        ([0, 2], [0, 2]),  # one chunk, in-selectors arrays on both axes, out-selectors slices
+        ([0, 2], slice(1, 7)),  # an array on one axis, slices on the other
+    ],
+)
+def test_outer_index_arrays_on_two_axes_take_the_cartesian_block_like_numpy(key):
+    full, fetch = _fetch_arange((9, 8), (4, 3))
+    p = plan_outer(key, (9, 8), (4, 3))
+    work = p.new_work(full.dtype)
+    for i, chunk in enumerate(fetch(p.coords.tolist())):
+        p.place(work, i, chunk)
+    np.testing.assert_array_equal(
+        p.finish(work), full[np.ix_(*(np.arange(n)[k] for n, k in zip((9, 8), key, strict=True)))]
+    )
