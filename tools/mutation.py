@@ -132,6 +132,10 @@ def prepare(
     mutate, tests = MODULES[module]
     if (work / "mutants").exists() and not sync:
         return  # carry on with the existing run
+    if sync:
+        # mutmut runs for a mutant only the tests its coverage stats say reach the function: stats from
+        # before the sync would leave a new test out (first_chunk 5/8/9 "survived" a test that kills them)
+        (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     if not list((ROOT / "src" / "altarr" / "dataset").glob("_kernel*.so")):
         # the copy is of this tree's src: without the built kernel every native-path test errors out
         sys.exit(
