@@ -374,14 +374,9 @@ def test_cached_index_is_never_stale(store):
     np.testing.assert_array_equal(ds.read_chunks([(0, 0), (2, 1)])[0], chunk_values(ds, (0, 0), seed=6))
 
 
-def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
-    """A write bigger than WRITE_GROUP_BYTES is applied in groups of whole shards (bounded memory),
-    with the same request counts: one write per shard, no reads for covered shards."""
-    from altarr.dataset import shard_write
-
-    monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 2 * 16 * 4 * 4 * 2)  # two shards' worth
-    ds = make(store, shape=(64, 64))
-    calls = []
+def _set_many_sizes(store, monkeypatch) -> list[int]:
+    """The number of objects of each ``store.set_many`` call made from now on (the list fills as they go)."""
+    calls: list[int] = []
     orig = store.set_many
 
     def spy(items):
@@ -389,6 +384,17 @@ def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
         return orig(items)
 
     monkeypatch.setattr(store, "set_many", spy)
+    return calls
+
+
+def test_large_writes_go_shard_group_by_shard_group(store, monkeypatch):
+    """A write bigger than WRITE_GROUP_BYTES is applied in groups of whole shards (bounded memory),
+    with the same request counts: one write per shard, no reads for covered shards."""
+    from altarr.dataset import shard_write
+
+    monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 2 * 16 * 4 * 4 * 2)  # two shards' worth
+    ds = make(store, shape=(64, 64))
+    calls = _set_many_sizes(store, monkeypatch)
     values = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
     store.stats.reset()
     ds[...] = values
@@ -857,14 +863,7 @@ def test_stores_with_cross_process_locks_get_writes_in_groups_of_at_most_so_many
     monkeypatch.setattr(ShardWriter, "LOCKED_OBJECTS_PER_GROUP", 3)
     store = MemoryStore() if kind == "memory" else LocalStore(tmp_path / "store")
     ds = make(store, shape=(28,), chunks=(2,) if shards else (4,), shards=shards, compressor=None)
-    calls = []
-    orig = store.set_many
-
-    def spy(items):
-        calls.append(len(items))
-        return orig(items)
-
-    monkeypatch.setattr(store, "set_many", spy)
+    calls = _set_many_sizes(store, monkeypatch)
     values = np.arange(28, dtype="uint16") + 1
     n = ds.chunks[0]
     ds.write_chunks([(i,) for i in range(28 // n)], [values[i * n : (i + 1) * n] for i in range(28 // n)])
