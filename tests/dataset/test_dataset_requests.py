@@ -583,6 +583,42 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
     assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt
 
 
+def test_the_shard_that_never_holds_still_is_the_one_named(monkeypatch):
+    """Of a call's two shards only the second keeps changing: the error names that one, not the call's
+    first shard."""
+    from altarr.errors import CorruptShardError
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    ds = make(store)
+    fill_shard(ds, (0, 0))
+    fill_shard(ds, (1, 1))
+    moving = ds.chunk_key((4, 4))  # the shard holding chunk (4, 4): c/1/1
+    assert moving != ds.chunk_key((0, 0))
+    orig = store.get_ranges_sized
+    calls = []
+
+    def one_changing_sized(requests):
+        datas, versions, sizes = orig(requests)
+        calls.append(1)
+        return (
+            datas,
+            [f"v{len(calls)}" if k == moving else v for (k, _), v in zip(requests, versions, strict=True)],
+            sizes,
+        )
+
+    def one_changing(requests):
+        datas, versions, _ = one_changing_sized(requests)
+        return datas, versions
+
+    monkeypatch.setattr(store, "get_ranges_sized", one_changing_sized)
+    monkeypatch.setattr(store, "get_ranges_versioned", one_changing)
+    ds._access.index_cache.clear()
+    with pytest.raises(CorruptShardError, match="replaced by another writer") as e:
+        ds.read_chunks([(0, 0), (4, 4)])
+    assert e.value.key == moving
+
+
 @pytest.mark.parametrize("shards", [(16, 16), None])
 def test_delete_reports_a_chunk_asked_for_twice_as_stored_once(store, shards):
     ds = make(store, shards=shards)

@@ -133,14 +133,16 @@ class ShardReader:
                 c: (None if d is None else (k, d, (0, len(d))))
                 for c, k, d in zip(chunks, keys, datas, strict=True)
             }
+        changed: set[str] = set()
         for _ in range(READ_ATTEMPTS):
             try:
                 return self._read_sharded(chunks, readers, seen=versions)
             except ShardChanged as e:  # replaced between its index read and its chunks' reads: again
                 self.index_cache.forget(e.keys)
+                changed = e.keys
         raise CorruptShardError(
             f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
-            key=self.layout.object_key(chunks[0]),
+            key=min(changed),  # the one that changed in the last attempt (not the call's first shard)
         )
 
     def _read_sharded(
