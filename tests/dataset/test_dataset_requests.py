@@ -547,6 +547,32 @@ def test_thread_scratch_buffers_are_given_back_after_huge_chunks(monkeypatch):
     assert len(access._scratch_input(100)) == 100
 
 
+def _versions_keep_changing(store, monkeypatch, only: str | None = None) -> list[int]:
+    """Every versioned read of ``store`` reports a new version of each object (of ``only``, if given),
+    as if another writer replaced it between any two reads; returns the list of those reads' sizes (it
+    fills as they go). Index reads ask for sizes too (``get_ranges_sized``), chunk reads for versions only."""
+    calls: list[int] = []
+    orig = store.get_ranges_sized
+
+    def changing_sized(requests):
+        datas, versions, sizes = orig(requests)
+        calls.append(len(requests))
+        fresh = f"v{len(calls)}"
+        return (
+            datas,
+            [fresh if only in (None, k) else v for (k, _), v in zip(requests, versions, strict=True)],
+            sizes,
+        )
+
+    def changing(requests):
+        datas, versions, _ = changing_sized(requests)
+        return datas, versions
+
+    monkeypatch.setattr(store, "get_ranges_sized", changing_sized)
+    monkeypatch.setattr(store, "get_ranges_versioned", changing)
+    return calls
+
+
 @pytest.mark.parametrize("wanted", [[(0, 0), (1, 1)], [(1, 1)]])
 def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
     """A batched read whose every attempt sees the shard change between its reads gives up with an
@@ -558,21 +584,7 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
     store = MemoryStore()
     ds = make(store)
     fill_shard(ds, (0, 0))
-    calls = []
-    orig = store.get_ranges_sized
-
-    def ever_changing_sized(requests):
-        datas, _, sizes = orig(requests)
-        calls.append(len(requests))
-        return datas, [f"v{len(calls)}"] * len(requests), sizes
-
-    def ever_changing(requests):
-        datas, versions, _ = ever_changing_sized(requests)
-        return datas, versions
-
-    # index reads ask for sizes too (get_ranges_sized), chunk reads for versions only
-    monkeypatch.setattr(store, "get_ranges_sized", ever_changing_sized)
-    monkeypatch.setattr(store, "get_ranges_versioned", ever_changing)
+    calls = _versions_keep_changing(store, monkeypatch)
     ds._access.index_cache.clear()
     with pytest.raises(CorruptShardError, match="replaced by another writer") as e:
         ds.read_chunks(wanted)
@@ -595,24 +607,7 @@ def test_the_shard_that_never_holds_still_is_the_one_named(monkeypatch):
     fill_shard(ds, (1, 1))
     moving = ds.chunk_key((4, 4))  # the shard holding chunk (4, 4): c/1/1
     assert moving != ds.chunk_key((0, 0))
-    orig = store.get_ranges_sized
-    calls = []
-
-    def one_changing_sized(requests):
-        datas, versions, sizes = orig(requests)
-        calls.append(1)
-        return (
-            datas,
-            [f"v{len(calls)}" if k == moving else v for (k, _), v in zip(requests, versions, strict=True)],
-            sizes,
-        )
-
-    def one_changing(requests):
-        datas, versions, _ = one_changing_sized(requests)
-        return datas, versions
-
-    monkeypatch.setattr(store, "get_ranges_sized", one_changing_sized)
-    monkeypatch.setattr(store, "get_ranges_versioned", one_changing)
+    _versions_keep_changing(store, monkeypatch, only=moving)
     ds._access.index_cache.clear()
     with pytest.raises(CorruptShardError, match="replaced by another writer") as e:
         ds.read_chunks([(0, 0), (4, 4)])
