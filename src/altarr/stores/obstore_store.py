@@ -106,6 +106,14 @@ def _request_threads(limit: int) -> ThreadPoolExecutor:
         return pool
 
 
+def _outcome(fn: Callable[..., Any], args: tuple) -> Any:
+    """``fn(*args)``, or the exception it raised (a batch reports each request's failure in its place)."""
+    try:
+        return fn(*args)
+    except Exception as err:
+        return err
+
+
 def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     """obstore configuration from ``storage_options`` that may use fsspec's (s3fs, gcsfs) spellings.
 
@@ -324,19 +332,9 @@ class ObstoreStore(VersionWatch, Store):
         ``concurrency`` at once; one call runs on the calling thread); exceptions are returned in place
         of results."""
         if len(calls) == 1:
-            fn, args = calls[0]
-            try:
-                return [fn(*args)]
-            except Exception as err:
-                return [err]
+            return [_outcome(*calls[0])]
         pool = _request_threads(self.concurrency)
-        out: list[Any] = []
-        for f in [pool.submit(fn, *args) for fn, args in calls]:
-            try:
-                out.append(f.result())
-            except Exception as err:
-                out.append(err)
-        return out
+        return [f.result() for f in [pool.submit(_outcome, fn, args) for fn, args in calls]]
 
     # --- reads ----------------------------------------------------------------------------------------
     @staticmethod
