@@ -377,3 +377,7 @@ class StoreConformance:
         want = b"abcde" + bytes(i % 251 for i in range(3000))
         assert store.get("shard") == want
         assert store.stats.writes == 1 and store.stats.bytes_written == len(want)
+        # several at once (one round, each joined by the request that sends it where a store joins)
+        store.set_many([("s1", parts), ("s2", [memoryview(want)[3:], b"xyz"])])
+        assert store.get("s1") == want and store.get("s2") == want[3:] + b"xyz"
+        assert store.stats.writes == 3 and store.stats.bytes_written == 2 * len(want) + len(want) - 3 + 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["as_byte_view", "as_bytes"]
+__all__ = ["as_byte_view", "as_bytes", "byte_length"]
 
 
 def as_byte_view(value: object) -> memoryview:
@@ -28,3 +28,18 @@ def as_bytes(value: object) -> bytes:
     if isinstance(value, list | tuple):
         return b"".join(value)
     return as_byte_view(value).tobytes()
+
+
+def byte_length(value: object) -> int:
+    """How many bytes :func:`as_bytes` would give for ``value``, without joining or copying anything.
+
+    Raises ``TypeError`` for an object that does not export a buffer, as :func:`as_bytes` would.
+
+    >>> byte_length([b"ab", memoryview(b"cde")])
+    5
+    """
+    if type(value) is bytes:
+        return len(value)
+    if isinstance(value, list | tuple):
+        return sum(memoryview(v).nbytes for v in value)
+    return memoryview(value).nbytes  # type: ignore[arg-type]

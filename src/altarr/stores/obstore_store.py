@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
-from ._util import as_bytes
+from ._util import as_bytes, byte_length
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds
@@ -434,17 +434,19 @@ class ObstoreStore(VersionWatch, Store):
         if not items:
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
-        data = [as_bytes(v) for _, v in items]
+        # the parts of an object given in parts are joined by the thread that sends it (_put): the
+        # joins (2.9 MB a shard) run side by side and beside the other PUTs, not one after another here
+        sizes = [byte_length(v) for _, v in items]
         recorded = self._recorded()
         conditions = [recorded.get(k) for k in keys]
         out = self._gather(
             [
-                (self._put, (k, d, None if c is None else ("create" if c == _ABSENT else c)))
-                for k, d, c in zip(keys, data, conditions, strict=True)
+                (self._put, (k, v, None if c is None else ("create" if c == _ABSENT else c)))
+                for k, (_, v), c in zip(keys, items, conditions, strict=True)
             ]
         )
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
-        self.stats.add(writes=len(ok), rounds=1, bytes_written=sum(len(data[i]) for i in ok))
+        self.stats.add(writes=len(ok), rounds=1, bytes_written=sum(sizes[i] for i in ok))
         for i in ok:  # a second write of the object in this update is conditioned on this one
             if conditions[i] is not None:
                 recorded[keys[i]] = _put_version(out[i])
@@ -455,7 +457,8 @@ class ObstoreStore(VersionWatch, Store):
         if conflicts:
             raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
 
-    def _put(self, key: str, data: bytes, mode: Any) -> Any:
+    def _put(self, key: str, value: Any, mode: Any) -> Any:
+        data = as_bytes(value)
         if mode is None:
             return self._obs.put(self._store, key, data)
         return self._obs.put(self._store, key, data, mode=mode, use_multipart=False)
