@@ -337,6 +337,18 @@ def test_complex_products_with_inf_are_numpys_bit_for_bit(func, axis, chunks):
         _same_complex(fn(x, axis=axis, dtype="c16"), fn(real, axis=axis, dtype="c16"))
 
 
+def test_complex_nanprod_counts_a_nan_as_exactly_one_in_numpys_order():
+    """nanprod's NumPy-order walk replaces a NaN by 1, not by any other real: after a NaN, 2 * (1e308 +
+    1e308j) would overflow to inf+infj, and times inf+1j give nan+infj, where NumPy answers inf+infj."""
+    data = np.array([np.nan, 1e308 + 1e308j, complex(np.inf, 1)])
+    x, _ = lazy(data, (1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanprod(data)
+        assert want == complex(np.inf, np.inf)
+        _same_complex(np.nanprod(x), want)
+
+
 def test_complex_product_of_one_infinite_value_multiplies_it_into_one():
     for v in (complex(np.inf, 1), complex(1, np.inf), complex(np.inf, 0)):
         data = np.array([v, 1 + 0j, 1 + 0j])
