@@ -15,9 +15,9 @@ import zarr
 from altarr.codecs import BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, ZstdCodec
 from altarr.codecs.registry import registered_codecs
 from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
-from altarr.formats import get_format
+from altarr.formats import get_format, open_node
 from altarr.formats.base import NewArray
-from altarr.formats.zarr3 import decode_fill_value, encode_fill_value, parse_array_metadata
+from altarr.formats.zarr3 import data_type_name, decode_fill_value, encode_fill_value, parse_array_metadata
 from altarr.stores import LocalStore, MemoryStore
 
 Z3 = get_format("zarr3")
@@ -803,3 +803,222 @@ def test_compressor_json_lists_unknown_names_and_wrong_types():
     with pytest.raises(MetadataError) as info:
         compressor_json(3, np.dtype("f4"))
     assert info.value.message == "compressor must be a name, None or a codec JSON object, got 3"
+
+
+# --- writers: data types, fill values, options and the errors that name the document ----------------------
+_NO_CORE_TYPE = (
+    "(supported: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, "
+    "complex64, complex128, r<N>)"
+)
+
+
+@pytest.mark.parametrize("dtype, name", [("V1", "r8"), ("V3", "r24"), ("V16", "r128")])
+def test_plain_void_dtypes_are_written_as_raw_bits(dtype, name):
+    assert data_type_name(dtype) == name
+    store = MemoryStore()
+    spec = Z3.create_array(store, "arr", shape=(4,), dtype=dtype, chunks=(2,), fill_value=None)
+    doc = json.loads(store.get(KEY))
+    assert doc["data_type"] == name and doc["fill_value"] == [0] * np.dtype(dtype).itemsize
+    assert spec.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize(
+    "dtype, shown",
+    [
+        (np.dtype("U4"), "<U4"),
+        (np.dtype([("a", "u1")]), "[('a', 'u1')]"),  # a structured void is not raw bits
+        (np.dtype(("V2", (3,))), "('V2', (3,))"),  # nor is a sub-array of them
+        (np.dtype("M8[s]"), "datetime64[s]"),
+    ],
+)
+def test_dtypes_without_a_zarr3_type_name_the_supported_ones(dtype, shown):
+    with pytest.raises(UnsupportedError) as ei:
+        data_type_name(dtype)
+    assert str(ei.value) == f"Zarr v3 has no core data type for {shown} {_NO_CORE_TYPE}"
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (None, [0, 0]),
+        (0, [0, 0]),
+        (np.uint8(0), [0, 0]),
+        (b"\x01\x02", [1, 2]),
+        (bytearray(b"\xff\x00"), [255, 0]),
+        ([3, 4], [3, 4]),
+        ((5, 6), [5, 6]),
+        (np.void(b"\x07\x08"), [7, 8]),
+    ],
+)
+def test_raw_fill_values_are_written_as_byte_lists(value, expected):
+    assert encode_fill_value(value, np.dtype("V2")) == expected
+
+
+@pytest.mark.parametrize("value", [1, 2, np.int16(5), "ab", 1.5, b"\x01", b"\x01\x02\x03"])
+def test_raw_fill_values_must_be_exactly_the_item_size_in_bytes(value):
+    """Only zero (or None) stands for all-zero bytes; any other number, a string or a byte string of
+    another length is refused, even when it would have the right size in memory."""
+    with pytest.raises(MetadataError) as ei:
+        encode_fill_value(value, np.dtype("V2"))
+    assert str(ei.value) == f"fill value for |V2 must be 2 bytes, got {value!r}"
+
+
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("float64", 0.0),
+        ("float32", 0.0),
+        ("int16", 0),
+        ("uint64", 0),
+        ("bool", False),
+        ("complex64", [0.0, 0.0]),
+    ],
+)
+def test_no_fill_value_writes_the_types_zero(dtype, expected):
+    got = encode_fill_value(None, np.dtype(dtype))
+    assert got == expected and type(got) is type(expected)
+
+
+def test_fill_value_encoding_errors_exact_message():
+    with pytest.raises(MetadataError) as ei:
+        encode_fill_value(1.5, np.dtype("int16"))
+    assert str(ei.value) == "fill value 1.5 is not an integer (int16)"
+    with pytest.raises(MetadataError) as ei:
+        encode_fill_value(np.float32(-2.5), np.dtype("uint8"))
+    assert str(ei.value) == "fill value np.float32(-2.5) is not an integer (uint8)"
+    assert encode_fill_value(np.float64(2.0), np.dtype("int16")) == 2  # a whole float is fine
+    with pytest.raises(MetadataError) as ei:
+        encode_fill_value([1, 2], np.dtype("int16"))
+    assert str(ei.value) == "fill value must be a scalar, got [1, 2]"
+    for dtype in ("M8[s]", "U4"):  # representable, but Zarr v3 has no JSON form for them
+        with pytest.raises(UnsupportedError) as ei:
+            encode_fill_value(0, np.dtype(dtype))
+        assert str(ei.value) == f"fill values of {np.dtype(dtype)} are not supported"
+
+
+@pytest.mark.parametrize("field", ["chunk_grid", "chunk_key_encoding"])
+@pytest.mark.parametrize("must_understand", [True, False])
+def test_extension_objects_may_say_must_understand(field, must_understand):
+    doc = base_doc()
+    doc[field] = {**doc[field], "must_understand": must_understand}
+    spec = parse_array_metadata(doc, key=KEY)
+    assert spec.outer_chunks == (4, 4) and spec.chunk_key((1, 0)) == "c/1/0"
+
+
+def test_group_documents_refuse_array_fields():
+    with pytest.raises(MetadataError) as ei:
+        Z3.kind_of({"zarr_format": 3, "node_type": "group", "shape": [1]}, KEY)
+    assert str(ei.value) == (
+        f"unknown field 'shape' (extension fields must say \"must_understand\": false to be ignored) [key='{KEY}']"
+    )
+
+
+def test_an_ignorable_extension_field_does_not_hide_a_later_unknown_one():
+    doc = {**base_doc(), "ext": {"must_understand": False}}
+    assert parse_array_metadata(doc, key=KEY).shape == (10, 7)
+    with pytest.raises(MetadataError) as ei:
+        parse_array_metadata({**doc, "bogus": 1}, key=KEY)
+    assert str(ei.value) == (
+        f"unknown field 'bogus' (extension fields must say \"must_understand\": false to be ignored) [key='{KEY}']"
+    )
+
+
+def test_detection_errors_name_the_nodes_document():
+    store = MemoryStore()
+    store.set(KEY, json.dumps({"zarr_format": 2, "node_type": "array"}).encode())
+    with pytest.raises(MetadataError) as ei:
+        open_node(store, "arr", format="zarr3")
+    assert str(ei.value) == f"field 'zarr_format' must be 3, got 2 [key='{KEY}']"
+    doc = base_doc()
+    del doc["shape"]
+    store.set(KEY, json.dumps(doc).encode())
+    assert open_node(store, "arr", format="zarr3", parse=False).kind == "array"
+    for op in (lambda: open_node(store, "arr", format="zarr3"), lambda: Z3.open_array(store, "arr")):
+        with pytest.raises(MetadataError) as ei:
+            op()
+        assert str(ei.value) == f"required field(s) ['shape'] missing [key='{KEY}']"
+
+
+def test_a_missing_node_names_its_document():
+    store = MemoryStore()
+    ops = [Z3.open_array, Z3.read_attributes, lambda s, p: Z3.write_attributes(s, p, {"a": 1})]
+    for op in ops:
+        with pytest.raises(MetadataError) as ei:
+            op(store, "arr")
+        assert str(ei.value) == f"no Zarr v3 node here (zarr.json is missing) [key='{KEY}']"
+    assert store.get(KEY) is None
+
+
+def test_checksum_option_appends_crc32c_to_the_chunk_codecs(tmp_path):
+    store = LocalStore(tmp_path)
+    spec = Z3.create_array(store, "arr", shape=(4,), dtype="u2", chunks=(2,), checksum=True)
+    assert json.loads(store.get(KEY))["codecs"] == [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+        {"name": "crc32c"},
+    ]
+    assert spec.codecs.codecs == (BytesCodec("little"), ZstdCodec(level=3), Crc32cCodec())
+    # zarr-python reads the chain and verifies the checksum of a chunk we wrote
+    store.set("arr/" + spec.chunk_key((1,)), bytes(spec.codecs.encode(np.array([7, 9], dtype="u2"))))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "arr"), mode="r")[:], [0, 0, 7, 9])
+
+
+_CREATE_OK = {"shape": (4, 4), "dtype": "u1", "chunks": (2, 2)}
+
+
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        ({"checksum": "yes"}, MetadataError, "checksum must be True or False, got 'yes'"),
+        ({"dtype": "nope"}, MetadataError, "invalid dtype 'nope'"),
+        ({"shape": (4, -1)}, MetadataError, "field 'shape' must hold integers >= 0, got [4, -1]"),
+        ({"shards": (4, 4), "index_location": "middle"}, MetadataError, "index_location must be 'start' or 'end', got 'middle'"),
+        ({"chunk_key_separator": "-"}, MetadataError, "field 'chunk_key_encoding.configuration.separator' must be '/' or '.', got '-'"),
+        ({"dtype": "i2", "fill_value": 1.5}, MetadataError, "fill value 1.5 is not an integer (int16)"),
+        ({"dimension_names": ["y"]}, MetadataError, "dimension_names must be 2 strings or None, got ['y']"),
+        ({"dimension_names": ("y", "x", "z")}, MetadataError, "dimension_names must be 2 strings or None, got ('y', 'x', 'z')"),
+        ({"dimension_names": ["y", 1]}, MetadataError, "dimension_names must be 2 strings or None, got ['y', 1]"),
+        ({"attributes": {"a": {1}}}, MetadataError, "metadata is not JSON-serializable: Object of type set is not JSON serializable"),
+    ],
+)  # fmt: skip
+def test_create_errors_exact_message_and_key(changes, error, message):
+    store = MemoryStore()
+    with pytest.raises(error) as ei:
+        Z3.create_array(store, "arr", **{**_CREATE_OK, **changes})
+    assert type(ei.value) is error
+    assert str(ei.value) == f"{message} [key='{KEY}']"
+    assert store.get(KEY) is None
+
+
+@pytest.mark.parametrize(
+    "compressor, message, codec",
+    [
+        ("lzma", "unknown compressor 'lzma' for Zarr v3; use one of ['blosc', 'gzip', 'zstd'], None, or a codec JSON object", "lzma"),
+        ({"name": "bytes", "configuration": {"endian": "big"}}, "codec 'bytes' at position 1 is a second array->bytes codec (the first is 'bytes'); a chain has exactly one", "bytes"),
+    ],
+)  # fmt: skip
+def test_create_compressor_errors_name_the_document_and_codec(compressor, message, codec):
+    store = MemoryStore()
+    with pytest.raises(MetadataError) as ei:
+        Z3.create_array(store, "arr", **_CREATE_OK, compressor=compressor)
+    assert str(ei.value) == f"{message} [key='{KEY}', codec='{codec}']"
+    assert store.get(KEY) is None
+
+
+def test_attribute_and_group_writers_name_the_document():
+    store = MemoryStore()
+    Z3.create_group(store, "arr")
+    for op in (
+        lambda: Z3.write_attributes(store, "arr", {"a": {1}}),
+        lambda: Z3.create_group(store, "arr", {"a": {1}}),
+    ):
+        with pytest.raises(MetadataError) as ei:
+            op()
+        assert str(ei.value) == (
+            f"metadata is not JSON-serializable: Object of type set is not JSON serializable [key='{KEY}']"
+        )
+    assert json.loads(store.get(KEY)) == {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    store.set(KEY, b'{"zarr_format": 3, "node_type": "folder"}')
+    with pytest.raises(MetadataError) as ei:
+        Z3.write_attributes(store, "arr", {"a": 1})
+    assert str(ei.value) == f"field 'node_type' must be 'array' or 'group', got 'folder' [key='{KEY}']"
