@@ -233,7 +233,7 @@ def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
         return encode_float_fill(scalar)
     if dtype.kind == "c":
         return [encode_float_fill(scalar.real), encode_float_fill(scalar.imag)]
-    raise UnsupportedError(f"fill values of {dtype} are not supported")  # pragma: no cover
+    raise UnsupportedError(f"fill values of {dtype} are not supported")
 
 
 # --- chunk keys -------------------------------------------------------------------------------------------
