@@ -349,6 +349,45 @@ def test_complex_nanprod_counts_a_nan_as_exactly_one_in_numpys_order():
         _same_complex(np.nanprod(x), want)
 
 
+def test_complex64_products_are_recomputed_in_complex64():
+    """The NumPy-order walk multiplies in the array's own precision: in complex64 (1e-25+1e-25j)**2
+    underflows to 0 and times inf+1j gives nan+nanj, as NumPy's; in complex128 it would be nan+infj."""
+    data = np.array([1e-25 + 1e-25j, 1e-25 + 1e-25j, complex(np.inf, 1)], dtype="c8")
+    x, _ = lazy(data, (1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.prod(data)
+        assert np.isnan(want.real) and np.isnan(want.imag)
+        _same_complex(np.prod(x), want)
+
+
+def test_the_numpy_order_walk_of_a_complex_product_adds_no_warning_of_its_own():
+    """Over every axis NumPy warns "invalid value encountered in reduce" for CPLX's products; the second
+    walk that recomputes the non-finite elements multiplies under ``errstate`` and adds no "invalid
+    value encountered in multiply" of its own."""
+    for axis in (None, (0, 1, 2), (1, 2)):
+        for func in (np.prod, np.nanprod):
+            x, _ = lazy(CPLX, (3, 2, 2))
+            with warnings.catch_warnings(record=True) as numpys:
+                warnings.simplefilter("always")
+                func(CPLX, axis=axis)
+            with warnings.catch_warnings(record=True) as ours:
+                warnings.simplefilter("always")
+                func(x, axis=axis)
+            assert {str(w.message) for w in ours} == {str(w.message) for w in numpys}, (axis, func)
+    # a product that overflows before its inf factor: NumPy warns of the overflow "in reduce" only
+    big = np.array([1e200 + 1e200j, 1e200 + 1e200j, complex(np.inf, 1)])
+    x, _ = lazy(big, (3,))
+    with warnings.catch_warnings(record=True) as numpys:
+        warnings.simplefilter("always")
+        np.prod(big)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        np.prod(x)
+    assert "overflow encountered in reduce" in {str(w.message) for w in numpys}
+    assert {str(w.message) for w in ours} == {str(w.message) for w in numpys}
+
+
 def test_complex_product_of_one_infinite_value_multiplies_it_into_one():
     for v in (complex(np.inf, 1), complex(1, np.inf), complex(np.inf, 0)):
         data = np.array([v, 1 + 0j, 1 + 0j])
