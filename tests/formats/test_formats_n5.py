@@ -660,3 +660,257 @@ def test_codecs_json_lists_n5bytes_and_the_compression_or_the_sharded_chain():
     spec = N5.create_array(store, "s", shape=(4,), dtype="uint16", chunks=(2,), shards=(4,), compressor="raw")
     assert N5.codecs_json(spec) == spec.codecs.to_json()
     assert [c["name"] for c in N5.codecs_json(spec)] == ["sharding_indexed"]
+
+
+# --- compressor arguments ----------------------------------------------------------------------------------
+def test_compressor_arguments_that_are_no_n5_compression_are_refused_word_for_word():
+    from altarr.formats.n5 import n5_compression
+
+    with pytest.raises(MetadataError) as ei:
+        n5_compression({"name": "crc32c"})  # an N5 4.x data codec, but not a compression
+    assert str(ei.value) == "{'name': 'crc32c'} is not an N5 compression"
+    for bad in (42, ["name"]):
+        with pytest.raises(MetadataError) as ei:
+            n5_compression(bad)
+        assert str(ei.value) == f"compressor must be an N5 compression name or object, got {bad!r}"
+    with pytest.raises(MetadataError) as ei:
+        N5.create_array(MemoryStore(), "ds", shape=(4,), dtype="uint8", chunks=(2,), compressor=42)
+    assert str(ei.value) == (
+        "compressor must be an N5 compression name or object, got 42 [key='ds/attributes.json']"
+    )
+
+
+# --- create_array: every refusal word for word with its key ---------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"dtype": "not-a-dtype"}, MetadataError, "invalid dtype 'not-a-dtype'"),
+        ({"shape": (-1,)}, MetadataError, "field 'shape' must hold integers >= 0, got [-1]"),
+        ({"shape": (), "chunks": ()}, UnsupportedError, "0-dimensional N5 datasets are not supported"),
+        ({"fill_value": 3}, UnsupportedError,
+         "N5 has no fill value (missing blocks read as 0); fill_value=3 cannot be stored"),
+        ({"index_crc32c": False}, MetadataError,
+         "option(s) ['index_crc32c'] apply to sharded N5 only (no shards given)"),
+        ({"dimension_names": ["x"]}, UnsupportedError, "N5 has no dimension names"),
+        ({"attributes": {"dimensions": 1}}, MetadataError,
+         "attribute name(s) ['dimensions'] are reserved by the N5 format"),
+        ({"attributes": {"x": object}}, MetadataError,
+         "metadata is not JSON-serializable: Object of type type is not JSON serializable"),
+    ],
+)  # fmt: skip
+def test_create_refusals_exact_message_and_key(kwargs, error, message):
+    store = MemoryStore()
+    args = {"shape": (4,), "dtype": "uint8", "chunks": (2,), **kwargs}
+    with pytest.raises(error) as ei:
+        N5.create_array(store, "g/ds", **args)
+    assert type(ei.value) is error
+    assert str(ei.value) == f"{message} [key='g/ds/attributes.json']"
+    assert store.get("g/ds/attributes.json") is None
+
+
+def test_create_chunks_of_another_rank_names_the_key():
+    with pytest.raises(GridError) as ei:
+        N5.create_array(MemoryStore(), "g/ds", shape=(4,), dtype="uint8", chunks=(2, 2))
+    assert ei.value.key == "g/ds/attributes.json"
+
+
+def test_a_compression_altarr_cannot_read_back_is_refused_before_the_dataset_is_written():
+    from altarr.codecs.n5 import N5Compression
+
+    class Unregistered(N5Compression):  # a user's compression never registered with altarr
+        name = "not-registered"
+
+        def encode(self, data):
+            return data
+
+        def decode(self, data):
+            return data
+
+    store = MemoryStore()
+    with pytest.raises(UnknownCodecError) as ei:
+        N5.create_array(store, "g/ds", shape=(4,), dtype="uint8", chunks=(2,), compressor=Unregistered())
+    assert ei.value.key == "g/ds/attributes.json" and ei.value.codec == "not-registered"
+    assert store.get("g/ds/attributes.json") is None
+
+
+def test_creating_at_the_root_checks_the_container_version_and_reserves_n5():
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"7.1.0"}')
+    with pytest.raises(UnsupportedError) as ei:
+        N5.create_array(store, "", shape=(4,), dtype="uint8", chunks=(2,))
+    assert ei.value.key == "attributes.json"
+    with pytest.raises(UnsupportedError) as ei:
+        N5.create_array(store, "ds", shape=(4,), dtype="uint8", chunks=(2,))
+    assert ei.value.key == "attributes.json"
+    assert store.get("attributes.json") == b'{"n5":"7.1.0"}'
+    with pytest.raises(MetadataError) as ei:
+        N5.create_array(MemoryStore(), "", shape=(4,), dtype="uint8", chunks=(2,), attributes={"n5": "9"})
+    assert str(ei.value) == "attribute name(s) ['n5'] are reserved by the N5 format [key='attributes.json']"
+    # below the root "n5" is an ordinary attribute
+    spec = N5.create_array(
+        store := MemoryStore(), "ds", shape=(4,), dtype="uint8", chunks=(2,), attributes={"n5": "x"}
+    )
+    assert spec.attributes == {"n5": "x"} and _doc(store, "ds/attributes.json")["n5"] == "x"
+
+
+def test_an_unreadable_attributes_json_at_the_node_is_refused_not_overwritten():
+    for create in (
+        lambda store: N5.create_array(store, "g", shape=(4,), dtype="uint8", chunks=(2,)),
+        lambda store: N5.create_group(store, "g"),
+    ):
+        store = MemoryStore()
+        store.set("g/attributes.json", b"{")
+        with pytest.raises(MetadataError, match="malformed JSON") as ei:
+            create(store)
+        assert ei.value.key == "g/attributes.json"
+        assert store.get("g/attributes.json") == b"{"
+
+
+# --- the root document ---------------------------------------------------------------------------------------
+def test_the_root_version_is_added_as_compact_json():
+    store = MemoryStore()
+    store.set("attributes.json", b'{\n  "owner": "me"\n}')
+    N5.create_array(store, "ds", shape=(4,), dtype="uint8", chunks=(2,))
+    assert store.get("attributes.json") == b'{"n5":"4.0.0","owner":"me"}'
+    store = MemoryStore()
+    N5.create_group(store, "g")
+    assert store.get("attributes.json") == b'{"n5":"4.0.0"}'
+
+
+def test_the_root_metadata_is_fetched_once():
+    class CountingStore(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[list[str]] = []
+
+        def get_ranges(self, requests):
+            self.batches.append([r[0] for r in requests])
+            return super().get_ranges(requests)
+
+    store = CountingStore()
+    store.set("attributes.json", b'{"n5":"4.0.0"}')
+    assert N5.node_kind(store, "") == "group"
+    assert store.batches == [["attributes.json"]]
+    store.batches.clear()
+    assert N5.node_kind(store, "g") is None
+    assert store.batches == [["g/attributes.json", "attributes.json"]]
+
+
+# --- groups --------------------------------------------------------------------------------------------------
+def test_create_group_writes_compact_json_and_names_the_key():
+    store = MemoryStore()
+    N5.create_group(store, "", {"title": "t"})
+    assert store.get("attributes.json") == b'{"n5":"4.0.0","title":"t"}'
+    N5.create_group(store, "a/b", {"k": 1, "n5": "below the root: a user attribute"})
+    assert store.get("a/b/attributes.json") == b'{"k":1,"n5":"below the root: a user attribute"}'
+    for prefix, attrs, message in [
+        ("", {"n5": "9"}, "attribute name(s) ['n5'] are reserved by the N5 format"),
+        ("a", {"codecs": 1}, "attribute name(s) ['codecs'] are reserved by the N5 format"),
+        (
+            "",
+            {"x": object},
+            "metadata is not JSON-serializable: Object of type type is not JSON serializable",
+        ),
+        (
+            "a",
+            {"x": object},
+            "metadata is not JSON-serializable: Object of type type is not JSON serializable",
+        ),
+    ]:
+        with pytest.raises(MetadataError) as ei:
+            N5.create_group(store, prefix, attrs)
+        key = f"{prefix}/attributes.json" if prefix else "attributes.json"
+        assert str(ei.value) == f"{message} [key={key!r}]"
+
+
+def test_creating_the_root_group_checks_the_existing_root():
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"7.1.0"}')
+    with pytest.raises(UnsupportedError) as ei:
+        N5.create_group(store, "")
+    assert str(ei.value) == (
+        "N5 container version 7.1.0 is newer than the supported 4.0.0 (major version > 4) [key='attributes.json']"
+    )
+    store.set("attributes.json", b"{")
+    with pytest.raises(MetadataError, match="malformed JSON") as ei:
+        N5.create_group(store, "")
+    assert ei.value.key == "attributes.json"
+    store.set("attributes.json", b'{"n5":"2.5.1","old":1}')
+    N5.create_group(store, "", {"new": 2})  # an older container is rewritten with the current version
+    assert store.get("attributes.json") == b'{"n5":"4.0.0","new":2}'
+
+
+# --- attributes ----------------------------------------------------------------------------------------------
+def test_read_attributes_of_a_missing_root_exact_message():
+    with pytest.raises(MetadataError) as ei:
+        N5.read_attributes(MemoryStore(), "")
+    assert type(ei.value) is MetadataError
+    assert str(ei.value) == "no N5 container here (attributes.json is missing) [key='attributes.json']"
+
+
+def test_a_group_keeps_dataset_key_names_as_user_attributes():
+    # a group (no dimensions/blockSize/dataType) written by another tool may use "compression" freely
+    store = MemoryStore()
+    store.set("g/attributes.json", b'{"compression":"by hand","title":"t"}')
+    assert N5.read_attributes(store, "g") == {"compression": "by hand", "title": "t"}
+    N5.write_attributes(store, "g", {"title": "u"})
+    assert store.get("g/attributes.json") == b'{"title":"u"}'
+
+
+def test_write_attributes_writes_compact_json_and_names_the_key():
+    store = MemoryStore()
+    N5.create_array(store, "ds", shape=(4,), dtype="uint8", chunks=(2,), compressor="raw")
+    N5.write_attributes(store, "ds", {"y": [1, 2], "n5": "below the root: a user attribute"})
+    assert store.get("ds/attributes.json") == (
+        b'{"dataType":"uint8","compression":{"type":"raw"},"blockSize":[2],"dimensions":[4],'
+        b'"y":[1,2],"n5":"below the root: a user attribute"}'
+    )
+    for prefix, attrs, message in [
+        ("", {"n5": "9"}, "attribute name(s) ['n5'] are reserved by the N5 format"),
+        ("ds", {"blockSize": 3}, "attribute name(s) ['blockSize'] are reserved by the N5 format"),
+        (
+            "ds",
+            {"x": object},
+            "metadata is not JSON-serializable: Object of type type is not JSON serializable",
+        ),
+    ]:
+        with pytest.raises(MetadataError) as ei:
+            N5.write_attributes(store, prefix, attrs)
+        key = f"{prefix}/attributes.json" if prefix else "attributes.json"
+        assert str(ei.value) == f"{message} [key={key!r}]"
+    assert store.get("attributes.json") == b'{"n5":"4.0.0"}'
+
+
+# --- detection -----------------------------------------------------------------------------------------------
+def test_detection_without_parsing_does_not_validate_the_dataset():
+    from altarr.formats import open_node
+
+    store = MemoryStore()
+    store.set("ds/attributes.json", json.dumps({**_BASE, "compression": {"type": "snappy"}}).encode())
+    assert detect_format(store, "ds") == (N5, "array")
+    node = open_node(store, "ds", parse=False)
+    assert node.kind == "array" and node.spec is None
+    with pytest.raises(UnknownCodecError) as ei:
+        open_node(store, "ds")
+    assert ei.value.key == "ds/attributes.json"
+
+
+def test_detection_parses_a_dataset_below_the_root_as_such():
+    from altarr.formats import open_node
+
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"4.0.0"}')
+    store.set("ds/attributes.json", json.dumps({**_BASE, "n5": "note"}).encode())
+    assert open_node(store, "ds").spec.attributes == {"n5": "note"}
+
+
+def test_a_bare_directory_below_an_n5_root_is_an_n5_group_after_the_version_check():
+    store = MemoryStore()
+    store.set("attributes.json", b'{"n5":"4.0.0"}')
+    store.set("a/0/0", b"x")
+    fmt, kind = detect_format(store, "a")
+    assert fmt is N5 and kind == "group"
+    store.set("attributes.json", b'{"n5":"7.1.0"}')
+    with pytest.raises(UnsupportedError) as ei:
+        detect_format(store, "a")
+    assert ei.value.key == "attributes.json"
