@@ -714,3 +714,38 @@ def test_arg_reductions_cache_nothing_and_compare_complex_values_whole():
         np.testing.assert_array_equal(np.argmin(x, axis=1), np.argmin(data, axis=1))
         np.testing.assert_array_equal(np.argmax(x, axis=0), np.argmax(data, axis=0))
     assert aa.stats(x)["chunks_cached"] == 0
+
+
+def test_nan_reductions_of_integers_keep_numpys_dtype_and_out():
+    """An integer array has no NaN: ``nansum`` is the plain sum, with the ``dtype`` (int8 wraps as
+    NumPy's does) and the ``out`` given; an empty float one is NumPy's own answer, in the dtype asked."""
+    i1 = np.array([[100, 100], [100, 27]], dtype="i1")
+    x, _ = lazy(i1, (1, 2))
+    for kw in ({"dtype": "i1"}, {"axis": 0, "dtype": "i1"}):
+        got, want = np.nansum(x, **kw), np.nansum(i1, **kw)
+        assert np.asarray(got).dtype == np.asarray(want).dtype == np.int8
+        np.testing.assert_array_equal(got, want)
+    out = np.zeros(2, dtype="i2")
+    assert np.nansum(x, axis=0, out=out) is out
+    np.testing.assert_array_equal(out, [200, 127])
+    empty = np.zeros((0, 3), "f4")
+    xe, _ = lazy(empty, (1, 3))
+    for axis in (None, 0):
+        assert (
+            np.nansum(xe, axis=axis, dtype="f8").dtype
+            == np.nansum(empty, axis=axis, dtype="f8").dtype
+            == np.float64
+        )
+
+
+def test_mean_and_var_compute_in_the_dtype_asked():
+    """``dtype=`` is the type NumPy computes in: a float16 mean of 100 values of 1000.0 overflows to inf
+    (the sum 1e5 exceeds float16's range), in NumPy and here."""
+    data = np.full(100, 1000.0)
+    x, _ = lazy(data, (10,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.mean(data, dtype="f2")
+        assert want == np.inf and want.dtype == np.float16
+        got = np.mean(x, dtype="f2")
+    assert got == want and got.dtype == want.dtype
