@@ -736,6 +736,9 @@ def test_nan_reductions_of_integers_keep_numpys_dtype_and_out():
             == np.nansum(empty, axis=axis, dtype="f8").dtype
             == np.float64
         )
+    out3 = np.ones(3, dtype="f8")
+    assert np.nansum(xe, axis=0, out=out3) is out3
+    np.testing.assert_array_equal(out3, [0.0, 0.0, 0.0])
 
 
 def test_mean_and_var_compute_in_the_dtype_asked():
