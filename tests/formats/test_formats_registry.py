@@ -318,3 +318,20 @@ def test_a_store_answering_too_few_documents_fails_detection_instead_of_finding_
     assert str(info.value) == (
         "invalid metadata: ValueError: zip() argument 2 is shorter than argument 1 [key='g']"
     )
+
+
+def test_a_plugin_spec_whose_chunks_have_another_rank_is_refused_naming_its_document(toy):
+    store = MemoryStore()
+    doc = {
+        "toy": 1,
+        "node": "array",
+        "shape": [4, 4],
+        "chunks": [2],
+        "dtype": "<u1",
+        "fill_value": 0,
+        "level": 1,
+    }
+    store.set("a/toy.json", json.dumps(doc).encode())
+    with pytest.raises(MetadataError) as info:  # was a bare ValueError from a strict zip
+        aa.open_dataset(store, path="a")
+    assert str(info.value) == "block shape [2] has 1 dimensions, the array has 2 [key='a/toy.json']"
