@@ -232,9 +232,10 @@ def only_toy():
     try:
         yield {fmt.name: fmt for fmt in builtins}
     finally:
-        unregister_format("toy")
+        for fmt in registered_formats():
+            unregister_format(fmt.name)
         for fmt in builtins:
-            register_format(fmt, replace=True)
+            register_format(fmt)
 
 
 def test_nothing_found_names_every_format_and_document_looked_for(only_toy):
