@@ -220,3 +220,119 @@ def test_unregistered_format_is_unknown_again():
     assert "toy" not in {f.name for f in registered_formats()}
     with pytest.raises(MetadataError, match="unknown format 'toy'"):
         get_format("toy")
+
+
+@pytest.fixture
+def only_toy():
+    """The registry holding the toy format alone; yields the built-ins (registered again afterwards)."""
+    builtins = registered_formats()
+    for fmt in builtins:
+        unregister_format(fmt.name)
+    register_format(ToyFormat())
+    try:
+        yield {fmt.name: fmt for fmt in builtins}
+    finally:
+        for fmt in registered_formats():
+            unregister_format(fmt.name)
+        for fmt in builtins:
+            register_format(fmt)
+
+
+def test_nothing_found_names_every_format_and_document_looked_for(only_toy):
+    store = MemoryStore()
+    with pytest.raises(MetadataError) as info:
+        open_node(store, "")
+    assert str(info.value) == "no Toy metadata found (looked for toy.json) [key='/']"
+    register_format(only_toy["zarr2"])
+    with pytest.raises(MetadataError) as info:
+        open_node(store, "x")
+    assert str(info.value) == (
+        "no Zarr v2 or Toy metadata found (looked for .zarray, .zgroup, toy.json) [key='x']"
+    )
+
+
+def test_nothing_found_among_the_builtin_formats_names_their_documents():
+    with pytest.raises(MetadataError) as info:
+        detect_format(MemoryStore(), "a/b")
+    assert str(info.value) == (
+        "no Zarr v3, Zarr v2 or N5 metadata found (looked for zarr.json, .zarray, .zgroup, attributes.json) "
+        "[key='a/b']"
+    )
+
+
+def test_a_format_failing_with_a_python_error_is_reported_as_invalid_metadata_of_the_node(toy):
+    store = MemoryStore()
+    bad = {"toy": 1, "node": "array", "shape": 5, "chunks": [2], "dtype": "<u1", "fill_value": 0, "level": 1}
+    for prefix, named in [("g/x", "g/x"), ("", "/")]:
+        store.set(join_key(prefix, HEADER), json.dumps(bad).encode())
+        with pytest.raises(MetadataError) as info:
+            open_node(store, prefix)
+        assert str(info.value) == f"invalid metadata: TypeError: 'int' object is not iterable [key='{named}']"
+        assert isinstance(info.value.__cause__, TypeError)
+
+
+def test_open_node_hands_back_every_fetched_document_and_the_extra_ones():
+    store = MemoryStore()
+    get_format("zarr3").create_group(store, "g")
+    store.set("g/extra.json", b"{}")
+    node = open_node(store, "g", extra=("extra.json", "missing.json"))
+    assert node.raw == {
+        "zarr.json": store.get("g/zarr.json"),
+        ".zarray": None,
+        ".zgroup": None,
+        ".zattrs": None,
+        "attributes.json": None,
+        "/attributes.json": None,
+        "extra.json": b"{}",
+        "missing.json": None,
+    }
+    get_format("zarr3").create_group(store, "")
+    root = dict.fromkeys(
+        ["zarr.json", ".zarray", ".zgroup", ".zattrs", "attributes.json", "/attributes.json"]
+    )
+    assert open_node(store, "").raw == root | {"zarr.json": store.get("zarr.json")}  # root documents unasked
+
+
+def test_a_bad_root_document_is_named_by_its_own_key():
+    store = MemoryStore()
+    n5 = get_format("n5")
+    n5.create_group(store, "")
+    n5.create_array(store, "a", shape=(2,), dtype="u1", chunks=(1,))
+    store.set("attributes.json", b"nope")
+    with pytest.raises(MetadataError) as info:
+        detect_format(store, "a")
+    assert info.value.key == "attributes.json"  # the root's, not the node's 'a/attributes.json'
+
+
+class ShortStore(MemoryStore):
+    """A store that answers one value fewer than it was asked for (a broken store plug-in)."""
+
+    def get_ranges(self, requests):
+        return super().get_ranges(requests)[:-1]
+
+
+def test_a_store_answering_too_few_documents_fails_detection_instead_of_finding_them_absent():
+    store = ShortStore()
+    get_format("zarr3").create_group(store, "g")
+    with pytest.raises(MetadataError) as info:
+        open_node(store, "g")  # not a group found with the root's attributes.json taken as absent
+    assert str(info.value) == (
+        "invalid metadata: ValueError: zip() argument 2 is shorter than argument 1 [key='g']"
+    )
+
+
+def test_a_plugin_spec_whose_chunks_have_another_rank_is_refused_naming_its_document(toy):
+    store = MemoryStore()
+    doc = {
+        "toy": 1,
+        "node": "array",
+        "shape": [4, 4],
+        "chunks": [2],
+        "dtype": "<u1",
+        "fill_value": 0,
+        "level": 1,
+    }
+    store.set("a/toy.json", json.dumps(doc).encode())
+    with pytest.raises(MetadataError) as info:  # was a bare ValueError from a strict zip
+        aa.open_dataset(store, path="a")
+    assert str(info.value) == "block shape [2] has 1 dimensions, the array has 2 [key='a/toy.json']"

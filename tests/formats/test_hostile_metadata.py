@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import altarr as aa
-from altarr.errors import AltarrError, MetadataError
+from altarr.errors import AltarrError, GridError, MetadataError
+from altarr.formats import get_format
+from altarr.formats._common import check_spec_limits, parse_json
+from altarr.stores import MemoryStore
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 INDEX = [BYTES, {"name": "crc32c"}]
@@ -160,3 +163,120 @@ def test_limits_leave_ordinary_arrays_alone(tmp_path):
     ds[2**40 - 1, 2**20 - 1] = 5
     assert ds[2**40 - 2 :, 2**20 - 1].tolist() == [0, 5]
     assert aa.verify(str(tmp_path / "big")).checked["chunks"] == 1
+
+
+def _nested_doc(depth: int) -> bytes:
+    """A JSON object ``depth`` levels deep (the object itself is the first level)."""
+    return ('{"a": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}").encode()
+
+
+def test_metadata_json_may_nest_128_levels_and_no_more():
+    assert parse_json(_nested_doc(128), "zarr.json")["a"] is not None
+    too_deep = "malformed JSON in metadata document: nested deeper than 128 levels [key='zarr.json']"
+    with pytest.raises(MetadataError) as info:
+        parse_json(_nested_doc(129), "zarr.json")
+    assert str(info.value) == too_deep
+    with pytest.raises(MetadataError) as info:  # deep enough to overflow the JSON parser itself
+        parse_json(DEEP.encode(), "zarr.json")
+    assert str(info.value) == too_deep
+    with pytest.raises(MetadataError) as info:
+        parse_json(b"[1]", "g/zarr.json")
+    assert str(info.value) == "metadata document must be a JSON object, got list [key='g/zarr.json']"
+
+
+def _refusal(shape, levels, dtype="u1") -> str | None:
+    try:
+        check_spec_limits(shape, levels, np.dtype(dtype), key="zarr.json")
+    except MetadataError as e:
+        return str(e)
+    return None
+
+
+def test_spec_limits_hold_exactly_at_their_bounds():
+    """Rank 64, 2**62 elements, 16 GiB chunks and 2**24 chunks per shard pass; one more is refused."""
+    assert _refusal((1,) * 64, [(1,) * 64]) is None
+    assert _refusal((1,) * 65, [(1,) * 65]) == (
+        "field 'shape': 65 dimensions, more than the 64 NumPy supports [key='zarr.json']"
+    )
+    assert _refusal((2**62,), [(2**30,)]) is None
+    assert _refusal((2**62 + 1,), [(2**30,)]) == (
+        "field 'shape': 4611686018427387905 elements, more than the 2**62 altarr supports [key='zarr.json']"
+    )
+    assert _refusal((2**34,), [(2**34,)]) is None
+    assert _refusal((2**31,), [(2**31,)], "f8") is None
+    assert _refusal((2**32,), [(2**32,)], "f8") == (
+        "chunk shape [4294967296] of float64 is 34359738368 bytes, more than the 17179869184 bytes (16 GiB) "
+        "a chunk may have [key='zarr.json']"
+    )
+    assert _refusal((2**24,), [(1,), (2**24,)]) is None
+    assert _refusal((2**24 + 1,), [(1,), (2**24 + 1,)]) == (
+        "shard shape [16777217] holds 16777217 blocks of [1], more than the 16777216 a shard index may "
+        "have [key='zarr.json']"
+    )
+
+
+def test_metadata_that_json_cannot_hold_is_refused_naming_the_document():
+    for fmt, key in [("zarr3", "a/zarr.json"), ("n5", "a/attributes.json")]:
+        with pytest.raises(MetadataError) as info:
+            get_format(fmt).create_array(
+                MemoryStore(), "a", shape=(2,), dtype="u1", chunks=(1,), attributes={"s": {1}}
+            )
+        assert str(info.value) == (
+            f"metadata is not JSON-serializable: Object of type set is not JSON serializable [key='{key}']"
+        )
+
+
+@pytest.mark.parametrize(
+    ("chunks", "shards", "message"),
+    [
+        ((0,), None, "chunks must be 1 positive integers (one per dimension), got (0,)"),
+        (("x",), None, "chunks must be a sequence of integers, got ('x',)"),
+        ((2.5,), None, "chunks must be 1 positive integers (one per dimension), got (2.5,)"),
+        ((1,), [], "'shards' must be a shape or a non-empty list of shapes"),
+        ((1,), (0,), "shards must be 1 positive integers (one per dimension), got [0]"),
+        ((1,), [(2,), (0,)], "shards[1] must be 1 positive integers (one per dimension), got (0,)"),
+        ((1,), [(2,), ("x",)], "shards[1] must be a sequence of integers, got ('x',)"),
+    ],
+)
+def test_bad_chunk_and_shard_shapes_are_refused_by_name(chunks, shards, message):
+    with pytest.raises(GridError) as info:
+        get_format("zarr3").create_array(
+            MemoryStore(), "a", shape=(4,), dtype="u1", chunks=chunks, shards=shards
+        )
+    assert str(info.value) == f"{message} [key='a/zarr.json']"
+
+
+def test_chunk_shapes_may_be_whole_floats_and_integers_beyond_float_precision():
+    z3 = get_format("zarr3")
+    assert z3.create_array(MemoryStore(), "a", shape=(4,), dtype="u1", chunks=(2.0,)).outer_chunks == (2,)
+    big = 2**53 + 1  # not a float exactly: only its integer test accepts it
+    assert z3.create_array(MemoryStore(), "a", shape=(4,), dtype="u1", chunks=(big,)).outer_chunks == (big,)
+    huge = 10**400  # beyond float64 altogether
+    assert z3.create_array(MemoryStore(), "a", shape=(4,), dtype="u1", chunks=(huge,)).outer_chunks == (huge,)
+
+
+def test_each_array_document_owns_its_shard_index_codecs():
+    """Editing one written document's index codecs changes neither its other level nor the next array's."""
+    z3 = get_format("zarr3")
+    spec = z3.create_array(MemoryStore(), "a", shape=(8,), dtype="u1", chunks=(2,), shards=[(4,), (8,)])
+    outer = spec.metadata["zarr.json"]["codecs"][0]["configuration"]
+    inner = outer["codecs"][0]["configuration"]
+    outer["index_codecs"][0]["configuration"]["endian"] = "big"
+    little = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+    assert inner["index_codecs"] == little
+    again = z3.create_array(MemoryStore(), "b", shape=(8,), dtype="u1", chunks=(2,), shards=(8,))
+    assert again.metadata["zarr.json"]["codecs"][0]["configuration"]["index_codecs"] == little
+
+
+class ShortStore(MemoryStore):
+    """A store that answers one value fewer than it was asked for (a broken store plug-in)."""
+
+    def get_ranges(self, requests):
+        return super().get_ranges(requests)[:-1]
+
+
+def test_a_store_answering_too_few_documents_is_not_read_as_absent_documents():
+    store = ShortStore()
+    get_format("zarr2").create_array(store, "a", shape=(2,), dtype="u1", chunks=(1,), attributes={"x": 1})
+    with pytest.raises(ValueError, match="^zip\\(\\) argument 2 is shorter than argument 1$"):
+        get_format("zarr2").read_attributes(store, "a")  # not {'x': 1} with .zgroup taken as absent

@@ -97,10 +97,10 @@ def parse_json(data: bytes | bytearray | memoryview, key: str) -> dict[str, Any]
 def check_spec_limits(
     shape: Sequence[int], levels: Sequence[Sequence[int]], dtype: np.dtype, *, key: str | None
 ) -> None:
-    """Refuse an array that no allocation could serve: more than :data:`MAX_RANK` dimensions, more than
-    :data:`MAX_ELEMENTS` elements (or grid positions), a chunk of more than :data:`MAX_CHUNK_BYTES`
-    decoded bytes, a shard of more than :data:`MAX_CHUNKS_PER_SHARD` chunks. ``levels``: the block shapes,
-    the chunk first.
+    """Refuse an array that no allocation could serve: more than :data:`MAX_RANK` dimensions, a block shape
+    of another rank, more than :data:`MAX_ELEMENTS` elements (so also grid positions, never more than the
+    elements), a chunk of more than :data:`MAX_CHUNK_BYTES` decoded bytes, a shard of more than
+    :data:`MAX_CHUNKS_PER_SHARD` chunks. ``levels``: the block shapes, the chunk first.
 
     >>> check_spec_limits((10**30,), [(10,)], np.dtype("u1"), key="zarr.json")
     Traceback (most recent call last):
@@ -111,6 +111,11 @@ def check_spec_limits(
         raise MetadataError(
             f"field 'shape': {len(shape)} dimensions, more than the {MAX_RANK} NumPy supports", key=key
         )
+    for block in levels:
+        if len(block) != len(shape):
+            raise MetadataError(
+                f"block shape {list(block)} has {len(block)} dimensions, the array has {len(shape)}", key=key
+            )
     n = math.prod(int(s) for s in shape)
     if n > MAX_ELEMENTS:
         raise MetadataError(f"field 'shape': {n} elements, more than the 2**62 altarr supports", key=key)
@@ -130,10 +135,6 @@ def check_spec_limits(
                 f"{MAX_CHUNKS_PER_SHARD} a shard index may have",
                 key=key,
             )
-    for block in levels:
-        positions = math.prod(-(-int(s) // max(int(b), 1)) for s, b in zip(shape, block, strict=True))
-        if positions > MAX_ELEMENTS:
-            raise MetadataError(f"a grid of {positions} blocks of {list(block)} is too large", key=key)
 
 
 def fetch_documents(store: Store, prefix: str, names: Sequence[str]) -> dict[str, bytes | None]:
