@@ -736,6 +736,11 @@ def test_nan_reductions_of_integers_keep_numpys_dtype_and_out():
             == np.nansum(empty, axis=axis, dtype="f8").dtype
             == np.float64
         )
+    floats = np.array([[1.0, np.nan], [2.0, 3.0]])
+    xf, _ = lazy(floats, (1, 2))
+    outf = np.zeros(2)
+    assert np.nansum(xf, axis=0, out=outf) is outf
+    np.testing.assert_array_equal(outf, [3.0, 3.0])
     out3 = np.ones(3, dtype="f8")
     assert np.nansum(xe, axis=0, out=out3) is out3
     np.testing.assert_array_equal(out3, [0.0, 0.0, 0.0])
