@@ -757,3 +757,20 @@ def test_mean_and_var_compute_in_the_dtype_asked():
         assert want == np.inf and want.dtype == np.float16
         got = np.mean(x, dtype="f2")
     assert got == want and got.dtype == want.dtype
+
+
+def test_nanmin_and_nanmax_of_an_all_nan_slice_warn_numpys_message_and_fill_out():
+    data = np.array([[np.nan, 1.0], [np.nan, 2.0]])
+    x, _ = lazy(data, (1, 1))
+    for func in (np.nanmin, np.nanmax):
+        with warnings.catch_warnings(record=True) as numpys:
+            warnings.simplefilter("always")
+            want = func(data, axis=0)
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            out = np.zeros(2)
+            got = func(x, axis=0, out=out)
+        assert got is out
+        np.testing.assert_array_equal(out, want)
+        assert [(w.category, str(w.message)) for w in ours] == [(w.category, str(w.message)) for w in numpys]
+        assert str(numpys[0].message) == "All-NaN slice encountered"
