@@ -114,7 +114,7 @@ def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
         raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
     if scalar.shape != ():
         raise MetadataError(f"fill value must be a scalar, got {value!r}")
-    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
+    if dtype.kind in "iumM" and isinstance(value, float | np.floating) and not float(value).is_integer():
         raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
     if dtype.kind == "b":
         return bool(scalar)
