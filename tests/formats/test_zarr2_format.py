@@ -755,3 +755,35 @@ def test_consolidating_a_malformed_document_names_it():
         consolidate_metadata(store, "g")
     assert ei.value.key == "g/a/.zarray" and str(ei.value).startswith("malformed JSON in metadata document: ")
     assert store.get("g/.zmetadata") is None
+
+
+class _Unregistered(numcodecs.abc.Codec):
+    """A numcodecs codec whose id is in no registry: nothing could read its arrays back."""
+
+    codec_id = "altarr-test-unregistered"
+
+    def encode(self, buf):
+        return buf
+
+    def decode(self, buf, out=None):
+        return buf
+
+
+@pytest.mark.parametrize("option, role", [("compressor", "compressor"), ("filters", "filter")])
+def test_a_codec_object_outside_the_numcodecs_registry_is_refused_naming_the_zarray(option, role):
+    store = MemoryStore()
+    codec = _Unregistered()
+    with pytest.raises(UnknownCodecError) as ei:
+        Z2.create_array(
+            store,
+            "arr",
+            shape=(4,),
+            dtype="u1",
+            chunks=(2,),
+            **{option: codec if option == "compressor" else [codec]},
+        )
+    assert str(ei.value) == (
+        f"unknown Zarr v2 {role} codec id 'altarr-test-unregistered' (not in the numcodecs registry) "
+        "[key='arr/.zarray', codec='altarr-test-unregistered']"
+    )
+    assert store.get(KEY) is None

@@ -374,8 +374,6 @@ class Zarr2Format(Format):
             dt = check_zarr2_dtype(dtype, key=key)
         except AltarrError as e:
             raise e.with_context(key=key) from e
-        if dt.itemsize > 1 and dt.byteorder == "=":
-            dt = dt.newbyteorder("<" if np.little_endian else ">")
         shape = check_shape(list(shape), key=key, field="shape")
         chunks = check_chunk_shape(list(chunks), len(shape), key=key, field="chunks")
         if order not in ("C", "F"):
