@@ -482,3 +482,303 @@ def test_spec_keeps_the_documents_and_has_no_names_without_array_dimensions():
     assert spec.metadata == {".zarray": doc} and spec.dimension_names is None and spec.attributes == {}
     for names in (["y"], ["y", 1], "yx"):  # not one string per dimension: not names
         assert parse_zarray(doc, {"_ARRAY_DIMENSIONS": names}).dimension_names is None
+
+
+# --- the writers: fill values, compressors, documents, errors (what zarr-python writes) -------------------------
+@pytest.mark.parametrize(
+    "dtype, fill, expected",
+    [
+        ("f4", 0.1, 0.10000000149011612),  # the float32 value, as zarr-python writes it
+        ("f8", math.inf, "Infinity"),
+        ("f8", -math.inf, "-Infinity"),
+        ("f8", math.nan, "NaN"),
+        ("c8", complex(math.inf, -math.inf), ["Infinity", "-Infinity"]),
+        ("i4", 2.0, 2),  # a float that is an integer is accepted for an integer type
+        ("u1", np.uint8(7), 7),
+        ("M8[ms]", np.datetime64(5, "s"), 5000),
+        ("m8[ms]", np.timedelta64(3, "s"), 3000),
+        ("M8[D]", "2020-01-01", 18262),
+    ],
+)
+def test_fill_value_is_written_in_the_zarray_as_zarr_python_writes_it(tmp_path, dtype, fill, expected):
+    store = LocalStore(tmp_path)
+    Z2.create_array(store, "ours", shape=(4,), dtype=dtype, chunks=(2,), compressor=None, fill_value=fill)
+    assert json.loads(store.get("ours/.zarray"))["fill_value"] == expected
+    g = zarr.open_group(str(tmp_path / "theirs"), mode="w", zarr_format=2)
+    g.create_array("a", shape=(4,), chunks=(2,), dtype=dtype, fill_value=fill, compressors=None)
+    assert json.loads(store.get("theirs/a/.zarray"))["fill_value"] == expected
+
+
+@pytest.mark.parametrize("dtype", ["M8[s]", "m8[s]"])
+def test_a_whole_float_fill_of_a_datetime_type_is_its_integer(dtype):
+    # NumPy refuses to build a datetime64 from a float directly (zarr-python refuses it too); altarr casts it
+    doc = Z2.array_metadata(NewArray(shape=(4,), dtype=dtype, chunks=(2,), compressor=None, fill_value=2.0))
+    assert doc["fill_value"] == 2 and type(doc["fill_value"]) is int
+
+
+@pytest.mark.parametrize(
+    "dtype, fill, error, message",
+    [
+        ("u1", 300, MetadataError, "fill value 300 cannot be represented as uint8: Python integer 300 out of bounds "
+         "for uint8"),
+        ("f4", "abc", MetadataError, "fill value 'abc' cannot be represented as float32: could not convert string "
+         "to float: 'abc'"),
+        ("f4", [1, 2], MetadataError, "fill value must be a scalar, got [1, 2]"),
+        ("i4", 1.5, MetadataError, "fill value 1.5 is not an integer (int32)"),
+        ("u2", np.float32(2.5), MetadataError, "fill value np.float32(2.5) is not an integer (uint16)"),
+        ("M8[s]", 1.5, MetadataError, "fill value 1.5 is not an integer (datetime64[s])"),
+        ("m8[s]", 1.5, MetadataError, "fill value 1.5 is not an integer (timedelta64[s])"),
+    ],
+)  # fmt: skip
+def test_unwritable_fill_value_exact_message_and_key(dtype, fill, error, message):
+    store = MemoryStore()
+    with pytest.raises(error) as ei:
+        Z2.create_array(store, "arr", shape=(4,), dtype=dtype, chunks=(2,), fill_value=fill)
+    assert type(ei.value) is error and str(ei.value) == f"{message} [key='arr/.zarray']"
+    assert store.get(KEY) is None
+
+
+def test_encode_fill_value_refuses_types_zarr2_does_not_hold():
+    from altarr.formats.zarr2 import encode_fill_value
+
+    assert encode_fill_value(None, np.dtype("U2")) is None
+    with pytest.raises(UnsupportedError) as ei:
+        encode_fill_value(1, np.dtype("U2"))
+    assert str(ei.value) == "fill values of <U2 are not supported"
+
+
+def test_compressor_none_by_name_and_unknown_names_exact_message():
+    from altarr.formats.zarr2 import compressor_config
+
+    assert compressor_config("none", np.dtype("f4")) is None
+    doc = Z2.array_metadata(NewArray(shape=(4,), dtype="f4", chunks=(2,), compressor="none"))
+    assert doc["compressor"] is None
+    with pytest.raises(UnknownCodecError) as ei:
+        Z2.create_array(MemoryStore(), "arr", shape=(4,), dtype="u1", chunks=(2,), compressor="NONE")
+    assert str(ei.value) == (
+        "unknown compressor 'NONE' for Zarr v2; use one of ['blosc', 'gzip', 'zlib', 'zstd'], None, or a numcodecs "
+        "config dict [key='arr/.zarray', codec='NONE']"
+    )
+    assert ei.value.codec == "NONE"
+
+
+def test_zstd_checksum_is_kept_when_asked_for_and_dropped_when_default():
+    for compressor in ({"id": "zstd", "level": 1, "checksum": True}, numcodecs.Zstd(level=1, checksum=True)):
+        doc = Z2.array_metadata(NewArray(shape=(4,), dtype="i2", chunks=(2,), compressor=compressor))
+        assert doc["compressor"] == {"id": "zstd", "level": 1, "checksum": True}
+    doc = Z2.array_metadata(
+        NewArray(shape=(4,), dtype="i2", chunks=(2,), compressor={"id": "zstd", "level": 1})
+    )
+    assert doc["compressor"] == {"id": "zstd", "level": 1}
+
+
+def test_default_zarray_document_and_its_bytes():
+    store = MemoryStore()
+    spec = Z2.create_array(store, "arr", shape=(5, 7), dtype="i2", chunks=(2, 3), compressor=None)
+    doc = {
+        "chunks": [2, 3],
+        "compressor": None,
+        "dtype": "<i2",
+        "fill_value": 0,
+        "filters": None,
+        "order": "C",
+        "shape": [5, 7],
+        "zarr_format": 2,
+    }  # no "dimension_separator": "." is the default
+    assert store.get(KEY) == json.dumps(doc, indent=4).encode()
+    assert store.get("arr/.zattrs") is None and spec.attributes == {} and spec.chunk_key((1, 2)) == "1.2"
+
+
+def test_create_array_returns_the_spec_with_attributes_and_writes_zattrs_bytes():
+    store = MemoryStore()
+    spec = Z2.create_array(
+        store,
+        "arr",
+        shape=(4, 2),
+        dtype="u1",
+        chunks=(2, 2),
+        attributes={"u": [1, 2]},
+        dimension_names=["y", "x"],
+    )
+    assert spec.attributes == {"u": [1, 2], "_ARRAY_DIMENSIONS": ["y", "x"]} and spec.dimension_names == (
+        "y",
+        "x",
+    )
+    assert (
+        store.get("arr/.zattrs")
+        == json.dumps({"u": [1, 2], "_ARRAY_DIMENSIONS": ["y", "x"]}, indent=4).encode()
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"shards": (4,)}, UnsupportedError, "Zarr v2 has no sharding (use format='zarr3' or 'n5')"),
+        ({"shape": (-1,)}, MetadataError, "field 'shape' must hold integers >= 0, got [-1]"),
+        ({"shape": ("4",)}, MetadataError, "field 'shape' must be a list of integers, got ['4']"),
+        ({"chunks": (0,)}, MetadataError, "field 'chunks' must hold integers >= 1, got [0]"),
+        ({"chunks": (2, 2)}, MetadataError, "field 'chunks' has 2 dimensions, the array has 1"),
+        ({"order": "K"}, MetadataError, "order must be 'C' or 'F', got 'K'"),
+        ({"dimension_separator": "-"}, MetadataError, "dimension_separator must be '.' or '/', got '-'"),
+        ({"dtype": "U2"}, UnsupportedError, "Zarr v2 dtype '<U2' (kind 'U': objects, strings, bytes or records) is "
+         "not supported; altarr handles booleans, integers, floats, complex numbers and datetimes"),
+        ({"filters": [{"id": "nope"}]}, UnknownCodecError, "unknown Zarr v2 filter codec id 'nope' (not in the "
+         "numcodecs registry)"),
+        ({"filters": ["delta"]}, MetadataError, "Zarr v2 filter must be null or an object with a string 'id', got "
+         "'delta'"),
+        ({"dimension_names": ["x", "y"]}, MetadataError, "dimension_names must be 1 strings for Zarr v2 (stored as "
+         "_ARRAY_DIMENSIONS), got ['x', 'y']"),
+        ({"dimension_names": [None]}, MetadataError, "dimension_names must be 1 strings for Zarr v2 (stored as "
+         "_ARRAY_DIMENSIONS), got [None]"),
+        ({"attributes": {"s": {1, 2}}}, MetadataError, "metadata is not JSON-serializable: Object of type set is "
+         "not JSON serializable"),
+    ],
+)  # fmt: skip
+def test_create_array_refusals_exact_message_and_key(kwargs, error, message):
+    store = MemoryStore()
+    args = {"shape": (4,), "dtype": "u1", "chunks": (2,), **kwargs}
+    with pytest.raises(error) as ei:
+        Z2.create_array(store, "g/arr", **args)
+    assert type(ei.value) is error
+    key = "g/arr/.zattrs" if "attributes" in kwargs else "g/arr/.zarray"
+    codec = ", codec='nope'" if error is UnknownCodecError else ""
+    assert str(ei.value) == f"{message} [key='{key}'{codec}]"
+    assert list(store.list("")) == []
+
+
+def test_a_filter_config_that_is_not_json_names_the_zarray():
+    filt = numcodecs.FixedScaleOffset(offset=np.float32(1), scale=2, dtype="<f4")  # config holds a float32
+    with pytest.raises(MetadataError) as ei:
+        Z2.create_array(MemoryStore(), "arr", shape=(4,), dtype="f4", chunks=(2,), filters=[filt])
+    assert str(ei.value) == (
+        "metadata is not JSON-serializable: Object of type float32 is not JSON serializable [key='arr/.zarray']"
+    )
+
+
+# --- groups, attributes, consolidated metadata ------------------------------------------------------------------
+def test_group_documents_bytes_and_keys():
+    store = MemoryStore()
+    Z2.create_group(store, "g/sub", {"title": "t"})
+    assert store.get("g/sub/.zgroup") == b'{\n    "zarr_format": 2\n}'
+    assert store.get("g/sub/.zattrs") == b'{\n    "title": "t"\n}'
+    assert store.get(".zattrs") is None
+    Z2.write_attributes(store, "g/sub", {"a": [1]})
+    assert store.get("g/sub/.zattrs") == b'{\n    "a": [\n        1\n    ]\n}'
+    for write in (
+        lambda: Z2.create_group(store, "h", {"s": {1}}),
+        lambda: Z2.write_attributes(store, "h", {"s": {1}}),
+    ):
+        with pytest.raises(MetadataError) as ei:
+            write()
+        assert str(ei.value) == (
+            "metadata is not JSON-serializable: Object of type set is not JSON serializable [key='h/.zattrs']"
+        )
+    assert store.get("h/.zgroup") is None
+
+
+def test_read_attributes_errors_name_the_document():
+    store = MemoryStore()
+    with pytest.raises(MetadataError) as ei:
+        Z2.read_attributes(store, "g")
+    assert str(ei.value) == "no Zarr v2 node here (.zarray/.zgroup missing) [key='g/.zarray']"
+    Z2.create_group(store, "g")
+    store.set("g/.zattrs", b"{")
+    with pytest.raises(MetadataError) as ei:
+        Z2.read_attributes(store, "g")
+    assert ei.value.key == "g/.zattrs" and str(ei.value).startswith("malformed JSON in metadata document: ")
+
+
+def test_detect_keeps_attributes_and_names_the_documents_below_the_root():
+    store = MemoryStore()
+    Z2.create_array(store, "g/a", shape=(4,), dtype="u1", chunks=(2,), attributes={"u": 1})
+    node = open_node(store, "g/a")
+    assert node.format is Z2 and node.spec.attributes == {"u": 1}
+    store.set("g/a/.zarray", json.dumps(zarray(order="K")).encode())
+    with pytest.raises(MetadataError) as ei:
+        open_node(store, "g/a")
+    assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='g/a/.zarray']"
+    store.set("g/b/.zgroup", b'{"zarr_format": 3}')
+    with pytest.raises(MetadataError) as ei:
+        open_node(store, "g/b")
+    assert str(ei.value) == "field 'zarr_format' must be 2 [key='g/b/.zgroup']"
+
+
+def test_consolidated_metadata_below_the_root():
+    store = MemoryStore()
+    Z2.create_group(store, "", {"root": True})
+    Z2.create_group(store, "ab")
+    Z2.create_array(store, "ab/a", shape=(4,), dtype="u1", chunks=(2,), attributes={"u": 1})
+    doc = consolidate_metadata(store, "ab")
+    expected = {
+        "zarr_consolidated_format": 1,
+        "metadata": {
+            ".zgroup": {"zarr_format": 2},
+            "a/.zarray": json.loads(store.get("ab/a/.zarray")),
+            "a/.zattrs": {"u": 1},
+        },
+    }
+    assert doc == expected
+    assert store.get("ab/.zmetadata") == json.dumps(expected, indent=4).encode()
+    assert store.get(".zmetadata") is None
+    assert read_consolidated_metadata(store, "ab") == expected["metadata"]
+    assert read_consolidated_metadata(store, "") is None
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b'{"zarr_consolidated_format": 2, "metadata": {}}',
+         "not a consolidated metadata document (zarr_consolidated_format 1)"),
+        (b'{"zarr_consolidated_format": 1, "metadata": []}',
+         "not a consolidated metadata document (zarr_consolidated_format 1)"),
+        (b"[1]", "metadata document must be a JSON object, got list"),
+    ],
+)  # fmt: skip
+def test_bad_consolidated_metadata_exact_message_and_key(data, message):
+    store = MemoryStore()
+    store.set("g/.zmetadata", data)
+    with pytest.raises(MetadataError) as ei:
+        read_consolidated_metadata(store, "g")
+    assert str(ei.value) == f"{message} [key='g/.zmetadata']"
+
+
+def test_consolidating_a_malformed_document_names_it():
+    store = MemoryStore()
+    Z2.create_group(store, "g")
+    store.set("g/a/.zarray", b"{")
+    with pytest.raises(MetadataError) as ei:
+        consolidate_metadata(store, "g")
+    assert ei.value.key == "g/a/.zarray" and str(ei.value).startswith("malformed JSON in metadata document: ")
+    assert store.get("g/.zmetadata") is None
+
+
+class _Unregistered(numcodecs.abc.Codec):
+    """A numcodecs codec whose id is in no registry: nothing could read its arrays back."""
+
+    codec_id = "altarr-test-unregistered"
+
+    def encode(self, buf):
+        return buf
+
+    def decode(self, buf, out=None):
+        return buf
+
+
+@pytest.mark.parametrize("option, role", [("compressor", "compressor"), ("filters", "filter")])
+def test_a_codec_object_outside_the_numcodecs_registry_is_refused_naming_the_zarray(option, role):
+    store = MemoryStore()
+    codec = _Unregistered()
+    with pytest.raises(UnknownCodecError) as ei:
+        Z2.create_array(
+            store,
+            "arr",
+            shape=(4,),
+            dtype="u1",
+            chunks=(2,),
+            **{option: codec if option == "compressor" else [codec]},
+        )
+    assert str(ei.value) == (
+        f"unknown Zarr v2 {role} codec id 'altarr-test-unregistered' (not in the numcodecs registry) "
+        "[key='arr/.zarray', codec='altarr-test-unregistered']"
+    )
+    assert store.get(KEY) is None

@@ -114,7 +114,7 @@ def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
         raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
     if scalar.shape != ():
         raise MetadataError(f"fill value must be a scalar, got {value!r}")
-    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
+    if dtype.kind in "iumM" and isinstance(value, float | np.floating) and not float(value).is_integer():
         raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
     if dtype.kind == "b":
         return bool(scalar)
@@ -374,8 +374,6 @@ class Zarr2Format(Format):
             dt = check_zarr2_dtype(dtype, key=key)
         except AltarrError as e:
             raise e.with_context(key=key) from e
-        if dt.itemsize > 1 and dt.byteorder == "=":
-            dt = dt.newbyteorder("<" if np.little_endian else ">")
         shape = check_shape(list(shape), key=key, field="shape")
         chunks = check_chunk_shape(list(chunks), len(shape), key=key, field="chunks")
         if order not in ("C", "F"):
