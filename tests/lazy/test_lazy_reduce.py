@@ -774,3 +774,97 @@ def test_nanmin_and_nanmax_of_an_all_nan_slice_warn_numpys_message_and_fill_out(
         np.testing.assert_array_equal(out, want)
         assert [(w.category, str(w.message)) for w in ours] == [(w.category, str(w.message)) for w in numpys]
         assert str(numpys[0].message) == "All-NaN slice encountered"
+
+
+# --- mean: survivors of the mutation run (2026-12-02)
+
+
+def _answer_and_warnings(call):
+    """The value of ``call()`` and the messages of the RuntimeWarnings it gave, in order."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        value = call()
+    return value, [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
+
+
+def _same_mean(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaN equals NaN here, every other value bit for bit
+
+
+@pytest.mark.parametrize("func", [np.mean, np.nanmean])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"axis": 0}, {"axis": 1}, {"dtype": "f4"}, {"axis": 0, "dtype": "f4", "keepdims": True}]
+)
+def test_mean_and_nanmean_of_an_empty_array_are_numpys_with_its_warnings(func, kwargs):
+    """An empty array is answered by NumPy's own function: mean warns "Mean of empty slice" and
+    "invalid value", nanmean only the first; ``dtype=`` makes a float32 NaN."""
+    data = np.empty((0, 3))
+    x, _ = lazy(data, (2, 2))
+    got, got_warnings = _answer_and_warnings(lambda: func(x, **kwargs))
+    want, want_warnings = _answer_and_warnings(lambda: func(data, **kwargs))
+    _same_mean(got, want)
+    assert got_warnings == want_warnings
+
+
+def test_mean_with_dtype_computes_and_answers_in_that_dtype():
+    """``dtype="f4"`` on float64 or integer data: a float32 result, summed in float32 (2**24 + 1 is
+    2**24 there, so the mean of [2**24, 1, 1, 1] is exactly 2**22, not 2**22 + 0.75)."""
+    rounding = np.array([2.0**24, 1.0, 1.0, 1.0])
+    x, _ = lazy(rounding, (4,))
+    _same_mean(np.mean(x, dtype="f4"), np.mean(rounding, dtype="f4"))
+    assert np.mean(x, dtype="f4") == np.float32(2.0**22)
+    for data in (positions((6, 5)) % 7, (positions((6, 5)) % 7).astype("int16")):
+        x, _ = lazy(data, (4, 2))
+        for kwargs in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"where": data > 2}):
+            _same_mean(np.mean(x, dtype="f4", **kwargs), np.mean(data, dtype="f4", **kwargs))
+            _same_mean(x.mean(dtype="f4", **kwargs), data.mean(dtype="f4", **kwargs))
+        out = np.zeros(5, dtype="f4")
+        assert np.mean(x, axis=0, dtype="f4", out=out) is out
+        _same_mean(out, np.mean(data, axis=0, dtype="f4"))
+
+
+def test_integer_mean_sums_in_float64_so_large_values_do_not_wrap():
+    """NumPy sums integers for ``mean`` in float64: four values of 2**62 in one chunk sum to 2**64,
+    which an int64 sum would wrap to 0; also under ``where=`` and in ``nanmean`` (no NaN in integers)."""
+    data = np.full((4, 3), 2**62, dtype=np.int64)
+    data[0, 0] = 3
+    x, _ = lazy(data, (4, 2))
+    mask = np.ones((4, 3), bool)
+    mask[1, 1] = False
+    for func in (np.mean, np.nanmean):
+        for kwargs in ({}, {"axis": 0}, {"where": mask}, {"axis": 0, "where": mask}):
+            want = func(data, **kwargs)
+            _same_mean(func(x, **kwargs), want)
+    assert np.mean(x, axis=0)[1] == 2.0**62
+
+
+def test_mean_warnings_of_slices_with_no_element_are_numpys():
+    """A slice left empty by ``where=`` or (nanmean) by NaNs gives NaN and NumPy's warnings: nanmean of
+    floats "Mean of empty slice" only; mean, and nanmean of integers, also NumPy's "invalid value
+    encountered in (scalar) divide" of 0/0."""
+    floats = positions((4, 3))
+    floats[:, 1] = np.nan
+    ints = positions((4, 3), "int32")
+    empty_column = np.ones((4, 3), bool)
+    empty_column[:, 2] = False
+    nothing = np.zeros((4, 3), bool)
+    calls = [
+        (np.nanmean, floats, {"axis": 0}),
+        (np.nanmean, np.full((4, 3), np.nan), {}),
+        (np.nanmean, floats, {"axis": 0, "where": empty_column}),
+        (np.mean, floats, {"axis": 0, "where": empty_column}),
+        (np.mean, floats, {"where": nothing}),
+        (np.mean, ints, {"axis": 0, "where": empty_column}),
+        (np.mean, ints, {"where": nothing}),
+        (np.nanmean, ints, {"axis": 0, "where": empty_column}),
+        (np.nanmean, ints, {"where": nothing}),
+    ]
+    for func, data, kwargs in calls:
+        x, _ = lazy(data, (3, 2))
+        got, got_warnings = _answer_and_warnings(lambda: func(x, **kwargs))  # noqa: B023
+        want, want_warnings = _answer_and_warnings(lambda: func(data, **kwargs))  # noqa: B023
+        _same_mean(got, want)
+        assert got_warnings == want_warnings, (func.__name__, kwargs)
+        assert "Mean of empty slice" in got_warnings

@@ -456,8 +456,11 @@ def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *,
     count = acc[1] if counted else _count_of(x, red)
     if counted and np.any(np.asarray(count) == 0):
         _warn_caller("Mean of empty slice")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        res = np.true_divide(acc[0], count)
+    # np.nanmean divides quietly; np.mean (and nanmean of a type without NaN) warns "invalid value" for
+    # the 0/0 of a slice that where= leaves empty, under the caller's errstate (0-d accumulators divide
+    # as NumPy scalars, as NumPy's whole-array mean does: "invalid value encountered in scalar divide")
+    with np.errstate(**({"invalid": "ignore", "divide": "ignore"} if nan_capable else {})):
+        res = np.asarray(acc[0])[()] / np.asarray(count)[()]
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
 
 
