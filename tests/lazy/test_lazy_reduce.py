@@ -109,8 +109,9 @@ def test_numpys_warnings_name_the_callers_line_through_methods_and_numpy_functio
         (lambda: np.nanmean(nans), "Mean of empty slice"),
         (lambda: ones.mean(where=np.zeros((4, 6), bool)), "Mean of empty slice"),
         (lambda: np.mean(ones, where=np.zeros((4, 6), bool)), "Mean of empty slice"),
-        (lambda: ones.var(ddof=30), "Degrees of freedom <= 0 for slice."),
-        (lambda: np.std(ones, ddof=30), "Degrees of freedom <= 0 for slice."),
+        (lambda: ones.var(ddof=30), "Degrees of freedom <= 0 for slice"),
+        (lambda: np.std(ones, ddof=30), "Degrees of freedom <= 0 for slice"),
+        (lambda: np.nanvar(ones, ddof=30), "Degrees of freedom <= 0 for slice."),
     ]
     for call, message in calls:
         with warnings.catch_warnings(record=True) as got:
@@ -868,3 +869,27 @@ def test_mean_warnings_of_slices_with_no_element_are_numpys():
         _same_mean(got, want)
         assert got_warnings == want_warnings, (func.__name__, kwargs)
         assert "Mean of empty slice" in got_warnings
+
+
+def test_var_and_std_warn_numpys_messages_when_the_degrees_of_freedom_run_out():
+    """NumPy's var/std: "Degrees of freedom <= 0 for slice" (no period; nanvar's has one) and then the
+    division's own warnings ("divide by zero", or "invalid value" for 0/0, "in scalar divide" for the
+    whole array), every message of NumPy's and no other."""
+    data = np.arange(6.0).reshape(2, 3)
+    none = np.zeros((2, 3), bool)
+    x, _ = lazy(data, (1, 2))
+    cases = ({"ddof": 6}, {"axis": 0, "ddof": 2}, {"axis": 0, "where": none}, {"where": none})
+    for kw in cases:
+        for func in (np.var, np.std, np.nanvar, np.nanstd):
+            with warnings.catch_warnings(record=True) as numpys:
+                warnings.simplefilter("always")
+                want = func(data, **kw)
+            with warnings.catch_warnings(record=True) as ours:
+                warnings.simplefilter("always")
+                got = func(x, **kw)
+            np.testing.assert_array_equal(got, want)
+            assert {str(w.message) for w in ours} == {str(w.message) for w in numpys}, (func, kw)
+    with np.errstate(divide="raise"), warnings.catch_warnings():  # the caller's errstate rules, as in NumPy
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(FloatingPointError):
+            np.var(x, ddof=6)

@@ -544,15 +544,20 @@ def var(
         return (n, m, q)
 
     n, _, m2 = stream(x, red, partial, combine, where=where)
-    if np.any(ddof >= n):
-        _warn_caller("Degrees of freedom <= 0 for slice.")
     if nan_capable:  # NumPy's nanvar: nan where the degrees of freedom are not positive
+        if np.any(ddof >= n):
+            _warn_caller("Degrees of freedom <= 0 for slice.")
         dof = n - ddof
         with np.errstate(invalid="ignore", divide="ignore"):
             res = np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
     else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            res = m2 / np.maximum(n - ddof, 0)
+        # NumPy's var words it without the period, and its division by 0 then warns under the caller's
+        # errstate ("divide by zero" or, for 0/0, "invalid value"; "in scalar divide" for the whole array)
+        if np.any(ddof >= n):
+            _warn_caller("Degrees of freedom <= 0 for slice")
+        if np.any(n == 0):  # where= left a slice empty: NumPy's mean step (kept dims) divides 0 by 0 first
+            np.true_divide(np.zeros(1), np.zeros(1))
+        res = np.asarray(m2)[()] / np.maximum(np.asarray(n)[()] - ddof, 0)
     if sqrt:
         res = np.sqrt(res)
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
