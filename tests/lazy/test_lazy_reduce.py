@@ -893,3 +893,15 @@ def test_var_and_std_warn_numpys_messages_when_the_degrees_of_freedom_run_out():
         warnings.simplefilter("ignore", RuntimeWarning)
         with pytest.raises(FloatingPointError):
             np.var(x, ddof=6)
+
+
+def test_ddof_and_correction_together_are_refused_with_numpys_message():
+    data = np.arange(6.0)
+    x, fetch = lazy(data, (2,))
+    for func in (np.var, np.std, np.nanvar, np.nanstd):
+        with pytest.raises(ValueError) as numpys:
+            func(data, ddof=1, correction=1)
+        with pytest.raises(ValueError) as ours:
+            func(x, ddof=1, correction=1)
+        assert str(ours.value) == str(numpys.value) == "ddof and correction can't be provided simultaneously."
+    assert fetch.calls == []
