@@ -992,3 +992,22 @@ def test_nanvar_warns_only_numpys_messages_for_all_nan_slices_and_infinite_ddof(
     want, want_warnings = _answer_and_warnings(lambda: np.nanvar(data, ddof=-np.inf))
     np.testing.assert_array_equal(got, want)
     assert got_warnings == want_warnings == ["overflow encountered in multiply"]
+
+
+def test_var_and_std_fill_out_and_nanvar_divides_by_a_fractional_degree_of_freedom():
+    data = DATA3_NAN[:4, :5, :3]
+    x, _ = lazy(data, (2, 2, 2))
+    for func in (np.var, np.std, np.nanvar, np.nanstd):
+        for keepdims in (False, True):
+            want = func(data, axis=(0, 2), keepdims=keepdims)
+            out = np.full(want.shape, 7.0)
+            got = func(x, axis=(0, 2), keepdims=keepdims, out=out)
+            assert got is out
+            np.testing.assert_allclose(out, want, rtol=1e-12)
+    # ddof=1.5 leaves 0.5 degree of freedom for two values: nanvar divides by 0.5, as NumPy
+    data = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.5, 3.0, 4.0]])
+    x, _ = lazy(data, (1, 2))
+    for func in (np.nanvar, np.nanstd):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_allclose(func(x, axis=1, ddof=1.5), func(data, axis=1, ddof=1.5), rtol=1e-14)
