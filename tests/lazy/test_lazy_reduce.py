@@ -905,3 +905,121 @@ def test_ddof_and_correction_together_are_refused_with_numpys_message():
             func(x, ddof=1, correction=1)
         assert str(ours.value) == str(numpys.value) == "ddof and correction can't be provided simultaneously."
     assert fetch.calls == []
+
+
+# --- var/std: survivors of the mutation run (2026-12-02)
+
+
+def test_var_and_std_refuse_mean_with_a_message_saying_it_is_computed_while_streaming():
+    from altarr.errors import UnsupportedError
+
+    data = np.arange(6.0).reshape(2, 3)
+    x, _ = lazy(data, (1, 2))
+    message = "^lazy var/std do not support mean=; it is computed while streaming$"
+    with pytest.raises(UnsupportedError, match=message):
+        np.var(x, mean=np.mean(data, keepdims=True))
+    with pytest.raises(UnsupportedError, match=message):
+        x.std(mean=np.mean(data, keepdims=True))
+
+
+def test_var_and_std_with_dtype_answer_in_that_dtype_and_compute_in_it():
+    narrow, _ = lazy(np.arange(6.0).reshape(2, 3), (1, 2))
+    for func in (np.var, np.std, np.nanvar, np.nanstd):
+        got = func(narrow, dtype=np.float32)
+        assert got.dtype == np.float32 and got == func(np.arange(6.0).reshape(2, 3), dtype=np.float32)
+    # float32 data around 1000 loses digits of the variance when computed in float32, not in float64
+    data = (np.random.default_rng(3).normal(size=1000) + 1000).astype(np.float32)
+    x, _ = lazy(data, (100,))
+    for func in (np.var, np.std):
+        got = func(x, dtype=np.float64)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, func(data, dtype=np.float64), rtol=1e-12)
+
+
+def test_var_of_slices_of_one_element_reads_them():
+    """One element per slice is not "nothing to read": inf and nan in it give NumPy's nan."""
+    data = np.array([[1.0, np.inf, np.nan, -np.inf]])
+    for func in (np.var, np.std, np.nanvar):
+        x, fetch = lazy(data, (1, 2))
+        got, got_warnings = _answer_and_warnings(lambda: func(x, axis=0))  # noqa: B023
+        want, want_warnings = _answer_and_warnings(lambda: func(data, axis=0))  # noqa: B023
+        np.testing.assert_array_equal(got, want)
+        assert set(got_warnings) == set(want_warnings)  # each chunk's inf - inf warns once
+        assert sorted(fetch.fetched) == [(0, 0), (0, 1)]
+
+
+def test_var_of_an_empty_array_keeps_out_dtype_and_ddof_as_numpy():
+    data = np.zeros((0, 3))
+    x, _ = lazy(data, (1, 2))
+    out = np.full(3, 7.0)
+    got, got_warnings = _answer_and_warnings(lambda: np.var(x, axis=0, out=out))
+    want, want_warnings = _answer_and_warnings(lambda: np.var(data, axis=0))
+    assert got is out and got_warnings == want_warnings
+    np.testing.assert_array_equal(out, want)
+    for func in (np.var, np.std, np.nanvar, np.nanstd):
+        got = func(x, axis=0, dtype=np.float32)
+        assert got.dtype == np.float32 == func(data, axis=0, dtype=np.float32).dtype
+    # ddof=-1: NumPy divides the empty sum 0 by 1, so 0, not nan
+    for kw in ({"ddof": -1}, {"axis": 0, "ddof": -1}):
+        got, got_warnings = _answer_and_warnings(lambda: np.var(x, **kw))  # noqa: B023
+        want, want_warnings = _answer_and_warnings(lambda: np.var(data, **kw))  # noqa: B023
+        np.testing.assert_array_equal(got, want)
+        assert not np.isnan(want).any() and got_warnings == want_warnings
+
+
+def test_var_of_real_data_in_a_complex_dtype_squares_the_deviations_as_numpy():
+    """NumPy squares real data's deviations (d * d) even in a complex dtype, so an inf gives nan+nanj."""
+    for data in (np.array([1.0, np.inf, 2.0, 3.0]), np.array([1.0, 2.0, np.nan, 4.0]), np.arange(5.0)):
+        x, _ = lazy(data, (2,))
+        for func in (np.var, np.std, np.nanvar, np.nanstd):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                got, want = func(x, dtype=np.complex128), func(data, dtype=np.complex128)
+            _same_complex(got, want)
+            assert np.signbit(got.imag) == np.signbit(want.imag), (func.__name__, data)
+
+
+def test_nanvar_merging_past_all_nan_chunks_keeps_the_mean_of_the_counted_values():
+    # a chunk of NaNs merged first must not pull the running mean: a constant gives exactly 0
+    x, _ = lazy(np.array([np.nan, np.nan, 0.1, 0.1, 0.1, 0.1]), (2,))
+    assert np.nanvar(x) == 0.0 == np.nanvar(np.array([0.1] * 4))
+    data = np.array([np.nan, 5.0, 7.0, 9.0, np.nan, 2.0])
+    x, _ = lazy(data, (1,))
+    for func in (np.nanvar, np.nanstd):
+        np.testing.assert_allclose(func(x), func(data), rtol=1e-14)
+
+
+def test_nanvar_warns_only_numpys_messages_for_all_nan_slices_and_infinite_ddof():
+    data = np.array([[np.nan, 1.0], [np.nan, 2.0], [np.nan, 4.0], [np.nan, 8.0]])
+    x, _ = lazy(data, (1, 1))
+    for func in (np.nanvar, np.nanstd):
+        got, got_warnings = _answer_and_warnings(lambda: func(x, axis=0))  # noqa: B023
+        want, want_warnings = _answer_and_warnings(lambda: func(data, axis=0))  # noqa: B023
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+        assert got_warnings == want_warnings == ["Degrees of freedom <= 0 for slice."]
+    # ddof=-inf: an overflowing sum of squares over an infinite dof is nan without an "invalid value"
+    data = np.array([1e200, -1e200, 1.0, np.nan])
+    x, _ = lazy(data, (2,))
+    got, got_warnings = _answer_and_warnings(lambda: np.nanvar(x, ddof=-np.inf))
+    want, want_warnings = _answer_and_warnings(lambda: np.nanvar(data, ddof=-np.inf))
+    np.testing.assert_array_equal(got, want)
+    assert got_warnings == want_warnings == ["overflow encountered in multiply"]
+
+
+def test_var_and_std_fill_out_and_nanvar_divides_by_a_fractional_degree_of_freedom():
+    data = DATA3_NAN[:4, :5, :3]
+    x, _ = lazy(data, (2, 2, 2))
+    for func in (np.var, np.std, np.nanvar, np.nanstd):
+        for keepdims in (False, True):
+            want = func(data, axis=(0, 2), keepdims=keepdims)
+            out = np.full(want.shape, 7.0)
+            got = func(x, axis=(0, 2), keepdims=keepdims, out=out)
+            assert got is out
+            np.testing.assert_allclose(out, want, rtol=1e-12)
+    # ddof=1.5 leaves 0.5 degree of freedom for two values: nanvar divides by 0.5, as NumPy
+    data = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.5, 3.0, 4.0]])
+    x, _ = lazy(data, (1, 2))
+    for func in (np.nanvar, np.nanstd):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_allclose(func(x, axis=1, ddof=1.5), func(data, axis=1, ddof=1.5), rtol=1e-14)

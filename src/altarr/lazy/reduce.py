@@ -508,7 +508,9 @@ def var(
             numpy_fn, x, out, where, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims
         )
     calc = _float_calc_dtype(x.dtype, dtype)
-    complex_ = calc.kind == "c" or x.dtype.kind == "c"
+    # complex deviations only from complex data in a complex dtype: NumPy squares real data's deviations
+    # (d * d) even in a complex dtype (an inf gives nan+nanj), and a real dtype drops the imaginary parts
+    complex_ = calc.kind == "c" and x.dtype.kind == "c"
     nan_capable = nan and x.dtype.kind in "fc"
 
     def sq(d: np.ndarray) -> np.ndarray:
