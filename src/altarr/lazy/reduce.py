@@ -152,7 +152,11 @@ def where_mask(x: Any, where: Any) -> Any:
         if where.shape == x.shape:
             return where
         where = where._materialize()
-    w = np.asarray(where)
+    if not isinstance(where, np.ndarray):
+        # NumPy converts anything but an array by value (a list of 0/1, a 0.5, a NumPy scalar, None):
+        # only an array is held to the 'safe' cast rule below
+        return np.broadcast_to(np.asarray(where, dtype=np.bool_), x.shape)
+    w = where
     if w.dtype != np.bool_:
         if not np.can_cast(w.dtype, np.bool_, casting="safe"):
             raise TypeError(
