@@ -981,7 +981,30 @@ def test_logical_reductions_with_dtype_object_combine_the_chunks_as_python_objec
     for ufunc in (np.logical_and, np.logical_or):
         got = ufunc.reduce(x, axis=None, dtype=object)
         want = ufunc.reduce(data, axis=None, dtype=object)
-        assert got == want and want in (1, 4), ufunc.__name__
+        assert got == want and want in (1, 4) and type(got) is type(want) is int, ufunc.__name__
+
+
+def test_sums_and_products_with_dtype_object_are_pythons_exact_integers_as_numpys():
+    """``dtype=object`` is NumPy's way to exact integer arithmetic: over every axis the answer is a Python
+    int beyond int64's range (it overflowed, or raised, when a chunk's partial went through int64), and
+    an object product is not recomputed as a complex one (``isfinite`` refuses object arrays)."""
+    data = np.full((4, 3), 2**40)
+    x, _ = lazy(data, (2, 2))
+    calls = [
+        (np.sum, {}),
+        (np.sum, {"initial": 2**70}),
+        (np.sum, {"axis": 1}),
+        (np.prod, {}),
+        (np.prod, {"axis": 0}),
+        (np.prod, {"initial": 3, "where": data > 0}),
+    ]
+    for func, kw in calls:
+        got = func(x, dtype=object, **kw)
+        want = func(data, dtype=object, **kw)
+        assert type(got) is type(want), (func.__name__, kw)
+        assert type(want) is int or got.dtype == want.dtype == object, (func.__name__, kw)
+        assert np.array_equal(got, want), (func.__name__, kw)
+    assert np.sum(x, dtype=object) == 12 * 2**40 and np.prod(x, dtype=object) == 2 ** (40 * 12)
 
 
 def test_a_complex_product_that_overflows_is_recomputed_from_one_as_numpys():
