@@ -1042,3 +1042,119 @@ def test_a_numpy_where_mask_that_is_not_boolean_is_refused_before_any_fetch():
         for func in (np.sum, np.max, np.prod):
             kw = {"initial": -1.0} if func is np.max else {}
             np.testing.assert_array_equal(func(x, where=mask, **kw), func(data, where=mask, **kw))
+
+
+# --- ufunc_reduce/stream: survivors of the mutation run (2026-12-02)
+def test_a_reduction_of_an_empty_array_computes_in_the_dtype_asked_and_fills_out():
+    data = np.empty((0, 3), np.int8)
+    x, fetch = lazy(data, (2, 2))
+    for kw in ({"axis": 0}, {"axis": None}, {"axis": 1}):
+        got = np.sum(x, dtype=np.float32, **kw)
+        want = np.sum(data, dtype=np.float32, **kw)
+        assert np.asarray(got).dtype == np.asarray(want).dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+    out = np.full(3, 7.0)
+    assert np.sum(x, axis=0, out=out) is out
+    np.testing.assert_array_equal(out, np.zeros(3))
+    assert fetch.calls == []
+
+
+def test_a_reduction_along_an_axis_fills_out_and_returns_it():
+    data = positions((4, 3))
+    x, _ = lazy(data, (3, 2))
+    for func in (np.sum, np.prod, np.min, np.max):
+        out = np.full(3, -1.0)
+        assert func(x, axis=0, out=out) is out, func.__name__
+        np.testing.assert_array_equal(out, func(data, axis=0))
+
+
+def test_min_and_max_with_a_where_mask_but_no_initial_are_refused_before_reading_a_chunk():
+    data = positions((4, 3))
+    x, fetch = lazy(data, (2, 2))
+    mask = np.ones((4, 3), bool)
+    for func in (np.min, np.max):
+        with pytest.raises(ValueError) as numpys:
+            func(data, axis=0, where=mask)
+        with pytest.raises(ValueError) as ours:
+            func(x, axis=0, where=mask)
+        assert str(ours.value) == str(numpys.value)
+    assert fetch.calls == []
+    assert aa.stats(x)["reduce"] == 0
+
+
+def test_a_masked_sum_computes_in_the_dtype_asked():
+    mask = np.ones((4, 3), bool)
+    mask[1, :2] = False
+    cases = [
+        (positions((4, 3)) / 3, np.float32),
+        ((positions((4, 3), "int64") * 50 % 127).astype(np.int8), np.int8),  # wraps in int8 as NumPy's
+    ]
+    for data, dtype in cases:
+        x, _ = lazy(data, (3, 2))
+        for axis in (None, 0, 1):
+            for kw in ({}, {"initial": 3}):
+                got = np.sum(x, axis=axis, dtype=dtype, where=mask, **kw)
+                want = np.sum(data, axis=axis, dtype=dtype, where=mask, **kw)
+                assert np.asarray(got).dtype == np.asarray(want).dtype == dtype, (axis, kw)
+                np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_initial_is_converted_to_the_dtype_asked_not_to_the_datas():
+    data = positions((4, 3), "int32")
+    x, _ = lazy(data, (3, 2))
+    for axis in (None, 0):
+        got = np.sum(x, axis=axis, dtype=np.float64, initial=0.5)
+        want = np.sum(data, axis=axis, dtype=np.float64, initial=0.5)
+        assert np.asarray(got).dtype == np.float64
+        np.testing.assert_array_equal(got, want)
+    assert np.sum(x, dtype=np.float64, initial=0.5) == 66.5
+
+
+def test_logical_reductions_with_dtype_object_combine_the_chunks_as_python_objects():
+    """NumPy's object loop of ``logical_and``/``logical_or`` keeps Python's ``and``/``or`` operands (the
+    last truthy value, not ``True``); the chunks' partials are combined in the same loop."""
+    data = np.array([1, 2, 3, 4])
+    x, _ = lazy(data, (2,))
+    for ufunc in (np.logical_and, np.logical_or):
+        got = ufunc.reduce(x, axis=None, dtype=object)
+        want = ufunc.reduce(data, axis=None, dtype=object)
+        assert got == want and want in (1, 4) and type(got) is type(want) is int, ufunc.__name__
+
+
+def test_sums_and_products_with_dtype_object_are_pythons_exact_integers_as_numpys():
+    """``dtype=object`` is NumPy's way to exact integer arithmetic: over every axis the answer is a Python
+    int beyond int64's range (it overflowed, or raised, when a chunk's partial went through int64), and
+    an object product is not recomputed as a complex one (``isfinite`` refuses object arrays)."""
+    data = np.full((4, 3), 2**40)
+    x, _ = lazy(data, (2, 2))
+    calls = [
+        (np.sum, {}),
+        (np.sum, {"initial": 2**70}),
+        (np.sum, {"axis": 1}),
+        (np.prod, {}),
+        (np.prod, {"axis": 0}),
+        (np.prod, {"initial": 3, "where": data > 0}),
+    ]
+    for func, kw in calls:
+        got = func(x, dtype=object, **kw)
+        want = func(data, dtype=object, **kw)
+        assert type(got) is type(want), (func.__name__, kw)
+        assert type(want) is int or got.dtype == want.dtype == object, (func.__name__, kw)
+        assert np.array_equal(got, want), (func.__name__, kw)
+    assert np.sum(x, dtype=object) == 12 * 2**40 and np.prod(x, dtype=object) == 2 ** (40 * 12)
+
+
+def test_a_complex_product_that_overflows_is_recomputed_from_one_as_numpys():
+    """(1e300+1j) * (1e10+0j) overflows its real part only: NumPy's product starts from the first value
+    (as from 1+0j), giving inf+1e10j; the finite imaginary part shows the start."""
+    data = np.array([1e300 + 1j, 1e10 + 0j])
+    x, _ = lazy(data, (1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.prod(data)
+        got = np.prod(x)
+        got_initial = np.prod(x, initial=2 + 0j)
+        want_initial = np.prod(data, initial=2 + 0j)
+    assert want == complex(np.inf, 1e10)
+    _same_complex(got, want)
+    _same_complex(got_initial, want_initial)

@@ -323,6 +323,14 @@ def _numpy_order_product(
     return fixed
 
 
+def _object_kept(value: Any) -> Any:
+    """``value`` of a reduction, a Python object from NumPy's object loop kept as a 0-d object array:
+    ``np.asarray`` would turn a Python int into int64, which overflows where Python's ints do not."""
+    if isinstance(value, np.ndarray | np.generic):
+        return value
+    return np.asarray(value, dtype=object)
+
+
 def ufunc_reduce(
     x: Any,
     ufunc: np.ufunc,
@@ -360,8 +368,8 @@ def ufunc_reduce(
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
         if mask is None:
-            return (ufunc.reduce(chunk, axis=red, dtype=dtype),)
-        return (ufunc.reduce(chunk, axis=red, dtype=dtype, where=mask, initial=start),)
+            return (_object_kept(ufunc.reduce(chunk, axis=red, dtype=dtype)),)
+        return (_object_kept(ufunc.reduce(chunk, axis=red, dtype=dtype, where=mask, initial=start)),)
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return (ufunc(a[0], b[0], dtype=dtype) if dtype is not None else ufunc(a[0], b[0]),)
@@ -371,8 +379,8 @@ def ufunc_reduce(
     if initial is not np._NoValue:
         # ``initial`` converted as NumPy's reduce converts it (to the reduction's dtype)
         init = ufunc.reduce(np.zeros((0,), dtype=x.dtype), dtype=dtype, initial=initial)
-        acc = ufunc(acc, init, dtype=acc.dtype)
-    if ufunc is np.multiply:
+        acc = _object_kept(ufunc(acc, init, dtype=acc.dtype))
+    if ufunc is np.multiply and acc.dtype != object:  # Python's products have no order to recompute
         acc = _numpy_order_product(x, red, acc, 1 if init is None else init, where, nan_to_one=False)
     return _finish(acc, x, red, out, keepdims)
 
