@@ -6,21 +6,10 @@ import pytest
 import z5py
 import zarr
 
+from _batch_counting_store import CountingStore
 from altarr.errors import MetadataError, UnsupportedError
 from altarr.formats import detect_format, get_format, open_node
 from altarr.stores import LocalStore, MemoryStore
-
-
-class CountingStore(MemoryStore):
-    """A memory store that also counts get_ranges calls (batches), not only backend reads."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[list[str]] = []
-
-    def get_ranges(self, requests):
-        self.batches.append([r[0] for r in requests])
-        return super().get_ranges(requests)
 
 
 def test_get_format():

@@ -8,6 +8,7 @@ import struct
 import numpy as np
 import pytest
 
+from _batch_counting_store import CountingStore
 from altarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
 from altarr.codecs.n5 import GzipCompression, N5BlockCodec, RawCompression, XzCompression
 from altarr.errors import AltarrError, GridError, MetadataError, UnknownCodecError, UnsupportedError
@@ -778,15 +779,6 @@ def test_the_root_version_is_added_as_compact_json():
 
 
 def test_the_root_metadata_is_fetched_once():
-    class CountingStore(MemoryStore):
-        def __init__(self) -> None:
-            super().__init__()
-            self.batches: list[list[str]] = []
-
-        def get_ranges(self, requests):
-            self.batches.append([r[0] for r in requests])
-            return super().get_ranges(requests)
-
     store = CountingStore()
     store.set("attributes.json", b'{"n5":"4.0.0"}')
     assert N5.node_kind(store, "") == "group"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import altarr as aa
+from _batch_counting_store import CountingStore
 from altarr.codecs import BytesCodec, CodecChain, ZstdCodec
 from altarr.errors import ExistsError, MetadataError
 from altarr.formats import (
@@ -123,16 +124,6 @@ def toy():
         yield fmt
     finally:
         unregister_format("toy")
-
-
-class CountingStore(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[list[str]] = []
-
-    def get_ranges(self, requests):
-        self.batches.append([r[0] for r in requests])
-        return super().get_ranges(requests)
 
 
 def test_builtin_formats_are_registered_in_detection_order():
