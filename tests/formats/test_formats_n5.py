@@ -809,10 +809,16 @@ def test_create_group_writes_compact_json_and_names_the_key():
             "metadata is not JSON-serializable: Object of type type is not JSON serializable",
         ),
     ]:
-        with pytest.raises(MetadataError) as ei:
-            N5.create_group(store, prefix, attrs)
-        key = f"{prefix}/attributes.json" if prefix else "attributes.json"
-        assert str(ei.value) == f"{message} [key={key!r}]"
+        _refused_naming_the_key(N5.create_group, store, prefix, attrs, message)
+
+
+def _refused_naming_the_key(call, store, prefix: str, attrs: dict, message: str) -> None:
+    """``call(store, prefix, attrs)`` raises a MetadataError worded ``message`` naming the node's
+    attributes.json."""
+    with pytest.raises(MetadataError) as ei:
+        call(store, prefix, attrs)
+    key = f"{prefix}/attributes.json" if prefix else "attributes.json"
+    assert str(ei.value) == f"{message} [key={key!r}]"
 
 
 def test_creating_the_root_group_checks_the_existing_root():
@@ -866,10 +872,7 @@ def test_write_attributes_writes_compact_json_and_names_the_key():
             "metadata is not JSON-serializable: Object of type type is not JSON serializable",
         ),
     ]:
-        with pytest.raises(MetadataError) as ei:
-            N5.write_attributes(store, prefix, attrs)
-        key = f"{prefix}/attributes.json" if prefix else "attributes.json"
-        assert str(ei.value) == f"{message} [key={key!r}]"
+        _refused_naming_the_key(N5.write_attributes, store, prefix, attrs, message)
     assert store.get("attributes.json") == b'{"n5":"4.0.0"}'
 
 
