@@ -1146,3 +1146,23 @@ def test_a_complex_product_that_overflows_is_recomputed_from_one_as_numpys():
     assert want == complex(np.inf, 1e10)
     _same_complex(got, want)
     _same_complex(got_initial, want_initial)
+
+
+def test_a_reduction_fills_an_out_tuple_and_answers_an_array_of_its_own():
+    """``np.add.reduce(x, out=(o,))`` (the ufunc form takes a tuple) fills and returns ``o``; ``np.sum``
+    and the others refuse a tuple as NumPy does; without ``out`` the answer owns its data, as NumPy's
+    does (not a view of a scratch array)."""
+    data = np.arange(12.0).reshape(3, 4)
+    x, _ = lazy(data, (2, 3))
+    out = np.zeros(4)
+    assert np.add.reduce(x, axis=0, out=(out,)) is out
+    np.testing.assert_array_equal(out, np.add.reduce(data, axis=0))
+    for func in (np.sum, np.max, np.mean, np.var, np.nansum, np.any):
+        got = func(x, axis=0)
+        assert got.flags.owndata and got.base is None, func
+        np.testing.assert_allclose(got, func(data, axis=0))
+        with pytest.raises(TypeError) as numpys:  # the functions and methods refuse the tuple form
+            func(data, axis=0, out=(np.zeros(4, got.dtype),))
+        with pytest.raises(TypeError) as ours:
+            func(x, axis=0, out=(np.zeros(4, got.dtype),))
+        assert str(ours.value) == str(numpys.value), func

@@ -231,8 +231,8 @@ def _finish(result: Any, x: Any, red: tuple[int, ...], out: Any, keepdims: bool)
     if keepdims:
         result = result.reshape(tuple(1 if d in red else x.shape[d] for d in range(x.ndim)))
     if out is not None:
-        if isinstance(out, tuple):
-            out = out[0]
+        if isinstance(out, tuple):  # np.sum(x, out=(o,)) and the methods: NumPy refuses the tuple form
+            raise TypeError("return arrays must be of ArrayType")
         out[...] = result
         return out
     return result[()] if result.ndim == 0 else result
