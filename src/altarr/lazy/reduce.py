@@ -521,7 +521,8 @@ def var(
         )
     calc = _float_calc_dtype(x.dtype, dtype)
     # complex deviations only from complex data in a complex dtype: NumPy squares real data's deviations
-    # (d * d) even in a complex dtype (an inf gives nan+nanj), and a real dtype drops the imaginary parts
+    # (d * d) even in a complex dtype (an inf gives nan+nanj). Complex data in a real dtype: altarr drops
+    # the imaginary parts; NumPy's var(real) + mean(imag**2) there is not followed (docs/lazy-arrays.md)
     complex_ = calc.kind == "c" and x.dtype.kind == "c"
     nan_capable = nan and x.dtype.kind in "fc"
 
