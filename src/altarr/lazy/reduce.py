@@ -144,26 +144,18 @@ def where_mask(x: Any, where: Any) -> Any:
     lazy; a lazy one of another shape is materialized under the guard) that broadcasts to ``x.shape``."""
     if where is True:
         return True
+    if not (_lazy(where) or isinstance(where, np.ndarray)):
+        # NumPy converts anything but an array by value (a list of 0/1, a 0.5, a NumPy scalar, None)
+        return np.broadcast_to(np.asarray(where, dtype=np.bool_), x.shape)
+    if where.dtype != np.bool_:  # an array, NumPy or lazy, is held to the 'safe' cast: only bool passes
+        raise TypeError(
+            f"Cannot cast array data from {where.dtype!r} to dtype('bool') according to the rule 'safe'"
+        )
     if _lazy(where):
-        if where.dtype != np.bool_:
-            raise TypeError(
-                f"Cannot cast array data from {where.dtype!r} to dtype('bool') according to the rule 'safe'"
-            )
         if where.shape == x.shape:
             return where
         where = where._materialize()
-    if not isinstance(where, np.ndarray):
-        # NumPy converts anything but an array by value (a list of 0/1, a 0.5, a NumPy scalar, None):
-        # only an array is held to the 'safe' cast rule below
-        return np.broadcast_to(np.asarray(where, dtype=np.bool_), x.shape)
-    w = where
-    if w.dtype != np.bool_:
-        if not np.can_cast(w.dtype, np.bool_, casting="safe"):
-            raise TypeError(
-                f"Cannot cast array data from {w.dtype!r} to dtype('bool') according to the rule 'safe'"
-            )
-        w = w.astype(np.bool_)
-    return np.broadcast_to(w, x.shape)  # ValueError as NumPy's when it does not broadcast
+    return np.broadcast_to(where, x.shape)  # ValueError as NumPy's when it does not broadcast
 
 
 def stream(
