@@ -337,6 +337,28 @@ class StoreConformance:
         else:  # fsspec object stores: a version check costs a round trip, none is reported
             assert versions == [None] * 4
 
+    def test_whole_objects_as_they_arrive(self, store):
+        """``get_whole_as_ready``: every object whole, each once, as ``(position, bytes)`` (``None`` for a
+        missing key), counted like ``get_ranges_versioned`` of the same whole-object requests; keys are
+        normalized and checked like a read's."""
+        store.set("w/a", DATA)
+        store.set("w/b", b"xyz")
+        store.set("w/e", b"")
+        keys = ["w/a", "w/none", "w//b", "w/e", "w/a"]
+        store.stats.reset()
+        got = list(store.get_whole_as_ready(keys))
+        assert sorted(i for i, _ in got) == [0, 1, 2, 3, 4]
+        assert {i: None if d is None else bytes(d) for i, d in got} == {
+            0: DATA, 1: None, 2: b"xyz", 3: b"", 4: DATA,
+        }  # fmt: skip
+        counted = store.stats.as_dict()
+        store.stats.reset()
+        store.get_ranges_versioned([(k, WHOLE) for k in keys])
+        assert counted == store.stats.as_dict()
+        assert list(store.get_whole_as_ready([])) == []
+        with pytest.raises(InvalidKeyError):
+            store.get_whole_as_ready(["../up"])
+
     def test_sized_reads_report_the_object_size(self, store):
         """``get_ranges_sized``: the same bytes, versions and requests as ``get_ranges_versioned``, plus
         per request the total size of the object read (not of the range); ``None`` for a missing key.

@@ -926,6 +926,58 @@ def test_the_first_chunk_in_the_callers_order_that_fails_to_encode_is_the_one_na
     assert set(store.list()) == before
 
 
+def test_each_shard_is_rebuilt_as_its_old_bytes_arrive_and_all_are_written_after(monkeypatch):
+    """A partial write rebuilds the shards it rewrites outright first (nothing to wait for), then each
+    read shard as soon as it arrives, in the order the store hands them over; one write of all of them
+    comes after the last. A merge that fails in the shard that arrived first still loses to an earlier
+    chunk of the caller's order, and nothing is written."""
+    from altarr.dataset.shard_write import Merge, ShardWriter
+    from altarr.stores import MemoryStore
+
+    events = []
+
+    class LastFirst(MemoryStore):  # hands the objects over in reverse order
+        def get_whole_as_ready(self, keys):
+            for i, data in reversed(list(super().get_whole_as_ready(keys))):
+                events.append(("arrived", keys[i]))
+                yield i, data
+
+        def set_many(self, items):
+            events.append(("written", sorted(k for k, _ in items)))
+            super().set_many(items)
+
+    encode = ShardWriter._encode_items
+
+    def logged(self, items, olds, arena):
+        shards = self.layout.group_by_shard([c for c, _ in items])
+        events.append(("rebuilt", sorted(self.layout.key(pos) for pos in shards)))
+        return encode(self, items, olds, arena)
+
+    monkeypatch.setattr(ShardWriter, "_encode_items", logged)
+    ds = make(LastFirst(), shape=(16,), chunks=(2,), shards=(4,), compressor=None)
+    ds[...] = np.arange(16)
+    events.clear()
+    ds[1:15] = 7  # shards 1 and 2 replaced outright, 0 and 3 read and merged
+    assert events == [
+        ("rebuilt", ["c/1"]), ("rebuilt", ["c/2"]),
+        ("arrived", "c/3"), ("rebuilt", ["c/3"]), ("arrived", "c/0"), ("rebuilt", ["c/0"]),
+        ("written", ["c/0", "c/1", "c/2", "c/3"]),
+    ]  # fmt: skip
+    np.testing.assert_array_equal(ds[...], [0] + [7] * 14 + [15])
+
+    def failing(name):
+        def fn(_old):
+            raise ValueError(name)
+
+        return fn
+
+    events.clear()
+    with pytest.raises(ValueError, match="^first$"):  # chunk 0 comes first in the caller's order
+        ds._access.writer.apply({(0,): Merge(failing("first")), (7,): Merge(failing("second"))})
+    assert [e[0] for e in events] == ["arrived", "rebuilt", "arrived", "rebuilt"]  # both, then raised
+    np.testing.assert_array_equal(ds[...], [0] + [7] * 14 + [15])
+
+
 def test_a_shard_left_empty_is_deleted_unless_it_was_read_and_found_missing(store):
     """A shard whose chunks all end up unstored (fill values, deletes) is deleted: without a read when
     every chunk of it was replaced, and not at all when the read found it missing already."""

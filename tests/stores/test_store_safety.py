@@ -218,6 +218,14 @@ def test_s3_conditional_writes_detect_other_writers(s3_endpoint, client):
         assert a.get_ranges([("k", 1, 3), ("other", None, None)]) == [b"ga", None]
         a.set_many([("k", b"mine"), ("other", b"o")])  # unchanged: both go through
     assert b.get("k") == b"mine" and b.get("other") == b"o"
+    with a.exclusive(["k", "other"]):  # objects read as they arrive are conditioned alike
+        assert sorted((i, bytes(d)) for i, d in a.get_whole_as_ready(["k", "other"])) == [
+            (0, b"mine"), (1, b"o"),
+        ]  # fmt: skip
+        b.set("other", b"theirs")
+        with pytest.raises(WriteConflictError) as info:
+            a.set_many([("k", b"mine"), ("other", b"o1")])
+    assert info.value.keys == ["other"] and b.get("other") == b"theirs"
     if client == "default":  # a second write in one update is conditioned on the first (obstore only)
         with a.exclusive(["k"]):
             assert a.get("k") == b"mine"

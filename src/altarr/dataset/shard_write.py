@@ -3,9 +3,10 @@
 :meth:`ShardWriter.apply` takes ``{chunk: update}`` where an array replaces a chunk, ``None`` deletes it
 and a :class:`Merge` edits it. Per touched shard it does at most one whole-object read (none when every
 in-bounds chunk of the shard is being replaced) and one write; untouched chunks are carried over as bytes
-(:meth:`ShardLayout.build <altarr.dataset.layout.ShardLayout.build>`), never decoded. Everything of a
-group is encoded before anything is written, so a failing encode leaves the store as it was; each object
-write is atomic in the store. A delete costs one read and one write per shard, or a delete of the key
+(:meth:`ShardLayout.build <altarr.dataset.layout.ShardLayout.build>`), never decoded. The shards are read
+together and each is rebuilt as it arrives (:meth:`Store.get_whole_as_ready
+<altarr.stores.base.Store.get_whole_as_ready>`), but everything of a group is encoded before anything is
+written, so a failing encode leaves the store as it was; each object write is atomic in the store. A delete costs one read and one write per shard, or a delete of the key
 once its last chunk goes.
 
 Large calls go in groups of whole objects (:data:`WRITE_GROUP_BYTES`), each under its objects' locks
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import WriteConflictError
-from ..stores.ranges import WHOLE
 from . import kernel, locks
 from .chunk_codec import ChunkCodec
 from .index_cache import IndexCache
@@ -192,13 +192,19 @@ class ShardWriter:
         self, items: list[tuple[Chunk, Any]], olds: list[tuple[str, Any] | None], arena: np.ndarray | None
     ) -> list[Any]:
         """The new bytes of each ``(chunk, update)`` (see :meth:`_new_bytes`) on the pool: whole arrays
-        through the native kernel where it applies, everything else (and whatever it declines) here."""
+        through the native kernel where it applies, everything else (and whatever it declines) here.
+        Every item is encoded; one that failed holds its exception as a :class:`_Failed` (the caller
+        raises the first in its own order, :func:`_raise_first_failure`)."""
         new, rows = kernel.encode(self.codec, items, arena)
         todo = [i for i, b in enumerate(new) if b is kernel.TODO]
-        done = pmap(
-            lambda i: self._new_bytes(*items[i], olds[i], None if arena is None else arena[rows[i]]), todo
-        )
-        for i, b in zip(todo, done, strict=True):
+
+        def one(i: int) -> Any:
+            try:
+                return self._new_bytes(*items[i], olds[i], None if arena is None else arena[rows[i]])
+            except Exception as e:
+                return _Failed(e)
+
+        for i, b in zip(todo, pmap(one, todo), strict=True):
             new[i] = b
         return new
 
@@ -224,6 +230,7 @@ class ShardWriter:
         old = self.reader.read_raw(merges) if merges else {}
         items = list(updates.items())
         new = self._encode_items(items, [old.get(c) for c, _ in items], arena)
+        _raise_first_failure(new)
         to_set = [(self.layout.key(c), b) for (c, _), b in zip(items, new, strict=True) if b is not None]
         to_delete = [self.layout.key(c) for (c, u), b in zip(items, new, strict=True) if b is None]
         self._set_before_deletes(to_set, to_delete)
@@ -235,8 +242,12 @@ class ShardWriter:
     def _apply_sharded(
         self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
     ) -> None:
-        """Rebuild and write the shards of ``updates`` (one read and one write each); ``existed``
-        receives, per chunk, whether it was stored. It is filled before the writes: when some shards'
+        """Rebuild and write the shards of ``updates`` (one read round and one write round for all of
+        them); ``existed`` receives, per chunk, whether it was stored. Each shard is rebuilt as soon as its
+        old bytes arrive, while the others are still on the way (the shards read from the store arrive
+        one after another: on moto, 8 boxes over 6 shards, reading took 24 ms and encoding 23 ms of a
+        110 ms write, side by side now), and those rewritten outright before that; nothing is written
+        until every shard is rebuilt. ``existed`` is filled before the writes: when some shards'
         conditional writes meet another writer's change, the others are written and only the conflicting
         ones go again (overwriting their entries), so every chunk keeps an answer."""
         top = self.grid.nlevels - 1
@@ -249,23 +260,36 @@ class ShardWriter:
             or any(updates[c] is None or isinstance(updates[c], Merge) for c in group)
         ]
         keys = {pos: self.layout.key(pos) for pos in groups}
-        # versioned: bytes-like results, zero-copy views where the store has them (obstore: no 2.9 MB
-        # copy per shard into a fresh bytes object before split_down slices it again)
-        datas = self.store.get_ranges_versioned([(keys[p], WHOLE) for p in need_old])[0] if need_old else []
-        old_objects = {
-            p: (None if d is None else memoryview(d)) for p, d in zip(need_old, datas, strict=True)
-        }
-        # old raw bytes of every updated chunk (zero-copy slices of the old shards)
-        old_raw: dict[Chunk, tuple[str, Any] | None] = {}
+        # sent now; each answer is a bytes-like result, a zero-copy view where the store has one
+        # (obstore: no 2.9 MB copy per shard into a fresh bytes object before split_down slices it)
+        arriving = self.store.get_whole_as_ready([keys[p] for p in need_old]) if need_old else ()
+        rows, start = {}, 0  # each shard's own rows of the arena: its bytes stay until the writes
         for pos, group in groups.items():
-            mem = old_objects.get(pos)
+            rows[pos] = slice(start, start + len(group))
+            start += len(group)
+        old_objects: dict[Chunk, memoryview | None] = {}
+        new: dict[Chunk, Any] = {}
+
+        def rebuild(pos: Chunk, mem: memoryview | None) -> None:
+            group = groups[pos]
+            # old raw bytes of every updated chunk (zero-copy slices of the old shard)
             found = self.layout.split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
-            for c in group:
-                old_raw[c] = (keys[pos], found[c]) if c in found else None
-        items = list(updates.items())
-        encoded = self._encode_items(items, [old_raw[c] for c, _ in items], arena)
-        new = dict(zip(updates, encoded, strict=True))
-        existed.update({c: old_raw[c] is not None for c in updates})
+            olds = [(keys[pos], found[c]) if c in found else None for c in group]
+            encoded = self._encode_items(
+                [(c, updates[c]) for c in group], olds, None if arena is None else arena[rows[pos]]
+            )
+            new.update(zip(group, encoded, strict=True))
+            existed.update({c: old is not None for c, old in zip(group, olds, strict=True)})
+
+        waiting = set(need_old)
+        for pos in groups:  # no old bytes to wait for
+            if pos not in waiting:
+                rebuild(pos, None)
+        for i, data in arriving:
+            pos = need_old[i]
+            old_objects[pos] = None if data is None else memoryview(data)
+            rebuild(pos, old_objects[pos])
+        _raise_first_failure([new[c] for c in updates])  # the first in the caller's order
         to_set, to_delete = [], []
         for pos, group in groups.items():
             # the outermost level as parts, which the store writes back to back (no joined copy)
@@ -282,3 +306,18 @@ class ShardWriter:
                 self.store.delete_many(to_delete)
         finally:
             self.index_cache.forget(keys.values())
+
+
+@dataclass
+class _Failed:
+    """An item whose encode raised ``error`` (see :meth:`ShardWriter._encode_items`)."""
+
+    error: Exception
+
+
+def _raise_first_failure(encoded: list[Any]) -> None:
+    """Raise the error of the first :class:`_Failed` item, if any: every chunk was tried, the first
+    failure in the caller's order is the one reported, and nothing has been written yet."""
+    for b in encoded:
+        if type(b) is _Failed:
+            raise b.error

@@ -205,6 +205,22 @@ class Store(ABC):
         """
         return self._read_batch(requests, True)
 
+    def get_whole_as_ready(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
+        """Read every object of ``keys`` whole and yield ``(position in keys, bytes-like or None)`` in
+        the order the objects arrive, so that a caller can work on the first while the others are still
+        on the way (the write path rebuilds each shard as it comes). The reads are sent when this is
+        called, not when the iterator is first advanced. One round, counted, and versions recorded
+        inside :meth:`exclusive`, as by :meth:`get_ranges_versioned` of the same ``WHOLE`` requests,
+        which is what a store does here unless it sends requests concurrently: all of them, then in
+        order.
+
+        >>> from altarr.stores import MemoryStore
+        >>> s = MemoryStore(); s.set("a", b"1")
+        >>> sorted(s.get_whole_as_ready(["a", "gone"])), s.stats.reads
+        ([(0, b'1'), (1, None)], 2)
+        """
+        return enumerate(self.get_ranges_versioned([(k, WHOLE) for k in keys])[0])
+
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""
         return self.get_ranges([(key, WHOLE)])[0]

@@ -46,7 +46,7 @@ import datetime
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,7 +54,7 @@ from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes, byte_length
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
-from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds
+from .ranges import WHOLE, ByteRequest, Offset, Range, Suffix, legacy_bounds
 from .watch import VersionWatch
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
@@ -391,6 +391,43 @@ class ObstoreStore(VersionWatch, Store):
             self._record([k for k, _ in merged], out)
         self.stats.add(rounds=1)
         return Fetched(results, versions, sizes=sizes)
+
+    def get_whole_as_ready(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
+        """Every ``GET`` sent now (one per distinct key), all in flight together (one round); each object
+        handed out (a zero-copy view of obstore's buffer) as soon as its answer is in, its version
+        recorded inside :meth:`exclusive` on the thread that advances the iterator (the scope is that
+        thread's)."""
+        positions: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            positions.setdefault(normalize_key(k), []).append(i)
+        if len(positions) < 2:
+            return super().get_whole_as_ready(keys)
+        pool = _request_threads(self.concurrency)
+        futures = {pool.submit(_outcome, self._get_sync, (k, WHOLE)): k for k in positions}
+        return self._as_ready(positions, futures)
+
+    def _as_ready(
+        self, positions: dict[str, list[int]], futures: dict[Future, str]
+    ) -> Iterator[tuple[int, Any]]:
+        answered, nbytes = 0, 0
+        try:
+            for f in as_completed(futures):
+                key = futures[f]
+                r = f.result()
+                answered += 1
+                if self._watched():
+                    self._record([key], [r])
+                if isinstance(r, FileNotFoundError):
+                    data = None
+                elif isinstance(r, BaseException):
+                    raise self._fail("read", key, r, legacy_bounds(WHOLE)) from r
+                else:
+                    nbytes += len(r[0])
+                    data = memoryview(r[0])
+                for i in positions[key]:
+                    yield i, data
+        finally:  # also when the caller stops early: what was answered is counted
+            self.stats.add(reads=answered, bytes_read=nbytes, rounds=1)
 
     def _heads(self, keys: Sequence[str], record: bool = True) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)
