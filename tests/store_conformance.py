@@ -148,14 +148,15 @@ class StoreConformance:
         assert store.stats.bytes_read == 45100  # the merged span
 
     def test_far_apart_ranges_every_store(self, store):
-        big = os.urandom(600_000)
+        step = store.coalesce_gap + 200_000  # farther apart than the store merges
+        big = os.urandom(3 * step)
         store.set("big", big)
         store.stats.reset()
         reqs = [
             ("big", 0, 16),
-            ("big", 200_000, 200_016),
-            ("big", 400_000, 400_016),
-            ("big", 599_990, 600_000),
+            ("big", step, step + 16),
+            ("big", 2 * step, 2 * step + 16),
+            ("big", 3 * step - 10, 3 * step),
         ]
         assert store.get_ranges(reqs) == [big[s:e] for _, s, e in reqs]
         assert store.stats.reads == 4

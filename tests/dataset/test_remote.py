@@ -163,6 +163,26 @@ def test_s3_batch_costs_metadata_plus_one_round_per_level_plus_data(s3_endpoint,
         assert trusting.store.stats.rounds == 1 and trusting.store.stats.reads == cold_data_reads
 
 
+@pytest.mark.parametrize("client", ["obstore", "fsspec"])
+def test_s3_merges_chunk_ranges_up_to_a_mib_apart_local_stores_up_to_64_kib(s3_endpoint, tmp_path, client):
+    """Three 64 KiB chunks of one shard, 128 KiB apart: one ranged GET on S3 (a request costs a round
+    trip there, the bytes between far less), three reads of a local file."""
+    values = np.arange(8 * 32768, dtype="uint16")
+    kw = dict(shape=values.shape, dtype="uint16", chunks=(32768,), shards=(8 * 32768,), compressor=None)
+    wanted = [(0,), (3,), (6,)]
+    reads = {}
+    for where, url, opts in [("s3", _s3_url(), s3_options(s3_endpoint)), ("local", str(tmp_path / "a"), {})]:
+        aa.create_dataset(url, storage_options=opts or None, **kw)[...] = values
+        ds = aa.open_dataset(url, **({"client": client, **opts} if opts else {}))
+        ds.store.stats.reset()
+        got = ds.read_chunks(wanted)
+        for c, g in zip(wanted, got, strict=True):
+            np.testing.assert_array_equal(g, values[c[0] * 32768 : (c[0] + 1) * 32768])
+        reads[where] = ds.store.stats.reads - 1  # the index read
+        assert ds.store.coalesce_gap == (1 << 20 if where == "s3" else 64 << 10)
+    assert reads == {"s3": 1, "local": 3}
+
+
 def test_s3_nested_shards_one_round_per_level(s3_endpoint):
     url = _s3_url()
     _write(url, s3_endpoint, shards=[(8, 8), (16, 16)])

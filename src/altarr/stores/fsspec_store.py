@@ -47,8 +47,8 @@ import fsspec
 from fsspec.core import url_to_fs
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
-from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
+from ._util import as_bytes, coalesce_gap_for
+from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
 from .watch import VersionWatch
@@ -117,7 +117,9 @@ class FsspecStore(VersionWatch, Store):
     """A store rooted at an fsspec URL (or a file system instance plus ``path``).
 
     ``storage_options`` go to the file system (``key``, ``secret``, ``client_kwargs``, ``anon``, ...).
-    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging), ``native_suffix``
+    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
+    default, 64 KiB for local and memory file systems, see
+    :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`), ``native_suffix``
     (``None``: decided from the protocol; ``False`` forces size query + ranged read for suffixes),
     ``batch_size`` (concurrent requests of batched writes, deletes and size queries on async file systems).
 
@@ -134,7 +136,7 @@ class FsspecStore(VersionWatch, Store):
         path: str | None = None,
         read_only: bool = False,
         *,
-        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        coalesce_gap: int | None = None,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
         native_suffix: bool | None = None,
         batch_size: int | None = None,
@@ -157,10 +159,10 @@ class FsspecStore(VersionWatch, Store):
             raise TypeError(f"expected an fsspec URL or file system, got {type(url_or_fs).__name__}")
         self.fs = fs
         self.read_only = bool(read_only)
-        self.coalesce_gap = coalesce_gap
+        protocols = _protocols(fs)
+        self.coalesce_gap = coalesce_gap_for(protocols) if coalesce_gap is None else coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self.batch_size = batch_size
-        protocols = _protocols(fs)
         self.native_suffix = (
             bool(protocols & NATIVE_SUFFIX_PROTOCOLS) if native_suffix is None else native_suffix
         )

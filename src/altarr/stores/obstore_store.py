@@ -51,8 +51,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
-from ._util import as_bytes, byte_length
-from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
+from ._util import as_bytes, byte_length, coalesce_gap_for
+from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import WHOLE, ByteRequest, Offset, Range, Suffix, legacy_bounds
 from .watch import VersionWatch
@@ -210,8 +210,9 @@ def _is_conflict(e: BaseException) -> bool:
 class ObstoreStore(VersionWatch, Store):
     """A store rooted at an object-store or HTTP URL, read and written through obstore.
 
-    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging) and ``concurrency``
-    (requests in flight at once). Other keywords are ``storage_options`` (see the module docstring).
+    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
+    default, 64 KiB for ``file://`` and ``memory://``, see :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`)
+    and ``concurrency`` (requests in flight at once). Other keywords are ``storage_options`` (see the module docstring).
     The :meth:`stat` version token is the object's ETag.
 
     >>> s = ObstoreStore("memory://")
@@ -232,7 +233,7 @@ class ObstoreStore(VersionWatch, Store):
         url: str,
         read_only: bool = False,
         *,
-        coalesce_gap: int = DEFAULT_COALESCE_GAP,
+        coalesce_gap: int | None = None,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
         **storage_options: Any,
@@ -245,7 +246,8 @@ class ObstoreStore(VersionWatch, Store):
         self._obs = obstore
         self.url = url
         self.read_only = bool(read_only)
-        self.coalesce_gap = coalesce_gap
+        scheme = url.partition("://")[0].lower()
+        self.coalesce_gap = coalesce_gap_for({scheme}) if coalesce_gap is None else coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self.concurrency = max(1, int(concurrency))
         self.storage_options = dict(storage_options)
@@ -256,7 +258,6 @@ class ObstoreStore(VersionWatch, Store):
         # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
         self._rm_reports_missing = url.startswith("memory://")
         #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
-        scheme = url.partition("://")[0].lower()
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
         self._scope = threading.local()
 
