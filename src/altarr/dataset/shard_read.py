@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import mod
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -368,11 +367,14 @@ class ShardReader:
             indexed.append((n, index))
         children: list[_Node] = []
         for n, index in indexed:
-            for child_pos, group in self.grid.group_by_block(n.chunks, level - 1).items():
-                off, nb = index[tuple(map(mod, child_pos, cps))]  # the child's place inside n
+            blocks = self.grid.group_by_block(n.chunks, level - 1)
+            # every child's (offset, nbytes) inside n in one lookup, as Python ints (one NumPy index per
+            # child cost 0.5 ms of a 13 ms read of 256 chunks)
+            where = np.array(list(blocks), dtype=np.intp) % np.array(cps, dtype=np.intp)
+            entries = index[tuple(where.T)].tolist()
+            for (child_pos, group), (off, nb) in zip(blocks.items(), entries, strict=True):
                 if off == _EMPTY or nb == _EMPTY:
                     continue  # absent: its chunks stay None
-                off, nb = int(off), int(nb)
                 child = _Node(n.key, level - 1, child_pos, group, start=n.start + off, length=nb)
                 if n.mem is not None:
                     child.mem = n.mem[off : off + nb]
