@@ -338,27 +338,36 @@ class StoreConformance:
         else:  # fsspec object stores: a version check costs a round trip, none is reported
             assert versions == [None] * 4
 
-    def test_whole_objects_as_they_arrive(self, store):
-        """``get_whole_as_ready``: every object whole, each once, as ``(position, bytes)`` (``None`` for a
-        missing key), counted like ``get_ranges_versioned`` of the same whole-object requests; keys are
-        normalized and checked like a read's."""
+    def test_answers_as_they_arrive(self, store):
+        """``get_ranges_as_ready``: every request answered once, as ``(position, bytes, version, size)``
+        in batches (one per backend answer: one batch in all unless the store declares
+        ``answers_as_ready``), with the bytes, versions, sizes and counts of ``get_ranges_sized``."""
         store.set("w/a", DATA)
         store.set("w/b", b"xyz")
         store.set("w/e", b"")
-        keys = ["w/a", "w/none", "w//b", "w/e", "w/a"]
+        far = store.coalesce_gap + 100  # two answers from one object, at least
+        store.set("w/big", DATA * (far // len(DATA) + 2))
+        reqs = [
+            ("w/a", WHOLE), ("w/none", Range(0, 4)), ("w//b", Suffix(2)), ("w/e", WHOLE),
+            ("w/a", Range(3, 9)), ("w/big", Range(0, 10)), ("w/big", Range(far, far + 10)),
+        ]  # fmt: skip
         store.stats.reset()
-        got = list(store.get_whole_as_ready(keys))
-        assert sorted(i for i, _ in got) == [0, 1, 2, 3, 4]
-        assert {i: None if d is None else bytes(d) for i, d in got} == {
-            0: DATA, 1: None, 2: b"xyz", 3: b"", 4: DATA,
-        }  # fmt: skip
+        batches = list(store.get_ranges_as_ready(reqs))
         counted = store.stats.as_dict()
+        got = {i: (d if d is None else bytes(d), v, z) for batch in batches for i, d, v, z in batch}
+        assert sorted(i for batch in batches for i, *_ in batch) == list(range(len(reqs)))
         store.stats.reset()
-        store.get_ranges_versioned([(k, WHOLE) for k in keys])
+        datas, versions, sizes = store.get_ranges_sized(reqs)
         assert counted == store.stats.as_dict()
-        assert list(store.get_whole_as_ready([])) == []
+        assert got == {
+            i: (d if d is None else bytes(d), v, z)
+            for i, (d, v, z) in enumerate(zip(datas, versions, sizes, strict=True))
+        }
+        assert got[2][0] == b"yz" and got[4][0] == DATA[3:9] and got[1] == (None, None, None)
+        assert len(batches) == (store.stats.reads if store.answers_as_ready else 1)
+        assert list(store.get_ranges_as_ready([])) == []
         with pytest.raises(InvalidKeyError):
-            store.get_whole_as_ready(["../up"])
+            store.get_ranges_as_ready([("../up", WHOLE)])
 
     def test_sized_reads_report_the_object_size(self, store):
         """``get_ranges_sized``: the same bytes, versions and requests as ``get_ranges_versioned``, plus

@@ -937,10 +937,11 @@ def test_each_shard_is_rebuilt_as_its_old_bytes_arrive_and_all_are_written_after
     events = []
 
     class LastFirst(MemoryStore):  # hands the objects over in reverse order
-        def get_whole_as_ready(self, keys):
-            for i, data in reversed(list(super().get_whole_as_ready(keys))):
-                events.append(("arrived", keys[i]))
-                yield i, data
+        def get_ranges_as_ready(self, requests):
+            answers = [a for batch in super().get_ranges_as_ready(requests) for a in batch]
+            for i, data, version, size in reversed(answers):
+                events.append(("arrived", requests[i][0]))
+                yield [(i, data, version, size)]
 
         def set_many(self, items):
             events.append(("written", sorted(k for k, _ in items)))

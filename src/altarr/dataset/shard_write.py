@@ -4,8 +4,8 @@
 and a :class:`Merge` edits it. Per touched shard it does at most one whole-object read (none when every
 in-bounds chunk of the shard is being replaced) and one write; untouched chunks are carried over as bytes
 (:meth:`ShardLayout.build <altarr.dataset.layout.ShardLayout.build>`), never decoded. The shards are read
-together and each is rebuilt as it arrives (:meth:`Store.get_whole_as_ready
-<altarr.stores.base.Store.get_whole_as_ready>`), but everything of a group is encoded before anything is
+together and each is rebuilt as it arrives (:meth:`Store.get_ranges_as_ready
+<altarr.stores.base.Store.get_ranges_as_ready>`), but everything of a group is encoded before anything is
 written, so a failing encode leaves the store as it was; each object write is atomic in the store. A delete costs one read and one write per shard, or a delete of the key
 once its last chunk goes.
 
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import WriteConflictError
+from ..stores.ranges import WHOLE
 from . import kernel, locks
 from .chunk_codec import ChunkCodec
 from .index_cache import IndexCache
@@ -262,7 +263,7 @@ class ShardWriter:
         keys = {pos: self.layout.key(pos) for pos in groups}
         # sent now; each answer is a bytes-like result, a zero-copy view where the store has one
         # (obstore: no 2.9 MB copy per shard into a fresh bytes object before split_down slices it)
-        arriving = self.store.get_whole_as_ready([keys[p] for p in need_old]) if need_old else ()
+        arriving = self.store.get_ranges_as_ready([(keys[p], WHOLE) for p in need_old])
         rows, start = {}, 0  # each shard's own rows of the arena: its bytes stay until the writes
         for pos, group in groups.items():
             rows[pos] = slice(start, start + len(group))
@@ -285,10 +286,11 @@ class ShardWriter:
         for pos in groups:  # no old bytes to wait for
             if pos not in waiting:
                 rebuild(pos, None)
-        for i, data in arriving:
-            pos = need_old[i]
-            old_objects[pos] = None if data is None else memoryview(data)
-            rebuild(pos, old_objects[pos])
+        for answered in arriving:
+            for i, data, _, _ in answered:
+                pos = need_old[i]
+                old_objects[pos] = None if data is None else memoryview(data)
+                rebuild(pos, old_objects[pos])
         _raise_first_failure([new[c] for c in updates])  # the first in the caller's order
         to_set, to_delete = [], []
         for pos, group in groups.items():

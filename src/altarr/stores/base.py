@@ -154,6 +154,9 @@ class Store(ABC):
     coalesce_gap: int = DEFAULT_COALESCE_GAP
     #: A merged span of ranges is not grown past this many bytes.
     max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE
+    #: True when :meth:`get_ranges_as_ready` hands each answer over as it arrives (the store sends a
+    #: batch's requests concurrently); callers then do per-answer work that would be wasted elsewhere.
+    answers_as_ready: bool = False
     #: The merged results of :meth:`get_ranges_versioned` are handed out as zero-copy views even where a
     #: request equals its merged request (stores whose backend buffers are not ``bytes``).
     _whole_views: bool = False
@@ -205,21 +208,26 @@ class Store(ABC):
         """
         return self._read_batch(requests, True)
 
-    def get_whole_as_ready(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
-        """Read every object of ``keys`` whole and yield ``(position in keys, bytes-like or None)`` in
-        the order the objects arrive, so that a caller can work on the first while the others are still
-        on the way (the write path rebuilds each shard as it comes). The reads are sent when this is
-        called, not when the iterator is first advanced. One round, counted, and versions recorded
-        inside :meth:`exclusive`, as by :meth:`get_ranges_versioned` of the same ``WHOLE`` requests,
-        which is what a store does here unless it sends requests concurrently: all of them, then in
-        order.
+    def get_ranges_as_ready(
+        self, requests: Sequence[ReadRequest | RangeRequest]
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """:meth:`get_ranges_sized` handed over as the answers arrive, so that a caller works on the first
+        while the others are still on the way (the write path rebuilds each shard as it comes). Yields, per backend answer, the requests it answers as
+        ``(position in requests, bytes-like or None, version, object size)``. The requests are sent when
+        this is called, not when the iterator is first advanced; merged, counted and (inside
+        :meth:`exclusive`) recorded as by :meth:`get_ranges_sized`. A store that does not declare
+        :attr:`answers_as_ready` answers everything at once, in request order, in one batch.
 
-        >>> from altarr.stores import MemoryStore
-        >>> s = MemoryStore(); s.set("a", b"1")
-        >>> sorted(s.get_whole_as_ready(["a", "gone"])), s.stats.reads
-        ([(0, b'1'), (1, None)], 2)
+        >>> from altarr.stores import MemoryStore, Range
+        >>> s = MemoryStore(); s.set("a", b"123")
+        >>> batches = list(s.get_ranges_as_ready([("a", WHOLE), ("gone", WHOLE), ("a", Range(1, 2))]))
+        >>> len(batches), [(i, d and bytes(d)) for i, d, _, _ in batches[0]]
+        (1, [(0, b'123'), (1, None), (2, b'2')])
         """
-        return enumerate(self.get_ranges_versioned([(k, WHOLE) for k in keys])[0])
+        if not requests:
+            return iter([])
+        datas, versions, sizes = self.get_ranges_sized(requests)
+        return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
 
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""

@@ -52,9 +52,9 @@ from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes, byte_length, coalesce_gap_for
-from .base import Fetched, ReadRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE
-from .ranges import WHOLE, ByteRequest, Offset, Range, Suffix, legacy_bounds
+from .base import Fetched, RangeRequest, ReadRequest, Store, normalize_key
+from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
+from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds, normalize_requests
 from .watch import VersionWatch
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
@@ -227,6 +227,8 @@ class ObstoreStore(VersionWatch, Store):
     reports_sizes = True
     #: obstore's buffers are handed out as zero-copy views by ``get_ranges_versioned``.
     _whole_views = True
+    #: Each answer of :meth:`get_ranges_as_ready` is handed over as it arrives.
+    answers_as_ready = True
 
     def __init__(
         self,
@@ -393,40 +395,49 @@ class ObstoreStore(VersionWatch, Store):
         self.stats.add(rounds=1)
         return Fetched(results, versions, sizes=sizes)
 
-    def get_whole_as_ready(self, keys: Sequence[str]) -> Iterator[tuple[int, Any]]:
-        """Every ``GET`` sent now (one per distinct key), all in flight together (one round); each object
-        handed out (a zero-copy view of obstore's buffer) as soon as its answer is in, its version
-        recorded inside :meth:`exclusive` on the thread that advances the iterator (the scope is that
-        thread's)."""
-        positions: dict[str, list[int]] = {}
-        for i, k in enumerate(keys):
-            positions.setdefault(normalize_key(k), []).append(i)
-        if len(positions) < 2:
-            return super().get_whole_as_ready(keys)
+    def get_ranges_as_ready(
+        self, requests: Sequence[ReadRequest | RangeRequest]
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """Every merged ``GET`` sent now, all in flight together (one round); each answer handed over (as
+        zero-copy views of obstore's buffer) as soon as it is in, its version recorded inside
+        :meth:`exclusive` on the thread that advances the iterator (the scope is that thread's)."""
+        if not requests:
+            return iter([])
+        typed, cuts = normalize_requests(requests)
+        plan = plan_reads(typed, self.coalesce_gap, self.max_coalesced_size, cuts)
+        if len(plan.merged) < 2:  # one request: nothing to overlap
+            return super().get_ranges_as_ready(typed)
         pool = _request_threads(self.concurrency)
-        futures = {pool.submit(_outcome, self._get_sync, (k, WHOLE)): k for k in positions}
-        return self._as_ready(positions, futures)
+        futures = {pool.submit(_outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
+        return self._as_ready(plan, futures)
 
     def _as_ready(
-        self, positions: dict[str, list[int]], futures: dict[Future, str]
-    ) -> Iterator[tuple[int, Any]]:
+        self, plan: CoalescePlan, futures: dict[Future, int]
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        answers: dict[int, list[int]] = {}  # merged request -> the requests it answers
+        for i, part in enumerate(plan.parts):
+            answers.setdefault(part[0], []).append(i)
         answered, nbytes = 0, 0
         try:
             for f in as_completed(futures):
-                key = futures[f]
+                m = futures[f]
+                key, req = plan.merged[m]
                 r = f.result()
                 answered += 1
                 if self._watched():
                     self._record([key], [r])
                 if isinstance(r, FileNotFoundError):
-                    data = None
-                elif isinstance(r, BaseException):
-                    raise self._fail("read", key, r, legacy_bounds(WHOLE)) from r
-                else:
-                    nbytes += len(r[0])
-                    data = memoryview(r[0])
-                for i in positions[key]:
-                    yield i, data
+                    yield [(i, None, None, None) for i in answers[m]]
+                    continue
+                if isinstance(r, BaseException):
+                    raise self._fail("read", key, r, legacy_bounds(req)) from r
+                nbytes += len(r[0])
+                view, version, size = memoryview(r[0]), _version_of(r[1]), _size_of(r[1])
+                parts = plan.parts
+                yield [
+                    (i, view if parts[i][3] else view[parts[i][1] : parts[i][2]], version, size)
+                    for i in answers[m]
+                ]
         finally:  # also when the caller stops early: what was answered is counted
             self.stats.add(reads=answered, bytes_read=nbytes, rounds=1)
 
