@@ -6,8 +6,8 @@ in-bounds chunk of the shard is being replaced) and one write; untouched chunks 
 (:meth:`ShardLayout.build <altarr.dataset.layout.ShardLayout.build>`), never decoded. The shards are read
 together and each is rebuilt as it arrives (:meth:`Store.get_ranges_as_ready
 <altarr.stores.base.Store.get_ranges_as_ready>`), but everything of a group is encoded before anything is
-written, so a failing encode leaves the store as it was; each object write is atomic in the store. A delete costs one read and one write per shard, or a delete of the key
-once its last chunk goes.
+written, so a failing encode leaves the store as it was; each object write is atomic in the store. A
+delete costs one read and one write per shard, or a delete of the key once its last chunk goes.
 
 Large calls go in groups of whole objects (:data:`WRITE_GROUP_BYTES`), each under its objects' locks
 (:mod:`~altarr.dataset.locks`); objects whose conditional write met another writer's change are read,

@@ -211,9 +211,10 @@ class ObstoreStore(VersionWatch, Store):
     """A store rooted at an object-store or HTTP URL, read and written through obstore.
 
     Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
-    default, 64 KiB for ``file://`` and ``memory://``, see :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`)
-    and ``concurrency`` (requests in flight at once). Other keywords are ``storage_options`` (see the module docstring).
-    The :meth:`stat` version token is the object's ETag.
+    default, 64 KiB for ``file://`` and ``memory://``, see
+    :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`) and ``concurrency`` (requests in flight at once).
+    Other keywords are ``storage_options`` (see the module docstring). The :meth:`stat` version token is
+    the object's ETag.
 
     >>> s = ObstoreStore("memory://")
     >>> s.set("x", b"abc"); s.size("x"), s.exists("y"), s.stat("x")[0]
@@ -409,6 +410,7 @@ class ObstoreStore(VersionWatch, Store):
             return super().get_ranges_as_ready(typed)
         pool = _request_threads(self.concurrency)
         futures = {pool.submit(_outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
+        self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken
         return self._as_ready(plan, futures)
 
     def _as_ready(
@@ -417,29 +419,24 @@ class ObstoreStore(VersionWatch, Store):
         answers: dict[int, list[int]] = {}  # merged request -> the requests it answers
         for i, part in enumerate(plan.parts):
             answers.setdefault(part[0], []).append(i)
-        answered, nbytes = 0, 0
-        try:
-            for f in as_completed(futures):
-                m = futures[f]
-                key, req = plan.merged[m]
-                r = f.result()
-                answered += 1
-                if self._watched():
-                    self._record([key], [r])
-                if isinstance(r, FileNotFoundError):
-                    yield [(i, None, None, None) for i in answers[m]]
-                    continue
-                if isinstance(r, BaseException):
-                    raise self._fail("read", key, r, legacy_bounds(req)) from r
-                nbytes += len(r[0])
-                view, version, size = memoryview(r[0]), _version_of(r[1]), _size_of(r[1])
-                parts = plan.parts
-                yield [
-                    (i, view if parts[i][3] else view[parts[i][1] : parts[i][2]], version, size)
-                    for i in answers[m]
-                ]
-        finally:  # also when the caller stops early: what was answered is counted
-            self.stats.add(reads=answered, bytes_read=nbytes, rounds=1)
+        for f in as_completed(futures):
+            m = futures[f]
+            key, req = plan.merged[m]
+            r = f.result()
+            if self._watched():
+                self._record([key], [r])
+            if isinstance(r, FileNotFoundError):
+                yield [(i, None, None, None) for i in answers[m]]
+                continue
+            if isinstance(r, BaseException):
+                raise self._fail("read", key, r, legacy_bounds(req)) from r
+            self.stats.add(bytes_read=len(r[0]))
+            view, version, size = memoryview(r[0]), _version_of(r[1]), _size_of(r[1])
+            parts = plan.parts
+            yield [
+                (i, view if parts[i][3] else view[parts[i][1] : parts[i][2]], version, size)
+                for i in answers[m]
+            ]
 
     def _heads(self, keys: Sequence[str], record: bool = True) -> list[Any]:
         self.stats.add(size_queries=len(keys), rounds=1)
