@@ -245,10 +245,10 @@ class ShardWriter:
     ) -> None:
         """Rebuild and write the shards of ``updates`` (one read round and one write round for all of
         them); ``existed`` receives, per chunk, whether it was stored. Each shard is rebuilt as soon as its
-        old bytes arrive, while the others are still on the way (the shards read from the store arrive
-        one after another: on moto, 8 boxes over 6 shards, reading took 24 ms and encoding 23 ms of a
-        110 ms write, side by side now), and those rewritten outright before that; nothing is written
-        until every shard is rebuilt. ``existed`` is filled before the writes: when some shards'
+        old bytes arrive, while the others are still on the way (on moto at 20 ms per request, 8 boxes
+        over 6 shards: 2-4 % faster than after the last one; no difference at 0 ms, where the answers land
+        together), and those rewritten outright before that; nothing is written until every shard is
+        rebuilt. ``existed`` is filled before the writes: when some shards'
         conditional writes meet another writer's change, the others are written and only the conflicting
         ones go again (overwriting their entries), so every chunk keeps an answer."""
         top = self.grid.nlevels - 1
@@ -264,33 +264,35 @@ class ShardWriter:
         # sent now; each answer is a bytes-like result, a zero-copy view where the store has one
         # (obstore: no 2.9 MB copy per shard into a fresh bytes object before split_down slices it)
         arriving = self.store.get_ranges_as_ready([(keys[p], WHOLE) for p in need_old])
-        rows, start = {}, 0  # each shard's own rows of the arena: its bytes stay until the writes
-        for pos, group in groups.items():
-            rows[pos] = slice(start, start + len(group))
-            start += len(group)
         old_objects: dict[Chunk, memoryview | None] = {}
         new: dict[Chunk, Any] = {}
+        used = 0  # arena rows taken: each call's chunks get the next ones, kept until the writes
 
-        def rebuild(pos: Chunk, mem: memoryview | None) -> None:
-            group = groups[pos]
-            # old raw bytes of every updated chunk (zero-copy slices of the old shard)
-            found = self.layout.split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
-            olds = [(keys[pos], found[c]) if c in found else None for c in group]
-            encoded = self._encode_items(
-                [(c, updates[c]) for c in group], olds, None if arena is None else arena[rows[pos]]
-            )
-            new.update(zip(group, encoded, strict=True))
-            existed.update({c: old is not None for c, old in zip(group, olds, strict=True)})
+        def rebuild(positions: list[Chunk]) -> None:
+            """Encode the updated chunks of these shards in one call (one pool hand-off for all)."""
+            nonlocal used
+            if not positions:
+                return
+            items, olds = [], []
+            for pos in positions:
+                group, mem = groups[pos], old_objects.get(pos)
+                # old raw bytes of every updated chunk (zero-copy slices of the old shard)
+                found = (
+                    self.layout.split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
+                )
+                items += [(c, updates[c]) for c in group]
+                olds += [(keys[pos], found[c]) if c in found else None for c in group]
+            rows = None if arena is None else arena[used : used + len(items)]
+            used += len(items)
+            new.update(zip((c for c, _ in items), self._encode_items(items, olds, rows), strict=True))
+            existed.update({c: old is not None for (c, _), old in zip(items, olds, strict=True)})
 
         waiting = set(need_old)
-        for pos in groups:  # no old bytes to wait for
-            if pos not in waiting:
-                rebuild(pos, None)
-        for answered in arriving:
+        rebuild([pos for pos in groups if pos not in waiting])  # no old bytes to wait for
+        for answered in arriving:  # each answer as it comes (all at once where the store cannot tell)
             for i, data, _, _ in answered:
-                pos = need_old[i]
-                old_objects[pos] = None if data is None else memoryview(data)
-                rebuild(pos, old_objects[pos])
+                old_objects[need_old[i]] = None if data is None else memoryview(data)
+            rebuild([need_old[i] for i, _, _, _ in answered])
         _raise_first_failure([new[c] for c in updates])  # the first in the caller's order
         to_set, to_delete = [], []
         for pos, group in groups.items():

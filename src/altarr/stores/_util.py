@@ -10,8 +10,8 @@ __all__ = ["NETWORK_COALESCE_GAP", "as_byte_view", "as_bytes", "byte_length", "c
 #: (S3, GCS, Azure, HTTP): a request costs a round trip and a server's per-request work, a MiB more in a
 #: response far less. Rust's object_store merges its ranged reads at the same distance
 #: (``OBJECT_STORE_COALESCE_DEFAULT``). Measured on moto (``benchmarks/bench_remote.py``): 48 scattered
-#: 32^3 uint16 chunks out of 8 shards, 50 requests at the local 64 KiB against 17 at 1 MiB, 175 -> 58 ms at
-#: 0 ms latency and 195 -> 131 ms at 20 ms.
+#: 32^3 uint16 chunks out of 8 shards, 50 requests at the local 64 KiB against 19 at 1 MiB, 222 -> 103 ms
+#: at 0 ms latency and 253 -> 155 ms at 20 ms (the two gaps interleaved in one process, median of 13).
 NETWORK_COALESCE_GAP = 1 << 20
 
 #: Schemes served from this machine, where a request is a system call or a dict lookup: the small
