@@ -972,6 +972,15 @@ def test_each_shard_is_rebuilt_as_its_old_bytes_arrive_and_all_are_written_after
 
         return fn
 
+    # a store that hands every answer over at once: one encode call for the shards replaced outright,
+    # one for the shards read (a merge among them), each call's chunks in arena rows of their own
+    plain = make(MemoryStore(), shape=(16,), chunks=(2,), shards=(4,), compressor="zstd")
+    plain[...] = np.arange(16)
+    events.clear()
+    plain[1:15] = 7
+    assert [e[0] for e in events] == ["rebuilt", "rebuilt"]
+    np.testing.assert_array_equal(plain[...], [0] + [7] * 14 + [15])
+
     events.clear()
     with pytest.raises(ValueError, match="^first$"):  # chunk 0 comes first in the caller's order
         ds._access.writer.apply({(0,): Merge(failing("first")), (7,): Merge(failing("second"))})
