@@ -253,6 +253,25 @@ def test_obstore_conditions_only_where_the_backend_can():
     assert info.value.keys == ["k"] and m.get("k") == b"2"
 
 
+def test_obstore_a_failed_answer_of_an_as_ready_batch_is_a_store_error_naming_its_key():
+    """Requests that cannot be sent (nothing listens on the port): advancing ``get_ranges_as_ready``
+    raises ``StoreError`` naming the key of the first answer that failed; the batch's requests were
+    counted when they were sent, as one round."""
+    import datetime
+
+    short = datetime.timedelta(milliseconds=10)
+    s = ObstoreStore(
+        "http://127.0.0.1:9/x",
+        retry_config={"max_retries": 0, "backoff": {"init_backoff": short, "max_backoff": short, "base": 2},
+                      "retry_timeout": datetime.timedelta(seconds=1)},
+    )  # fmt: skip
+    batch = s.get_ranges_as_ready([("a", WHOLE), ("b", WHOLE)])
+    with pytest.raises(StoreError, match="read failed") as info:
+        list(batch)
+    assert info.value.key in ("a", "b") and info.value.byte_range == (None, None)
+    assert (s.stats.reads, s.stats.rounds, s.stats.bytes_read) == (2, 1, 0)
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(
     s3_endpoint, monkeypatch, client
