@@ -155,7 +155,8 @@ class Store(ABC):
     #: A merged span of ranges is not grown past this many bytes.
     max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE
     #: True when :meth:`get_ranges_as_ready` hands each answer over as it arrives (the store sends a
-    #: batch's requests concurrently); callers then do per-answer work that would be wasted elsewhere.
+    #: batch's requests concurrently), else it answers a batch at once. The write path works either way
+    #: (per batch it gets); the declaration is for callers and the store conformance suite.
     answers_as_ready: bool = False
     #: The merged results of :meth:`get_ranges_versioned` are handed out as zero-copy views even where a
     #: request equals its merged request (stores whose backend buffers are not ``bytes``).

@@ -377,24 +377,20 @@ class ObstoreStore(VersionWatch, Store):
         """Concurrent ``GET`` requests, all in flight together (one round; see :meth:`_gather`); each
         with its ETag and the object's total size, both from the answer's metadata."""
         out = self._gather([(self._get_sync, (k, req)) for k, req in merged])
-        results: list[Any] = []
-        versions: list[Any] = []
-        sizes: list[int | None] = []
-        for (key, req), r in zip(merged, out, strict=True):
-            if isinstance(r, FileNotFoundError):
-                results.append(None)
-                versions.append(None)
-                sizes.append(None)
-            elif isinstance(r, BaseException):
-                raise self._fail("read", key, r, legacy_bounds(req)) from r
-            else:
-                results.append(r[0])
-                versions.append(_version_of(r[1]))
-                sizes.append(_size_of(r[1]))
+        answers = [self._answer(key, req, r) for (key, req), r in zip(merged, out, strict=True)]
         if self._watched():
             self._record([k for k, _ in merged], out)
         self.stats.add(rounds=1)
-        return Fetched(results, versions, sizes=sizes)
+        return Fetched([a[0] for a in answers], [a[1] for a in answers], sizes=[a[2] for a in answers])
+
+    def _answer(self, key: str, req: ByteRequest, r: Any) -> tuple[Any, Any, int | None]:
+        """The ``(bytes, version, object size)`` of one ``GET``'s outcome (``_get_sync``'s answer or its
+        exception): all ``None`` for a missing key; any other failure raises ``StoreError``."""
+        if isinstance(r, FileNotFoundError):
+            return None, None, None
+        if isinstance(r, BaseException):
+            raise self._fail("read", key, r, legacy_bounds(req)) from r
+        return r[0], _version_of(r[1]), _size_of(r[1])
 
     def get_ranges_as_ready(
         self, requests: Sequence[ReadRequest | RangeRequest]
@@ -425,14 +421,12 @@ class ObstoreStore(VersionWatch, Store):
             r = f.result()
             if self._watched():
                 self._record([key], [r])
-            if isinstance(r, FileNotFoundError):
+            data, version, size = self._answer(key, req, r)
+            if data is None:
                 yield [(i, None, None, None) for i in answers[m]]
                 continue
-            if isinstance(r, BaseException):
-                raise self._fail("read", key, r, legacy_bounds(req)) from r
-            self.stats.add(bytes_read=len(r[0]))
-            view, version, size = memoryview(r[0]), _version_of(r[1]), _size_of(r[1])
-            parts = plan.parts
+            self.stats.add(bytes_read=len(data))
+            view, parts = memoryview(data), plan.parts
             yield [
                 (i, view if parts[i][3] else view[parts[i][1] : parts[i][2]], version, size)
                 for i in answers[m]
