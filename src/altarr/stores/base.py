@@ -213,9 +213,10 @@ class Store(ABC):
         self, requests: Sequence[ReadRequest | RangeRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
         """:meth:`get_ranges_sized` handed over as the answers arrive, so that a caller works on the first
-        while the others are still on the way (the write path rebuilds each shard as it comes). Yields, per backend answer, the requests it answers as
-        ``(position in requests, bytes-like or None, version, object size)``. The requests are sent when
-        this is called, not when the iterator is first advanced; merged, counted and (inside
+        while the others are still on the way (the write path rebuilds each shard as it comes). Yields,
+        per backend answer, the requests it answers as ``(position in requests, bytes-like or None,
+        version, object size)``. The requests are sent when this is called, not when the iterator is
+        first advanced; merged, counted and (inside
         :meth:`exclusive`) recorded as by :meth:`get_ranges_sized`. A store that does not declare
         :attr:`answers_as_ready` answers everything at once, in request order, in one batch.
 
