@@ -66,3 +66,40 @@ def test_one_worker_runs_inline():
         assert pmap(lambda x: threading.get_ident(), [1, 2, 3]) == [threading.get_ident()] * 3
     finally:
         set_max_workers(before)
+
+
+def test_spawn_runs_in_the_background_and_its_wait_reraises_after_every_runner_ended(pool_size):
+    """``spawn(fn, n)`` starts ``min(workers, n)`` runs of ``fn`` and returns at once (with one worker:
+    runs it first); ``wait()`` returns after all of them, raising the first exception."""
+    from altarr.dataset.parallel import spawn
+
+    release = threading.Event()
+    runs, ended = [], []
+    lock = threading.Lock()
+
+    def f():
+        with lock:
+            runs.append(threading.get_ident())
+        if pool_size > 1:
+            assert release.wait(10)  # the caller goes on meanwhile
+        with lock:
+            ended.append(1)
+        raise ValueError("boom")
+
+    wait = spawn(f, 5)
+    assert threading.get_ident() not in runs or pool_size == 1
+    release.set()
+    with pytest.raises(ValueError, match="boom"):
+        wait()
+    assert len(ended) == len(runs) == min(pool_size, 5)
+    assert spawn(f, 0)() is None  # nothing to run
+
+    # inside a pool runner it runs inline, before it returns
+    inner = []
+
+    def outer(_):
+        w = spawn(lambda: inner.append(threading.get_ident()), 3)
+        assert inner[-1] == threading.get_ident()
+        w()
+
+    pmap(outer, [1, 2])

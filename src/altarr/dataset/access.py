@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -241,10 +242,46 @@ class DatasetAccess:
             fn(chunk, a)
 
         with self.reader.open_readers() as readers:  # local files: each shard opened once for the call
-            raw = self.reader.read_raw(chunks, readers=readers, versions=versions)
-            if into is not None:
-                chunks = kernel.read_into(self.codec, raw, chunks, *into)
+            if into is not None and readers is None and self.store.answers_as_ready:
+                raw, chunks = self._decode_as_ready(chunks, versions, into)
+            else:
+                raw = self.reader.read_raw(chunks, readers=readers, versions=versions)
+                if into is not None:
+                    chunks = kernel.read_into(self.codec, raw, chunks, *into)
             pmap(one, chunks)
+
+    def _decode_as_ready(
+        self,
+        chunks: list[Chunk],
+        versions: dict[str, Any] | None,
+        into: tuple[np.ndarray, dict[Chunk, Any]],
+    ) -> tuple[dict[Chunk, Any], list[Chunk]]:
+        """The kernel's part of a region read on a store that hands its answers over as they arrive:
+        the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next
+        answer in. Returns the read's slots and the chunks left to the pure-Python path.
+
+        Measured against the decode after the last answer, interleaved in one process (2 cores, the server
+        on the same machine, 20 ms per request, medians of 21 and 31): the whole 256^3 array from moto (8
+        shards whose answers come over ~24 ms) 124.5 -> 112.9 and 125.2 -> 119.0 ms; a 128x256x256 slab
+        (4 shards, ~9 ms apart) 83.9 -> 81.3 and 84.3 -> 85.6 ms, over HTTP 69.9 -> 69.5 ms: it gains
+        where the answers are spread out, and decoding competes for the cores with the receiving (and
+        here with the server) where they are not.
+        """
+        raw: dict[Chunk, Any] = {}
+        decoder = kernel.ReadInto(self.codec, *into)
+        try:
+            for part in self.reader.read_raw_as_ready(chunks, versions=versions):
+                if part is None:  # a shard changed: what was decoded is void, the read starts over
+                    decoder.finish()
+                    raw.clear()
+                    continue
+                raw.update(part)
+                decoder.add(part)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                decoder.finish()  # no decode may still write into ``out`` once the call has failed
+            raise
+        return raw, decoder.finish()
 
     # --- writes ----------------------------------------------------------------------------------------
     def write_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray, values: Sequence[Any]) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,6 +111,19 @@ class IndexCache:
         if not self.enabled:
             versions = [None] * len(requests)
         return datas, versions, sizes
+
+    def read_sized_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """:meth:`read_sized` handed over per store answer as it arrives
+        (:meth:`~altarr.stores.base.Store.get_ranges_as_ready`): batches of ``(position in requests,
+        bytes, version, object size)``, versions ``None`` while the cache is off."""
+        for answered in self.store.get_ranges_as_ready(requests):
+            yield answered if self.enabled else [(i, d, None, z) for i, d, _, z in answered]
+
+    def read_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any]]]:
+        """:meth:`read` handed over per store answer as it arrives: batches of ``(position in
+        requests, bytes, version)``."""
+        for answered in self.read_sized_as_ready(requests):
+            yield [(i, d, v) for i, d, v, _ in answered]
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
         if not self.enabled:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,7 +52,7 @@ import numpy as np
 
 from ..codecs import blosc_ctx
 from ..codecs.compress import BloscCodec, ZstdCodec
-from .parallel import get_max_workers, pmap
+from .parallel import get_max_workers, pmap, spawn
 
 if TYPE_CHECKING:
     from .chunk_codec import ChunkCodec
@@ -71,6 +71,7 @@ __all__ = [
     "use_native",
     "plan_for",
     "read_into",
+    "ReadInto",
     "encode",
 ]
 
@@ -288,9 +289,97 @@ def read_into(
     ``raw`` is :meth:`ShardReader.read_raw <altarr.dataset.shard_read.ShardReader.read_raw>`'s result (with open readers: :class:`ChunkRange` slots that
     the kernel reads itself), ``pieces[chunk]`` the region plan of ``Dataset.__getitem__``: per dimension
     ``(chunk index, slice of the chunk, slice of out)``."""
+    job = _job(cc, raw, chunks, out, pieces)
+    if job is None:
+        return list(chunks)
+    _run(job.call, job.n)
+    return job.finish(chunks)
+
+
+class ReadInto:
+    """:func:`read_into` for the parts of a read that arrive one after the other: each part's chunks are
+    decoded on the pool while the calling thread takes the next part in, and :meth:`finish` has the
+    calling thread join the decoding of what is left. A part's pool tasks exist only while it has
+    chunks to decode (no pool thread waits idle for the next answer, where another caller's work could
+    not run).
+
+    Every worker decodes, none is left to the receiving: on 2 cores against moto on the same machine, a
+    128x256x256 slab at 20 ms per request took 83.9 ms decoded after the last answer, 82.0 with one
+    thread decoding while the answers came and 81.3 with two (median of 21; the whole 256^3 array
+    124.5, 117.6 and 112.9 ms).
+
+    >>> out = np.zeros(4, "u1")
+    >>> r = ReadInto(None, out, {})   # no kernel plan: every chunk is left to the Python path
+    >>> r.add({(0,): None}); r.finish()
+    [(0,)]
+    """
+
+    def __init__(self, cc: ChunkCodec | None, out: np.ndarray, pieces: dict[Any, Any]) -> None:
+        self.cc, self.out, self.pieces = cc, out, pieces
+        self.jobs: list[tuple[_Job | None, list[Any], Callable[[], None] | None]] = []
+
+    def add(self, raw: dict[Any, Any]) -> None:
+        """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives)."""
+        chunks = list(raw)
+        job = None if self.cc is None else _job(self.cc, raw, chunks, self.out, self.pieces)
+        self.jobs.append((job, chunks, None if job is None else spawn(job.call, job.n)))
+
+    def finish(self) -> list[Any]:
+        """Decode what is left (the calling thread helping), wait for the pool, and return the chunks left
+        to the pure-Python path; the decoder is then empty."""
+        jobs, self.jobs = self.jobs, []
+        try:
+            for job, _, _ in jobs:
+                if job is not None:
+                    job.call()  # takes the tasks no pool thread has taken yet
+        finally:
+            for _, _, wait in jobs:
+                if wait is not None:
+                    wait()
+        return [c for job, chunks, _ in jobs for c in (chunks if job is None else job.finish(chunks))]
+
+
+class _Job:
+    """One kernel call's tables: the sources (bytes or open files), one task row per chunk, and per row
+    a status the kernel sets."""
+
+    def __init__(self, plan: Plan, sources: list, rows: list, done: list, readers: list, out: np.ndarray):
+        self.tasks = np.array(rows, dtype=np.int64)
+        self.status = np.full(len(rows), 1, dtype=np.int32)
+        self.counter = np.zeros(1, dtype=np.int64)
+        self.n = len(rows)
+        self.done, self.readers = done, readers
+
+        def call() -> None:
+            _ext.read_chunks(
+                sources, self.tasks, self.counter, self.status, out, plan.chunk_shape, plan.codec
+            )
+
+        self.call = call
+
+    def finish(self, chunks: Sequence[Any]) -> list[Any]:
+        """Count the file reads, and return the chunks of ``chunks`` the kernel did not decode."""
+        # the store's counters: one read per chunk range read from a file, as FileReader.read_into counts
+        counts: dict[int, list[Any]] = {}
+        status = self.status.tolist()
+        for reader, st, length in zip(self.readers, status, self.tasks[:, 2].tolist(), strict=True):
+            if reader is not None and st in _ST_READ_DONE:
+                entry = counts.setdefault(id(reader), [reader, 0, 0])
+                entry[1] += 1
+                entry[2] += length
+        for reader, n, nbytes in counts.values():
+            reader.count_reads(n, nbytes)
+        finished = {c for c, st in zip(self.done, status, strict=True) if st == _ST_OK}
+        return [c for c in chunks if c not in finished]
+
+
+def _job(
+    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
+) -> _Job | None:
+    """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none."""
     plan: Plan | None = cc.native
     if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
-        return list(chunks)
+        return None
     sources: list[Any] = []
     source_of: dict[int, int] = {}
     rows: list[list[int]] = []
@@ -321,25 +410,8 @@ def read_into(
         done.append(c)
         readers.append(reader)
     if not rows:
-        return list(chunks)
-    tasks = np.array(rows, dtype=np.int64)
-    status = np.full(len(rows), 1, dtype=np.int32)
-    counter = np.zeros(1, dtype=np.int64)
-    _run(
-        lambda: _ext.read_chunks(sources, tasks, counter, status, out, plan.chunk_shape, plan.codec),
-        len(rows),
-    )
-    # the store's counters: one read per chunk range read from a file, as FileReader.read_into counts
-    counts: dict[int, list[Any]] = {}
-    for reader, st, length in zip(readers, status.tolist(), tasks[:, 2].tolist(), strict=True):
-        if reader is not None and st in _ST_READ_DONE:
-            entry = counts.setdefault(id(reader), [reader, 0, 0])
-            entry[1] += 1
-            entry[2] += length
-    for reader, n, nbytes in counts.values():
-        reader.count_reads(n, nbytes)
-    finished = {c for c, st in zip(done, status.tolist(), strict=True) if st == _ST_OK}
-    return [c for c in chunks if c not in finished]
+        return None
+    return _Job(plan, sources, rows, done, readers, out)
 
 
 def encode(

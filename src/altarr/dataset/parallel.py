@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from .._threads import get_threads, set_threads
 
-__all__ = ["pmap", "set_max_workers", "get_max_workers"]
+__all__ = ["pmap", "spawn", "set_max_workers", "get_max_workers"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,3 +123,53 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     if errors:
         raise min(errors, key=lambda item: item[0])[1]
     return results
+
+
+def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
+    """Start ``fn()`` on ``min(workers, n)`` pool threads at once and return at once; the returned
+    ``wait()`` blocks until every one has finished and re-raises the first exception. For work that
+    the calling thread overlaps with something else (a region read decodes one shard's chunks while
+    the next shard is still on the way). Runs inline, before returning, where ``pmap`` would (from
+    inside a runner, or with one worker); its exception is then raised by ``wait()`` too.
+
+    >>> done = []
+    >>> wait = spawn(lambda: done.append(1), 1)
+    >>> wait(); done
+    [1]
+    """
+    workers = get_threads()
+    if n < 1:
+        return lambda: None
+    if workers == 1 or getattr(_local, "in_pool", False):
+        try:
+            fn()
+        except Exception as e:
+            failed = e
+
+            def reraise() -> None:
+                raise failed
+
+            return reraise
+        return lambda: None
+
+    def runner() -> None:
+        _local.in_pool = True
+        try:
+            fn()
+        finally:
+            _local.in_pool = False
+
+    pool = _pool(workers)
+    futures = [pool.submit(runner) for _ in range(min(workers, n))]
+
+    def wait() -> None:
+        first: BaseException | None = None
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as e:  # noqa: B036 - every runner is waited for, then the first raised
+                first = first or e
+        if first is not None:
+            raise first
+
+    return wait

@@ -85,6 +85,13 @@ class ChunkRange:
     reader: ObjectReader
 
 
+def _gave_up(changed: set[str]) -> CorruptShardError:
+    return CorruptShardError(
+        f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
+        key=min(changed),  # the one that changed in the last attempt (not the call's first shard)
+    )
+
+
 @dataclass(eq=False)
 class _Node:
     """A block at some level whose bytes are either in memory or at ``[start, start+length)`` of ``key``."""
@@ -96,6 +103,15 @@ class _Node:
     start: int = 0
     length: int | None = None  # None: the whole object, length unknown
     mem: memoryview | None = None
+
+
+def _span(n: _Node) -> tuple[int, int]:
+    return (n.start, n.start + cast(int, n.length))
+
+
+def _slots(nodes: list[_Node]) -> dict[Chunk, tuple[Any, ...]]:
+    """The :meth:`ShardReader.read_raw` slots of chunk nodes whose bytes are in memory."""
+    return {n.pos: (n.key, n.mem, _span(n)) for n in nodes}
 
 
 class ShardReader:
@@ -135,20 +151,60 @@ class ShardReader:
         changed: set[str] = set()
         for _ in range(READ_ATTEMPTS):
             try:
-                return self._read_sharded(chunks, readers, seen=versions)
+                result: dict[Chunk, tuple[Any, ...] | None] = dict.fromkeys(chunks)
+                for part in self._read_sharded(chunks, readers, seen=versions):
+                    result.update(part)
+                return result
             except ShardChanged as e:  # replaced between its index read and its chunks' reads: again
                 self.index_cache.forget(e.keys)
                 changed = e.keys
-        raise CorruptShardError(
-            f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
-            key=min(changed),  # the one that changed in the last attempt (not the call's first shard)
-        )
+        raise _gave_up(changed)
+
+    def read_raw_as_ready(
+        self, chunks: Sequence[Chunk], *, versions: dict[str, Any] | None = None
+    ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
+        """:meth:`read_raw` (without open readers) handed over in parts as the store's answers arrive, so
+        that the caller decodes the chunks of one shard while the others are still on the way: each
+        part maps some of ``chunks`` to their slots, and together the parts cover every chunk once. On
+        stores that answer everything at once (:attr:`~altarr.stores.base.Store.answers_as_ready`
+        false) and for unsharded arrays, one part.
+
+        A ``None`` part means another writer replaced a shard during the read: every part before it is
+        void (wait until nothing uses it any more), and the read starts over from the index round.
+        ``versions`` is filled once the iterator is exhausted."""
+        if not self.layout.sharded or not self.store.answers_as_ready:
+            yield self.read_raw(chunks, versions=versions)
+            return
+        changed: set[str] = set()
+        for attempt in range(READ_ATTEMPTS):
+            if attempt:
+                yield None
+            try:
+                got: set[Chunk] = set()
+                for part in self._read_sharded(chunks, None, seen=versions, as_ready=True):
+                    got.update(part)
+                    yield part
+                absent = {c: None for c in chunks if c not in got}  # missing shards, empty entries
+                if absent:
+                    yield absent
+                return
+            except ShardChanged as e:
+                self.index_cache.forget(e.keys)
+                changed = e.keys
+        raise _gave_up(changed)
 
     def _read_sharded(
-        self, chunks: Sequence[Chunk], readers: dict[str, Any] | None, *, seen: dict[str, Any] | None = None
-    ) -> dict[Chunk, tuple[Any, ...] | None]:
+        self,
+        chunks: Sequence[Chunk],
+        readers: dict[str, Any] | None,
+        *,
+        seen: dict[str, Any] | None = None,
+        as_ready: bool = False,
+    ) -> Iterator[dict[Chunk, tuple[Any, ...]]]:
+        """The slots of the stored chunks, in parts: one at the end, or with ``as_ready`` one per store
+        answer of the last two rounds (the chunks of a shard read whole as soon as it is in, those read
+        by range as their answer comes)."""
         top = self.grid.nlevels - 1
-        result: dict[Chunk, tuple[str, Any] | None] = dict.fromkeys(chunks)
         groups = self.layout.group_by_shard(chunks)
         nodes = [_Node(self.layout.key(pos), top, pos, group) for pos, group in groups.items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
@@ -167,36 +223,49 @@ class ShardReader:
                     if size is not None:
                         sizes[n.key] = size
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
-        for level in range(top, 0, -1):
-            nodes = self._descend(nodes, level, tokens, readers, sizes)
+        for level in range(top, 1, -1):
+            nodes = [c for part in self._descend(nodes, level, tokens, readers, sizes) for c in part]
+        # level 1: the chunks' own nodes; those read whole with their shard are done as they arrive
+        pending: list[_Node] = []
+        done: list[_Node] = []
+        for part in self._descend(nodes, 1, tokens, readers, sizes, as_ready=as_ready):
+            for n in part:
+                (done if n.mem is not None else pending).append(n)
+            if as_ready and done:
+                yield _slots(done)
+                done = []
         if seen is not None:  # the version of every shard this call reads (None: the store tells none)
             for pos in groups:
                 key = self.layout.key(pos)
                 seen[key] = tokens.get(key)
-        # level-0 nodes: the chunks themselves
-        pending = [n for n in nodes if n.mem is None]
-        if pending and readers is not None:
-            for n in nodes:
-                result[n.pos] = (
-                    n.key,
-                    n.mem if n.mem is not None else ChunkRange(n.pos, n.start, n.length, readers[n.key]),
-                    (n.start, n.start + n.length),
-                )
-            return result
+        if pending and readers is not None:  # each range read by its decode task, from the open file
+            yield _slots(done) | {
+                n.pos: (n.key, ChunkRange(n.pos, n.start, n.length, readers[n.key]), _span(n))
+                for n in pending
+            }
+            return
         if pending:
-            datas, versions = self.index_cache.read(
-                [(n.key, Range(n.start, n.start + n.length)) for n in pending]
-            )
-            check_versions(tokens, [n.key for n in pending], versions)
-            if self.index_cache.optimistic:
-                gone = {n.key for n, d in zip(pending, datas, strict=True) if d is None}
-                if gone:  # a shard deleted since its index was cached: read the index again
-                    raise ShardChanged(gone)
-            for n, d in zip(pending, datas, strict=True):
-                n.mem = _checked_range(n.key, n.pos, n.start, n.length, d)
-        for n in nodes:
-            result[n.pos] = (n.key, n.mem, (n.start, n.start + n.length))
-        return result
+            requests = [(n.key, Range(n.start, n.start + n.length)) for n in pending]
+            if as_ready:
+                answers = self.index_cache.read_as_ready(requests)
+            else:
+                datas, versions = self.index_cache.read(requests)
+                answers = iter([list(zip(range(len(datas)), datas, versions, strict=True))])
+            for answered in answers:
+                ns = [pending[i] for i, _, _ in answered]
+                check_versions(tokens, [n.key for n in ns], [v for _, _, v in answered])
+                if self.index_cache.optimistic:
+                    gone = {n.key for n, (_, d, _) in zip(ns, answered, strict=True) if d is None}
+                    if gone:  # a shard deleted since its index was cached: read the index again
+                        raise ShardChanged(gone)
+                for n, (_, d, _) in zip(ns, answered, strict=True):
+                    n.mem = _checked_range(n.key, n.pos, n.start, n.length, d)
+                done += ns
+                if as_ready:
+                    yield _slots(done)
+                    done = []
+        if done:
+            yield _slots(done)
 
     @contextmanager
     def open_readers(self) -> Iterator[dict[str, Any] | None]:
@@ -273,8 +342,12 @@ class ShardReader:
         tokens: dict[str, Any],
         readers: dict[str, Any] | None = None,
         sizes: dict[str, int] | None = None,
-    ) -> list[_Node]:
-        """Read the index of every level-``level`` node (or the whole node) and return its children.
+        *,
+        as_ready: bool = False,
+    ) -> Iterator[list[_Node]]:
+        """Read the index of every level-``level`` node (or the whole node) and yield its children: first
+        those of the nodes whose index needs no read (cached, or in a parent read whole), then those of
+        the nodes read, all at once or (``as_ready``) one part per store answer.
 
         Every index entry is checked (:meth:`ShardingCodec.decode_index`) before it leads to a read: no
         longer than a child block can be, inside the object where its size is known (a nested node's
@@ -289,10 +362,10 @@ class ShardReader:
         # every node ends up with its decoded index: from the cache, from an index read, or parsed
         # out of its bytes (read whole here, or sliced from a parent that was read whole)
         indexed: list[tuple[_Node, np.ndarray]] = []
-        in_memory = [n for n in nodes if n.mem is not None]
         requests, targets = [], []
         for n in nodes:
             if n.mem is not None:
+                indexed.append((n, self._parse_index(n, level, tokens.get(n.key), max_child)))
                 continue
             # with open files (local disk) a chunk's range is a pread inside its decode task, and reading
             # ranges beats reading a shard whole even when most of it is wanted (no 18 MB buffer to
@@ -316,61 +389,81 @@ class ShardReader:
                 rng = Range(n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, rng))
             targets.append((n, whole))
-        if readers is None and not sc._start and isinstance(self.store, OpensReaders):
-            datas, versions, told = self._read_sized(requests)
+        if indexed:
+            yield self._children(indexed, level)
+        if not requests:
+            return
+        if as_ready:
+            answers = self.index_cache.read_sized_as_ready(requests)
         else:
-            datas, versions, told = self._read_versioned(requests, readers)
-        check_versions(tokens, [n.key for n, _ in targets], versions)
-        for (n, whole), req, d, version, object_size in zip(
-            targets, requests, datas, versions, told, strict=True
-        ):
-            tokens.setdefault(n.key, version)
-            if object_size is not None and n.length is None and sizes is not None:
-                sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
-            if d is None:
-                if n.length is None:  # a missing shard: all its chunks are absent
-                    tokens[n.key] = MISSING
+            if readers is None and not sc._start and isinstance(self.store, OpensReaders):
+                got = self._read_sized(requests)
+            else:
+                got = self._read_versioned(requests, readers)
+            answers = iter([list(zip(range(len(requests)), *got, strict=True))])
+        for answered in answers:
+            check_versions(tokens, [targets[i][0].key for i, *_ in answered], [a[2] for a in answered])
+            indexed = []
+            for i, d, version, object_size in answered:
+                (n, whole), req = targets[i], requests[i]
+                tokens.setdefault(n.key, version)
+                if object_size is not None and n.length is None and sizes is not None:
+                    sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
+                if d is None:
+                    if n.length is None:  # a missing shard: all its chunks are absent
+                        tokens[n.key] = MISSING
+                        continue
+                    if cache.optimistic:  # deleted since its outer index was cached: read that again
+                        raise ShardChanged({n.key})
+                    raise CorruptShardError("object vanished while it was being read", key=n.key)
+                if whole:
+                    if n.length is not None and len(d) != n.length:
+                        raise CorruptShardError(
+                            f"read {len(d)} of {n.length} bytes of a nested shard",
+                            key=n.key,
+                            byte_range=(n.start, n.start + n.length),
+                        )
+                    n.mem = memoryview(d)
+                    n.length = len(d)
+                    indexed.append((n, self._parse_index(n, level, tokens.get(n.key), max_child)))
                     continue
-                if cache.optimistic:  # deleted since its outer index was cached: read that again
-                    raise ShardChanged({n.key})
-                raise CorruptShardError("object vanished while it was being read", key=n.key)
-            if whole:
-                if n.length is not None and len(d) != n.length:
+                if len(d) != n_idx:
                     raise CorruptShardError(
-                        f"read {len(d)} of {n.length} bytes of a nested shard",
+                        f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
                         key=n.key,
-                        byte_range=(n.start, n.start + n.length),
+                        byte_range=legacy_bounds(req[1]),
                     )
-                n.mem = memoryview(d)
-                n.length = len(d)
-                in_memory.append(n)
-                continue
-            if len(d) != n_idx:
-                raise CorruptShardError(
-                    f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
-                    key=n.key,
-                    byte_range=legacy_bounds(req[1]),
-                )
-            size = n.length if n.length is not None else (sizes or {}).get(n.key)
-            try:
-                index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
-            except AltarrError as e:
-                raise self._index_error(e, n, level) from e
-            cache.put(n.key, level, n.start, version, index)
-            indexed.append((n, index))
-        for n in in_memory:
-            try:
-                index = sc.read_index(n.mem, cps, max_nbytes=max_child)
-            except AltarrError as e:
-                raise self._index_error(e, n, level) from e
-            cache.put(n.key, level, n.start, tokens.get(n.key), index)
-            indexed.append((n, index))
+                size = n.length if n.length is not None else (sizes or {}).get(n.key)
+                try:
+                    index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
+                except AltarrError as e:
+                    raise self._index_error(e, n, level) from e
+                cache.put(n.key, level, n.start, version, index)
+                indexed.append((n, index))
+            yield self._children(indexed, level)
+
+    def _parse_index(self, n: _Node, level: int, version: Any, max_child: int) -> np.ndarray:
+        """The index of node ``n`` whose bytes are in memory (read whole, or sliced from a parent read
+        whole), checked and cached."""
+        sc = self.layout.sharding[level]
+        assert sc is not None and n.mem is not None
+        try:
+            index = sc.read_index(n.mem, self.grid.per_block(level), max_nbytes=max_child)
+        except AltarrError as e:
+            raise self._index_error(e, n, level) from e
+        self.index_cache.put(n.key, level, n.start, version, index)
+        return index
+
+    def _children(self, indexed: list[tuple[_Node, np.ndarray]], level: int) -> list[_Node]:
+        """The stored children of each node, with their byte ranges (and their bytes, sliced out of a
+        node in memory); an absent child is left out (its chunks stay ``None``)."""
+        cps = np.array(self.grid.per_block(level), dtype=np.intp)
         children: list[_Node] = []
         for n, index in indexed:
             blocks = self.grid.group_by_block(n.chunks, level - 1)
             # every child's (offset, nbytes) inside n in one lookup, as Python ints (one NumPy index per
             # child cost 0.5 ms of a 13 ms read of 256 chunks)
-            where = np.array(list(blocks), dtype=np.intp) % np.array(cps, dtype=np.intp)
+            where = np.array(list(blocks), dtype=np.intp) % cps
             entries = index[tuple(where.T)].tolist()
             for (child_pos, group), (off, nb) in zip(blocks.items(), entries, strict=True):
                 if off == _EMPTY or nb == _EMPTY:

@@ -1,0 +1,175 @@
+"""Region reads on stores that hand their answers over as they arrive (``answers_as_ready``): the chunks
+of each answer are decoded while the next one is still on the way, with the same values and the same
+requests as reading everything first."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import altarr as aa
+from altarr.dataset import kernel
+from altarr.dataset.shard_read import ShardReader
+from altarr.errors import ChecksumError
+from altarr.stores import MemoryStore, Range
+
+
+class AsReady(MemoryStore):
+    """A memory store that hands the answers of a batch over one at a time, last request first, and
+    logs each hand-over."""
+
+    answers_as_ready = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, str]] = []
+        self.before_answers = None  # called with the requests before a batch is answered
+
+    def get_ranges_as_ready(self, requests):
+        if self.before_answers is not None:
+            self.before_answers(requests)
+        answers = [a for batch in super().get_ranges_as_ready(requests) for a in batch]
+        for i, data, version, size in reversed(answers):
+            self.events.append(("arrived", requests[i][0]))
+            yield [(i, data, version, size)]
+
+
+def _dataset(store, shards, compressor="zstd", shape=(24, 40), chunks=(4, 5)):
+    ds = aa.create_dataset(
+        store, shape=shape, dtype="int32", chunks=chunks, shards=shards, compressor=compressor, fill_value=-1
+    )
+    values = np.arange(np.prod(shape), dtype="int32").reshape(shape)
+    ds[...] = values
+    return ds, values
+
+
+LAYOUTS = [(8, 10), [(8, 10), (16, 20)]]
+SELECTIONS = [
+    (slice(None), slice(None)),  # every shard read whole
+    (slice(0, 8), slice(0, 10)),  # one whole shard
+    (slice(1, 3), slice(2, 30)),  # a few chunks of several shards: index round, then ranges
+    (slice(3, 21, 2), slice(None, None, -3)),  # steps
+    (5, slice(4, 38)),
+]
+
+
+@pytest.mark.parametrize("compressor", ["zstd", None, "gzip"])  # the kernel's codecs, and others
+@pytest.mark.parametrize("shards", LAYOUTS)
+def test_region_reads_decode_each_answer_as_it_arrives_with_the_same_values_and_requests(shards, compressor):
+    ready, plain = AsReady(), MemoryStore()
+    ds, values = _dataset(ready, shards, compressor)
+    ref, _ = _dataset(plain, shards, compressor)
+    ref.delete_chunks([(5, 7), (0, 3)])
+    ds.delete_chunks([(5, 7), (0, 3)])  # stored nowhere: fill values
+    values[20:24, 35:40] = values[0:4, 15:20] = -1
+    for sel in SELECTIONS:
+        ready.stats.reset(), plain.stats.reset()
+        ds._access.index_cache.clear(), ref._access.index_cache.clear()
+        got = ds[sel]
+        np.testing.assert_array_equal(got, values[sel])
+        np.testing.assert_array_equal(ref[sel], values[sel])
+        assert (ready.stats.reads, ready.stats.rounds) == (plain.stats.reads, plain.stats.rounds), sel
+
+
+def test_each_answer_is_handed_to_the_decoder_before_the_next_one_is_taken(monkeypatch):
+    store = AsReady()
+    ds, values = _dataset(store, (8, 10))
+    added = []
+    real_add = kernel.ReadInto.add
+
+    def add(self, raw):
+        store.events.append(("decoding", sorted({v[0] for v in raw.values() if v is not None})))
+        added.append(len(raw))
+        return real_add(self, raw)
+
+    monkeypatch.setattr(kernel.ReadInto, "add", add)
+    store.events.clear()
+    np.testing.assert_array_equal(ds[0:16, 0:20], values[0:16, 0:20])  # 4 shards, read whole
+    assert store.events == [
+        ("arrived", "c/1/1"), ("decoding", ["c/1/1"]), ("arrived", "c/1/0"), ("decoding", ["c/1/0"]),
+        ("arrived", "c/0/1"), ("decoding", ["c/0/1"]), ("arrived", "c/0/0"), ("decoding", ["c/0/0"]),
+    ]  # fmt: skip
+    assert added == [4, 4, 4, 4]
+    store.events.clear()
+    np.testing.assert_array_equal(ds[1:3, 2:30], values[1:3, 2:30])  # indexes cached: one data round
+    # c/0/2 (its index not cached, half its chunks wanted) read whole in the index round, then 4 chunks
+    # of c/0/0 and c/0/1 by range: each answer (this store does not merge) decoded as it comes
+    assert [e[0] for e in store.events] == ["arrived", "decoding"] * 5
+    assert all([a[1]] == d[1] for a, d in zip(store.events[::2], store.events[1::2], strict=True))
+
+
+def test_a_shard_replaced_between_the_rounds_is_read_again_and_what_was_decoded_is_overwritten():
+    """Shard c/0/0 is read whole (decoded at once), c/0/1 by index and ranges; before the ranges are
+    answered another writer replaces both. The read notices it by c/0/1's version, starts over, and
+    every value is the new one, also where the first attempt had decoded the old shard already."""
+    store = AsReady()
+    ds, values = _dataset(store, (8, 20))
+    other = aa.open_dataset(store, mode="r+")
+    sel = (slice(0, 8), slice(0, 25))  # all 8 chunks of c/0/0, 2 of c/0/1's 8: below the whole rule
+    replaced = []
+
+    def replace(requests):
+        if not replaced and all(isinstance(r, Range) for _, r in requests):  # the chunks' round
+            replaced.append(True)
+            other[0:8, 0:40] = -values[0:8, 0:40]
+
+    store.before_answers = replace
+    parts = []
+    real = ShardReader.read_raw_as_ready
+
+    def spy(self, chunks, **kw):
+        for part in real(self, chunks, **kw):
+            parts.append(part)
+            yield part
+
+    ShardReader.read_raw_as_ready = spy
+    try:
+        got = ds[sel]
+    finally:
+        ShardReader.read_raw_as_ready = real
+    assert replaced and None in parts  # started over once
+    np.testing.assert_array_equal(got, -values[sel])
+
+
+def test_a_corrupt_shard_arriving_after_others_fails_the_read_once_their_decoding_is_over(monkeypatch):
+    """The shard handed over second has a corrupt index: the read raises its error, but only after the
+    decoding of the shard handed over first (slowed down here) has finished: nothing writes into the
+    result once the call is over."""
+    store = AsReady()
+    ds, values = _dataset(store, (8, 10))
+    key = ds.chunk_key((2, 0))  # c/1/0: handed over after c/1/1, before c/0/*
+    assert key == "c/1/0"
+    raw = bytes(store.get(key))
+    store.set(key, raw[:-16] + b"\xff" * 16)  # the last index entry and the checksum
+    running, finished = [], []
+    real_init = kernel._Job.__init__
+
+    def slow_init(self, *a):
+        real_init(self, *a)
+        call = self.call
+
+        def slow_call():
+            running.append(1)
+            time.sleep(0.05)
+            call()
+            finished.append(1)
+
+        self.call = slow_call
+
+    monkeypatch.setattr(kernel._Job, "__init__", slow_init)
+    with pytest.raises(ChecksumError, match="shard index: crc32c mismatch") as e:
+        ds[0:16, 0:20]
+    assert e.value.key == key
+    assert running and len(finished) == len(running)  # c/1/1's decoding had started, and was over
+    np.testing.assert_array_equal(ds[0:8, :], values[0:8, :])  # the others still read
+
+
+def test_the_decoder_leaves_chunks_it_cannot_decode_to_the_python_path():
+    out = np.zeros((2, 2), "u1")
+    decoder = kernel.ReadInto(None, out, {})
+    decoder.add({(0, 0): None, (0, 1): ("k", b"xx", (0, 2))})
+    decoder.add({(1, 1): None})
+    assert decoder.finish() == [(0, 0), (0, 1), (1, 1)]
+    assert decoder.finish() == []  # emptied
