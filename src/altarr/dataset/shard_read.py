@@ -85,13 +85,6 @@ class ChunkRange:
     reader: ObjectReader
 
 
-def _gave_up(changed: set[str]) -> CorruptShardError:
-    return CorruptShardError(
-        f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
-        key=min(changed),  # the one that changed in the last attempt (not the call's first shard)
-    )
-
-
 @dataclass(eq=False)
 class _Node:
     """A block at some level whose bytes are either in memory or at ``[start, start+length)`` of ``key``."""
@@ -148,17 +141,10 @@ class ShardReader:
                 c: (None if d is None else (k, d, (0, len(d))))
                 for c, k, d in zip(chunks, keys, datas, strict=True)
             }
-        changed: set[str] = set()
-        for _ in range(READ_ATTEMPTS):
-            try:
-                result: dict[Chunk, tuple[Any, ...] | None] = dict.fromkeys(chunks)
-                for part in self._read_sharded(chunks, readers, seen=versions):
-                    result.update(part)
-                return result
-            except ShardChanged as e:  # replaced between its index read and its chunks' reads: again
-                self.index_cache.forget(e.keys)
-                changed = e.keys
-        raise _gave_up(changed)
+        result: dict[Chunk, tuple[Any, ...] | None] = dict.fromkeys(chunks)
+        for part in self._attempts(chunks, readers, versions, as_ready=False):
+            result.update(part or {})  # one part: _read_sharded yields after every check when not as_ready
+        return result
 
     def read_raw_as_ready(
         self, chunks: Sequence[Chunk], *, versions: dict[str, Any] | None = None
@@ -175,23 +161,39 @@ class ShardReader:
         if not self.layout.sharded or not self.store.answers_as_ready:
             yield self.read_raw(chunks, versions=versions)
             return
+        yield from self._attempts(chunks, None, versions, as_ready=True)
+
+    def _attempts(
+        self,
+        chunks: Sequence[Chunk],
+        readers: dict[str, Any] | None,
+        versions: dict[str, Any] | None,
+        *,
+        as_ready: bool,
+    ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
+        """:meth:`_read_sharded`'s parts, then one of the chunks it found no bytes for (missing shards,
+        empty entries); a shard replaced between its index read and its chunks' reads makes the read
+        start over (a ``None`` part first), at most :data:`READ_ATTEMPTS` times."""
         changed: set[str] = set()
         for attempt in range(READ_ATTEMPTS):
             if attempt:
                 yield None
             try:
                 got: set[Chunk] = set()
-                for part in self._read_sharded(chunks, None, seen=versions, as_ready=True):
+                for part in self._read_sharded(chunks, readers, seen=versions, as_ready=as_ready):
                     got.update(part)
                     yield part
-                absent = {c: None for c in chunks if c not in got}  # missing shards, empty entries
+                absent = {c: None for c in chunks if c not in got}
                 if absent:
                     yield absent
                 return
             except ShardChanged as e:
                 self.index_cache.forget(e.keys)
                 changed = e.keys
-        raise _gave_up(changed)
+        raise CorruptShardError(
+            f"the shard was replaced by another writer during each of {READ_ATTEMPTS} attempts to read it",
+            key=min(changed),  # the one that changed in the last attempt (not the call's first shard)
+        )
 
     def _read_sharded(
         self,
