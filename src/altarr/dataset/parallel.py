@@ -87,6 +87,19 @@ def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return results
 
 
+def _runner(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` marked as a runner's work: the pool calls made inside it run inline (no nested waits)."""
+
+    def runner() -> None:
+        _local.in_pool = True
+        try:
+            fn()
+        finally:
+            _local.in_pool = False
+
+    return runner
+
+
 def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
     """``[fn(x) for x in items]``, on the shared pool when there are at least ``min_items`` items.
 
@@ -104,17 +117,14 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     errors: list[tuple[int, BaseException]] = []
     counter = itertools.count()  # next() on it is atomic under the GIL
 
-    def runner() -> None:
-        _local.in_pool = True
-        try:
-            while (i := next(counter)) < n:
-                try:
-                    results[i] = fn(items[i])
-                except BaseException as e:  # noqa: B036 - re-raised by pmap after every item ran
-                    errors.append((i, e))
-        finally:
-            _local.in_pool = False
+    def work() -> None:
+        while (i := next(counter)) < n:
+            try:
+                results[i] = fn(items[i])
+            except BaseException as e:  # noqa: B036 - re-raised by pmap after every item ran
+                errors.append((i, e))
 
+    runner = _runner(work)
     pool = _pool(workers)
     futures = [pool.submit(runner) for _ in range(min(workers, n) - 1)]
     runner()  # the calling thread takes its share instead of waiting idle
@@ -137,10 +147,11 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
     >>> wait(); done
     [1]
     """
-    workers = get_threads()
     if n < 1:
         return lambda: None
-    if workers == 1 or getattr(_local, "in_pool", False):
+    inline = getattr(_local, "in_pool", False)  # the pool size is not read then, as in pmap
+    workers = 1 if inline else get_threads()
+    if workers == 1:
         try:
             fn()
         except Exception as e:
@@ -152,15 +163,8 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
             return reraise
         return lambda: None
 
-    def runner() -> None:
-        _local.in_pool = True
-        try:
-            fn()
-        finally:
-            _local.in_pool = False
-
     pool = _pool(workers)
-    futures = [pool.submit(runner) for _ in range(min(workers, n))]
+    futures = [pool.submit(_runner(fn)) for _ in range(min(workers, n))]
 
     def wait() -> None:
         first: BaseException | None = None
