@@ -175,6 +175,42 @@ static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *s
     memset(idx, 0, sizeof idx);
     const char *s = src;
     char *dd = dst;
+    /* runs of a small fixed size (a chunk's innermost row: 32 uint16 are 64 bytes) are copied in a tight
+     * loop over the next dimension with a constant-size copy the compiler inlines, not one libc call per
+     * run: that call was half the copy's time (a 128x256x256 uint16 slab in 32^3 chunks: 262144 runs) */
+    if (contiguous && m > 0 && (run == 16 || run == 32 || run == 64 || run == 128)) {
+        const int o = m - 1;
+        const int64_t on = count[o], os = sstr[o], od = dstr[o];
+        for (;;) {
+            const char *ps = s;
+            char *pd = dd;
+            switch (run) {
+            case 16:
+                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 16);
+                break;
+            case 32:
+                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 32);
+                break;
+            case 64:
+                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 64);
+                break;
+            default:
+                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 128);
+            }
+            int d = o - 1;
+            while (d >= 0) {
+                idx[d]++;
+                s += sstr[d];
+                dd += dstr[d];
+                if (idx[d] < count[d]) break;
+                s -= sstr[d] * count[d];
+                dd -= dstr[d] * count[d];
+                idx[d] = 0;
+                d--;
+            }
+            if (d < 0) return;
+        }
+    }
     for (;;) {
         if (contiguous) {
             memcpy(dd, s, (size_t)run);
