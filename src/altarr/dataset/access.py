@@ -208,14 +208,15 @@ class DatasetAccess:
         fn: Callable[[Chunk, np.ndarray], Any],
         *,
         versions: dict[str, Any] | None = None,
-        into: tuple[np.ndarray, dict[Chunk, Any]] | None = None,
+        into: tuple[np.ndarray, list[dict[int, tuple[int, ...]]]] | None = None,
     ) -> None:
         """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
         decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
         array for a chunk that is not stored). On local files each shard is opened once and every chunk's
         range read inside its own task. Region reads and :meth:`visit_chunks` are built on it.
 
-        ``into=(out, pieces)`` (region reads: ``fn`` copies ``pieces[chunk]`` of each chunk into ``out``):
+        ``into=(out, geometry)`` (region reads, ``geometry`` from :meth:`RegionPlan.geometry
+        <altarr.selection.regions.RegionPlan.geometry>`; ``fn`` copies each chunk's piece into ``out``):
         the native kernel decodes the chunks it can straight into ``out`` first, ``fn`` does the rest."""
         if not chunks:
             return
@@ -254,7 +255,7 @@ class DatasetAccess:
         self,
         chunks: list[Chunk],
         versions: dict[str, Any] | None,
-        into: tuple[np.ndarray, dict[Chunk, Any]],
+        into: tuple[np.ndarray, list[dict[int, tuple[int, ...]]]],
     ) -> tuple[dict[Chunk, Any], list[Chunk]]:
         """The kernel's part of a region read on a store that hands its answers over as they arrive:
         the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next

@@ -309,7 +309,7 @@ class Dataset:
                 piece = pieces[chunk]
                 out[tuple(p[2] for p in piece)] = values[tuple(p[1] for p in piece)]
 
-            self._access.visit_distinct(list(pieces), place, into=(out, pieces))
+            self._access.visit_distinct(list(pieces), place, into=(out, r.geometry()))
         return r.finish(out)
 
     def __setitem__(self, selection: Any, values: Any) -> None:

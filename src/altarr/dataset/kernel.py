@@ -76,6 +76,10 @@ __all__ = [
     "encode",
 ]
 
+#: A region plan's task geometry (:meth:`RegionPlan.geometry <altarr.selection.regions.RegionPlan.geometry>`):
+#: per dimension, per chunk index, ``(start in the chunk, step, count, start in the result)``.
+Geometry = list[dict[int, tuple[int, int, int, int]]]
+
 _ZSTD, _BLOSC = 1, 2
 _ST_OK, _ST_FILL = 0, 2
 _ST_READ_DONE = (0, -3, -4)  # the range was read (then decoded, or refused by the codec)
@@ -285,22 +289,26 @@ def _run(call: Any, n: int) -> None:
     pmap(lambda _: call(), range(min(get_max_workers(), n)))
 
 
-def _in_memory(data: Any) -> bool:
-    return isinstance(data, bytes | bytearray | memoryview) and (
-        not isinstance(data, memoryview) or data.c_contiguous
-    )
+def _nbytes_in_memory(data: Any) -> int | None:
+    """The size of a slot's bytes held in memory in one contiguous run, else ``None`` (a ChunkRange)."""
+    if type(data) is memoryview:  # the usual slot: a view of the store's answer
+        return data.nbytes if data.c_contiguous else None
+    if isinstance(data, bytes | bytearray) or (isinstance(data, memoryview) and data.c_contiguous):
+        return memoryview(data).nbytes
+    return None
 
 
 def read_into(
-    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
+    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
 ) -> list[Any]:
     """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
     of ``chunks``) left to the pure-Python path.
 
     ``raw`` is :meth:`ShardReader.read_raw <altarr.dataset.shard_read.ShardReader.read_raw>`'s result (with open readers: :class:`ChunkRange` slots that
-    the kernel reads itself), ``pieces[chunk]`` the region plan of ``Dataset.__getitem__``: per dimension
-    ``(chunk index, slice of the chunk, slice of out)``."""
-    job = _job(cc, raw, chunks, out, pieces)
+    the kernel reads itself), ``geometry`` the region plan's (:meth:`RegionPlan.geometry
+    <altarr.selection.regions.RegionPlan.geometry>`): per dimension, per chunk index, ``(start in the
+    chunk, step, count, start in out)``."""
+    job = _job(cc, raw, chunks, out, geometry)
     if job is None:
         return list(chunks)
     _run(job.call, job.n)
@@ -320,19 +328,19 @@ class ReadInto:
     124.5, 117.6 and 112.9 ms).
 
     >>> out = np.zeros(4, "u1")
-    >>> r = ReadInto(None, out, {})   # no kernel plan: every chunk is left to the Python path
+    >>> r = ReadInto(None, out, [{}])   # no kernel plan: every chunk is left to the Python path
     >>> r.add({(0,): None}); r.finish()
     [(0,)]
     """
 
-    def __init__(self, cc: ChunkCodec | None, out: np.ndarray, pieces: dict[Any, Any]) -> None:
-        self.cc, self.out, self.pieces = cc, out, pieces
+    def __init__(self, cc: ChunkCodec | None, out: np.ndarray, geometry: Geometry) -> None:
+        self.cc, self.out, self.geometry = cc, out, geometry
         self.jobs: list[tuple[_Job | None, list[Any], Callable[[], None] | None]] = []
 
     def add(self, raw: dict[Any, Any]) -> None:
         """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives)."""
         chunks = list(raw)
-        job = None if self.cc is None else _job(self.cc, raw, chunks, self.out, self.pieces)
+        job = None if self.cc is None else _job(self.cc, raw, chunks, self.out, self.geometry)
         self.jobs.append((job, chunks, None if job is None else spawn(job.call, job.n)))
 
     def finish(self) -> list[Any]:
@@ -389,9 +397,13 @@ class _Job:
 
 
 def _job(
-    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, pieces: dict[Any, Any]
+    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
 ) -> _Job | None:
-    """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none."""
+    """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none.
+
+    This loop runs on the calling thread for every part of a read as it arrives (it delays the part's
+    decoding): each chunk's row is its source, its byte count from the slot's span and its geometry
+    looked up per dimension (64 chunks: 82 -> 47 us against reading each chunk's slices)."""
     plan: Plan | None = cc.native
     if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
         return None
@@ -405,9 +417,11 @@ def _job(
         if got is None:
             continue
         data = got[1]
-        if _in_memory(data):
-            si, start, length, reader = len(sources), 0, memoryview(data).nbytes, None
+        length = _nbytes_in_memory(data)
+        if length is not None:
+            rec = [len(sources), 0, length]
             sources.append(data)
+            reader = None
         else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
             reader = data.reader
             fd = reader.fd
@@ -417,10 +431,9 @@ def _job(
             if si is None:
                 si = source_of[id(reader)] = len(sources)
                 sources.append(fd)
-            start, length = data.start, data.length
-        rec = [si, start, length]
-        for _, s, d in pieces[c]:
-            rec += (s.start, s.step, d.stop - d.start, d.start)
+            rec = [si, data.start, data.length]
+        for k, per_index in zip(c, geometry, strict=True):
+            rec += per_index[k]
         rows.append(rec)
         done.append(c)
         readers.append(reader)
