@@ -42,7 +42,9 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
+import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -239,6 +241,13 @@ class Plan:
     encode_slot: int
 
 
+@functools.lru_cache(maxsize=64)
+def _zstd_bound(nbytes: int) -> int:
+    """``ZSTD_compressBound``: the largest frame a chunk of ``nbytes`` compresses to (one ctypes call
+    per chunk size, not per dataset opened)."""
+    return int(_zstd_lib.ZSTD_compressBound(nbytes))
+
+
 def plan_for(cc: ChunkCodec) -> Plan | None:
     """The kernel's view of a dataset's chunks, or ``None`` when they need the pure-Python path: a chain
     other than ``[bytes, zstd | blosc]`` in native byte order, too many dimensions, or no extension."""
@@ -248,11 +257,11 @@ def plan_for(cc: ChunkCodec) -> Plan | None:
     dtype = cc.dtype
     if dtype.hasobject or dtype.itemsize == 0:
         return None
-    nbytes = int(np.prod(cc.grid.chunks, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(cc.grid.chunks) * dtype.itemsize  # np.prod was 7 % of an open
     if type(codec) is ZstdCodec and _ZSTD in _codecs:
         kind = _ZSTD
         params: tuple = (codec.level, int(codec.checksum), 0, 0, None, dtype.itemsize)
-        slot = int(_zstd_lib.ZSTD_compressBound(nbytes))
+        slot = _zstd_bound(nbytes)
     elif type(codec) is BloscCodec and _BLOSC in _codecs:
         kind = _BLOSC
         shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[codec.shuffle]
