@@ -104,6 +104,25 @@ def test_same_shards_and_values_on_both_paths(tmp_path, where, comp, dtype):
         np.testing.assert_array_equal(ref, want[sel])
 
 
+def test_zstd_decodes_with_numcodecs_copy_and_encodes_with_python_zstandards(monkeypatch):
+    """Decoding takes numcodecs' libzstd (its build has zstd's assembly Huffman decoder), encoding
+    python-zstandard's (the frames the Python path writes); each falls back to the other."""
+    import importlib.util
+
+    origin = {m: importlib.util.find_spec(m).origin for m in ("numcodecs.zstd", "zstandard._cffi")}
+    decoder, encoder = kernel._zstd_libraries()
+    assert (decoder._name, encoder._name) == (origin["numcodecs.zstd"], origin["zstandard._cffi"])
+    real = importlib.util.find_spec
+    for hidden, other in (("numcodecs.zstd", "zstandard._cffi"), ("zstandard._cffi", "numcodecs.zstd")):
+        monkeypatch.setattr(
+            importlib.util, "find_spec", lambda n, *a, h=hidden: None if n == h else real(n, *a)
+        )
+        decoder, encoder = kernel._zstd_libraries()
+        assert decoder._name == encoder._name == origin[other]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None)
+    assert kernel._zstd_libraries() == (None, None)
+
+
 @pytest.mark.parametrize(
     ("dtype", "inner"), [("u1", 16), ("u2", 16), ("f4", 16), ("u2", 48), ("f8", 16), ("u1", 12)]
 )
