@@ -385,9 +385,7 @@ class LazyArray(NDArrayOperatorsMixin):
             (16.0, [4.0, 4.0, 4.0, 4.0])
         """
 
-        return reduce.ufunc_reduce(
-            self, np.add, axis, dtype, out, keepdims, initial, where, default_axis=None
-        )
+        return reduce.ufunc_reduce(self, np.add, axis, dtype, out, keepdims, initial, where)
 
     def prod(
         self,
@@ -400,9 +398,7 @@ class LazyArray(NDArrayOperatorsMixin):
     ) -> Any:
         """Streamed product (NumPy signature)."""
 
-        return reduce.ufunc_reduce(
-            self, np.multiply, axis, dtype, out, keepdims, initial, where, default_axis=None
-        )
+        return reduce.ufunc_reduce(self, np.multiply, axis, dtype, out, keepdims, initial, where)
 
     def min(
         self,
@@ -414,9 +410,7 @@ class LazyArray(NDArrayOperatorsMixin):
     ) -> Any:
         """Streamed minimum (NumPy signature)."""
 
-        return reduce.ufunc_reduce(
-            self, np.minimum, axis, None, out, keepdims, initial, where, default_axis=None
-        )
+        return reduce.ufunc_reduce(self, np.minimum, axis, None, out, keepdims, initial, where)
 
     def max(
         self,
@@ -428,9 +422,7 @@ class LazyArray(NDArrayOperatorsMixin):
     ) -> Any:
         """Streamed maximum (NumPy signature)."""
 
-        return reduce.ufunc_reduce(
-            self, np.maximum, axis, None, out, keepdims, initial, where, default_axis=None
-        )
+        return reduce.ufunc_reduce(self, np.maximum, axis, None, out, keepdims, initial, where)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
         """Streamed ``any``; stops at the first batch that decides it.

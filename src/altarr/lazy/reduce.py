@@ -332,8 +332,6 @@ def ufunc_reduce(
     keepdims: bool = False,
     initial: Any = np._NoValue,
     where: Any = True,
-    *,
-    default_axis: Any = 0,
 ) -> Any:
     """Streamed ``ufunc.reduce`` for a reorderable ufunc (``np.add``, ``np.minimum``, ...), with NumPy's
     ``where=`` (a boolean mask, NumPy or lazy) and ``initial=``.
@@ -576,7 +574,7 @@ def nan_reduce(
     """Streamed ``nansum``, ``nanprod``, ``nanmin``, ``nanmax`` (with NumPy's ``where=``)."""
     if x.dtype.kind not in "fc":  # no NaN possible: the plain reduction
         ufunc = {"nansum": np.add, "nanprod": np.multiply, "nanmin": np.minimum, "nanmax": np.maximum}[which]
-        return ufunc_reduce(x, ufunc, axis, dtype, out, keepdims, initial, where, default_axis=None)
+        return ufunc_reduce(x, ufunc, axis, dtype, out, keepdims, initial, where)
     where = where_mask(x, where)
     red = _axes(x, axis)
     if x.size == 0 or _count_of(x, red) == 0:
