@@ -103,3 +103,36 @@ def test_spawn_runs_in_the_background_and_its_wait_reraises_after_every_runner_e
         w()
 
     pmap(outer, [1, 2])
+
+
+def test_spawn_wait_can_drop_the_runners_no_thread_started(pool_size):
+    """``wait(skip_unstarted=True)`` (for a caller that did the work itself first) drops the runners still
+    queued behind busy pool threads instead of waiting for them; plain ``wait()`` runs them. Runners
+    already running are waited for either way."""
+    from altarr.dataset.parallel import spawn
+
+    if pool_size == 1:  # no pool: spawn ran it inline, nothing is queued
+        ran = []
+        spawn(lambda: ran.append(1), 1)(skip_unstarted=True)
+        assert ran == [1]
+        return
+    release, started = threading.Event(), threading.Semaphore(0)
+    busy_ran = []
+
+    def busy():
+        started.release()
+        assert release.wait(10)
+        busy_ran.append(1)
+
+    hold = spawn(busy, pool_size)  # every pool thread is taken
+    for _ in range(pool_size):
+        assert started.acquire(timeout=10)
+    queued = []
+    dropped = spawn(lambda: queued.append("dropped"), 1)
+    kept = spawn(lambda: queued.append("kept"), 1)
+    dropped(skip_unstarted=True)  # returns at once: its runner had not started
+    assert queued == []
+    release.set()
+    kept()  # waits for its runner, which runs once a thread is free
+    hold(skip_unstarted=True)  # started runners are waited for
+    assert queued == ["kept"] and len(busy_ran) == pool_size

@@ -344,7 +344,7 @@ class ReadInto:
 
     def __init__(self, cc: ChunkCodec | None, out: np.ndarray, geometry: Geometry) -> None:
         self.cc, self.out, self.geometry = cc, out, geometry
-        self.jobs: list[tuple[_Job | None, list[Any], Callable[[], None] | None]] = []
+        self.jobs: list[tuple[_Job | None, list[Any], Callable[..., None] | None]] = []
 
     def add(self, raw: dict[Any, Any]) -> None:
         """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives)."""
@@ -356,14 +356,16 @@ class ReadInto:
         """Decode what is left (the calling thread helping), wait for the pool, and return the chunks left
         to the pure-Python path; the decoder is then empty."""
         jobs, self.jobs = self.jobs, []
+        done = False
         try:
             for job, _, _ in jobs:
                 if job is not None:
                     job.call()  # takes the tasks no pool thread has taken yet
+            done = True
         finally:
             for _, _, wait in jobs:
                 if wait is not None:
-                    wait()
+                    wait(skip_unstarted=done)  # a runner not started yet would find nothing left
         return [c for job, chunks, _ in jobs for c in (chunks if job is None else job.finish(chunks))]
 
 

@@ -135,12 +135,18 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     return results
 
 
-def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
+def spawn(fn: Callable[[], object], n: int) -> Callable[..., None]:
     """Start ``fn()`` on ``min(workers, n)`` pool threads at once and return at once; the returned
     ``wait()`` blocks until every one has finished and re-raises the first exception. For work that
     the calling thread overlaps with something else (a region read decodes one shard's chunks while
     the next shard is still on the way). Runs inline, before returning, where ``pmap`` would (from
     inside a runner, or with one worker); its exception is then raised by ``wait()`` too.
+
+    ``wait(skip_unstarted=True)``: the runners no pool thread has started yet are dropped instead of
+    waited for - for a caller that has run ``fn()`` itself first, where ``fn`` takes its work from a
+    shared counter, so a runner starting now would find none left. A read whose last answer holds one
+    chunk otherwise waited for a pool thread to wake up only to find nothing to do (open + one chunk over
+    HTTP, interleaved medians: 3.18 -> 2.91 ms at 0 ms, 20.82 -> 20.48 at 5 ms, 67.07 -> 66.88 at 20 ms).
 
     >>> done = []
     >>> wait = spawn(lambda: done.append(1), 1)
@@ -148,7 +154,7 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
     [1]
     """
     if n < 1:
-        return lambda: None
+        return _nothing
     inline = getattr(_local, "in_pool", False)  # the pool size is not read then, as in pmap
     workers = 1 if inline else get_threads()
     if workers == 1:
@@ -157,18 +163,20 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
         except Exception as e:
             failed = e
 
-            def reraise() -> None:
+            def reraise(skip_unstarted: bool = False) -> None:
                 raise failed
 
             return reraise
-        return lambda: None
+        return _nothing
 
     pool = _pool(workers)
     futures = [pool.submit(_runner(fn)) for _ in range(min(workers, n))]
 
-    def wait() -> None:
+    def wait(skip_unstarted: bool = False) -> None:
         first: BaseException | None = None
         for f in futures:
+            if skip_unstarted and f.cancel():  # not started: it will never run
+                continue
             try:
                 f.result()
             except BaseException as e:  # noqa: B036 - every runner is waited for, then the first raised
@@ -177,3 +185,7 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[[], None]:
             raise first
 
     return wait
+
+
+def _nothing(skip_unstarted: bool = False) -> None:
+    """The ``wait()`` of a :func:`spawn` that had nothing left to wait for."""
