@@ -18,8 +18,8 @@ request contract (one batched read per level, counters in ``store.stats``) is th
 The codecs are the libraries the project already ships, called through function pointers taken here
 with :mod:`ctypes`: zstd from numcodecs to decode (its build has zstd's assembly Huffman decoder) and from
 python-zstandard to encode (libzstd 1.5.7), each falling back to the other, and c-blosc 1.x inside
-numcodecs. Decoding is bounded: the codec gets exactly the chunk's size as its
-output capacity, and a frame that does not decode to exactly that size is a failure.
+numcodecs. Decoding is bounded: the codec gets exactly the chunk's size as its output capacity, and a
+frame that does not decode to exactly that size is a failure.
 
 A chunk the kernel cannot do (another codec or chain, a missing chunk, a read error, a frame that does not
 decode to the chunk's size, a merge of a partial write) goes through the pure-Python path, which does the
@@ -413,8 +413,8 @@ def _job(
     """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none.
 
     This loop runs on the calling thread for every part of a read as it arrives (it delays the part's
-    decoding): each chunk's row is its source, its byte count from the slot's span and its geometry
-    looked up per dimension (64 chunks: 82 -> 47 us against reading each chunk's slices)."""
+    decoding): each chunk's row is its source, its byte count and its geometry looked up per dimension
+    (64 chunks: 82 -> 64 us against reading each chunk's slices)."""
     plan: Plan | None = cc.native
     if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
         return None
