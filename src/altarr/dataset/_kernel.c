@@ -141,6 +141,22 @@ static void *grow(void **buf, size_t *cap, size_t need) {
 }
 
 /* --- strided copies ------------------------------------------------------------------------------------ */
+/* Step the odometer `idx` over dimensions [0, top] (the last fastest), moving both pointers along;
+ * returns 0 once every position has been visited. */
+static inline int next_position(int top, int64_t *idx, const int64_t *count, const int64_t *sstr,
+                                const int64_t *dstr, const char **s, char **dd) {
+    for (int d = top; d >= 0; d--) {
+        idx[d]++;
+        *s += sstr[d];
+        *dd += dstr[d];
+        if (idx[d] < count[d]) return 1;
+        *s -= sstr[d] * count[d];
+        *dd -= dstr[d] * count[d];
+        idx[d] = 0;
+    }
+    return 0;
+}
+
 /* Copy an n-d block of `count` elements of `isz` bytes between two strided layouts (byte strides).
  * Innermost dimensions that are contiguous in both layouts are merged into one run, so a block that is
  * one run in both is one memcpy; otherwise the innermost dimension is copied element by element. */
@@ -197,18 +213,7 @@ static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *s
             default:
                 for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 128);
             }
-            int d = o - 1;
-            while (d >= 0) {
-                idx[d]++;
-                s += sstr[d];
-                dd += dstr[d];
-                if (idx[d] < count[d]) break;
-                s -= sstr[d] * count[d];
-                dd -= dstr[d] * count[d];
-                idx[d] = 0;
-                d--;
-            }
-            if (d < 0) return;
+            if (!next_position(o - 1, idx, count, sstr, dstr, &s, &dd)) return;
         }
     }
     for (;;) {
@@ -234,18 +239,7 @@ static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *s
                 for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, isz);
             }
         }
-        int d = m - 1;
-        while (d >= 0) {
-            idx[d]++;
-            s += sstr[d];
-            dd += dstr[d];
-            if (idx[d] < count[d]) break;
-            s -= sstr[d] * count[d];
-            dd -= dstr[d] * count[d];
-            idx[d] = 0;
-            d--;
-        }
-        if (d < 0) return;
+        if (!next_position(m - 1, idx, count, sstr, dstr, &s, &dd)) return;
     }
 }
 
