@@ -373,3 +373,29 @@ def test_shard_assembly_of_kernel_output_is_the_codecs():
     pieces = sc.split(blob, (2, 2))
     assert all(p is not None for p in pieces)
     np.testing.assert_array_equal(sc.decode(blob, (8, 8), "uint16"), np.arange(64).reshape(8, 8))
+
+
+def test_region_reads_leave_no_stored_chunk_to_the_python_path(monkeypatch):
+    """Every stored chunk of a region read is decoded by the kernel, whatever the selection: a task
+    whose geometry were wrong (a count or a start off) would be refused by the kernel's bounds check and
+    fall back to the Python path with the same values, so values alone cannot tell."""
+    from altarr.dataset.chunk_codec import ChunkCodec
+
+    rng = np.random.default_rng(5)
+    data = rng.integers(1, 60000, (21, 18, 13)).astype("u2")  # no chunk equals the fill value
+    ds = aa.create_dataset(
+        MemoryStore(), shape=data.shape, dtype="u2", chunks=(4, 4, 4), shards=(8, 8, 8), compressor="zstd"
+    )
+    ds[...] = data
+    python_path = []
+    real = ChunkCodec.decode_chunk
+    monkeypatch.setattr(
+        ChunkCodec, "decode_chunk", lambda self, *a, **k: python_path.append(a[1]) or real(self, *a, **k)
+    )
+    sels = [np.s_[...], np.s_[1:20, 2:17:3, ::-1], np.s_[7, :, 4:9], np.s_[::5, ::-4, 6], np.s_[5:6, 9:, :3]]
+    for sel in sels:
+        np.testing.assert_array_equal(ds[sel], data[sel])
+    assert python_path == []
+    with kernel.use_native(False):  # the check can fail: the Python path is seen when it is taken
+        np.testing.assert_array_equal(ds[1:3], data[1:3])
+    assert python_path
