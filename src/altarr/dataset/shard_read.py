@@ -92,7 +92,6 @@ class _Node:
     """A block at some level whose bytes are either in memory or at ``[start, start+length)`` of ``key``."""
 
     key: str
-    level: int
     pos: Chunk
     chunks: list[Chunk]
     start: int = 0
@@ -210,7 +209,7 @@ class ShardReader:
         by range as their answer comes)."""
         top = self.grid.nlevels - 1
         groups = self.layout.group_by_shard(chunks)
-        nodes = [_Node(self.layout.key(pos), top, pos, group) for pos, group in groups.items()]
+        nodes = [_Node(self.layout.key(pos), pos, group) for pos, group in groups.items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
         # object sizes where an open file or the index read tells them (index entry checks)
         sizes: dict[str, int] = {}
@@ -473,5 +472,5 @@ class ShardReader:
                 if off == _EMPTY or nb == _EMPTY:
                     continue  # absent: its chunks stay None
                 mem = None if n.mem is None else n.mem[off : off + nb]
-                children.append(_Node(n.key, level - 1, child_pos, group, n.start + off, nb, mem))
+                children.append(_Node(n.key, child_pos, group, n.start + off, nb, mem))
         return children
