@@ -13,6 +13,7 @@ from _shard_layout import Layout
 from altarr.codecs import register_codec
 from altarr.codecs.base import BytesBytesCodec
 from altarr.errors import CodecError
+from altarr.stores import LocalStore
 
 # region reads and writes through the native kernel and the pure-Python path (conftest.py)
 pytestmark = pytest.mark.usefixtures("engine_path")
@@ -164,6 +165,40 @@ def test_nested_sharding_costs_one_more_index_read_per_level(store):
     assert store.stats.reads == 3  # outer index, inner index, the chunk
     np.testing.assert_array_equal(got[0], chunk_values(ds, (5, 9)))
     assert ds.read_chunks([(1, 1)]) == [None]
+
+
+def test_doubly_nested_shards_cost_one_index_read_per_level(store):
+    """Three sharding levels: every level's index is read once, in order, before the chunk."""
+    ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(4, 4), (8, 8), (32, 32)])
+    assert ds.shard_levels == [(2, 2), (4, 4), (8, 8), (32, 32)]
+    chunks = [(0, 0), (5, 9), (15, 15), (6, 9)]
+    ds.write_chunks(chunks, [chunk_values(ds, c) for c in chunks])
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    got = ds.read_chunks([(5, 9)])
+    assert store.stats.reads == 4  # three indexes, then the chunk
+    np.testing.assert_array_equal(got[0], chunk_values(ds, (5, 9)))
+    data = np.zeros((32, 32), "uint16")
+    for c in chunks:
+        data[c[0] * 2 : c[0] * 2 + 2, c[1] * 2 : c[1] * 2 + 2] = chunk_values(ds, c)
+    np.testing.assert_array_equal(ds[...], data)
+    assert ds.read_chunks([(1, 1)]) == [None]
+
+
+def test_on_local_files_no_shard_or_nested_block_is_read_whole(tmp_path):
+    """A region read with the call's open files reads every level by its index and the chunks by their
+    own ranges, even when it wants every chunk of the shard (which a batched store call reads whole)."""
+    store = LocalStore(tmp_path / "s")
+    ds = make(store, shape=(16, 16), chunks=(2, 2), shards=[(8, 8), (16, 16)])
+    every = [(i, j) for i in range(8) for j in range(8)]  # one shard of 4 nested blocks of 16 chunks
+    ds.write_chunks(every, [chunk_values(ds, c) for c in every])
+    want = np.zeros((16, 16), "uint16")
+    for c in every:
+        want[c[0] * 2 : c[0] * 2 + 2, c[1] * 2 : c[1] * 2 + 2] = chunk_values(ds, c)
+    ds._access.index_cache.clear()
+    store.stats.reset()
+    np.testing.assert_array_equal(ds[...], want)
+    assert store.stats.reads == 1 + 4 + len(every)  # the shard's index, 4 nested ones, one range per chunk
 
 
 def test_missing_shard_costs_one_request(store):
@@ -413,6 +448,23 @@ def test_a_whole_shard_read_also_fills_the_index_cache(store):
     assert store.stats.reads == 1 and store.stats.size_queries == 1  # version check + the chunk's range
     assert store.stats.bytes_read == lay.chunk_bytes([(1, 2)])
     np.testing.assert_array_equal(got[0], chunk_values(ds, (1, 2)))
+
+
+def test_a_whole_shard_read_also_caches_its_nested_indexes():
+    """The nested blocks of a shard read whole are indexed out of its bytes, and those indexes are
+    cached too: a warm read of one chunk then reads that chunk's range and nothing else."""
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    ds = make(store, shape=(16, 16), chunks=(2, 2), shards=[(8, 8), (16, 16)])
+    every = [(i, j) for i in range(8) for j in range(8)]
+    ds.write_chunks(every, [chunk_values(ds, c) for c in every])
+    ds._access.index_cache.clear()
+    ds.read_chunks(every)  # the shard read whole, both levels indexed from its bytes
+    store.stats.reset()
+    got = ds.read_chunks([(5, 2)])
+    assert store.stats.reads == 1  # the chunk's range only (the memory store checks its version free)
+    np.testing.assert_array_equal(got[0], chunk_values(ds, (5, 2)))
 
 
 def test_region_reads_on_local_files_open_each_shard_once(tmp_path, monkeypatch):
