@@ -76,6 +76,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/dataset/test_engine_parts.py",
             # region reads on a store that answers as ready (obstore's path): only these tests take it
             "tests/dataset/test_read_as_ready.py",
+            # which index check refuses a hostile entry, at every nesting level and read path
+            "tests/dataset/test_hostile_shards.py",
         ],
     ),
     "formats": (

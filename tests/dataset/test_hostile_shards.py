@@ -99,6 +99,43 @@ def test_entry_pointing_into_the_index(tmp_path, location, how):
     assert info.value.byte_range == ((size - 68, size - 52) if location == "end" else (0, 16))
 
 
+@pytest.mark.parametrize("how", ["region", "region-part", "chunks", "visit"])
+def test_an_outer_entry_pointing_into_the_index_of_a_nested_shard(tmp_path, how):
+    """Nested shards: the outer index's entries are checked against the object's size too, so an entry
+    pointing into the outer index is refused there, before its bytes are read as a nested block."""
+    path = _make(tmp_path, shards=[(4, 4), (8, 8)])  # one object of 2 x 2 nested blocks
+    shard = os.path.join(path, "c", "0", "0")
+    size = os.path.getsize(shard)
+    _patch(shard, 1, size - 68, 16)  # the outer index: 4 entries and a crc32c at the end, as above
+    with pytest.raises(CorruptShardError, match="outside the data region") as info:
+        _read(path, how)
+    assert info.value.key == "c/0/0"
+    assert info.value.byte_range == (size - 68, size - 52)
+
+
+def test_an_overlong_entry_in_a_nested_block_of_a_shard_read_whole():
+    """A shard read whole has its nested blocks' indexes parsed out of its bytes with the same checks as
+    an index read by itself: an entry longer than an inner chunk can be is refused there."""
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    ds = aa.create_dataset(
+        store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=[(4, 4), (8, 8)], compressor=None
+    )
+    ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
+    raw = bytearray(store.get("c/0/0"))
+    off, nb = np.frombuffer(bytes(raw[-68:-4]), "<u8").reshape(-1, 2)[0].tolist()  # nested block 0
+    where = slice(off + nb - 68, off + nb - 4)  # its index: 4 entries of 8-byte chunks, then a crc32c
+    inner = np.frombuffer(bytes(raw[where]), "<u8").copy().reshape(-1, 2)
+    inner[1] = (0, 16)  # inside the block's data, but twice the 8 bytes a chunk has
+    body = inner.tobytes()
+    raw[where.start : where.stop + 4] = body + crc32c_value(body).to_bytes(4, "little")
+    store.set("c/0/0", bytes(raw))
+    with pytest.raises(CorruptShardError, match="longer than the 8 bytes an inner chunk can have") as info:
+        aa.open_dataset(store)[...]  # most of the shard wanted: read whole
+    assert info.value.key == "c/0/0"
+
+
 def _patched_in(store, compressor):
     ds = aa.create_dataset(
         store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=compressor
