@@ -64,6 +64,7 @@ from .shard_read import ChunkRange, ShardReader, slot_byte_range
 from .shard_write import Merge, ShardWriter
 
 if TYPE_CHECKING:
+    from ..selection.regions import Geometry
     from ..stores.base import Store
     from .kernel import Plan
 
@@ -208,7 +209,7 @@ class DatasetAccess:
         fn: Callable[[Chunk, np.ndarray], Any],
         *,
         versions: dict[str, Any] | None = None,
-        into: tuple[np.ndarray, list[dict[int, tuple[int, ...]]]] | None = None,
+        into: tuple[np.ndarray, Geometry] | None = None,
     ) -> None:
         """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
         decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
@@ -255,7 +256,7 @@ class DatasetAccess:
         self,
         chunks: list[Chunk],
         versions: dict[str, Any] | None,
-        into: tuple[np.ndarray, list[dict[int, tuple[int, ...]]]],
+        into: tuple[np.ndarray, Geometry],
     ) -> tuple[dict[Chunk, Any], list[Chunk]]:
         """The kernel's part of a region read on a store that hands its answers over as they arrive:
         the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next

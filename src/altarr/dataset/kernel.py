@@ -55,6 +55,7 @@ import numpy as np
 
 from ..codecs import blosc_ctx
 from ..codecs.compress import BloscCodec, ZstdCodec
+from ..selection.regions import Geometry
 from .parallel import get_max_workers, pmap, spawn
 
 if TYPE_CHECKING:
@@ -77,10 +78,6 @@ __all__ = [
     "ReadInto",
     "encode",
 ]
-
-#: A region plan's task geometry (:meth:`RegionPlan.geometry <altarr.selection.regions.RegionPlan.geometry>`):
-#: per dimension, per chunk index, ``(start in the chunk, step, count, start in the result)``.
-Geometry = list[dict[int, tuple[int, int, int, int]]]
 
 _ZSTD, _BLOSC = 1, 2
 _ST_OK, _ST_FILL = 0, 2

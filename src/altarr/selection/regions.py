@@ -27,10 +27,14 @@ from ..errors import SelectionError
 from .normalize import DimSelection, Selection, normalize
 from .plan import piece_rows
 
-__all__ = ["RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
+__all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
 
 #: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
 Piece = tuple[int, slice, slice]
+
+#: :meth:`RegionPlan.geometry`: per dimension, per chunk index, ``(start in the chunk, step, count, start
+#: in the work array)`` (the native kernel's task geometry).
+Geometry = list[dict[int, tuple[int, int, int, int]]]
 
 
 def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
@@ -84,7 +88,7 @@ class RegionPlan:
         keys = product(*[[p[0] for p in dim] for dim in self.per_dim])
         return dict(zip(keys, product(*self.per_dim), strict=True))
 
-    def geometry(self) -> list[dict[int, tuple[int, int, int, int]]]:
+    def geometry(self) -> Geometry:
         """Per dimension, per touched chunk index: ``(start in the chunk, step, count, start in the work
         array)``, the native kernel's task geometry (a chunk's is the concatenation along its dims).
 
