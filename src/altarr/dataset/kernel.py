@@ -297,11 +297,9 @@ def _run(call: Any, n: int) -> None:
 
 def _nbytes_in_memory(data: Any) -> int | None:
     """The size of a slot's bytes held in memory in one contiguous run, else ``None`` (a ChunkRange)."""
-    if type(data) is memoryview:  # the usual slot: a view of the store's answer
+    if type(data) is memoryview:  # the usual slot: a view of the store's answer (not subclassable)
         return data.nbytes if data.c_contiguous else None
-    if isinstance(data, bytes | bytearray) or (isinstance(data, memoryview) and data.c_contiguous):
-        return memoryview(data).nbytes
-    return None
+    return len(data) if isinstance(data, bytes | bytearray) else None
 
 
 def read_into(
