@@ -157,6 +157,24 @@ static inline int next_position(int top, int64_t *idx, const int64_t *count, con
     return 0;
 }
 
+/* Copy `n` items of `size` bytes from `ps` (byte stride `ss`) to `pd` (stride `ds`); the sizes the kernel
+ * meets most (elements, short rows) are constants in the copy, so the compiler inlines it. */
+static inline void copy_items(char *pd, int64_t ds, const char *ps, int64_t ss, int64_t n, size_t size) {
+#define COPY_ITEMS(N) for (int64_t j = 0; j < n; j++, ps += ss, pd += ds) memcpy(pd, ps, N)
+    switch (size) {
+    case 1: COPY_ITEMS(1); break;
+    case 2: COPY_ITEMS(2); break;
+    case 4: COPY_ITEMS(4); break;
+    case 8: COPY_ITEMS(8); break;
+    case 16: COPY_ITEMS(16); break;
+    case 32: COPY_ITEMS(32); break;
+    case 64: COPY_ITEMS(64); break;
+    case 128: COPY_ITEMS(128); break;
+    default: COPY_ITEMS(size);
+    }
+#undef COPY_ITEMS
+}
+
 /* Copy an n-d block of `count` elements of `isz` bytes between two strided layouts (byte strides).
  * Innermost dimensions that are contiguous in both layouts are merged into one run, so a block that is
  * one run in both is one memcpy; otherwise the innermost dimension is copied element by element. */
@@ -186,60 +204,33 @@ static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *s
             m--;
         }
     }
-    const int64_t inner = count[m], ss = sstr[m], ds = dstr[m];
+    /* The inner loop walks one dimension (`walk`, -1: none) moving items of `size` bytes; the odometer
+     * steps the dimensions before it. Runs of a small fixed size (a chunk's innermost row: 32 uint16 are
+     * 64 bytes) are walked over the next dimension out, so each is a constant-size copy the compiler
+     * inlines, not one libc call per run: that call was half the copy's time (a 128x256x256 uint16
+     * slab in 32^3 chunks: 262144 runs). */
+    int walk;
+    size_t size;
+    if (contiguous && m > 0 && (run == 16 || run == 32 || run == 64 || run == 128)) {
+        walk = m - 1;
+        size = (size_t)run;
+    } else if (contiguous) {
+        walk = -1; /* one run per position */
+        size = (size_t)run;
+    } else {
+        walk = m; /* element by element */
+        size = isz;
+    }
+    const int top = (walk < 0 ? m : walk) - 1;
+    const int64_t wn = walk < 0 ? 1 : count[walk];
+    const int64_t ws = walk < 0 ? 0 : sstr[walk], wd = walk < 0 ? 0 : dstr[walk];
     int64_t idx[MAXDIM];
     memset(idx, 0, sizeof idx);
     const char *s = src;
     char *dd = dst;
-    /* runs of a small fixed size (a chunk's innermost row: 32 uint16 are 64 bytes) are copied in a tight
-     * loop over the next dimension with a constant-size copy the compiler inlines, not one libc call per
-     * run: that call was half the copy's time (a 128x256x256 uint16 slab in 32^3 chunks: 262144 runs) */
-    if (contiguous && m > 0 && (run == 16 || run == 32 || run == 64 || run == 128)) {
-        const int o = m - 1;
-        const int64_t on = count[o], os = sstr[o], od = dstr[o];
-        for (;;) {
-            const char *ps = s;
-            char *pd = dd;
-            switch (run) {
-            case 16:
-                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 16);
-                break;
-            case 32:
-                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 32);
-                break;
-            case 64:
-                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 64);
-                break;
-            default:
-                for (int64_t j = 0; j < on; j++, ps += os, pd += od) memcpy(pd, ps, 128);
-            }
-            if (!next_position(o - 1, idx, count, sstr, dstr, &s, &dd)) return;
-        }
-    }
     for (;;) {
-        if (contiguous) {
-            memcpy(dd, s, (size_t)run);
-        } else {
-            const char *ps = s;
-            char *pd = dd;
-            switch (isz) {
-            case 1:
-                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) *pd = *ps;
-                break;
-            case 2:
-                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 2);
-                break;
-            case 4:
-                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 4);
-                break;
-            case 8:
-                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, 8);
-                break;
-            default:
-                for (int64_t j = 0; j < inner; j++, ps += ss, pd += ds) memcpy(pd, ps, isz);
-            }
-        }
-        if (!next_position(m - 1, idx, count, sstr, dstr, &s, &dd)) return;
+        copy_items(dd, wd, s, ws, wn, size);
+        if (!next_position(top, idx, count, sstr, dstr, &s, &dd)) return;
     }
 }
 
