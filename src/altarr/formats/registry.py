@@ -16,6 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AltarrError, MetadataError
@@ -51,6 +55,7 @@ def register_format(fmt: Format, *, replace: bool = False) -> Format:
     if not replace and fmt.name in FORMATS:
         raise ValueError(f"format {fmt.name!r} is already registered")
     FORMATS[fmt.name] = fmt
+    _forget_parsed()
     return fmt
 
 
@@ -60,6 +65,7 @@ def unregister_format(name: str) -> None:
     >>> unregister_format("no-such-format")
     """
     FORMATS.pop(name, None)
+    _forget_parsed()
 
 
 def registered_formats() -> list[Format]:
@@ -146,7 +152,77 @@ def open_node(
     return node
 
 
+#: Parsed array nodes by the documents they were parsed from (see :func:`_node_from`): at most
+#: :data:`PARSED_ENTRIES` entries, least recently used dropped first, none for documents above
+#: :data:`PARSED_MAX_BYTES` in all (a hostile or consolidated document is parsed each time instead).
+PARSED_ENTRIES = 64
+PARSED_MAX_BYTES = 64 * 1024
+_parsed: OrderedDict[tuple[Any, ...], Node] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
+def _forget_parsed() -> None:
+    """Drop every memoized parse (a format registered or removed may read the same documents otherwise)."""
+    with _parsed_lock:
+        _parsed.clear()
+
+
+def _parse_key(probe: Probe, parse: bool) -> tuple[Any, ...] | None:
+    """The memo key of a probe: the node's prefix, ``parse`` and every probed document's bytes; ``None``
+    when the documents are too large to keep."""
+    docs = tuple((name, None if v is None else bytes(v)) for name, v in probe.raw.items())
+    if sum(len(v) for _, v in docs if v is not None) > PARSED_MAX_BYTES:
+        return None
+    return (probe.prefix, parse, docs)
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of parsed JSON (lists, dicts, strings, numbers): the C encoder and decoder, faster than
+    :func:`copy.deepcopy` on metadata documents (1.2 KB ``zarr.json``: 14 against 20 us)."""
+    return json.loads(json.dumps(value))
+
+
 def _node_from(probe: Probe, parse: bool) -> Node:
+    """The node the probed documents describe: an array's parse is memoized by the documents' bytes.
+
+    Re-opening an array (a service that opens per request, a loop over the same remote array) parses
+    nothing when its documents are unchanged: on an open and one chunk read over HTTP at 20 ms per
+    request, the parse was 0.4 ms of the 1.3 ms of Python between the metadata answer and the next
+    request (the metadata's codec chain, validation and nesting checks run cold after the wait). The
+    key is the documents' exact bytes, so a changed document is parsed afresh; the parse is a pure
+    function of them and the node's prefix. What is shared between opens is immutable in use (shapes,
+    dtype, fill value, codec objects, which keep only memo dicts); each open gets its own copies of the
+    attributes and metadata documents, which callers may change. Errors are never memoized.
+    """
+    key = _parse_key(probe, parse)
+    if key is not None:
+        with _parsed_lock:
+            hit = _parsed.get(key)
+            if hit is not None:
+                _parsed.move_to_end(key)
+        if hit is not None:
+            return _fresh(hit)
+    node = _detect(probe, parse)
+    if key is not None and node.spec is not None:
+        with _parsed_lock:
+            _parsed[key] = node
+            while len(_parsed) > PARSED_ENTRIES:
+                _parsed.popitem(last=False)
+        return _fresh(node)
+    return node
+
+
+def _fresh(node: Node) -> Node:
+    """A memoized array node with its own copies of the documents its spec carries."""
+    spec = node.spec
+    assert spec is not None
+    own = dataclasses.replace(
+        spec, attributes=_json_copy(spec.attributes), metadata=_json_copy(spec.metadata)
+    )
+    return Node(node.format, node.kind, own)
+
+
+def _detect(probe: Probe, parse: bool) -> Node:
     every = registered_formats()
     for fmt in every:
         node = fmt.detect(probe, parse)
