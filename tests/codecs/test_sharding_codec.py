@@ -31,6 +31,7 @@ from altarr.codecs import (
     ZstdCodec,
     codec_from_json,
 )
+from altarr.codecs import sharding as sharding_module
 from altarr.codecs.n5 import N5BlockCodec
 from altarr.errors import (
     ChecksumError,
@@ -427,6 +428,70 @@ def test_index_entries_checked_against_size_limits_and_the_index() -> None:
         too_long = np.array([[base, 2], [base + 2, 3]], dtype="<u8")
         with pytest.raises(CorruptShardError, match="longer than the 2 bytes"):
             sc.decode_index(too_long.tobytes(), (2,), max_nbytes=2)
+
+
+_WORD = st.one_of(
+    st.sampled_from([EMPTY, EMPTY - 1, 2**63, 2**63 - 1, 0]), st.integers(0, 400), st.integers(0, 2**64 - 1)
+)
+
+
+def _index_outcome(sc: ShardingCodec, data: bytes, cps: tuple[int, ...], size: Any, longest: Any) -> Any:
+    try:
+        index = sc.decode_index(data, cps, object_size=size, max_nbytes=longest)
+    except CodecError as e:
+        return type(e).__name__, str(e), e.chunk, e.byte_range
+    assert index.dtype == np.uint64 and index.flags.writeable and index.shape == (*cps, 2)
+    return index.tolist()
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    words=st.lists(st.tuples(_WORD, _WORD), min_size=6, max_size=6),
+    good=st.lists(st.booleans(), min_size=6, max_size=6),
+    location=st.sampled_from(["start", "end"]),
+    size=st.one_of(st.none(), st.integers(0, 500)),
+    longest=st.one_of(st.none(), st.integers(0, 300)),
+    crc=st.booleans(),
+)
+def test_small_indexes_are_checked_on_python_ints_exactly_as_numpy_checks_them(
+    words, good, location, size, longest, crc
+):
+    """``decode_index`` checks indexes of at most ``SCALAR_INDEX_ENTRIES`` entries in the usual encoding
+    on Python integers: same values, same first error (half-empty entries before bad ranges, C order)."""
+    index_codecs = [BytesCodec("little")] + ([Crc32cCodec()] if crc else [])
+    sc = ShardingCodec([2, 1], [BytesCodec()], index_codecs, location)
+    entries = [(w if keep else (EMPTY, EMPTY)) for w, keep in zip(words, good, strict=True)]
+    data = np.array(entries, dtype="<u8").tobytes()
+    if crc:
+        data += crc32c.crc32c(data).to_bytes(4, "little")
+    cps = (3, 2)
+    calls: list[int] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sc, "_check_entries", lambda *a: (calls.append(1), ShardingCodec._check_entries(sc, *a)))
+        scalar = _index_outcome(sc, data, cps, size, longest)
+        assert calls == [1]  # the scalar check ran
+        mp.setattr(sharding_module, "SCALAR_INDEX_ENTRIES", 0)
+        vector = _index_outcome(sc, data, cps, size, longest)
+        assert calls == [1]  # and now NumPy's
+    assert scalar == vector
+
+
+def test_the_scalar_index_check_is_only_for_small_plain_indexes(monkeypatch) -> None:
+    calls: list[int] = []
+    original = ShardingCodec._check_entries
+    monkeypatch.setattr(
+        ShardingCodec, "_check_entries", lambda self, *a: (calls.append(1), original(self, *a))
+    )
+    index = np.full((257, 2), EMPTY, dtype="<u8").tobytes()
+    plain = ShardingCodec([1], [BytesCodec()])
+    assert plain.decode_index(index + crc32c.crc32c(index).to_bytes(4, "little"), (257,)).shape == (257, 2)
+    big_endian = ShardingCodec([1], [BytesCodec()], [BytesCodec("big")])
+    assert big_endian.decode_index(index[: 16 * 3], (3,)).shape == (3, 2)
+    assert not calls
+    assert plain.decode_index(
+        index[: 16 * 3] + crc32c.crc32c(index[: 16 * 3]).to_bytes(4, "little"), (3,)
+    ).shape == (3, 2)
+    assert calls == [1]
 
 
 def test_chunk_decoding_to_wrong_size() -> None:
