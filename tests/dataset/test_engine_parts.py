@@ -288,3 +288,24 @@ def test_an_index_read_without_a_version_is_not_cached():
     tokens: dict[str, Any] = {}
     assert cache.get("s", 1, 0, tokens) is None
     assert tokens == {} and store.stats.size_queries == 0  # nothing to check: no stat request
+
+
+@pytest.mark.parametrize("lookups", [0, 16, 1000])
+def test_index_entries_are_looked_up_alike_for_few_and_many_children(lookups, monkeypatch):
+    """``shard_read._entries``: a few children through a memoryview on Python ints, many with one NumPy
+    fancy index; the same entries either way, for positions on the global grid (taken modulo cps)."""
+    from altarr.dataset import shard_read
+
+    monkeypatch.setattr(shard_read, "SCALAR_LOOKUPS", lookups)
+    rng = np.random.default_rng(7)
+    cps = (3, 4, 5)
+    index = rng.integers(0, 2**64, size=(*cps, 2), dtype=np.uint64)
+    index[1, 2, 3] = 2**64 - 1
+    positions = [tuple(int(v) for v in p) for p in rng.integers(0, 40, size=(20, 3))] + [(4, 6, 8)]
+    got = shard_read._entries(index, positions, cps)
+    expected = [tuple(int(w) for w in index[p[0] % 3, p[1] % 4, p[2] % 5]) for p in positions]
+    assert [tuple(e) for e in got] == expected and all(type(w) is int for e in got for w in e)
+    assert expected[-1] == (2**64 - 1, 2**64 - 1)  # (4, 6, 8) is (1, 2, 3) of the node
+    assert shard_read._entries(index, positions[:3], cps) == shard_read._entries(
+        index, iter(positions[:3]), cps
+    )
