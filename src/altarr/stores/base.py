@@ -255,7 +255,12 @@ class Store(ABC):
     ) -> tuple[list, list, list]:
         """:meth:`_read_batch` after normalization (keys checked, requests typed): a store that must see the
         batch before it is merged (FsspecStore inside :meth:`exclusive`) overrides this."""
-        plan = plan_reads(requests, self.coalesce_gap, self.max_coalesced_size, cuts)
+        return self._read_planned(
+            plan_reads(requests, self.coalesce_gap, self.max_coalesced_size, cuts), versioned
+        )
+
+    def _read_planned(self, plan: CoalescePlan, versioned: bool) -> tuple[list, list, list]:
+        """:meth:`_read_typed` once the requests are merged: fetch, count, split."""
         fetched = self._fetch(plan.merged, versioned)
         data = fetched.data
         self.stats.add(

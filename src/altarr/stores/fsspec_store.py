@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import errno
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -51,7 +50,7 @@ from ._util import as_bytes, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
-from .watch import VersionWatch
+from .watch import VersionWatch, WatchScope
 
 __all__ = ["FsspecStore"]
 
@@ -175,7 +174,7 @@ class FsspecStore(VersionWatch, Store):
         self._root_sep = self._root + "/" if self._root else ""
         self.durable = bool(durable)
         self._local: Any = None
-        self._scope = threading.local()
+        self._scope = WatchScope()
         self._set_write_mode()
 
     def _set_write_mode(self) -> None:

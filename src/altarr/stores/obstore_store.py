@@ -55,7 +55,7 @@ from ._util import as_bytes, byte_length, coalesce_gap_for
 from .base import Fetched, RangeRequest, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds, normalize_requests
-from .watch import VersionWatch
+from .watch import VersionWatch, WatchScope
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
 
@@ -262,7 +262,7 @@ class ObstoreStore(VersionWatch, Store):
         self._rm_reports_missing = url.startswith("memory://")
         #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
-        self._scope = threading.local()
+        self._scope = WatchScope()
 
     @property
     def _store(self) -> Any:
@@ -402,8 +402,9 @@ class ObstoreStore(VersionWatch, Store):
             return iter([])
         typed, cuts = normalize_requests(requests)
         plan = plan_reads(typed, self.coalesce_gap, self.max_coalesced_size, cuts)
-        if len(plan.merged) < 2:  # one request: nothing to overlap
-            return super().get_ranges_as_ready(typed)
+        if len(plan.merged) < 2:  # one request: nothing to overlap (answered as get_ranges_sized does)
+            datas, versions, sizes = self._read_planned(plan, True)
+            return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
         pool = _request_threads(self.concurrency)
         futures = {pool.submit(_outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
         self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken

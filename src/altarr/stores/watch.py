@@ -4,10 +4,9 @@ S3): inside :meth:`Store.exclusive`, the keys being updated are *watched*; each 
 version it saw, and the store's writes of it are conditioned on that version.
 
 Example:
-    >>> import threading
     >>> class Demo(VersionWatch):
     ...     def __init__(self):
-    ...         self._scope = threading.local()
+    ...         self._scope = WatchScope()
     >>> d = Demo()
     >>> with d._watching(["a/b"]):
     ...     d._recorded()["a/b"] = "etag-1"
@@ -26,15 +25,24 @@ from typing import Any
 
 from .keys import normalize_key
 
-__all__ = ["VersionWatch"]
+__all__ = ["VersionWatch", "WatchScope"]
+
+
+class WatchScope(threading.local):
+    """One thread's scope: the keys watched and the versions recorded, ``None`` outside a scope. Class
+    defaults, so that asking outside a scope raises nothing inside (a ``getattr`` default on a bare
+    ``threading.local`` raised and caught an ``AttributeError`` on each of a read's requests)."""
+
+    keys: set[str] | None = None
+    versions: dict[str, Any] | None = None
 
 
 class VersionWatch:
     """Mixin: ``_watching(keys)`` opens this thread's scope; ``_watched()`` the keys watched (``None``
     outside a scope); ``_recorded()`` the versions recorded in it (a new empty dict outside). The store
-    creates ``self._scope = threading.local()`` in its ``__init__``."""
+    creates ``self._scope = WatchScope()`` in its ``__init__``."""
 
-    _scope: threading.local
+    _scope: WatchScope
 
     @contextmanager
     def _watching(self, keys: Iterable[str]) -> Iterator[None]:
@@ -46,8 +54,8 @@ class VersionWatch:
             self._scope.keys = self._scope.versions = None
 
     def _watched(self) -> set[str] | None:
-        return getattr(self._scope, "keys", None)
+        return self._scope.keys
 
     def _recorded(self) -> dict[str, Any]:
-        versions = getattr(self._scope, "versions", None)
+        versions = self._scope.versions
         return {} if versions is None else versions
