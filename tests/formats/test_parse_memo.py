@@ -154,3 +154,22 @@ def test_registering_a_format_forgets_every_parse(parses):
     assert not registry._parsed
     aa.open_dataset(store, path=path)
     assert parses == ["zarr3", "zarr3"]
+
+
+def test_a_spec_carrying_other_than_json_values_is_not_memoized(parses, monkeypatch):
+    """The memo keeps each open's documents as marshal bytes; a format whose spec carries other objects
+    in them is parsed every time (and opens as before)."""
+    fmt = get_format("zarr3")
+    counted = fmt.detect
+
+    def with_an_object(probe, parse):
+        node = counted(probe, parse)
+        if node is not None and node.spec is not None:
+            node.spec.attributes["handle"] = object()
+        return node
+
+    monkeypatch.setattr(fmt, "detect", with_an_object)
+    store, path = _array("zarr3")
+    for _ in range(2):
+        assert "handle" in aa.open_dataset(store, path=path).spec.attributes
+    assert parses == ["zarr3", "zarr3"] and not registry._parsed

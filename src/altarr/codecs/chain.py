@@ -124,7 +124,7 @@ class CodecChain:
         self._ab_out = _accepts(self.array_bytes.decode, "out")
         self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
         self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
-        self._limits: dict[tuple[tuple[int, ...], np.dtype], tuple[int, ...]] = {}
+        self._limits: dict[tuple[tuple[int, ...], Any], tuple[tuple[int, ...], int]] = {}
 
     # --- construction / serialization ------------------------------------------------------------------
     @classmethod
@@ -200,17 +200,7 @@ class CodecChain:
         >>> CodecChain(["bytes", ZstdCodec(), Crc32cCodec()]).decode_limits((4, 4), "uint16")
         (32, 4160)
         """
-        key = (tuple(shape), np.dtype(dtype))
-        got = self._limits.get(key)
-        if got is None:
-            s, d = self.resolve(*key)
-            n = self.array_bytes.max_encoded_size(s, d)
-            limits = []
-            for c in self.bytes_bytes:
-                limits.append(n)
-                n = c.max_encoded_size(n)
-            got = self._limits[key] = tuple(limits)
-        return got
+        return self._sizes(shape, dtype)[0]
 
     def max_encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int:
         """The most bytes a stored chunk of ``shape``/``dtype`` can have (exact when every codec has a
@@ -219,11 +209,22 @@ class CodecChain:
         >>> CodecChain(["bytes"]).max_encoded_size((4, 4), "uint16")
         32
         """
-        s, d = self.resolve(shape, dtype)
-        n = self.array_bytes.max_encoded_size(s, d)
-        for c in self.bytes_bytes:
-            n = c.max_encoded_size(n)
-        return n
+        return self._sizes(shape, dtype)[1]
+
+    def _sizes(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], int]:
+        """:meth:`decode_limits` and :meth:`max_encoded_size`, computed once per shape and dtype (a chain
+        is shared by every open of one memoized metadata parse, and each open asks)."""
+        key = (tuple(shape), dtype)
+        got = self._limits.get(key)
+        if got is None:
+            s, d = self.resolve(shape, np.dtype(dtype))
+            n = self.array_bytes.max_encoded_size(s, d)
+            limits = []
+            for c in self.bytes_bytes:
+                limits.append(n)
+                n = c.max_encoded_size(n)
+            got = self._limits[key] = (tuple(limits), n)
+        return got
 
     def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
         """Check that the chain can encode chunks of ``shape`` (and ``dtype`` when given): transpose orders

@@ -221,11 +221,11 @@ class DatasetAccess:
         the native kernel decodes the chunks it can straight into ``out`` first, ``fn`` does the rest."""
         if not chunks:
             return
-        fill = np.asarray(self.fill_value, dtype=self.dtype)
 
         def one(chunk: Chunk) -> None:
             got = raw[chunk]
             if got is None:
+                fill = np.asarray(self.fill_value, dtype=self.dtype)
                 a = np.broadcast_to(fill, self.layout.clipped(chunk))
             else:
                 # decoded into this thread's scratch buffer, then copied out by ``fn``: decoding straight
