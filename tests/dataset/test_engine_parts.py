@@ -302,9 +302,11 @@ def test_index_entries_are_looked_up_alike_for_few_and_many_children(lookups, mo
     index = rng.integers(0, 2**64, size=(*cps, 2), dtype=np.uint64)
     index[1, 2, 3] = 2**64 - 1
     positions = [tuple(int(v) for v in p) for p in rng.integers(0, 40, size=(20, 3))] + [(4, 6, 8)]
-    got = shard_read._entries(index, positions, cps)
     expected = [tuple(int(w) for w in index[p[0] % 3, p[1] % 4, p[2] % 5]) for p in positions]
-    assert [tuple(e) for e in got] == expected and all(type(w) is int for e in got for w in e)
+    words = memoryview(bytearray(index.tobytes())).cast("Q")  # as ShardingCodec.index_words gives it
+    for form in (index, words):
+        got = shard_read._entries(form, positions, cps)
+        assert [tuple(e) for e in got] == expected and all(type(w) is int for e in got for w in e)
     assert expected[-1] == (2**64 - 1, 2**64 - 1)  # (4, 6, 8) is (1, 2, 3) of the node
     assert shard_read._entries(index, positions[:3], cps) == shard_read._entries(
         index, iter(positions[:3]), cps

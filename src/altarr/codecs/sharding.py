@@ -224,7 +224,26 @@ class ShardingCodec(ArrayBytesCodec):
         max_nbytes: int | None = None,
     ) -> np.ndarray:
         """Decode (and verify, e.g. crc32c) an index: a writable native ``uint64`` array of shape
-        ``(*cps, 2)`` holding ``(offset, nbytes)``; empty entries have both words ``2**64-1``.
+        ``(*cps, 2)`` holding ``(offset, nbytes)``; empty entries have both words ``2**64-1``. The
+        checks are :meth:`index_words`'.
+        """
+        words = self.index_words(data, cps, object_size, max_nbytes)
+        if isinstance(words, np.ndarray):
+            return words
+        return np.frombuffer(words, dtype=_U64).reshape(*(int(c) for c in cps), 2)
+
+    def index_words(
+        self,
+        data: BytesLike,
+        cps: Sequence[int],
+        object_size: int | None = None,
+        max_nbytes: int | None = None,
+    ) -> np.ndarray | memoryview:
+        """:meth:`decode_index` without making a small index an array: a writable C-contiguous buffer of
+        native ``uint64`` words, the ``(offset, nbytes)`` pairs in C order of the inner grid (a flat
+        ``memoryview`` of format ``Q``, or the array :meth:`decode_index` gives). The engine's read path
+        keeps and looks up this (:func:`altarr.dataset.shard_read._entries`), so that the round between
+        an index's answer and the chunks' requests makes no NumPy call at all.
 
         Every entry is checked before anything is read or allocated from it, else ``CorruptShardError``
         naming the inner chunk and the byte range: an entry with exactly one word ``2**64-1`` is neither
@@ -266,8 +285,9 @@ class ShardingCodec(ArrayBytesCodec):
         except CodecError as e:
             raise type(e)(f"shard index: {e.message}", **e._context()) from e
         if scalar:
-            self._check_entries(memoryview(words).cast("Q").tolist(), cps, lo, hi, max_nbytes, region)
-            return np.frombuffer(words, dtype=_U64).reshape(*cps, 2)
+            view = memoryview(words).cast("Q")
+            self._check_entries(view.tolist(), cps, lo, hi, max_nbytes, region)
+            return view
         index = np.array(decoded, dtype=np.uint64, copy=True)
         offsets, nbytes = index[..., 0], index[..., 1]
         off_empty, nb_empty = offsets == _EMPTY_U64, nbytes == _EMPTY_U64

@@ -85,7 +85,8 @@ class IndexCache:
         self.trusted = recheck is False and not store.versioned_reads
         self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, np.ndarray]] = OrderedDict()
+        # (version, index): an array or the words ShardingCodec.index_words gives (both have nbytes)
+        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, Any]] = OrderedDict()
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
         self._nbytes = 0
         self._lock = threading.Lock()

@@ -108,9 +108,10 @@ def _span(n: _Node) -> tuple[int, int]:
 SCALAR_LOOKUPS = 16
 
 
-def _entries(index: np.ndarray, positions: Iterable[Chunk], cps: tuple[int, ...]) -> list[Any]:
+def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> list[Any]:
     """The ``(offset, nbytes)`` index entries, as Python ints, of the children at grid ``positions``
-    (global; taken modulo ``cps``, the children per node) of a C-contiguous native ``uint64`` index.
+    (global; taken modulo ``cps``, the children per node) of an index as
+    :meth:`~altarr.codecs.sharding.ShardingCodec.index_words` gives it (or as ``decode_index`` does).
 
     A few children are read through a memoryview of the index (no NumPy call: right after the index's
     answer, the first NumPy calls cost 30-90 us each while its code comes back into the CPU's caches;
@@ -127,7 +128,8 @@ def _entries(index: np.ndarray, positions: Iterable[Chunk], cps: tuple[int, ...]
             found.append((words[2 * flat], words[2 * flat + 1]))
         return found
     where = np.array(positions, dtype=np.intp) % np.array(cps, dtype=np.intp)
-    return index[tuple(where.T)].tolist()
+    pairs = np.frombuffer(index, dtype=np.uint64).reshape(-1, 2)
+    return pairs[np.ravel_multi_index(tuple(where.T), cps)].tolist()
 
 
 def _slots(nodes: list[_Node]) -> dict[Chunk, tuple[Any, ...]]:
@@ -391,7 +393,7 @@ class ShardReader:
         cache = self.index_cache
         # every node ends up with its decoded index: from the cache, from an index read, or parsed
         # out of its bytes (read whole here, or sliced from a parent that was read whole)
-        indexed: list[tuple[_Node, np.ndarray]] = []
+        indexed: list[tuple[_Node, Any]] = []  # index words (ShardingCodec.index_words)
         requests, targets = [], []
         for n in nodes:
             if n.mem is not None:
@@ -465,7 +467,7 @@ class ShardReader:
                     )
                 size = n.length if n.length is not None else (sizes or {}).get(n.key)
                 try:
-                    index = sc.decode_index(d, cps, object_size=size, max_nbytes=max_child)
+                    index = sc.index_words(d, cps, object_size=size, max_nbytes=max_child)
                 except AltarrError as e:
                     raise self._index_error(e, n, level) from e
                 cache.put(n.key, level, n.start, version, index)
@@ -484,7 +486,7 @@ class ShardReader:
         self.index_cache.put(n.key, level, n.start, version, index)
         return index
 
-    def _children(self, indexed: list[tuple[_Node, np.ndarray]], level: int) -> list[_Node]:
+    def _children(self, indexed: list[tuple[_Node, Any]], level: int) -> list[_Node]:
         """The stored children of each node, with their byte ranges (and their bytes, sliced out of a
         node in memory); an absent child is left out (its chunks stay ``None``)."""
         cps = self.grid.per_block(level)
