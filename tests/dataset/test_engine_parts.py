@@ -311,3 +311,37 @@ def test_index_entries_are_looked_up_alike_for_few_and_many_children(lookups, mo
     assert shard_read._entries(index, positions[:3], cps) == shard_read._entries(
         index, iter(positions[:3]), cps
     )
+
+
+def test_opens_of_one_memoized_parse_share_the_layout_and_the_codec_plan_but_not_their_knobs():
+    """``ShardLayout.of`` and ``ChunkCodec``'s derived parts are memoized by the codec chain, which
+    every open of a memoized metadata parse shares; each open still has its own chunk codec, so a knob
+    set on one (``encode_slot``) stays there."""
+    store = MemoryStore()
+    aa.create_dataset(
+        store, path="a", shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor="zstd"
+    )
+    aa.create_dataset(
+        store, path="b", shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor="zstd"
+    )
+    one, two = aa.open_dataset(store, path="a"), aa.open_dataset(store, path="a")
+    assert one.spec.codecs is two.spec.codecs  # the parse's memo
+    assert one._access.layout is two._access.layout and one._access.layout.prefix == "a"
+    assert one._access.codec is not two._access.codec and one._access.native is two._access.native
+    assert one._access.native is not None
+    one._access.encode_slot = None
+    assert two._access.encode_slot is not None
+    other = aa.open_dataset(store, path="b")
+    assert other._access.layout is not one._access.layout and other._access.key((1, 0)) == "b/c/1/0"
+    assert one._access.key((1, 0)) == "a/c/1/0"
+
+
+def test_a_chain_keeps_a_bounded_number_of_derived_values():
+    from altarr.codecs import chain as chain_module
+
+    chain = CodecChain(["bytes"])
+    made = [chain.derive(("t", i), lambda i=i: [i]) for i in range(chain_module.DERIVED_ENTRIES)]
+    assert (
+        chain.derive(("t", 0), lambda: None) is made[0] and len(chain.derived) == chain_module.DERIVED_ENTRIES
+    )
+    assert chain.derive(("t", "new"), lambda: ["new"]) == ["new"] and len(chain.derived) == 1

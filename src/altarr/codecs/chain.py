@@ -33,6 +33,9 @@ from .registry import codec_from_json
 
 __all__ = ["CodecChain"]
 
+#: The most values :meth:`CodecChain.derive` keeps per chain.
+DERIVED_ENTRIES = 32
+
 
 def _accepts(fn: Callable[..., Any], param: str) -> bool:
     return param in _parameters(getattr(fn, "__func__", fn))
@@ -73,6 +76,7 @@ class CodecChain:
         "_ab_fill",
         "_bb0_out",
         "_limits",
+        "derived",
     )
 
     def __init__(self, codecs: Sequence[Codec | dict[str, Any] | str]) -> None:
@@ -125,6 +129,27 @@ class CodecChain:
         self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
         self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
         self._limits: dict[tuple[tuple[int, ...], Any], tuple[tuple[int, ...], int]] = {}
+        #: What other layers derive from this chain and hashable inputs of their own, memoized by them
+        #: under their own keys (see :func:`derive`): a chain is never changed once made, and one chain
+        #: serves every open of a memoized metadata parse (``altarr.formats.registry``).
+        self.derived: dict[Any, Any] = {}
+
+    def derive(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, memoized in :attr:`derived` under ``key`` (a hashable that names the deriving layer
+        and every input besides this chain). At most :data:`DERIVED_ENTRIES` are kept (then all are
+        dropped): the keys of one array differ only when it is opened at many prefixes.
+
+        >>> chain = CodecChain(["bytes"])
+        >>> chain.derive(("doc", 1), lambda: [1]) is chain.derive(("doc", 1), lambda: [2])
+        True
+        """
+        got = self.derived.get(key)
+        if got is None:
+            got = make()
+            if len(self.derived) >= DERIVED_ENTRIES:
+                self.derived.clear()
+            self.derived[key] = got
+        return got
 
     # --- construction / serialization ------------------------------------------------------------------
     @classmethod

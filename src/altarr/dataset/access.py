@@ -89,7 +89,7 @@ class DatasetAccess:
         self.store = store
         self.prefix = prefix
         self.spec = spec
-        self.layout = ShardLayout(spec, prefix)
+        self.layout = ShardLayout.of(spec, prefix)
         self.codec = ChunkCodec(self.layout, spec.fill_value, write_empty_chunks=write_empty_chunks)
         self.index_cache = IndexCache(store, recheck=recheck)
         self.reader = ShardReader(store, self.layout, self.index_cache)

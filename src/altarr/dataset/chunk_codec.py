@@ -72,13 +72,32 @@ class ChunkCodec:
         self.write_empty_chunks = write_empty_chunks
         self.truncates = bool(getattr(self.chain.array_bytes, "truncates_edges", False))
         #: ``[bytes, one compressor]`` chains decode straight into the destination (see decode_chunk)
-        self.direct = None if self.truncates else self.chain.direct_compressor(self.dtype)
+        self.direct: Any = None
         #: Bytes per chunk of the output arena writes compress into (None: the chain allocates its own).
-        self.encode_slot = None if self.truncates else self.chain.encode_bound(self.grid.chunks, self.dtype)
+        self.encode_slot: int | None = None
         #: The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``).
+        self.native: kernel.Plan | None = None
+        # made once per chain, chunk shape, dtype, fill value and write_empty_chunks (the chain memoizes
+        # them: it is shared by every open of a memoized metadata parse; 0.07 ms of such an open over HTTP)
+        try:
+            fill_key = (type(fill_value), repr(fill_value))
+            hash(fill_key)
+        except Exception:  # noqa: BLE001 - any fill value that has no stable key is simply not memoized
+            self._derive()
+        else:
+            key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, kernel._ext)
+            self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
+
+    def _derive(self) -> tuple[Any, int | None, kernel.Plan | None]:
+        """Set and return ``direct``, ``encode_slot`` and ``native``, in that order (``plan_for`` reads
+        the first)."""
+        if not self.truncates:
+            self.direct = self.chain.direct_compressor(self.dtype)
+            self.encode_slot = self.chain.encode_bound(self.grid.chunks, self.dtype)
         self.native = kernel.plan_for(self)
         if self.native is not None and self.encode_slot is None:
             self.encode_slot = self.native.encode_slot
+        return self.direct, self.encode_slot, self.native
 
     def decode_chunk(
         self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None

@@ -66,8 +66,17 @@ class ShardLayout:
     chunk). ``max_block_bytes[l]`` is the most bytes a stored level-``l`` block can have: index entries
     claiming more are refused before anything is read or allocated for them."""
 
+    @classmethod
+    def of(cls, spec: DatasetSpec, prefix: str) -> ShardLayout:
+        """The layout of ``spec`` at ``prefix``, made once per codec chain, shape, block shape, dtype,
+        prefix and chunk-key function (memoized by the chain, which every open of a memoized metadata
+        parse shares: a layout is never changed once made). An open + one chunk over HTTP at 20 ms
+        spent 0.1 ms making it after the metadata's answer."""
+        key = ("layout", tuple(spec.shape), tuple(spec.outer_chunks), spec.dtype, prefix, spec.chunk_key)
+        return spec.codecs.derive(key, lambda: cls(spec, prefix))
+
     def __init__(self, spec: DatasetSpec, prefix: str) -> None:
-        self.spec = spec
+        self.chunk_key = spec.chunk_key
         self.prefix = prefix
         self.dtype = np.dtype(spec.dtype)
         shapes, shardings, chunk_chain = _levels_of(spec)
@@ -96,7 +105,7 @@ class ShardLayout:
 
     def key(self, outer_pos: Sequence[int]) -> str:
         """The store key of the outermost block at ``outer_pos`` (a shard, or a chunk when unsharded)."""
-        return join_key(self.prefix, self.spec.chunk_key(tuple(int(p) for p in outer_pos)))
+        return join_key(self.prefix, self.chunk_key(tuple(int(p) for p in outer_pos)))
 
     def shard_of(self, chunk: Sequence[int]) -> Chunk:
         return self.grid.position(chunk, self.grid.nlevels - 1)
