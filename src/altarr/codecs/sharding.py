@@ -272,7 +272,7 @@ class ShardingCodec(ArrayBytesCodec):
             hi = 2**63 - 1  # no object is larger; keeps offsets + sizes inside a signed 64-bit pread
         else:
             hi = max(object_size if self._start else object_size - n, 0)
-        region = f"[{lo}, {hi})" + ("" if object_size is None else f" of a {object_size}-byte shard")
+        bounds = (lo, hi, object_size, max_nbytes)  # for the error message
         scalar = self._plain_index and math.prod(cps) <= SCALAR_INDEX_ENTRIES
         try:
             if scalar:
@@ -286,7 +286,7 @@ class ShardingCodec(ArrayBytesCodec):
             raise type(e)(f"shard index: {e.message}", **e._context()) from e
         if scalar:
             view = memoryview(words).cast("Q")
-            self._check_entries(view.tolist(), cps, lo, hi, max_nbytes, region)
+            self._check_entries(view.tolist(), cps, bounds)
             return view
         index = np.array(decoded, dtype=np.uint64, copy=True)
         offsets, nbytes = index[..., 0], index[..., 1]
@@ -294,7 +294,7 @@ class ShardingCodec(ArrayBytesCodec):
         half = off_empty ^ nb_empty
         if half.any():
             where = tuple(int(i) for i in np.argwhere(half)[0])
-            self._entry_error(where, int(offsets[where]), int(nbytes[where]), None, None, None)
+            self._entry_error(where, int(offsets[where]), int(nbytes[where]), None)
         hi_u = np.uint64(hi)
         bad = (offsets < np.uint64(lo)) | (offsets > hi_u) | (nbytes > hi_u - np.minimum(offsets, hi_u))
         if max_nbytes is not None:
@@ -302,44 +302,37 @@ class ShardingCodec(ArrayBytesCodec):
         bad &= ~off_empty
         if bad.any():
             where = tuple(int(i) for i in np.argwhere(bad)[0])
-            self._entry_error(where, int(offsets[where]), int(nbytes[where]), lo, region, max_nbytes)
+            self._entry_error(where, int(offsets[where]), int(nbytes[where]), bounds)
         return index
 
-    def _check_entries(
-        self, words: list[int], cps: tuple[int, ...], lo: int, hi: int, max_nbytes: int | None, region: str
-    ) -> None:
-        """:meth:`decode_index`'s checks on the index's words as Python integers (offset, nbytes, ...)."""
+    def _check_entries(self, words: list[int], cps: tuple[int, ...], bounds: tuple) -> None:
+        """:meth:`index_words`' checks on the index's words as Python integers (offset, nbytes, ...);
+        ``bounds`` is ``(lo, hi, object_size, max_nbytes)``."""
+        lo, hi, _, max_nbytes = bounds
         longest = EMPTY if max_nbytes is None else max_nbytes
         first_bad = None
         for i in range(0, len(words), 2):
             off, nb = words[i], words[i + 1]
             if off == EMPTY or nb == EMPTY:
                 if off != nb:  # a half-empty entry is reported before any bad range
-                    self._entry_error(_unravel(i // 2, cps), off, nb, None, None, None)
+                    self._entry_error(_unravel(i // 2, cps), off, nb, None)
             elif first_bad is None and (off < lo or off > hi or nb > hi - off or nb > longest):
                 first_bad = i
         if first_bad is not None:
-            off, nb = words[first_bad], words[first_bad + 1]
-            self._entry_error(_unravel(first_bad // 2, cps), off, nb, lo, region, max_nbytes)
+            self._entry_error(_unravel(first_bad // 2, cps), words[first_bad], words[first_bad + 1], bounds)
 
-    def _entry_error(
-        self,
-        where: tuple[int, ...],
-        off: int,
-        nb: int,
-        lo: int | None,
-        region: str | None,
-        max_nbytes: int | None,
-    ) -> None:
-        """Raise :meth:`decode_index`'s error for the entry ``where``: half empty when ``region`` is
-        ``None``, else a range outside ``region``."""
-        if region is None:
+    def _entry_error(self, where: tuple[int, ...], off: int, nb: int, bounds: tuple | None) -> None:
+        """Raise :meth:`index_words`' error for the entry ``where``: half empty when ``bounds`` is
+        ``None``, else a range outside the data region ``bounds = (lo, hi, object_size, max_nbytes)``."""
+        if bounds is None:
             raise CorruptShardError(
                 f"shard index entry of inner chunk {where} is ({off}, {nb}): "
                 "one word is the empty marker 2**64-1 and the other is not",
                 chunk=where,
                 codec=self.name,
             )
+        lo, hi, object_size, max_nbytes = bounds
+        region = f"[{lo}, {hi})" + ("" if object_size is None else f" of a {object_size}-byte shard")
         limit = (
             ""
             if max_nbytes is None
