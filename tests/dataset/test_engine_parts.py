@@ -331,6 +331,10 @@ def test_opens_of_one_memoized_parse_share_the_layout_and_the_codec_plan_but_not
     assert one._access.native is not None
     one._access.encode_slot = None
     assert two._access.encode_slot is not None
+    keeping = aa.open_dataset(store, path="a", write_empty_chunks=True)  # another plan: fill chunks kept
+    assert keeping._access.layout is one._access.layout
+    assert keeping._access.native is not one._access.native
+    assert keeping._access.native.fill_mode != one._access.native.fill_mode
     other = aa.open_dataset(store, path="b")
     assert other._access.layout is not one._access.layout and other._access.key((1, 0)) == "b/c/1/0"
     assert one._access.key((1, 0)) == "a/c/1/0"
@@ -345,3 +349,10 @@ def test_a_chain_keeps_a_bounded_number_of_derived_values():
         chain.derive(("t", 0), lambda: None) is made[0] and len(chain.derived) == chain_module.DERIVED_ENTRIES
     )
     assert chain.derive(("t", "new"), lambda: ["new"]) == ["new"] and len(chain.derived) == 1
+
+
+def test_one_spec_at_two_prefixes_has_a_layout_for_each():
+    spec = nested_spec()
+    a, b = ShardLayout.of(spec, "a"), ShardLayout.of(spec, "b")
+    assert a is not b and a is ShardLayout.of(spec, "a")
+    assert (a.key((1, 0)), b.key((1, 0))) == ("a/c/1/0", "b/c/1/0")

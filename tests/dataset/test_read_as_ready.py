@@ -192,7 +192,11 @@ def test_a_part_of_one_small_chunk_is_decoded_on_the_receiving_thread(workers, m
         np.testing.assert_array_equal(ds[0:8, 0:10], values[0:8, 0:10])  # a shard of 4 chunks, whole
         assert spawned == [4]
         spawned.clear()
-        monkeypatch.setattr(kernel, "INLINE_DECODE_BYTES", 4 * 5 * 4 - 1)  # below one chunk's 80 bytes
+        monkeypatch.setattr(kernel, "INLINE_DECODE_BYTES", 4 * 5 * 4)  # one chunk's 80 bytes: inline
+        ds._access.index_cache.clear()
+        np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])
+        assert spawned == []
+        monkeypatch.setattr(kernel, "INLINE_DECODE_BYTES", 4 * 5 * 4 - 1)  # below it: the pool
         ds._access.index_cache.clear()
         np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])
         assert spawned == [1]

@@ -145,6 +145,8 @@ def test_groups_and_unparsed_probes_are_not_memoized():
     assert open_node(store, "g").kind == "group"
     assert open_node(store, "a", parse=False).spec is None
     assert not registry._parsed
+    assert open_node(store, "a").spec is not None and len(registry._parsed) == 1
+    assert open_node(store, "a", parse=False).spec is None  # the parsed one is not handed out
 
 
 def test_registering_a_format_forgets_every_parse(parses):
