@@ -89,6 +89,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/formats/test_zarr2_format.py",
             "tests/formats/test_formats_registry.py",
             "tests/formats/test_hostile_metadata.py",
+            "tests/formats/test_parse_memo.py",
             "tests/dataset/test_dataset_bad_input_n5_zarr2.py",
         ],
     ),

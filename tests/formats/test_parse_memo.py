@@ -111,10 +111,15 @@ def test_the_same_documents_at_another_prefix_are_parsed_for_it(parses):
 
 def test_documents_too_large_to_keep_are_parsed_each_time(parses, monkeypatch):
     store, path = _array("zarr3")
-    monkeypatch.setattr(registry, "PARSED_MAX_BYTES", 64)
-    aa.open_dataset(store, path=path)
-    aa.open_dataset(store, path=path)
-    assert parses == ["zarr3", "zarr3"]
+    size = len(store.get(f"{path}/zarr.json"))  # with format="zarr3" the only document probed
+    monkeypatch.setattr(registry, "PARSED_MAX_BYTES", size - 1)
+    aa.open_dataset(store, path=path, format="zarr3")
+    aa.open_dataset(store, path=path, format="zarr3")
+    assert parses == ["zarr3", "zarr3"] and not registry._parsed
+    monkeypatch.setattr(registry, "PARSED_MAX_BYTES", size)  # at the limit: kept
+    aa.open_dataset(store, path=path, format="zarr3")
+    aa.open_dataset(store, path=path, format="zarr3")
+    assert parses == ["zarr3"] * 3 and len(registry._parsed) == 1
 
 
 def test_the_memo_keeps_the_most_recently_used_entries(parses, monkeypatch):
