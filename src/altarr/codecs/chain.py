@@ -130,7 +130,7 @@ class CodecChain:
         self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
         self._limits: dict[tuple[tuple[int, ...], Any], tuple[tuple[int, ...], int]] = {}
         #: What other layers derive from this chain and hashable inputs of their own, memoized by them
-        #: under their own keys (see :func:`derive`): a chain is never changed once made, and one chain
+        #: under their own keys (see :meth:`derive`): a chain is never changed once made, and one chain
         #: serves every open of a memoized metadata parse (``altarr.formats.registry``).
         self.derived: dict[Any, Any] = {}
 
