@@ -360,6 +360,15 @@ def test_truncated_shard() -> None:
     assert info.value.byte_range == (64 + 48, 64 + 64)
 
 
+@pytest.fixture(params=["python", "numpy"])
+def index_check(request, monkeypatch):
+    """Both ways ``index_words`` checks an index: entry by entry on Python ints (small, usual encoding)
+    and with NumPy (``SCALAR_INDEX_ENTRIES`` set to 0 sends every index there)."""
+    if request.param == "numpy":
+        monkeypatch.setattr(sharding_module, "SCALAR_INDEX_ENTRIES", 0)
+    return request.param
+
+
 def test_bad_crc_in_index() -> None:
     sc, shard = _shard("end")
     bad = bytearray(shard)
@@ -371,7 +380,7 @@ def test_bad_crc_in_index() -> None:
         sc.decode_index(bytes(bad[-68:]), (2, 2))
 
 
-def test_index_entry_outside_object() -> None:
+def test_index_entry_outside_object(index_check: str) -> None:
     sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")], "end")
     index = np.array([[0, 4], [4, 100]], dtype="<u8")
     obj = b"abcdefgh" + index.tobytes()
@@ -391,7 +400,7 @@ def test_index_entry_outside_object() -> None:
     assert info.value.chunk == (0,)
 
 
-def test_half_empty_entries_are_refused() -> None:
+def test_half_empty_entries_are_refused(index_check: str) -> None:
     """Only both words 2**64-1 mark an empty chunk (as zarr-python and the spec say); an entry with one
     of them is corrupt, not missing data (issue 11: it used to read as fill)."""
     sc = ShardingCodec([2], [BytesCodec()], [BytesCodec("little")])
@@ -409,7 +418,7 @@ def test_half_empty_entries_are_refused() -> None:
     assert sc.encode_index(got) == np.array(got, dtype="<u8").tobytes()
 
 
-def test_index_entries_checked_against_size_limits_and_the_index() -> None:
+def test_index_entries_checked_against_size_limits_and_the_index(index_check: str) -> None:
     """Entries must lie in the data region (not in the index, at either end), below 2**63 when the
     object's size is unknown, and no longer than an inner chunk can be."""
     for location in ("start", "end"):
@@ -495,6 +504,12 @@ def test_the_scalar_index_check_is_only_for_small_plain_indexes(monkeypatch) -> 
         index[: 16 * 3] + crc32c.crc32c(index[: 16 * 3]).to_bytes(4, "little"), (3,)
     ).shape == (3, 2)
     assert calls == [1]
+    at_bound = index[: 16 * 256]  # SCALAR_INDEX_ENTRIES entries: still checked on Python ints
+    assert plain.decode_index(at_bound + crc32c.crc32c(at_bound).to_bytes(4, "little"), (256,)).shape == (
+        256,
+        2,
+    )
+    assert calls == [1, 1]
 
 
 def test_chunk_decoding_to_wrong_size() -> None:
