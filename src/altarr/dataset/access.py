@@ -225,8 +225,7 @@ class DatasetAccess:
         def one(chunk: Chunk) -> None:
             got = raw[chunk]
             if got is None:
-                fill = np.asarray(self.fill_value, dtype=self.dtype)
-                a = np.broadcast_to(fill, self.layout.clipped(chunk))
+                a = np.broadcast_to(self.codec.fill_array, self.layout.clipped(chunk))
             else:
                 # decoded into this thread's scratch buffer, then copied out by ``fn``: decoding straight
                 # into a region read's (fresh, page-faulting) result was measured slower even where a

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from typing import Any
@@ -87,6 +88,22 @@ class ChunkCodec:
         else:
             key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, kernel._ext)
             self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
+
+    @functools.cached_property
+    def fill_array(self) -> np.ndarray:
+        """The fill value as a read-only 0-d array of the chunks' dtype, made once (a region read
+        broadcasts it over each missing chunk; the kernel's plan takes its bytes). Raises NumPy's
+        ``TypeError``/``ValueError``/``OverflowError`` for a fill value the dtype cannot hold, each time
+        it is asked.
+
+        >>> import altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-fill-array", shape=(4,), dtype="int16", chunks=(2,), fill_value=7)
+        >>> ds._access.codec.fill_array, ds._access.codec.fill_array.flags.writeable
+        (array(7, dtype=int16), False)
+        """
+        fill = np.array(self.fill_value, dtype=self.dtype)
+        fill.flags.writeable = False
+        return fill
 
     def _derive(self) -> tuple[Any, int | None, kernel.Plan | None]:
         """Set and return ``direct``, ``encode_slot`` and ``native``, in that order (``plan_for`` reads

@@ -272,7 +272,7 @@ def plan_for(cc: ChunkCodec) -> Plan | None:
     else:
         return None
     try:
-        fill = np.asarray(cc.fill_value, dtype=dtype).tobytes()
+        fill = cc.fill_array.tobytes()
     except (TypeError, ValueError, OverflowError):
         fill = b""
     if cc.write_empty_chunks:
