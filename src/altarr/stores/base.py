@@ -127,6 +127,12 @@ class StoreStats:
         self._lock = threading.Lock()
 
 
+def _one_batch(datas: list, versions: list, sizes: list) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+    """:meth:`Store.get_ranges_as_ready`'s answer when everything came at once: one batch of
+    ``(position, bytes, version, object size)``."""
+    return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
+
+
 class Store(ABC):
     """Abstract key -> bytes store. See the module docstring for range and counting semantics.
 
@@ -228,8 +234,7 @@ class Store(ABC):
         """
         if not requests:
             return iter([])
-        datas, versions, sizes = self.get_ranges_sized(requests)
-        return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
+        return _one_batch(*self.get_ranges_sized(requests))
 
     def get(self, key: str) -> bytes | None:
         """The whole object, or ``None`` if the key does not exist."""

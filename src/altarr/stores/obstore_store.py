@@ -52,7 +52,7 @@ from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes, byte_length, coalesce_gap_for
-from .base import Fetched, RangeRequest, ReadRequest, Store, normalize_key
+from .base import Fetched, RangeRequest, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds, normalize_requests
 from .watch import VersionWatch, WatchScope
@@ -403,8 +403,7 @@ class ObstoreStore(VersionWatch, Store):
         typed, cuts = normalize_requests(requests)
         plan = plan_reads(typed, self.coalesce_gap, self.max_coalesced_size, cuts)
         if len(plan.merged) < 2:  # one request: nothing to overlap (answered as get_ranges_sized does)
-            datas, versions, sizes = self._read_planned(plan, True)
-            return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
+            return _one_batch(*self._read_planned(plan, True))
         pool = _request_threads(self.concurrency)
         futures = {pool.submit(_outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
         self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken
