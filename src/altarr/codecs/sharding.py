@@ -56,13 +56,9 @@ _U64 = np.dtype(np.uint64)
 SCALAR_INDEX_ENTRIES = 256
 
 
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The C-order position of the ``flat``-th element of an array of ``shape``."""
-    where = []
-    for extent in reversed(shape):
-        flat, i = divmod(flat, extent)
-        where.append(i)
-    return tuple(reversed(where))
+def _position(flat: int, cps: tuple[int, ...]) -> tuple[int, ...]:
+    """The inner-grid position of the ``flat``-th index entry (for an error message)."""
+    return tuple(int(i) for i in np.unravel_index(flat, cps))
 
 
 def _as_chain(value: Any, field: str, default: list[Codec]) -> CodecChain:
@@ -315,11 +311,11 @@ class ShardingCodec(ArrayBytesCodec):
             off, nb = words[i], words[i + 1]
             if off == EMPTY or nb == EMPTY:
                 if off != nb:  # a half-empty entry is reported before any bad range
-                    self._entry_error(_unravel(i // 2, cps), off, nb, None)
+                    self._entry_error(_position(i // 2, cps), off, nb, None)
             elif first_bad is None and (off < lo or off > hi or nb > hi - off or nb > longest):
                 first_bad = i
         if first_bad is not None:
-            self._entry_error(_unravel(first_bad // 2, cps), words[first_bad], words[first_bad + 1], bounds)
+            self._entry_error(_position(first_bad // 2, cps), words[first_bad], words[first_bad + 1], bounds)
 
     def _entry_error(self, where: tuple[int, ...], off: int, nb: int, bounds: tuple | None) -> None:
         """Raise :meth:`index_words`' error for the entry ``where``: half empty when ``bounds`` is
