@@ -75,7 +75,6 @@ class CodecChain:
         "_ab_out",
         "_ab_fill",
         "_bb0_out",
-        "_limits",
         "derived",
     )
 
@@ -128,7 +127,6 @@ class CodecChain:
         self._ab_out = _accepts(self.array_bytes.decode, "out")
         self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
         self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
-        self._limits: dict[tuple[tuple[int, ...], Any], tuple[tuple[int, ...], int]] = {}
         #: What other layers derive from this chain and hashable inputs of their own, memoized by them
         #: under their own keys (see :meth:`derive`): a chain is never changed once made, and one chain
         #: serves every open of a memoized metadata parse (``altarr.formats.registry``).
@@ -239,17 +237,17 @@ class CodecChain:
     def _sizes(self, shape: tuple[int, ...], dtype: Any) -> tuple[tuple[int, ...], int]:
         """:meth:`decode_limits` and :meth:`max_encoded_size`, computed once per shape and dtype (a chain
         is shared by every open of one memoized metadata parse, and each open asks)."""
-        key = (tuple(shape), dtype)
-        got = self._limits.get(key)
-        if got is None:
+
+        def make() -> tuple[tuple[int, ...], int]:
             s, d = self.resolve(shape, np.dtype(dtype))
             n = self.array_bytes.max_encoded_size(s, d)
             limits = []
             for c in self.bytes_bytes:
                 limits.append(n)
                 n = c.max_encoded_size(n)
-            got = self._limits[key] = (tuple(limits), n)
-        return got
+            return tuple(limits), n
+
+        return self.derive(("sizes", tuple(shape), dtype), make)
 
     def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
         """Check that the chain can encode chunks of ``shape`` (and ``dtype`` when given): transpose orders
