@@ -80,10 +80,9 @@ class ChunkCodec:
         self.native: kernel.Plan | None = None
         # made once per chain, chunk shape, dtype, fill value and write_empty_chunks (the chain memoizes
         # them: it is shared by every open of a memoized metadata parse; 0.07 ms of such an open over HTTP)
-        try:
+        try:  # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
             fill_key = (type(fill_value), repr(fill_value))
-            hash(fill_key)
-        except Exception:  # noqa: BLE001 - any fill value that has no stable key is simply not memoized
+        except Exception:  # noqa: BLE001 - a fill value whose repr fails is simply not memoized
             self._derive()
         else:
             key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, kernel._ext)
