@@ -1,19 +1,32 @@
 #!/usr/bin/env python
-"""Object-store clients compared at the store level: altarr's ``ObstoreStore`` (obstore) against its
-``FsspecStore`` (s3fs), on a moto S3 server in a child process with a per-request latency.
+"""Object-store and HTTP clients compared at the store level, on loopback servers in child processes
+that wait a set latency before answering each request (``netservers.py``).
 
-Operations (each the median of ``--repeats`` runs, stats of the store and of the server reported):
+S3 (moto): altarr's ``ObstoreStore`` (obstore) against its ``FsspecStore`` (s3fs):
 
-* ``ranged_reads`` - one ``get_ranges`` batch of 256 ranges of 24 KiB spread over 8 objects of 4 MiB
-  (no two ranges close enough to coalesce): the engine's data round;
-* ``suffix_reads`` - 64 suffix ranges (shard indexes) in one batch: the engine's index round;
+* ``ranged_reads`` - one ``get_ranges`` batch of 256 ranges of 24 KiB spread over 8 objects of 4 MiB,
+  128 KiB apart (each store merges ranges at most 64 KiB apart here: 256 requests): the data round;
+* ``suffix_reads`` - 64 suffix ranges (shard indexes) in one batch: the index round;
 * ``whole_writes`` - 8 objects of 4 MiB written in one ``set_many`` (shards);
 * ``conditional_writes`` - 8 objects of 4 MiB each written only if its ETag is still the one read
   (``If-Match``): obstore's ``put(mode={"e_tag": ...})`` against s3fs's client called with ``IfMatch``
   (s3fs has no public API for it); both in one concurrent batch.
 
+HTTP (a file server with ETags and ``Range``): ``ObstoreStore`` reading through the standard library's
+``http.client`` (``http_client="stdlib"``, the default for ``http(s)://``), the same store with every
+request through obstore (``http_client="obstore"``), and ``FsspecStore`` (fsspec's aiohttp file system):
+
+* ``dependent_reads`` - 8 ranged reads of 4 KiB, each sent after the previous one's answer (a cold
+  open and a small read: metadata, then a shard index, then a chunk, each waiting for the one before);
+* ``ranged_reads``, ``suffix_reads`` - as above;
+* ``whole_reads`` - the 8 objects of 4 MiB in one batch (shards read whole).
+
+Each cell is the median of ``--repeats`` runs (the stores take turns run by run), with the requests the
+server answered; the last column is each store's time over the fastest.
+
 Example:
     python benchmarks/bench_clients.py --latencies 0,20
+    python benchmarks/bench_clients.py --quick          # small objects, 0 ms, one run
 """
 
 from __future__ import annotations
@@ -23,34 +36,33 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from altarr.stores import FsspecStore, ObstoreStore  # noqa: E402
+from altarr.stores import FsspecStore, ObstoreStore, Range, Suffix  # noqa: E402
 from netservers import BUCKET, server_process  # noqa: E402
 
-OBJ = 4 << 20
 N_OBJ = 8
+GAP = 64 << 10
 
 
 def conditional_obstore(store: ObstoreStore, items: list[tuple[str, bytes]]) -> None:
+    """HEADs in one concurrent round, then conditional PUTs in another (as s3fs's below)."""
     import obstore as obs
 
-    metas = [obs.head(store._store, k) for k, _ in items]
-
-    async def run() -> list:
-        return await asyncio.gather(
-            *(
-                obs.put_async(store._store, k, v, mode={"e_tag": m["e_tag"]})
-                for (k, v), m in zip(items, metas, strict=True)
-            )
-        )
-
-    from altarr.stores.obstore_store import _run
-
-    _run(run())
+    client = store._store
+    with ThreadPoolExecutor(len(items)) as pool:
+        metas = list(pool.map(lambda kv: obs.head(client, kv[0]), items))
+        puts = [
+            pool.submit(obs.put, client, k, v, mode={"e_tag": m["e_tag"]})
+            for (k, v), m in zip(items, metas, strict=True)
+        ]
+        for f in puts:
+            f.result()
 
 
 def conditional_fsspec(store: FsspecStore, items: list[tuple[str, bytes]]) -> None:
@@ -71,63 +83,111 @@ def conditional_fsspec(store: FsspecStore, items: list[tuple[str, bytes]]) -> No
     sync(fs.loop, run)
 
 
+def read_ops(size: int) -> dict[str, Any]:
+    """The read operations, over ``N_OBJ`` objects ``o0``... of ``size`` bytes."""
+    step = size // 32
+    ranges = [
+        (f"o{i % N_OBJ}", Range((i // N_OBJ) * step, (i // N_OBJ) * step + step * 3 // 16))
+        for i in range(256)
+    ]
+    suffixes = [(f"o{i % N_OBJ}", Suffix(1000 + i)) for i in range(64)]
+    chain = [(f"o{i}", Range(i * 4096, i * 4096 + 4096)) for i in range(N_OBJ)]
+    return {
+        "dependent_reads": lambda s: [s.get_ranges([r]) for r in chain],
+        "ranged_reads": lambda s: s.get_ranges(ranges),
+        "suffix_reads": lambda s: s.get_ranges(suffixes),
+        "whole_reads": lambda s: s.get_ranges([(f"o{i}", None, None) for i in range(N_OBJ)]),
+    }
+
+
+def measure(stores: dict[str, Any], ops: dict[str, Any], log: Any, server: str, args: Any) -> list[tuple]:
+    rows = []
+    for lat in args.latencies:
+        log.latency = lat / 1000
+        for op, fn in ops.items():
+            times: dict[str, list[float]] = {k: [] for k in stores}
+            reqs: dict[str, int] = {}
+            for s in stores.values():
+                fn(s)  # warm-up: connections, imports
+            for _ in range(args.repeats):
+                for name, s in stores.items():
+                    log.reset()
+                    t = time.perf_counter()
+                    fn(s)
+                    times[name].append(time.perf_counter() - t)
+                    reqs[name] = log.requests()
+            for name in stores:
+                rows.append((server, op, lat, name, 1000 * statistics.median(times[name]), reqs[name]))
+    return rows
+
+
+def table(rows: list[tuple], server: str, names: list[str]) -> str:
+    out = [
+        f"| operation | latency | {' | '.join(names)} | over the fastest |",
+        "|---" * (len(names) + 3) + "|",
+    ]
+    by = {(op, lat, name): (ms, rq) for srv, op, lat, name, ms, rq in rows if srv == server}
+    for op, lat in dict.fromkeys((r[1], r[2]) for r in rows if r[0] == server):
+        cells = [by[(op, lat, n)] for n in names]
+        best = min(ms for ms, _ in cells)
+        ratios = " / ".join(f"{ms / best:.2f}" for ms, _ in cells)
+        out.append(
+            f"| {op} | {lat:g} ms | "
+            + " | ".join(f"{ms:.1f} ms ({rq} req)" for ms, rq in cells)
+            + f" | {ratios} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--latencies", default="0,20")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--servers", default="http,s3")
+    p.add_argument("--quick", action="store_true", help="objects of 256 KiB, 0 ms, one run")
     args = p.parse_args(argv)
-    payload = [os.urandom(OBJ) for _ in range(N_OBJ)]
-    rows: list[tuple[str, float, str, float, int, int]] = []
-    with server_process("s3") as (endpoint, log):
-        opts = {"endpoint_url": endpoint}
-        stores = {
-            "obstore": ObstoreStore(f"s3://{BUCKET}/c", **opts),
-            "fsspec": FsspecStore(f"s3://{BUCKET}/c", client_kwargs={"endpoint_url": endpoint}),
-        }
-        stores["obstore"].set_many([(f"o{i}", payload[i]) for i in range(N_OBJ)])
-        # 32 ranges per object, 128 KiB apart: too far apart to coalesce (gap 64 KiB)
-        ranges = [
-            (f"o{i % N_OBJ}", (i // N_OBJ) * 128 * 1024, (i // N_OBJ) * 128 * 1024 + 24 * 1024)
-            for i in range(256)
-        ]
-        suffixes = [(f"o{i % N_OBJ}", -(1000 + i), None) for i in range(64)]
-        writes = [(f"w{i}", payload[i]) for i in range(N_OBJ)]
-        ops: dict[str, Any] = {
-            "ranged_reads": lambda s: s.get_ranges(ranges),
-            "suffix_reads": lambda s: s.get_ranges(suffixes),
-            "whole_writes": lambda s: s.set_many(writes),
-            "conditional_writes": lambda s: (
+    if args.quick:
+        args.latencies, args.repeats = "0", 1
+    args.latencies = [float(v) for v in args.latencies.split(",")]
+    size = (256 << 10) if args.quick else (4 << 20)
+    payload = [os.urandom(size) for _ in range(N_OBJ)]
+    rows: list[tuple] = []
+    servers = args.servers.split(",")
+    names = {"http": ["stdlib", "obstore", "fsspec"], "s3": ["obstore", "fsspec"]}
+    if "http" in servers:
+        with tempfile.TemporaryDirectory() as d:
+            for i, data in enumerate(payload):
+                Path(d, f"o{i}").write_bytes(data)
+            with server_process("http", d) as (url, log):
+                stores = {
+                    "stdlib": ObstoreStore(url, read_only=True, coalesce_gap=GAP),
+                    "obstore": ObstoreStore(url, read_only=True, coalesce_gap=GAP, http_client="obstore"),
+                    "fsspec": FsspecStore(url, read_only=True, coalesce_gap=GAP),
+                }
+                assert stores["stdlib"]._http is not None
+                rows += measure(stores, read_ops(size), log, "http", args)
+    if "s3" in servers:
+        with server_process("s3") as (endpoint, log):
+            stores = {
+                "obstore": ObstoreStore(f"s3://{BUCKET}/c", endpoint_url=endpoint, coalesce_gap=GAP),
+                "fsspec": FsspecStore(
+                    f"s3://{BUCKET}/c", client_kwargs={"endpoint_url": endpoint}, coalesce_gap=GAP
+                ),
+            }
+            stores["obstore"].set_many([(f"o{i}", payload[i]) for i in range(N_OBJ)])
+            writes = [(f"w{i}", payload[i]) for i in range(N_OBJ)]
+            ops = {k: v for k, v in read_ops(size).items() if k in ("ranged_reads", "suffix_reads")}
+            ops["whole_writes"] = lambda s: s.set_many(writes)
+            ops["conditional_writes"] = lambda s: (
                 conditional_obstore(s, writes)
                 if isinstance(s, ObstoreStore)
                 else conditional_fsspec(s, writes)
-            ),
-        }
-        for lat in [float(v) for v in args.latencies.split(",")]:
-            log.latency = lat / 1000
-            for op, fn in ops.items():
-                times: dict[str, list[float]] = {k: [] for k in stores}
-                reqs: dict[str, int] = {}
-                for s in stores.values():
-                    fn(s)  # warm-up
-                for _ in range(args.repeats):
-                    for name, s in stores.items():
-                        log.reset()
-                        t = time.perf_counter()
-                        fn(s)
-                        times[name].append(time.perf_counter() - t)
-                        reqs[name] = log.requests()
-                for name in stores:
-                    rows.append(
-                        (op, lat, name, 1000 * statistics.median(times[name]), reqs[name], log.rounds())
-                    )
-    print("| operation | latency | obstore | fsspec (s3fs) | fsspec / obstore |")
-    print("|---|---|---|---|---|")
-    by = {(op, lat, name): (ms, rq) for op, lat, name, ms, rq, _ in rows}
-    for op, lat in dict.fromkeys((r[0], r[1]) for r in rows):
-        o, f = by[(op, lat, "obstore")], by[(op, lat, "fsspec")]
-        print(
-            f"| {op} | {lat:g} ms | {o[0]:.0f} ms ({o[1]} req) | {f[0]:.0f} ms ({f[1]} req) | {f[0] / o[0]:.2f} |"
-        )
+            )
+            stores["obstore"].set_many(writes)
+            rows += measure(stores, ops, log, "s3", args)
+    for server in servers:
+        print(f"\n### {server}\n")
+        print(table(rows, server, names[server]))
     return 0
 
 

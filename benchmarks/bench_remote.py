@@ -145,6 +145,16 @@ class AltarrFsspec(Altarr):
     client = "fsspec"
 
 
+class AltarrObstoreHttp(Altarr):
+    """Every HTTP request through obstore (``http_client="obstore"``), not the standard library's reader
+    altarr uses for ``http(s)://`` by default; the same as ``altarr`` on S3. Not in the default table."""
+
+    def _open(self, mode: str = "r") -> Any:
+        if self.kind == "s3":
+            return super()._open(mode)
+        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", http_client="obstore")
+
+
 class Tensorstore(Lib):
     def __init__(self, *a: Any):
         super().__init__(*a)
@@ -234,6 +244,7 @@ class ZarrObstore(ZarrFsspec):
 CLASSES: dict[str, type[Lib]] = {
     "altarr": Altarr,
     "altarr-fsspec": AltarrFsspec,
+    "altarr-obstore-http": AltarrObstoreHttp,
     "tensorstore": Tensorstore,
     "zarr-fsspec": ZarrFsspec,
     "zarr-obstore": ZarrObstore,

@@ -21,6 +21,7 @@ import altarr as aa
 from _s3 import BUCKET, s3_options
 from altarr.errors import StoreError
 from altarr.stores import FsspecStore, ObstoreStore, store_from_url
+from altarr.stores.http_get import reader_for
 from altarr.stores.obstore_store import fsspec_to_obstore_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -272,12 +273,21 @@ def http_array(tmp_path_factory):
         yield f"{url}/a.zarr", log
 
 
-@pytest.mark.parametrize("client", ["obstore", "fsspec"])
-def test_http_batch_requests_and_rounds(http_array, client):
+@pytest.mark.parametrize(
+    ("client", "http_client"), [("obstore", "stdlib"), ("obstore", "obstore"), ("fsspec", None)]
+)
+def test_http_batch_requests_and_rounds(http_array, client, http_client):
+    """The same requests and rounds whichever client sends them (``http_client="stdlib"``, the default,
+    answers every one of them itself on this server)."""
     url, log = http_array
     log.reset()
-    ds = aa.open_dataset(url, client=client)
+    shared = reader_for(url)[0]  # the server's reader, shared by its stores
+    before = (shared.answered, shared.declined)
+    opts = {} if http_client is None else {"http_client": http_client}
+    ds = aa.open_dataset(url, client=client, **opts)
     assert type(ds.store) is (ObstoreStore if client == "obstore" else FsspecStore)
+    reader = getattr(ds.store, "_http", None)
+    assert reader is (shared if http_client == "stdlib" else None)
     meta = log.requests()
     assert meta == ds.store.stats.reads and ds.store.stats.rounds == 1
     assert all(m == "GET" for m, *_ in log.entries)  # no HEAD, no listing
@@ -293,6 +303,8 @@ def test_http_batch_requests_and_rounds(http_array, client):
     warm_suffixes = [e for e in log.entries if e[2] and e[2].startswith("bytes=-")]
     assert len(warm_suffixes) == (0 if client == "obstore" else TOUCHED_SHARDS)
     assert all(m == "GET" for m, *_ in log.entries)
+    if reader is not None:
+        assert (reader.answered - before[0], reader.declined - before[1]) == (ds.store.stats.reads, 0)
 
 
 def test_http_region_loop_costs_k_times_more_rounds_than_one_batch(http_array):
@@ -471,6 +483,24 @@ def test_bench_remote_smoke(tmp_path):
     one = [r for r in rows if r["scenario"] == "open_chunk"]
     assert all(r["requests"] == 3 and r["rounds"] == 3 for r in one)  # metadata, index, chunk
     assert "| boxes_loop |" in proc.stdout
+
+
+def test_bench_clients_smoke():
+    """A tiny run of the client comparison (both servers, every client): it finishes and prints both
+    tables with every client's cell."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_clients.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ") and " ms | " in ln]
+    http = [r for r in rows if r.startswith(("| dependent_reads", "| whole_reads"))]
+    s3 = [r for r in rows if r.startswith(("| whole_writes", "| conditional_writes"))]
+    assert len(http) == 2 and all(r.count(" req)") == 3 for r in http)  # stdlib, obstore, fsspec
+    assert len(s3) == 2 and all(r.count(" req)") == 2 for r in s3)  # obstore, fsspec
+    assert "(16 req)" in s3[1]  # 8 HEADs and 8 conditional PUTs
 
 
 def test_s3_nested_cached_outer_index_of_a_deleted_shard_reads_as_missing(s3_endpoint):

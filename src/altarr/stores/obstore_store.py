@@ -54,10 +54,16 @@ from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes, byte_length, coalesce_gap_for
 from .base import Fetched, RangeRequest, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
+from .http_get import HttpReader, reader_for, usable_for
 from .ranges import ByteRequest, Offset, Range, Suffix, legacy_bounds, normalize_requests
 from .watch import VersionWatch, WatchScope
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
+
+#: ``http_client=`` values: how ``http(s)://`` objects are read. ``"stdlib"``: ranged GETs on the
+#: standard library's ``http.client`` (:mod:`altarr.stores.http_get`), each request it cannot answer
+#: itself sent again through obstore; ``"obstore"``: every request through obstore.
+HTTP_CLIENTS = ("stdlib", "obstore")
 
 #: Requests of one batch in flight at once (object stores serve many; HTTP/1.1 servers one per socket).
 DEFAULT_CONCURRENCY = 64
@@ -239,6 +245,7 @@ class ObstoreStore(VersionWatch, Store):
         coalesce_gap: int | None = None,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
         concurrency: int = DEFAULT_CONCURRENCY,
+        http_client: str = "stdlib",
         **storage_options: Any,
     ) -> None:
         super().__init__()
@@ -263,6 +270,13 @@ class ObstoreStore(VersionWatch, Store):
         #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
         self._scope = WatchScope()
+        if http_client not in HTTP_CLIENTS:
+            raise ValueError(f"http_client must be one of {HTTP_CLIENTS}, got {http_client!r}")
+        self.http_client = http_client
+        #: the standard library's read path for http(s):// (see :mod:`altarr.stores.http_get`), or None
+        self._http: HttpReader | None = None
+        if http_client == "stdlib" and usable_for(url, self._config):
+            self._http, self._http_base = reader_for(url)
 
     @property
     def _store(self) -> Any:
@@ -318,13 +332,15 @@ class ObstoreStore(VersionWatch, Store):
             "coalesce_gap": self.coalesce_gap,
             "max_coalesced_size": self.max_coalesced_size,
             "concurrency": self.concurrency,
+            "http_client": self.http_client,
             **self.storage_options,
         }
         return (_rebuild, (self.url, self.read_only, kwargs))
 
     def with_read_only(self) -> ObstoreStore:
         """A read-only store over the same URL."""
-        return _rebuild(self.url, True, {**self.storage_options, "coalesce_gap": self.coalesce_gap})
+        kwargs = {"coalesce_gap": self.coalesce_gap, "http_client": self.http_client}
+        return _rebuild(self.url, True, {**self.storage_options, **kwargs})
 
     def _fail(self, what: str, key: str | None, e: BaseException, byte_range=None) -> StoreError:
         return StoreError(
@@ -358,19 +374,25 @@ class ObstoreStore(VersionWatch, Store):
         return type(req) is Range and req.stop <= req.start
 
     def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
-        """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread (see :meth:`_gather`)."""
-        obs = self._obs
+        """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread (see :meth:`_gather`):
+        through the standard library's reader where the store has one (``http(s)://``), through obstore
+        where it has none or declines (see :mod:`altarr.stores.http_get`)."""
+        obs, store = self._obs, self._store  # (raises in a forked child, whichever client reads)
         if self._existence_only(req):
-            return b"", obs.head(self._store, key)
+            return b"", obs.head(store, key)
+        if self._http is not None:
+            got = self._http.get(self._http_base + key, req)
+            if got is not None:
+                return got
         try:
-            got = obs.get(self._store, key, options=self._options(req))
+            got = obs.get(store, key, options=self._options(req))
         except Exception as err:
             if _whole_object_answered(err, req):
-                got = obs.get(self._store, key)
+                got = obs.get(store, key)
                 return _part_of(got.bytes(), req), got.meta
             if isinstance(err, FileNotFoundError) or not _is_416(err):
                 raise
-            return b"", obs.head(self._store, key)  # past the end of an existing object
+            return b"", obs.head(store, key)  # past the end of an existing object
         return got.bytes(), got.meta
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:

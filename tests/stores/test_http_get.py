@@ -1,0 +1,425 @@
+"""The standard library's read path for ``http(s)://`` (``altarr.stores.http_get``), held to obstore's.
+
+Every test reads the same requests through two stores of one URL, ``http_client="stdlib"`` (the
+default) and ``http_client="obstore"`` (obstore for everything), and asserts the same bytes, versions and
+object sizes, plus which requests the standard library's reader answered itself and which it declined
+(sent again through obstore). The servers: the benchmarks' loopback file server
+(``benchmarks/netservers.py``: ETags, ``Range``, suffix ranges, 416 past the end), and a server below
+whose paths misbehave on purpose: redirects, a 503 before the answer, no ``ETag``, a ``Range`` ignored, a
+``Content-Range`` that lies, a ``Content-Encoding``, connections closed with and without a word, TLS.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import http.server
+import os
+import re
+import socket
+import ssl
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from altarr.errors import StoreError
+from altarr.stores import WHOLE, ObstoreStore, Offset, Range, Suffix, http_get
+from altarr.stores.http_get import HttpReader, reader_for, usable_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from netservers import http_server  # noqa: E402
+
+DATA = os.urandom(100_000)
+SMALL = b"0123456789"
+
+
+def _pair(url: str) -> tuple[ObstoreStore, ObstoreStore]:
+    fast = ObstoreStore(url)
+    slow = ObstoreStore(url, http_client="obstore")
+    assert fast._http is not None and slow._http is None
+    return fast, slow
+
+
+def _counts(store: ObstoreStore) -> tuple[int, int]:
+    return store._http.answered, store._http.declined
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("files")
+    (root / "d").mkdir()
+    (root / "d" / "shard").write_bytes(DATA)
+    (root / "d" / "small").write_bytes(SMALL)
+    (root / "d" / "empty").write_bytes(b"")
+    with http_server(root) as (url, log):
+        yield f"{url}/d", log
+
+
+REQUESTS = [
+    ("shard", WHOLE),
+    ("shard", Range(0, 100)),
+    ("shard", Range(5000, 5001)),
+    ("shard", Range(99_990, 100_010)),  # clipped at the end
+    ("shard", Suffix(64)),
+    ("shard", Suffix(1_000_000)),  # longer than the object: all of it
+    ("shard", Offset(99_000)),
+    ("small", Suffix(3)),
+    ("small", WHOLE),
+    ("missing", Range(0, 5)),
+    ("missing", WHOLE),
+]
+
+
+def test_same_answers_as_obstore_and_answered_here(files):
+    url, log = files
+    fast, slow = _pair(url)
+    before = _counts(fast)
+    for key, req in REQUESTS:  # one at a time: no coalescing, every request reaches the reader
+        got = fast.get_ranges_sized([(key, req)])
+        want = slow.get_ranges_sized([(key, req)])
+        assert got == want, (key, req)
+        data, versions, sizes = got
+        expected = {"shard": DATA, "small": SMALL}.get(key)
+        if expected is None:
+            assert data == [None] and versions == [None]
+        else:
+            off, end = req.bounds(len(expected))
+            assert bytes(data[0]) == expected[off:end] and sizes == [len(expected)]
+            assert versions[0].startswith('"')  # the ETag as the server sent it, quotes and all
+    answered, declined = _counts(fast)
+    assert (answered - before[0], declined - before[1]) == (len(REQUESTS), 0)  # 404s too
+
+
+@pytest.mark.parametrize(
+    ("key", "req"),
+    [("shard", Range(200_000, 200_010)), ("shard", Offset(100_000)), ("empty", Suffix(4))],
+)
+def test_past_the_end_and_empty_are_declined_to_obstore(files, key, req):
+    """A range past the end (416) and a suffix of an empty object are obstore's to settle (empty bytes,
+    the object's size from a HEAD)."""
+    url, _ = files
+    fast, slow = _pair(url)
+    before = _counts(fast)
+    assert fast.get_ranges_sized([(key, req)]) == slow.get_ranges_sized([(key, req)])
+    assert fast.get_ranges([(key, req)]) == [b""]
+    assert _counts(fast)[1] == before[1] + 2
+
+
+def test_a_batch_from_many_threads_each_on_its_own_connection(files):
+    url, log = files
+    fast, _ = _pair(url)
+    reqs = [("shard", Range(i * 7000, i * 7000 + 100)) for i in range(12)]  # 6 KiB apart: with a gap
+    fast.coalesce_gap = 0  # of 0 they stay 12 requests, sent by the request threads together
+    want = [DATA[i * 7000 : i * 7000 + 100] for i in range(12)]
+    before = _counts(fast)
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda _: fast.get_ranges(reqs), range(8)))
+    assert all(o == want for o in outs)
+    assert _counts(fast) == (before[0] + 8 * 12, before[1])
+    assert fast.stats.reads == 8 * 12
+
+
+def test_keys_that_need_encoding_are_read_through_obstore(files, tmp_path):
+    url, _ = files
+    fast, _ = _pair(url)
+    before = _counts(fast)
+    assert fast.get_ranges([("a b", WHOLE)]) == [None] and fast.get_ranges([("ü", WHOLE)]) == [None]
+    assert _counts(fast) == (before[0], before[1] + 2)
+
+
+# --- a server that misbehaves on purpose ------------------------------------------------------------------
+ETAG = '"v1"'
+
+
+class Odd(http.server.BaseHTTPRequestHandler):
+    """``/<behaviour>/...`` answers SMALL plus DATA (``BODY``) the way ``behaviour`` says."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    BODY = SMALL + DATA
+    flaky_left: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def _bounds(self) -> tuple[int, int] | None:
+        m = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range") or "")
+        if m is None:
+            return None
+        size = len(self.BODY)
+        if m[1] == "":
+            return max(size - int(m[2]), 0), size
+        return int(m[1]), size if m[2] == "" else min(int(m[2]) + 1, size)
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.send_header("ETag", ETAG)
+        self.send_header("Last-Modified", "Thu, 03 Dec 2026 12:00:00 GMT")
+        self.end_headers()
+
+    def do_GET(self):
+        how = self.path.strip("/").split("/")[0]
+        headers = {"ETag": ETAG, "Last-Modified": "Thu, 03 Dec 2026 12:00:00 GMT"}
+        if how == "redirect":
+            return self._send(302, b"", {"Location": self.path.replace("/redirect/", "/plain/", 1)})
+        if how == "flaky":
+            with self.lock:
+                left = self.flaky_left.get(self.path, 1)
+                self.flaky_left[self.path] = left - 1
+            if left > 0:
+                return self._send(503, b"busy", {})
+        if how == "noetag":
+            headers.pop("ETag")
+        if how == "gzip":
+            headers["Content-Encoding"] = "gzip"
+            return self._send(200, gzip.compress(self.BODY), headers)
+        bounds = None if how == "norange" else self._bounds()
+        if bounds is None:
+            body, status = self.BODY, 200
+        else:
+            start, stop = bounds
+            if how == "liar":
+                start, stop = start + 1, stop  # says (and sends) one byte less than was asked
+            body, status = self.BODY[start:stop], 206
+            headers["Content-Range"] = f"bytes {start}-{stop - 1}/{len(self.BODY)}"
+        if how == "closehdr":
+            headers["Connection"] = "close"
+            self.close_connection = True
+        self._send(status, body, headers)
+        if how == "hangup":  # closes the kept-alive connection after answering, without a word
+            self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def odd_url():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+BODY = Odd.BODY
+
+
+@pytest.mark.parametrize("how", ["plain", "redirect", "flaky", "norange"])
+@pytest.mark.parametrize("req", [Range(3, 40), Suffix(17), Offset(100_000), WHOLE], ids=repr)
+def test_misbehaving_servers_give_obstores_answer(odd_url, how, req):
+    """A redirect and a 503 are declined and obstore's retries and redirects answer; a server that
+    ignores ``Range`` is answered here (the part asked is cut from the whole)."""
+    Odd.flaky_left.clear()
+    fast, slow = _pair(f"{odd_url}/{how}")
+    before = _counts(fast)
+    got = fast.get_ranges_sized([("x", req)])
+    off, end = req.bounds(len(BODY))
+    assert bytes(got[0][0]) == BODY[off:end] and got[2] == [len(BODY)] and got[1] == [ETAG]
+    Odd.flaky_left.clear()
+    want = slow.get_ranges_sized([("x", req)]) if how != "norange" else None
+    if want is not None:
+        assert (bytes(want[0][0]), want[1], want[2]) == (bytes(got[0][0]), got[1], got[2])
+    declined = how in ("redirect", "flaky")
+    assert _counts(fast) == (before[0] + (not declined), before[1] + declined)
+
+
+@pytest.mark.parametrize("how", ["liar", "noetag", "gzip"])
+def test_answers_it_cannot_trust_are_declined(odd_url, how):
+    """A ``Content-Range`` other than the one asked, no ``ETag`` (the version the index cache needs), a
+    ``Content-Encoding``: not answered here; the store gives exactly what obstore gives (bytes or error)."""
+    fast, slow = _pair(f"{odd_url}/{how}")
+    reader = fast._http
+    assert reader.get(f"/{how}/x", Range(3, 40)) is None
+
+    def outcome(store):
+        try:
+            return store.get_ranges_sized([("x", Range(3, 40))])
+        except StoreError as e:
+            return type(e)
+
+    assert outcome(fast) == outcome(slow)
+
+
+def test_a_closed_keepalive_connection_is_opened_again(odd_url):
+    """A server that hangs up after each answer (without ``Connection: close``), and one that says so:
+    every request answered here, none declined."""
+    for how in ("hangup", "closehdr"):
+        reader, base = reader_for(f"{odd_url}/{how}")
+        before = (reader.answered, reader.declined)
+        for i in range(4):
+            body, meta = reader.get(f"{base}x", Range(i, i + 10))
+            assert body == BODY[i : i + 10] and meta["size"] == len(BODY)
+        assert (reader.answered, reader.declined) == (before[0] + 4, before[1])
+
+
+def test_a_server_that_is_gone_is_declined_and_reported_by_obstore():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    reader = HttpReader(f"http://127.0.0.1:{port}")
+    assert reader.get("/x", WHOLE) is None and reader.declined == 1
+    store = ObstoreStore(f"http://127.0.0.1:{port}/d", client_options={"allow_http": True, "timeout": "2s"})
+    assert store._http is None  # an option it does not know: obstore reads everything
+    fast = ObstoreStore(f"http://127.0.0.1:{port}/d")
+    fast._http.declined = 0
+    with pytest.raises(StoreError, match="read failed"):
+        fast.get("x")
+    assert fast._http.declined == 1
+
+
+def test_timeouts_are_declined(odd_url, monkeypatch):
+    """A server slower than the read timeout: declined (obstore, with its own timeout, takes over)."""
+    monkeypatch.setattr(http_get, "READ_TIMEOUT", 0.05)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)  # accepts the connection, never answers
+        reader = HttpReader(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        assert reader.get("/x", WHOLE) is None and reader.declined == 1
+
+
+# --- where it is used -----------------------------------------------------------------------------------------
+def test_usable_for():
+    assert usable_for("http://h:1/a/b.zarr", {"client_options": {"allow_http": True}})
+    assert usable_for("https://h/a", {})
+    assert not usable_for("https://user:pw@h/a", {})
+    assert not usable_for("https://h/a?x=1", {})
+    assert not usable_for("https://h/a%20b", {})  # a path obstore would encode its own way
+    assert not usable_for("s3://b/a", {})
+    assert not usable_for("https://h/a", {"bearer_token": "t"})
+    assert not usable_for("https://h/a", {"client_options": {"default_headers": {"a": "b"}}})
+
+
+def test_a_proxy_in_the_environment_leaves_reads_to_obstore(monkeypatch):
+    for k in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert not usable_for("https://data.example/a", {})
+    assert usable_for("http://data.example/a", {})  # no proxy for http
+    monkeypatch.setenv("NO_PROXY", "data.example")
+    assert usable_for("https://data.example/a", {})
+    store = ObstoreStore("https://other.example/a")
+    assert store._http is None and ObstoreStore("https://data.example/a")._http is not None
+
+
+def test_http_client_option_is_checked_and_kept():
+    with pytest.raises(ValueError, match="http_client must be one of"):
+        ObstoreStore("http://127.0.0.1:1/a", http_client="curl")
+    s = ObstoreStore("http://127.0.0.1:1/a", http_client="obstore")
+    import pickle
+
+    assert pickle.loads(pickle.dumps(s)).http_client == "obstore"
+    assert s.with_read_only().http_client == "obstore" and s.with_read_only()._http is None
+
+
+# --- TLS --------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory, files):
+    """The same files over HTTPS, with a certificate of a throwaway authority: ``(url, ca_file)``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    d = tmp_path_factory.mktemp("tls")
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "altarr test CA")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+        .public_key(ca_key.public_key()).serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+        .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    (d / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (d / "leaf.pem").write_bytes(
+        leaf.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / "leaf.pem")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    server.daemon_threads = True
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://localhost:{server.server_address[1]}", d / "ca.pem"
+    server.shutdown()
+    server.server_close()
+
+
+def test_tls_is_verified(tls_files):
+    """A certificate no trusted authority signed is refused by both paths (never read unverified)."""
+    url, _ = tls_files
+    fast = ObstoreStore(f"{url}/plain")
+    before = _counts(fast)
+    with pytest.raises(StoreError):
+        fast.get("x")
+    assert _counts(fast)[1] == before[1] + 1
+
+
+def test_tls_with_a_trusted_authority(tls_files, monkeypatch):
+    """With the authority trusted (``SSL_CERT_FILE``, which OpenSSL reads), the reader answers itself."""
+    url, ca = tls_files
+    monkeypatch.setattr(http_get, "_readers", {})
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    reader, base = reader_for(f"{url}/plain")
+    body, meta = reader.get(f"{base}x", Range(5, 25))
+    assert body == BODY[5:25] and meta == {"e_tag": ETAG, "size": len(BODY), "version": None}
+    assert (reader.answered, reader.declined) == (1, 0)
+
+
+# --- processes ----------------------------------------------------------------------------------------------
+def _read_in_child(store, queue):
+    try:
+        queue.put(store.get_ranges([("small", 0, 3)]))
+    except StoreError as e:
+        queue.put(str(e))
+
+
+def test_a_forked_child_fails_fast_as_with_obstore_and_a_spawned_one_reads(files):
+    """The reader's connections are per process, but the rule stays obstore's (docs/remote.md, fork and
+    spawn): a store used before a fork raises in the forked child, whichever client would read; a
+    spawned child (the store pickled) reads through its own."""
+    import multiprocessing
+
+    url, _ = files
+    fast, _ = _pair(url)
+    assert fast.get_ranges([("small", 0, 3)]) == [b"012"]
+    for method, expect in [("fork", "spawn"), ("spawn", [b"012"])]:
+        ctx = multiprocessing.get_context(method)
+        queue = ctx.Queue()
+        p = ctx.Process(target=_read_in_child, args=(fast, queue))
+        p.start()
+        try:
+            got = queue.get(timeout=120)
+        finally:
+            p.join(60)
+        assert p.exitcode == 0
+        assert expect in got if method == "fork" else got == expect
