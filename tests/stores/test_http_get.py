@@ -20,6 +20,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import pytest
 
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, ObstoreStore, Offset, Range, Suffix, http_get
-from altarr.stores.http_get import HttpReader, reader_for, usable_for
+from altarr.stores.http_get import HttpReader, read_head, reader_for, usable_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server  # noqa: E402
@@ -195,6 +196,16 @@ class Odd(http.server.BaseHTTPRequestHandler):
                 start, stop = start + 1, stop  # says (and sends) one byte less than was asked
             body, status = self.BODY[start:stop], 206
             headers["Content-Range"] = f"bytes {start}-{stop - 1}/{len(self.BODY)}"
+        if how == "chunked":  # no Content-Length: the body in two chunks
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            half = len(body) // 2
+            for part in (body[:half], body[half:], b""):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            return None
         if how == "closehdr":
             headers["Connection"] = "close"
             self.close_connection = True
@@ -236,10 +247,11 @@ def test_misbehaving_servers_give_obstores_answer(odd_url, how, req):
     assert _counts(fast) == (before[0] + (not declined), before[1] + declined)
 
 
-@pytest.mark.parametrize("how", ["liar", "noetag", "gzip"])
+@pytest.mark.parametrize("how", ["liar", "noetag", "gzip", "chunked"])
 def test_answers_it_cannot_trust_are_declined(odd_url, how):
     """A ``Content-Range`` other than the one asked, no ``ETag`` (the version the index cache needs), a
-    ``Content-Encoding``: not answered here; the store gives exactly what obstore gives (bytes or error)."""
+    ``Content-Encoding``, no ``Content-Length`` (a chunked body): not answered here; the store gives
+    exactly what obstore gives (bytes or error: obstore refuses a chunked ranged answer too)."""
     fast, slow = _pair(f"{odd_url}/{how}")
     reader = fast._http
     assert reader.get(f"/{how}/x", Range(3, 40)) is None
@@ -423,3 +435,127 @@ def test_a_forked_child_fails_fast_as_with_obstore_and_a_spawned_one_reads(files
             p.join(60)
         assert p.exitcode == 0
         assert expect in got if method == "fork" else got == expect
+
+
+# --- hostile and unusual answers, byte by byte --------------------------------------------------------------
+class Canned:
+    """A server that answers every request on a connection with ``answers[path]`` (raw bytes), then keeps
+    the connection open for the next request, or closes it where the answer is marked ``True`` (after
+    5 s of neither reading nor answering where it is marked ``"linger"``)."""
+
+    def __init__(self, answers: dict[str, tuple[bytes, bool]]) -> None:
+        self.answers = answers
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as f:
+            while True:
+                line = f.readline()
+                if not line:
+                    return
+                path = line.split()[1].decode()
+                while f.readline() not in (b"\r\n", b""):
+                    pass
+                raw, close = self.answers[path]
+                conn.sendall(raw)
+                if close == "linger":  # neither reads nor closes for a while
+                    time.sleep(5)
+                if close:
+                    return
+
+
+OK_HEAD = b'HTTP/1.1 206 Partial Content\r\nETag: "e"\r\nContent-Range: bytes 0-2/10\r\n'
+
+
+@pytest.fixture(scope="module")
+def canned():
+    answers = {
+        "/ok": (OK_HEAD + b"Content-Length: 3\r\n\r\nabc", False),
+        "/http10": (
+            b'HTTP/1.0 206 P\r\nETag: "e"\r\nContent-Range: bytes 0-2/10\r\nContent-Length: 3\r\n\r\nabc',
+            True,
+        ),
+        "/close": (OK_HEAD + b"Connection: close\r\nContent-Length: 3\r\n\r\nabc", True),
+        # says it closes, but leaves the socket open: a request sent on it again would wait for nothing
+        "/saysclose": (OK_HEAD + b"Connection: close\r\nContent-Length: 3\r\n\r\nabc", "linger"),
+        "/http2": (b"HTTP/2 206 P\r\nContent-Length: 3\r\n\r\nabc", False),
+        "/nostatus": (b"HTTP/1.1 2x6 P\r\n\r\n", False),
+        "/folded": (OK_HEAD + b"X-A: 1\r\n  more\r\nContent-Length: 3\r\n\r\nabc", False),
+        "/noColon": (OK_HEAD + b"Broken header\r\nContent-Length: 3\r\n\r\nabc", False),
+        "/longline": (OK_HEAD + b"X-A: " + b"a" * 70_000 + b"\r\nContent-Length: 3\r\n\r\nabc", False),
+        "/manyheaders": (OK_HEAD + b"X-A: 1\r\n" * 120 + b"Content-Length: 3\r\n\r\nabc", False),
+        "/twolengths": (OK_HEAD + b"Content-Length: 3\r\nContent-Length: 3\r\n\r\nabc", False),
+        "/odddigits": (OK_HEAD + "Content-Length: ³\r\n\r\nabc".encode(), False),
+        "/nolength": (OK_HEAD + b"\r\nabc", True),
+        "/chunked": (OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", False),
+        "/huge": (
+            OK_HEAD.replace(b"0-2/10", b"0-2/99999999999") + b"Content-Length: 99999999999\r\n\r\n",
+            True,
+        ),
+        "/short": (OK_HEAD + b"Content-Length: 3\r\n\r\nab", True),
+        "/gone": (b"", True),
+        "/404big": (b"HTTP/1.1 404 Not Found\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100_000, False),
+        "/404": (b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found", False),
+        "/500": (b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\noops", False),
+    }
+    server = Canned(answers)
+    yield server
+    server.sock.close()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/http2", "/nostatus", "/folded", "/noColon", "/longline", "/manyheaders", "/twolengths",
+     "/odddigits", "/nolength", "/chunked", "/huge", "/short", "/gone", "/404big", "/500"],
+)  # fmt: skip
+def test_unusual_or_hostile_answers_are_declined_and_the_next_request_works(canned, path):
+    """Anything but a plain HTTP/1.x head with a length is declined without reading a body it did not
+    ask for (``/huge`` says 93 GiB: nothing is allocated for it), and the reader recovers: the next
+    request on the same thread is answered."""
+    reader = HttpReader(canned.url)
+    assert reader.get("/ok", Range(0, 3))[0] == b"abc"
+    assert reader.get(path, Range(0, 3)) is None
+    assert (reader.answered, reader.declined) == (1, 1)
+    body, meta = reader.get("/ok", Range(0, 3))
+    assert body == b"abc" and meta == {"e_tag": '"e"', "size": 10, "version": None}
+    assert (reader.answered, reader.declined) == (2, 1)
+
+
+def test_answers_that_end_the_connection_are_answered_and_the_next_opens_another(canned, monkeypatch):
+    """HTTP/1.0 and ``Connection: close`` answers: the connection is not used again (a server that said
+    so but left it open would make the next request wait out the timeout, then be declined)."""
+    monkeypatch.setattr(http_get, "READ_TIMEOUT", 1.0)
+    reader = HttpReader(canned.url)
+    for path in ("/http10", "/close", "/ok", "/404", "/saysclose", "/ok", "/http10"):
+        if path == "/404":
+            with pytest.raises(FileNotFoundError):
+                reader.get(path, Range(0, 3))
+        else:
+            assert reader.get(path, Range(0, 3))[0] == b"abc"
+    assert (reader.answered, reader.declined) == (7, 0)
+
+
+def test_read_head_limits():
+    import io
+
+    head = b"HTTP/1.1 200 OK\r\n" + b"X: 1\r\n" * http_get.MAX_HEADERS + b"\r\n"
+    assert read_head(io.BytesIO(head))[2] == {"x": ", ".join(["1"] * http_get.MAX_HEADERS)}
+    assert read_head(io.BytesIO(head.replace(b"\r\n\r\n", b"\r\nX: 1\r\n\r\n"))) is None
+    line = b"HTTP/1.1 200 OK\r\nX: " + b"a" * (http_get.MAX_LINE - 5) + b"\r\n\r\n"  # a line of MAX_LINE
+    assert read_head(io.BytesIO(line)) is not None
+    assert read_head(io.BytesIO(line.replace(b"X: ", b"X: a"))) is None
+    assert read_head(io.BytesIO(b"HTTP/1.1 200 OK\r\nX: 1")) is None  # the stream ends in the head
+    assert read_head(io.BytesIO(b"HTTP/1.0 200 OK\r\n\r\n"))[:2] == (200, False)
+    assert read_head(io.BytesIO(b"HTTP/1.1 200 OK\r\nConnection: Close\r\n\r\n"))[:2] == (200, False)
+    with pytest.raises(ConnectionError):
+        read_head(io.BytesIO(b""))
