@@ -5,18 +5,20 @@ the default there).
 Why (numbers in ``benchmarks/README.md``, "HTTP reads on the standard library"): a small read over a
 network is a chain of dependent rounds (metadata, shard index, chunk), and each round pays the HTTP
 client's own send and wake-up. obstore's request goes from Python into a Tokio runtime and its answer
-comes back through one of that runtime's threads; a blocking ``http.client`` request on a kept-alive
+comes back through one of that runtime's threads; a blocking request on a kept-alive ``http.client``
 connection of the calling thread, written as one prebuilt buffer, reached a loopback server 0.1-0.2 ms
-sooner per request, which is what separated altarr from tensorstore on a cold open and one chunk
-(three rounds) at 20 ms per request.
+sooner per request, and the answer's head is read by :func:`read_head` (see there why not
+``HTTPResponse``). That is what separated altarr from tensorstore on a cold open and one chunk (three
+rounds) at 20 ms per request.
 
 What it answers itself, and what it leaves to obstore: it answers ``200``, ``206`` (checked against
-the range asked) and ``404`` of a plain server. Everything else is *declined* (:meth:`HttpReader.get`
-returns ``None``) and the store sends the same request again through obstore, whose retry, back-off,
-redirect and error handling apply unchanged: redirects, ``416``, ``5xx``, ``429``, any other status, an
-answer without an ``ETag`` (the version the index cache is checked against) or with a
-``Content-Encoding``, a ``Content-Range`` that does not match the request, a timeout, a TLS or
-connection failure. A kept-alive connection the server has closed meanwhile is opened again and the
+the range asked before its body is read) and ``404`` of a plain server (:meth:`HttpReader._take`).
+Everything else is *declined* (:meth:`HttpReader.get` returns ``None``) and the store sends the same
+request again through obstore, whose retry, back-off, redirect and error handling apply unchanged:
+redirects, ``416``, ``5xx``, ``429``, any other status, an answer without an ``ETag`` (the version the
+index cache is checked against), with a ``Content-Encoding`` or a chunked body, a ``Content-Range``
+that does not match the request, a head :func:`read_head` does not take, a short body, a timeout, a TLS
+or connection failure. A kept-alive connection the server has closed meanwhile is opened again and the
 request sent once more (a ``GET`` is idempotent), as every HTTP client does.
 
 It is only used where it reaches the server the way obstore would (:func:`usable_for`): no user name or
