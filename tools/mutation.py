@@ -48,6 +48,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["src/altarr/stores/coalesce.py"],
         ["tests/stores/test_coalesce.py", "tests/stores/test_stores.py"],
     ),
+    "http_get": (["src/altarr/stores/http_get.py"], ["tests/stores/test_http_get.py"]),
     "sharding": (
         ["src/altarr/codecs/sharding.py"],
         [
@@ -137,7 +138,7 @@ def prepare(
     module: str, work: Path, timeout_multiplier: float | None = None, sync: bool = False, restore: bool = True
 ) -> None:
     """A fresh copy of the repository with a ``[tool.mutmut]`` section for ``module``; with ``sync``, an
-    existing run's copy gets this tree's ``src`` and ``tests`` again (mutmut keeps its results and, by
+    existing run's copy gets this tree's ``src``, ``tests`` and ``benchmarks`` again (mutmut keeps its results and, by
     its per-function hashes, tests again only the mutants of functions that changed)."""
     mutate, tests = MODULES[module]
     if (work / "mutants").exists() and not sync:
@@ -152,8 +153,9 @@ def prepare(
             f"the native kernel is not built in {ROOT / 'src'}: run `python setup.py build_ext --inplace` there"
         )
     work.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("src", "tests"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "results")
+    # benchmarks/: the loopback servers the network tests import (benchmarks/netservers.py)
+    for name in ("src", "tests", "benchmarks"):
         shutil.rmtree(work / name, ignore_errors=True)
         shutil.copytree(ROOT / name, work / name, ignore=ignore)
     config = (ROOT / "pyproject.toml").read_text()
@@ -163,6 +165,8 @@ def prepare(
         f"only_mutate = {_toml_list(mutate)}\n"
         f"pytest_add_cli_args = {_toml_list(_PYTEST_ARGS + [f'--deselect={t}' for t in DESELECT.get(module, [])])}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+        # into mutmut's own copy (mutants/) too: the network tests import benchmarks/netservers.py
+        'also_copy = ["benchmarks"]\n'
         # Each mutant's tests run in a child forked from a server that has imported and collected the
         # tests but run none: forked straight from mutmut's process (which ran every test to time them)
         # a child inherits tensorstore's started thread pool and aborts (SIGABRT) in its first

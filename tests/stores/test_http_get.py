@@ -307,6 +307,7 @@ def test_usable_for():
     assert usable_for("http://h:1/a/b.zarr", {"client_options": {"allow_http": True}})
     assert usable_for("https://h/a", {})
     assert not usable_for("https://user:pw@h/a", {})
+    assert not usable_for("https://user@h/a", {}) and not usable_for("https://:pw@h/a", {})
     assert not usable_for("https://h/a?x=1", {})
     assert not usable_for("https://h/a%20b", {})  # a path obstore would encode its own way
     assert not usable_for("s3://b/a", {})
@@ -322,6 +323,8 @@ def test_a_proxy_in_the_environment_leaves_reads_to_obstore(monkeypatch):
     assert usable_for("http://data.example/a", {})  # no proxy for http
     monkeypatch.setenv("NO_PROXY", "data.example")
     assert usable_for("https://data.example/a", {})
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")  # every scheme
+    assert not usable_for("http://other.example/a", {}) and usable_for("http://data.example/a", {})
     store = ObstoreStore("https://other.example/a")
     assert store._http is None and ObstoreStore("https://data.example/a")._http is not None
 
@@ -445,6 +448,8 @@ class Canned:
 
     def __init__(self, answers: dict[str, tuple[bytes, bool]]) -> None:
         self.answers = answers
+        self.accepted = 0  # connections opened by clients
+        self.ended = 0  # connections the client closed (its end seen before a request)
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         threading.Thread(target=self._serve, daemon=True).start()
@@ -455,13 +460,18 @@ class Canned:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
+            self.accepted += 1
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
 
     def _connection(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as f:
             while True:
-                line = f.readline()
+                try:
+                    line = f.readline()
+                except OSError:
+                    line = b""
                 if not line:
+                    self.ended += 1
                     return
                 path = line.split()[1].decode()
                 while f.readline() not in (b"\r\n", b""):
@@ -498,6 +508,13 @@ def canned():
         "/odddigits": (OK_HEAD + "Content-Length: ³\r\n\r\nabc".encode(), False),
         "/nolength": (OK_HEAD + b"\r\nabc", True),
         "/chunked": (OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", False),
+        # both: a length that is not the body's (RFC 9112 says to ignore it; it is declined)
+        "/chunkedlen": (
+            OK_HEAD + b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            False,
+        ),
+        "/norange206": (b'HTTP/1.1 206 P\r\nETag: "e"\r\nContent-Length: 3\r\n\r\nabc', False),
+        "/404edge": (b"HTTP/1.1 404 Not Found\r\nContent-Length: 65536\r\n\r\n" + b"x" * 65536, False),
         "/huge": (
             OK_HEAD.replace(b"0-2/10", b"0-2/99999999999") + b"Content-Length: 99999999999\r\n\r\n",
             True,
@@ -516,7 +533,8 @@ def canned():
 @pytest.mark.parametrize(
     "path",
     ["/http2", "/nostatus", "/folded", "/noColon", "/longline", "/manyheaders", "/twolengths",
-     "/odddigits", "/nolength", "/chunked", "/huge", "/short", "/gone", "/404big", "/500"],
+     "/odddigits", "/nolength", "/chunked", "/chunkedlen", "/norange206", "/huge", "/short", "/gone",
+     "/404big", "/500"],
 )  # fmt: skip
 def test_unusual_or_hostile_answers_are_declined_and_the_next_request_works(canned, path):
     """Anything but a plain HTTP/1.x head with a length is declined without reading a body it did not
@@ -536,13 +554,13 @@ def test_answers_that_end_the_connection_are_answered_and_the_next_opens_another
     so but left it open would make the next request wait out the timeout, then be declined)."""
     monkeypatch.setattr(http_get, "READ_TIMEOUT", 1.0)
     reader = HttpReader(canned.url)
-    for path in ("/http10", "/close", "/ok", "/404", "/saysclose", "/ok", "/http10"):
-        if path == "/404":
+    for path in ("/http10", "/close", "/ok", "/404", "/404edge", "/saysclose", "/ok", "/http10"):
+        if path.startswith("/404"):  # a body of MAX_ERROR_BODY bytes is still read, not declined
             with pytest.raises(FileNotFoundError):
                 reader.get(path, Range(0, 3))
         else:
             assert reader.get(path, Range(0, 3))[0] == b"abc"
-    assert (reader.answered, reader.declined) == (7, 0)
+    assert (reader.answered, reader.declined) == (8, 0)
 
 
 def test_read_head_limits():
@@ -559,3 +577,64 @@ def test_read_head_limits():
     assert read_head(io.BytesIO(b"HTTP/1.1 200 OK\r\nConnection: Close\r\n\r\n"))[:2] == (200, False)
     with pytest.raises(ConnectionError):
         read_head(io.BytesIO(b""))
+
+
+def test_one_connection_per_thread_is_kept_and_a_dropped_one_is_closed(canned):
+    """Answers that keep the connection reuse it (one connection for many requests); a fresh connection
+    that fails is declined at once (no second try: only a kept-alive one is tried again); a declined
+    answer's connection is closed, so the server sees its end."""
+    reader = HttpReader(canned.url)
+    accepted, ended = canned.accepted, canned.ended
+    for _ in range(5):
+        assert reader.get("/ok", Range(0, 3))[0] == b"abc"
+    assert canned.accepted == accepted + 1
+    assert reader.get("/500", Range(0, 3)) is None  # read in full: the connection stays
+    assert reader.get("/ok", Range(0, 3))[0] == b"abc" and canned.accepted == accepted + 1
+    assert reader.get("/norange206", Range(0, 3)) is None  # body not read: the connection is closed
+    deadline = time.monotonic() + 5
+    while canned.ended == ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert canned.ended == ended + 1
+    fresh = HttpReader(canned.url)
+    accepted = canned.accepted
+    assert fresh.get("/gone", Range(0, 3)) is None
+    assert canned.accepted == accepted + 1 and (fresh.answered, fresh.declined) == (0, 1)
+
+
+def test_reader_for_shares_one_reader_per_server_and_bounds_them(monkeypatch):
+    monkeypatch.setattr(http_get, "_readers", {})
+    a, base = reader_for("http://h.example:81/data/")
+    assert base == "/data/" and reader_for("http://h.example:81/dataX")[1] == "/dataX/"
+    assert reader_for("http://h.example:81")[1] == "/" and reader_for("http://h.example:81/a/b")[0] is a
+    assert reader_for("https://h.example:81/data")[0] is not a  # another scheme: another server
+    for i in range(62):
+        reader_for(f"http://h{i}.example/")
+    assert len(http_get._readers) == 64 and reader_for("http://h.example:81/x")[0] is a
+    reader_for("http://one-more.example/")  # the 65th: the table starts again
+    assert len(http_get._readers) == 1 and reader_for("http://h.example:81/x")[0] is not a
+    assert (HttpReader("https://h").port, HttpReader("http://h").port, HttpReader("http://h:8").port) == (
+        443,
+        80,
+        8,
+    )
+
+
+def test_read_head_status_lines():
+    import io
+
+    assert read_head(io.BytesIO(b"HTTP/1.1 206\r\n\r\n"))[0] == 206  # no reason phrase
+    assert read_head(io.BytesIO(b"HTTP/1.1 206\n\n"))[0] == 206  # bare line feeds
+    assert read_head(io.BytesIO(b"HTTP/1.1 200 OK\nX: 1\n\n"))[2] == {"x": "1"}
+    assert read_head(io.BytesIO(b"HTTP/1.1 2060 X\r\n\r\n")) is None
+    edge = b"HTTP/1.1 200 " + b"r" * (http_get.MAX_LINE - 15) + b"\r\n"  # a status line of MAX_LINE
+    assert len(edge) == http_get.MAX_LINE and read_head(io.BytesIO(edge + b"\r\n"))[0] == 200
+    assert read_head(io.BytesIO(edge.replace(b" r", b" rr") + b"\r\n")) is None
+
+
+def test_read_head_header_lines():
+    import io
+
+    got = read_head(io.BytesIO(b"HTTP/1.1 200 OK\r\nDate: Thu, 03 Dec 2026 12:00:00 GMT\r\n\r\n"))
+    assert got[2] == {"date": "Thu, 03 Dec 2026 12:00:00 GMT"}  # the first colon ends the name
+    for bad in (b"X: 1\r\n  Y: 2\r\n", b"X : 1\r\n", b": 1\r\n", b"X 1\r\n"):
+        assert read_head(io.BytesIO(b"HTTP/1.1 200 OK\r\n" + bad + b"\r\n")) is None, bad

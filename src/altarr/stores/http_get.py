@@ -148,6 +148,7 @@ class HttpReader:
         #: requests answered here, and declined (sent again through obstore): for tests and diagnosis
         self.answered = 0
         self.declined = 0
+        self._counting = threading.Lock()  # the request threads count at once
 
     def _connection(self) -> tuple[http.client.HTTPConnection, Any]:
         """This thread's connection, and the buffered reader of its socket (``None`` until it connects)."""
@@ -177,8 +178,7 @@ class HttpReader:
         the object's ``size``), ``FileNotFoundError`` for a ``404``, or ``None`` where the request is
         declined (see the module docstring)."""
         if not _PLAIN_KEY.fullmatch(path):
-            self.declined += 1
-            return None
+            return self._count(None)
         request = f"GET {path} HTTP/1.1\r\n{self._head}{_range_header(req)}\r\n".encode("ascii")
         got: Any = None
         for attempt in (0, 1):
@@ -199,12 +199,16 @@ class HttpReader:
             except OSError:
                 self._drop()  # a timeout, TLS or network failure: obstore's retries take over
             break
-        if got is None:
-            self.declined += 1
-            return None
-        self.answered += 1
-        if got is _MISSING:
+        if self._count(got) is _MISSING:
             raise FileNotFoundError(path)
+        return got
+
+    def _count(self, got: Any) -> Any:
+        with self._counting:
+            if got is None:
+                self.declined += 1
+            else:
+                self.answered += 1
         return got
 
     def _take(self, fp: Any, head: tuple[int, bool, dict[str, str]], req: ByteRequest) -> Any:
