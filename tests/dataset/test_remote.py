@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import altarr as aa
+from _processes import read_in_fork_and_spawn
 from _s3 import BUCKET, s3_options
-from altarr.errors import StoreError
 from altarr.stores import FsspecStore, ObstoreStore, store_from_url
 from altarr.stores.http_get import reader_for
 from altarr.stores.obstore_store import fsspec_to_obstore_options
@@ -435,32 +435,13 @@ def test_consolidated_metadata_opens_children_without_requests(tmp_path, zarr_fo
     assert w.store.stats.reads > before
 
 
-def _read_in_child(store, queue):
-    try:
-        queue.put(store.get_ranges([("k", 0, 3)]))
-    except StoreError as e:
-        queue.put(str(e))
-
-
 def test_obstore_store_in_a_forked_child_fails_fast_and_works_when_spawned(s3_endpoint):
     """obstore's runtime does not survive fork(): a forked child gets a clear error, not a hang; a
     spawned child (a pickled store) reads."""
-    import multiprocessing
-
     s = ObstoreStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
     s.set("k", b"abcdef")
     assert s.get_ranges([("k", 0, 3), ("k", 3, 6)]) == [b"abc", b"def"]  # the loop thread runs here
-    for method, expect in [("fork", "spawn"), ("spawn", [b"abc"])]:
-        ctx = multiprocessing.get_context(method)
-        queue = ctx.Queue()
-        p = ctx.Process(target=_read_in_child, args=(s, queue))
-        p.start()
-        try:
-            got = queue.get(timeout=120)
-        finally:
-            p.join(60)
-        assert p.exitcode == 0
-        assert expect in got if method == "fork" else got == expect
+    read_in_fork_and_spawn(s, "k", b"abc")
 
 
 def test_bench_remote_smoke(tmp_path):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from _processes import read_in_fork_and_spawn
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, ObstoreStore, Offset, Range, Suffix, http_get
 from altarr.stores.http_get import HttpReader, read_head, reader_for, usable_for
@@ -411,33 +412,14 @@ def test_tls_with_a_trusted_authority(tls_files, monkeypatch):
 
 
 # --- processes ----------------------------------------------------------------------------------------------
-def _read_in_child(store, queue):
-    try:
-        queue.put(store.get_ranges([("small", 0, 3)]))
-    except StoreError as e:
-        queue.put(str(e))
-
-
 def test_a_forked_child_fails_fast_as_with_obstore_and_a_spawned_one_reads(files):
     """The reader's connections are per process, but the rule stays obstore's (docs/remote.md, fork and
     spawn): a store used before a fork raises in the forked child, whichever client would read; a
     spawned child (the store pickled) reads through its own."""
-    import multiprocessing
-
     url, _ = files
     fast, _ = _pair(url)
     assert fast.get_ranges([("small", 0, 3)]) == [b"012"]
-    for method, expect in [("fork", "spawn"), ("spawn", [b"012"])]:
-        ctx = multiprocessing.get_context(method)
-        queue = ctx.Queue()
-        p = ctx.Process(target=_read_in_child, args=(fast, queue))
-        p.start()
-        try:
-            got = queue.get(timeout=120)
-        finally:
-            p.join(60)
-        assert p.exitcode == 0
-        assert expect in got if method == "fork" else got == expect
+    read_in_fork_and_spawn(fast, "small", b"012")
 
 
 # --- hostile and unusual answers, byte by byte --------------------------------------------------------------

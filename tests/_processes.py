@@ -1,0 +1,33 @@
+"""A store read in a forked and in a spawned child process, for the stores whose client does not survive
+``fork()`` (obstore's Rust runtime): shared by the S3 and the HTTP tests."""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import Any
+
+from altarr.errors import StoreError
+
+
+def _read_in_child(store: Any, key: str, queue: Any) -> None:
+    try:
+        queue.put(store.get_ranges([(key, 0, 3)]))
+    except StoreError as e:
+        queue.put(str(e))
+
+
+def read_in_fork_and_spawn(store: Any, key: str, first_bytes: bytes) -> None:
+    """Assert that a forked child reading ``store`` (used here before the fork) gets a ``StoreError``
+    telling it to use ``spawn``, not a hang; and that a spawned child (the store pickled) reads the first
+    three bytes of ``key``, ``first_bytes``."""
+    for method, expect in [("fork", "spawn"), ("spawn", [first_bytes])]:
+        ctx = multiprocessing.get_context(method)
+        queue = ctx.Queue()
+        p = ctx.Process(target=_read_in_child, args=(store, key, queue))
+        p.start()
+        try:
+            got = queue.get(timeout=120)
+        finally:
+            p.join(60)
+        assert p.exitcode == 0
+        assert expect in got if method == "fork" else got == expect
