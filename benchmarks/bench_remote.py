@@ -23,6 +23,10 @@ service intervals overlapped, i.e. were in flight together, count as one round; 
 and altarr's time over the best peer's. The servers run in child processes (their Python must not take
 the client's GIL).
 
+``--libs`` may add ``altarr-obstore-http``: altarr with every HTTP request through obstore
+(``http_client="obstore"``) instead of the standard library's reader it uses by default (the same as
+``altarr`` on S3); not in the default table.
+
 Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
 zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
 ``data_copy_concurrency`` 2 and ``cache_pool`` 0, zarr-python ``threading.max_workers`` 2); network
