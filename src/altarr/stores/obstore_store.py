@@ -256,6 +256,8 @@ class ObstoreStore(VersionWatch, Store):
         **storage_options: Any,
     ) -> None:
         super().__init__()
+        if http_client not in HTTP_CLIENTS:
+            raise ValueError(f"http_client must be one of {HTTP_CLIENTS}, got {http_client!r}")
         try:
             import obstore
         except ImportError as e:  # pragma: no cover - obstore is a dependency
@@ -277,8 +279,6 @@ class ObstoreStore(VersionWatch, Store):
         #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
         self._scope = WatchScope()
-        if http_client not in HTTP_CLIENTS:
-            raise ValueError(f"http_client must be one of {HTTP_CLIENTS}, got {http_client!r}")
         self.http_client = http_client
         #: the standard library's read path for http(s):// (see :mod:`altarr.stores.http_get`), or None
         self._http: HttpReader | None = None
