@@ -38,6 +38,13 @@ DATA = os.urandom(100_000)
 SMALL = b"0123456789"
 
 
+@pytest.fixture(autouse=True)
+def fresh_readers(monkeypatch):
+    """Each test with readers of its own: declines of another test (on purpose, to one server) must not
+    put its reader to rest (see ``test_a_reader_that_keeps_declining_rests``)."""
+    monkeypatch.setattr(http_get, "_readers", {})
+
+
 def _pair(url: str) -> tuple[ObstoreStore, ObstoreStore]:
     fast = ObstoreStore(url)
     slow = ObstoreStore(url, http_client="obstore")
@@ -143,6 +150,7 @@ class Odd(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     BODY = SMALL + DATA
     flaky_left: dict[str, int] = {}
+    seen: dict[str, int] = {}  # GET requests by path
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -173,6 +181,8 @@ class Odd(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        with self.lock:
+            self.seen[self.path] = self.seen.get(self.path, 0) + 1
         how = self.path.strip("/").split("/")[0]
         headers = {"ETag": ETAG, "Last-Modified": "Thu, 03 Dec 2026 12:00:00 GMT"}
         if how == "redirect":
@@ -291,6 +301,43 @@ def test_a_server_that_is_gone_is_declined_and_reported_by_obstore():
     with pytest.raises(StoreError, match="read failed"):
         fast.get("x")
     assert fast._http.declined == 1
+
+
+def test_a_reader_that_keeps_declining_rests(odd_url, monkeypatch):
+    """A server that never sends an ETag: DECLINES_BEFORE_REST requests declined one after the other,
+    then the reader rests (declines at once, no request sent, whatever the path) until REST_SECONDS
+    are over, and tries again; an answer taken ends a run of declines."""
+    monkeypatch.setattr(http_get, "REST_SECONDS", 0.3)
+    reader = HttpReader(odd_url)
+    n = http_get.DECLINES_BEFORE_REST
+    Odd.seen.clear()
+    for _ in range(n - 1):
+        assert reader.get("/noetag/x", Range(3, 40)) is None
+    assert reader.get("/plain/x", Range(3, 40))[0] == BODY[3:40]  # the run of declines ends
+    for _ in range(n - 1):
+        assert reader.get("/noetag/x", Range(3, 40)) is None
+    assert not reader.resting() and Odd.seen["/noetag/x"] == 2 * (n - 1)
+    assert reader.get("/noetag/x", Range(3, 40)) is None  # the n-th in a row: the rest begins
+    assert reader.get("/noetag/x", Range(3, 40)) is None and reader.get("/plain/x", Range(3, 40)) is None
+    assert Odd.seen["/noetag/x"] == 2 * n - 1 and Odd.seen["/plain/x"] == 1  # no request while resting
+    assert (reader.answered, reader.declined) == (1, 2 * n + 1)
+    time.sleep(0.35)
+    assert reader.get("/plain/x", Range(3, 40))[0] == BODY[3:40] and Odd.seen["/plain/x"] == 2
+
+
+def test_encoded_targets_are_sent_as_they_are_and_checked(files):
+    """``fetch`` sends a target its maker encoded (a presigned URL's path and query) as it is; anything
+    that is not a plain encoded path and query (a space, a line break, no leading slash) is declined
+    without a request."""
+    url, log = files
+    reader, base = reader_for(url)
+    log.reset()
+    body, meta = reader.fetch(f"{base}small?X-Amz-Signature=ab%2F&X-Amz-Expires=900", Range(2, 5))
+    assert body == SMALL[2:5] and meta["size"] == len(SMALL) and meta["version"] is None
+    assert log.requests() == 1
+    for bad in (f"{base}small x", f"{base}small?a=1\r\nX: y", "small", f"{base}small?a=b c", f"{base}sm#all"):
+        assert reader.fetch(bad, WHOLE) is None, bad
+    assert log.requests() == 1
 
 
 def test_timeouts_are_declined(odd_url, monkeypatch):

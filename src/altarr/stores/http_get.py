@@ -40,13 +40,24 @@ import os
 import re
 import ssl
 import threading
+import time
 import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
 from .ranges import ByteRequest, Offset, Range, Suffix
 
-__all__ = ["CONNECT_TIMEOUT", "READ_TIMEOUT", "HttpReader", "read_head", "reader_for", "usable_for"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "READ_TIMEOUT",
+    "DECLINES_BEFORE_REST",
+    "REST_SECONDS",
+    "HttpReader",
+    "Resting",
+    "read_head",
+    "reader_for",
+    "usable_for",
+]
 
 #: Seconds to open a connection, and to wait for a byte of an answer: object_store's defaults (5 s and
 #: 30 s). A request that runs out of either is declined and sent again through obstore.
@@ -56,6 +67,16 @@ READ_TIMEOUT = 30.0
 #: Keys sent as they are: characters that never need percent-encoding in a URL path (RFC 3986
 #: unreserved, and ``/``). Any other key is read through obstore, which encodes it its own way.
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9._~/-]*")
+#: A request target already percent-encoded by its maker (a presigned URL's path and query, see
+#: :mod:`altarr.stores.s3_signed`): sent as it is; nothing in it can end the request line.
+_ENCODED_TARGET = re.compile(r"/[A-Za-z0-9._~/%-]*(\?[A-Za-z0-9._~%&=-]*)?")
+
+#: Declines in a row (no answer taken between them) after which a reader rests: for
+#: :data:`REST_SECONDS` it declines at once, without a request, and every read goes straight to obstore.
+#: A server that never sends an ETag, or an S3 bucket whose policy refuses presigned URLs, would
+#: otherwise cost every read two requests, one after the other.
+DECLINES_BEFORE_REST = 8
+REST_SECONDS = 60.0
 
 #: Limits on an answer's head, as :mod:`http.client` has them: header lines, and bytes in one line.
 MAX_HEADERS = 100
@@ -88,9 +109,31 @@ def usable_for(url: str, config: dict[str, Any]) -> bool:
         return False
     if not _PLAIN_KEY.fullmatch(parts.path):
         return False
-    proxies = urllib.request.getproxies()
-    proxied = proxies.get(parts.scheme) or proxies.get("all")
-    return not (proxied and not urllib.request.proxy_bypass(parts.hostname))
+    return _no_proxy_for(parts.scheme, parts.hostname)
+
+
+#: The environment variables :func:`urllib.request.getproxies` reads on this platform (in the two usual
+#: spellings), whose values key :data:`_proxy_answers`.
+_PROXY_ENV = tuple(
+    name for base in ("http_proxy", "https_proxy", "all_proxy", "no_proxy") for name in (base, base.upper())
+) + ("REQUEST_METHOD",)
+#: Whether a host is reached without a proxy, by (scheme, host, the values of :data:`_PROXY_ENV`):
+#: asking :mod:`urllib.request` costs 70-90 us, on the way to every open's first request.
+_proxy_answers: dict[tuple[str, str, tuple[str | None, ...]], bool] = {}
+
+
+def _no_proxy_for(scheme: str, host: str) -> bool:
+    """No proxy for ``scheme`` and ``host`` in the environment (or a ``NO_PROXY`` entry that covers it)."""
+    key = (scheme, host, tuple(os.environ.get(name) for name in _PROXY_ENV))
+    answer = _proxy_answers.get(key)
+    if answer is None:
+        proxies = urllib.request.getproxies()
+        proxied = proxies.get(scheme) or proxies.get("all")
+        answer = not (proxied and not urllib.request.proxy_bypass(host))
+        if len(_proxy_answers) >= 256:
+            _proxy_answers.clear()
+        _proxy_answers[key] = answer
+    return answer
 
 
 def _range_header(req: ByteRequest) -> str:
@@ -106,12 +149,13 @@ def _range_header(req: ByteRequest) -> str:
 
 #: One reader per server (scheme, host and port), shared by every store of a URL there: opening a dataset
 #: again reuses the connections its threads hold.
-_readers: dict[str, HttpReader] = {}
+_readers: dict[tuple[str, str | None], HttpReader] = {}
 _lock = threading.Lock()
 
 
-def reader_for(url: str) -> tuple[HttpReader, str]:
-    """The shared :class:`HttpReader` of ``url``'s server, and the path under it that keys are joined to.
+def reader_for(url: str, version_header: str | None = None) -> tuple[HttpReader, str]:
+    """The shared :class:`HttpReader` of ``url``'s server (and ``version_header``), and the path under it
+    that keys are joined to.
 
     >>> reader, base = reader_for("http://127.0.0.1:1/data/")
     >>> base, reader is reader_for("http://127.0.0.1:1/other")[0]
@@ -120,35 +164,77 @@ def reader_for(url: str) -> tuple[HttpReader, str]:
     parts = urlsplit(url)
     origin = f"{parts.scheme}://{parts.netloc}"
     with _lock:
-        reader = _readers.get(origin)
+        reader = _readers.get((origin, version_header))
         if reader is None:
             if len(_readers) >= 64:
                 _readers.clear()
-            reader = _readers[origin] = HttpReader(origin)
+            reader = _readers[(origin, version_header)] = HttpReader(origin, version_header)
     return reader, parts.path.rstrip("/") + "/"
 
 
-class HttpReader:
+class Resting:
+    """Counts of a direct read path's outcomes (``answered``; ``declined``: left to obstore), and its
+    rest: after :data:`DECLINES_BEFORE_REST` declines in a row it declines everything at once for
+    :data:`REST_SECONDS` (:meth:`resting`), then tries again.
+
+    >>> r = Resting()
+    >>> [r._count(None) for _ in range(DECLINES_BEFORE_REST)] == [None] * DECLINES_BEFORE_REST
+    True
+    >>> r.declined, r.resting(), r.declined
+    (8, True, 9)
+    """
+
+    def __init__(self) -> None:
+        #: requests answered here, and declined (sent again through obstore): for tests and diagnosis
+        self.answered = 0
+        self.declined = 0
+        self._in_row = 0
+        self._rest_until = 0.0
+        self._counting = threading.Lock()  # the request threads count at once
+
+    def resting(self) -> bool:
+        """Whether it declines without trying (counted as declined when it does)."""
+        if self._rest_until == 0.0 or time.monotonic() >= self._rest_until:
+            return False
+        with self._counting:
+            self.declined += 1
+        return True
+
+    def _count(self, got: Any) -> Any:
+        """Count ``got`` (``None``: declined), start a rest where it is due; returns ``got``."""
+        with self._counting:
+            if got is None:
+                self.declined += 1
+                self._in_row += 1
+                if self._in_row >= DECLINES_BEFORE_REST:
+                    self._in_row = 0
+                    self._rest_until = time.monotonic() + REST_SECONDS
+            else:
+                self.answered += 1
+                self._in_row = 0
+        return got
+
+
+class HttpReader(Resting):
     """``GET`` requests to one HTTP(S) server, on one kept-alive connection per thread (and process: a
-    forked child opens its own).
+    forked child opens its own). ``version_header``: the header that carries an object's version id
+    (S3's ``x-amz-version-id``), reported as obstore reports it.
 
     >>> r = HttpReader("http://127.0.0.1:1")
     >>> r.get("/data/a/b", Range(0, 4)) is None   # nothing listens there: declined, for obstore
     True
     """
 
-    def __init__(self, origin: str) -> None:
+    def __init__(self, origin: str, version_header: str | None = None) -> None:
+        super().__init__()
         parts = urlsplit(origin)
         self.https = parts.scheme == "https"
         self.host = parts.hostname or ""
         self.port = parts.port or (443 if self.https else 80)
+        self.version_header = version_header
         self._head = f"Host: {parts.netloc}\r\nAccept-Encoding: identity\r\nUser-Agent: altarr\r\n"
         self._local = threading.local()
         self._tls = ssl.create_default_context() if self.https else None
-        #: requests answered here, and declined (sent again through obstore): for tests and diagnosis
-        self.answered = 0
-        self.declined = 0
-        self._counting = threading.Lock()  # the request threads count at once
 
     def _connection(self) -> tuple[http.client.HTTPConnection, Any]:
         """This thread's connection, and the buffered reader of its socket (``None`` until it connects)."""
@@ -174,12 +260,21 @@ class HttpReader:
             setattr(local, name, None)
 
     def get(self, path: str, req: ByteRequest) -> tuple[bytes, dict[str, Any]] | None:
-        """``(bytes, meta)`` of one ``GET`` of the object at ``path`` (``meta`` as obstore's: ``e_tag`` and
-        the object's ``size``), ``FileNotFoundError`` for a ``404``, or ``None`` where the request is
-        declined (see the module docstring)."""
+        """``(bytes, meta)`` of one ``GET`` of the object at ``path`` (``meta`` as obstore's: ``e_tag``,
+        ``version`` and the object's ``size``), ``FileNotFoundError`` for a ``404``, or ``None`` where
+        the request is declined (see the module docstring). ``path`` is a key's path as it is: one
+        that would need percent-encoding is declined."""
         if not _PLAIN_KEY.fullmatch(path):
             return self._count(None)
-        request = f"GET {path} HTTP/1.1\r\n{self._head}{_range_header(req)}\r\n".encode("ascii")
+        return self.fetch(path, req)
+
+    def fetch(self, target: str, req: ByteRequest) -> tuple[bytes, dict[str, Any]] | None:
+        """:meth:`get` of a request target already percent-encoded by its maker (a path and query)."""
+        if not _ENCODED_TARGET.fullmatch(target):
+            return self._count(None)
+        if self.resting():
+            return None
+        request = f"GET {target} HTTP/1.1\r\n{self._head}{_range_header(req)}\r\n".encode("ascii")
         got: Any = None
         for attempt in (0, 1):
             conn, fp = self._connection()
@@ -200,15 +295,7 @@ class HttpReader:
                 self._drop()  # a timeout, TLS or network failure: obstore's retries take over
             break
         if self._count(got) is _MISSING:
-            raise FileNotFoundError(path)
-        return got
-
-    def _count(self, got: Any) -> Any:
-        with self._counting:
-            if got is None:
-                self.declined += 1
-            else:
-                self.answered += 1
+            raise FileNotFoundError(target.partition("?")[0])
         return got
 
     def _take(self, fp: Any, head: tuple[int, bool, dict[str, str]], req: ByteRequest) -> Any:
@@ -242,7 +329,8 @@ class HttpReader:
                 return self._drop()
             if (off, end) != (0, n):
                 body = body[off:end]
-            out = (body, {"e_tag": etag, "size": size, "version": None})
+            version = h.get(self.version_header) if self.version_header else None
+            out = (body, {"e_tag": etag, "size": size, "version": version})
         elif n > MAX_ERROR_BODY:
             return self._drop()
         elif len(fp.read(n)) != n:
