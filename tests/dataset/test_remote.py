@@ -136,11 +136,18 @@ def test_lazy_read_many_one_fetch_call_and_each_chunk_once():
 
 
 # --- S3: rounds and requests ------------------------------------------------------------------------------
-@pytest.mark.parametrize("client", ["obstore", "fsspec"])
-def test_s3_batch_costs_metadata_plus_one_round_per_level_plus_data(s3_endpoint, client):
+@pytest.mark.parametrize(
+    ("client", "http_client"), [("obstore", "stdlib"), ("obstore", "obstore"), ("fsspec", None)]
+)
+def test_s3_batch_costs_metadata_plus_one_round_per_level_plus_data(s3_endpoint, client, http_client):
+    """The same rounds whichever client sends the requests (``http_client="stdlib"``, the default,
+    answers every one of them itself through presigned URLs on this server)."""
     url = _s3_url()
     _write(url, s3_endpoint)
-    ds = aa.open_dataset(url, client=client, **s3_options(s3_endpoint))
+    opts = {} if http_client is None else {"http_client": http_client}
+    ds = aa.open_dataset(url, client=client, **opts, **s3_options(s3_endpoint))
+    reads = getattr(ds.store, "_http", None)
+    assert (reads is not None) == (http_client == "stdlib")
     st = ds.store.stats
     assert st.rounds == 1  # metadata: every candidate document probed at once
     meta_reads = st.reads
@@ -155,6 +162,8 @@ def test_s3_batch_costs_metadata_plus_one_round_per_level_plus_data(s3_endpoint,
     ds.read_regions(REGIONS)
     if client == "obstore":  # warm: the cached indexes, validated by the ETags of the data answers
         assert st.rounds == 1 and st.reads == cold_data_reads
+        if reads is not None:  # every request of the open and both batches answered here
+            assert (reads.answered, reads.declined) == (meta_reads + TOUCHED_SHARDS + 2 * cold_data_reads, 0)
     else:  # fsspec reports no ETag with a ranged read: the indexes are read again (no stale index)
         assert st.rounds == 2 and st.reads == TOUCHED_SHARDS + cold_data_reads
         trusting = aa.open_dataset(url, client=client, recheck=False, **s3_options(s3_endpoint))

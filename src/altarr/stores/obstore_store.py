@@ -17,7 +17,9 @@ second code path.
 (``http_client="stdlib"``, :mod:`altarr.stores.http_get`): it sends each ``GET`` 0.1-0.2 ms sooner than
 obstore, which counts on a chain of small dependent reads; every request it does not answer itself
 (redirects, errors, answers without an ETag, ...) goes through obstore as before, and so do ``HEAD``,
-listings and writes. ``http_client="obstore"`` sends everything through obstore.
+listings and writes. ``s3://`` objects are read the same way through URLs obstore presigns
+(:mod:`altarr.stores.s3_signed`: 3-4 ms less CPU for a 12 MB read). ``http_client="obstore"`` sends
+everything through obstore.
 
 Concurrent writers (:attr:`ObstoreStore.concurrent_writes`): on S3, GCS, Azure and obstore's memory
 store, a read-modify-write inside :meth:`ObstoreStore.exclusive` records the version of each object it
@@ -57,6 +59,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
+from . import s3_signed
 from ._util import as_bytes, byte_length, coalesce_gap_for
 from .base import Fetched, RangeRequest, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
@@ -66,9 +69,10 @@ from .watch import VersionWatch, WatchScope
 
 __all__ = ["ObstoreStore", "fsspec_to_obstore_options"]
 
-#: ``http_client=`` values: how ``http(s)://`` objects are read. ``"stdlib"``: ranged GETs on the
-#: standard library's ``http.client`` (:mod:`altarr.stores.http_get`), each request it cannot answer
-#: itself sent again through obstore; ``"obstore"``: every request through obstore.
+#: ``http_client=`` values: how ``http(s)://`` and ``s3://`` objects are read. ``"stdlib"``: ranged GETs
+#: on the standard library's ``http.client`` (:mod:`altarr.stores.http_get`; for S3 through URLs obstore
+#: presigns, :mod:`altarr.stores.s3_signed`), each request it cannot answer itself sent again through
+#: obstore; ``"obstore"``: every request through obstore.
 HTTP_CLIENTS = ("stdlib", "obstore")
 
 #: Requests of one batch in flight at once (object stores serve many; HTTP/1.1 servers one per socket).
@@ -280,10 +284,16 @@ class ObstoreStore(VersionWatch, Store):
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
         self._scope = WatchScope()
         self.http_client = http_client
-        #: the standard library's read path for http(s):// (see :mod:`altarr.stores.http_get`), or None
-        self._http: HttpReader | None = None
+        #: the standard library's read path (see :mod:`altarr.stores.http_get`), or None: for http(s)://
+        #: the server's reader, for s3:// the presigned reads; ``_direct(key, req)`` sends one GET there
+        self._http: HttpReader | s3_signed.SignedReads | None = None
+        self._direct: Callable[[str, ByteRequest], Any] | None = None
         if http_client == "stdlib" and usable_for(url, self._config):
             self._http, self._http_base = reader_for(url)
+            self._direct = self._http_get
+        elif http_client == "stdlib" and s3_signed.usable_for(url, self._config):
+            self._http = s3_signed.SignedReads(self._presign)
+            self._direct = self._http.get
 
     @property
     def _store(self) -> Any:
@@ -380,15 +390,21 @@ class ObstoreStore(VersionWatch, Store):
         """An empty range: the backend is only asked whether the object exists."""
         return type(req) is Range and req.stop <= req.start
 
+    def _http_get(self, key: str, req: ByteRequest) -> Any:
+        return self._http.get(self._http_base + key, req)  # type: ignore[union-attr]
+
+    def _presign(self, key: str) -> str:
+        return self._obs.sign(self._store, "GET", key, s3_signed.EXPIRES)
+
     def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
         """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread (see :meth:`_gather`):
-        through the standard library's reader where the store has one (``http(s)://``), through obstore
-        where it has none or declines (see :mod:`altarr.stores.http_get`)."""
+        through the standard library's reader where the store has one (``http(s)://``, ``s3://``), through
+        obstore where it has none or declines (see :mod:`altarr.stores.http_get`)."""
         obs, store = self._obs, self._store  # (raises in a forked child, whichever client reads)
         if self._existence_only(req):
             return b"", obs.head(store, key)
-        if self._http is not None:
-            got = self._http.get(self._http_base + key, req)
+        if self._direct is not None:
+            got = self._direct(key, req)
             if got is not None:
                 return got
         try:

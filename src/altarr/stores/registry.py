@@ -135,9 +135,9 @@ def store_from_url(
     * a path to a ``.zip`` file (optionally followed by ``/inner/prefix``) -> :class:`ZipStore`
       (``"r"`` reads, ``"w"``/``"w-"`` create a new archive, ``"r+"``/``"a"`` append);
     * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore` (or :class:`FsspecStore` with
-      ``client="fsspec"``), with ``storage_options`` passed to the client; ``http(s)://`` objects are
-      read through the standard library's ``http.client`` unless ``http_client="obstore"`` is given
-      (see :mod:`altarr.stores.http_get`);
+      ``client="fsspec"``), with ``storage_options`` passed to the client; ``http(s)://`` and ``s3://``
+      objects are read through the standard library's ``http.client`` unless ``http_client="obstore"``
+      is given (see :mod:`altarr.stores.http_get`, :mod:`altarr.stores.s3_signed`);
     * a scheme registered with :func:`register_scheme` -> its factory;
     * any other URL (``memory://``, chained ``a::b`` URLs, ...) -> :class:`FsspecStore` rooted at the URL.
 
