@@ -2,24 +2,24 @@
 """Object-store and HTTP clients compared at the store level, on loopback servers in child processes
 that wait a set latency before answering each request (``netservers.py``).
 
-S3 (moto): altarr's ``ObstoreStore`` (obstore) against its ``FsspecStore`` (s3fs):
+Both servers: ``ObstoreStore`` reading through the standard library's ``http.client``
+(``http_client="stdlib"``, the default for ``http(s)://`` and ``s3://``; on S3 through URLs obstore
+presigns), the same store with every request through obstore (``http_client="obstore"``), and
+``FsspecStore`` (fsspec's aiohttp file system over HTTP, s3fs over S3). Reads:
 
+* ``dependent_reads`` - 8 ranged reads of 4 KiB, each sent after the previous one's answer (a cold
+  open and a small read: metadata, then a shard index, then a chunk, each waiting for the one before);
 * ``ranged_reads`` - one ``get_ranges`` batch of 256 ranges of 24 KiB spread over 8 objects of 4 MiB,
   128 KiB apart (each store merges ranges at most 64 KiB apart here: 256 requests): the data round;
 * ``suffix_reads`` - 64 suffix ranges (shard indexes) in one batch: the index round;
+* ``whole_reads`` - the 8 objects of 4 MiB in one batch (shards read whole).
+
+S3 (moto) also writes (``stdlib`` and ``obstore`` write alike, through obstore):
+
 * ``whole_writes`` - 8 objects of 4 MiB written in one ``set_many`` (shards);
 * ``conditional_writes`` - 8 objects of 4 MiB each written only if its ETag is still the one read
   (``If-Match``): obstore's ``put(mode={"e_tag": ...})`` against s3fs's client called with ``IfMatch``
   (s3fs has no public API for it); both in one concurrent batch.
-
-HTTP (a file server with ETags and ``Range``): ``ObstoreStore`` reading through the standard library's
-``http.client`` (``http_client="stdlib"``, the default for ``http(s)://``), the same store with every
-request through obstore (``http_client="obstore"``), and ``FsspecStore`` (fsspec's aiohttp file system):
-
-* ``dependent_reads`` - 8 ranged reads of 4 KiB, each sent after the previous one's answer (a cold
-  open and a small read: metadata, then a shard index, then a chunk, each waiting for the one before);
-* ``ranged_reads``, ``suffix_reads`` - as above;
-* ``whole_reads`` - the 8 objects of 4 MiB in one batch (shards read whole).
 
 Each cell is the median of ``--repeats`` runs (the stores take turns run by run), with the requests the
 server answered; the last column is each store's time over the fastest.
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = [os.urandom(size) for _ in range(N_OBJ)]
     rows: list[tuple] = []
     servers = args.servers.split(",")
-    names = {"http": ["stdlib", "obstore", "fsspec"], "s3": ["obstore", "fsspec"]}
+    names = {"http": ["stdlib", "obstore", "fsspec"], "s3": ["stdlib", "obstore", "fsspec"]}
     if "http" in servers:
         with tempfile.TemporaryDirectory() as d:
             for i, data in enumerate(payload):
@@ -168,15 +168,16 @@ def main(argv: list[str] | None = None) -> int:
                 rows += measure(stores, read_ops(size), log, "http", args)
     if "s3" in servers:
         with server_process("s3") as (endpoint, log):
+            url, opts = f"s3://{BUCKET}/c", {"endpoint_url": endpoint, "coalesce_gap": GAP}
             stores = {
-                "obstore": ObstoreStore(f"s3://{BUCKET}/c", endpoint_url=endpoint, coalesce_gap=GAP),
-                "fsspec": FsspecStore(
-                    f"s3://{BUCKET}/c", client_kwargs={"endpoint_url": endpoint}, coalesce_gap=GAP
-                ),
+                "stdlib": ObstoreStore(url, **opts),
+                "obstore": ObstoreStore(url, http_client="obstore", **opts),
+                "fsspec": FsspecStore(url, client_kwargs={"endpoint_url": endpoint}, coalesce_gap=GAP),
             }
+            assert stores["stdlib"]._http is not None
             stores["obstore"].set_many([(f"o{i}", payload[i]) for i in range(N_OBJ)])
             writes = [(f"w{i}", payload[i]) for i in range(N_OBJ)]
-            ops = {k: v for k, v in read_ops(size).items() if k in ("ranged_reads", "suffix_reads")}
+            ops = read_ops(size)
             ops["whole_writes"] = lambda s: s.set_many(writes)
             ops["conditional_writes"] = lambda s: (
                 conditional_obstore(s, writes)

@@ -23,9 +23,10 @@ service intervals overlapped, i.e. were in flight together, count as one round; 
 and altarr's time over the best peer's. The servers run in child processes (their Python must not take
 the client's GIL).
 
-``--libs`` may add ``altarr-obstore-http``: altarr with every HTTP request through obstore
-(``http_client="obstore"``) instead of the standard library's reader it uses by default (the same as
-``altarr`` on S3); not in the default table.
+``--libs`` may add ``altarr-obstore``: altarr with every request through obstore (``http_client=
+"obstore"``) instead of the standard library's reader it reads HTTP and S3 objects with by default
+(``altarr-obstore-http`` in results files before 2026-12-03, when that reader read HTTP only); not in
+the default table.
 
 Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
 zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
@@ -149,14 +150,13 @@ class AltarrFsspec(Altarr):
     client = "fsspec"
 
 
-class AltarrObstoreHttp(Altarr):
-    """Every HTTP request through obstore (``http_client="obstore"``), not the standard library's reader
-    altarr uses for ``http(s)://`` by default; the same as ``altarr`` on S3. Not in the default table."""
+class AltarrObstore(Altarr):
+    """Every request through obstore (``http_client="obstore"``), not the standard library's reader altarr
+    reads ``http(s)://`` and ``s3://`` objects with by default. Not in the default table."""
 
     def _open(self, mode: str = "r") -> Any:
-        if self.kind == "s3":
-            return super()._open(mode)
-        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", http_client="obstore")
+        opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
+        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", http_client="obstore", **opts)
 
 
 class Tensorstore(Lib):
@@ -248,7 +248,7 @@ class ZarrObstore(ZarrFsspec):
 CLASSES: dict[str, type[Lib]] = {
     "altarr": Altarr,
     "altarr-fsspec": AltarrFsspec,
-    "altarr-obstore-http": AltarrObstoreHttp,
+    "altarr-obstore": AltarrObstore,
     "tensorstore": Tensorstore,
     "zarr-fsspec": ZarrFsspec,
     "zarr-obstore": ZarrObstore,
