@@ -285,15 +285,13 @@ class ObstoreStore(VersionWatch, Store):
         self._scope = WatchScope()
         self.http_client = http_client
         #: the standard library's read path (see :mod:`altarr.stores.http_get`), or None: for http(s)://
-        #: the server's reader, for s3:// the presigned reads; ``_direct(key, req)`` sends one GET there
+        #: the server's reader (``get(_http_base + key, req)``), for s3:// the presigned reads (a base of "")
         self._http: HttpReader | s3_signed.SignedReads | None = None
-        self._direct: Callable[[str, ByteRequest], Any] | None = None
+        self._http_base = ""
         if http_client == "stdlib" and usable_for(url, self._config):
             self._http, self._http_base = reader_for(url)
-            self._direct = self._http_get
         elif http_client == "stdlib" and s3_signed.usable_for(url, self._config):
             self._http = s3_signed.SignedReads(self._presign)
-            self._direct = self._http.get
 
     @property
     def _store(self) -> Any:
@@ -390,9 +388,6 @@ class ObstoreStore(VersionWatch, Store):
         """An empty range: the backend is only asked whether the object exists."""
         return type(req) is Range and req.stop <= req.start
 
-    def _http_get(self, key: str, req: ByteRequest) -> Any:
-        return self._http.get(self._http_base + key, req)  # type: ignore[union-attr]
-
     def _presign(self, key: str) -> str:
         return self._obs.sign(self._store, "GET", key, s3_signed.EXPIRES)
 
@@ -403,8 +398,8 @@ class ObstoreStore(VersionWatch, Store):
         obs, store = self._obs, self._store  # (raises in a forked child, whichever client reads)
         if self._existence_only(req):
             return b"", obs.head(store, key)
-        if self._direct is not None:
-            got = self._direct(key, req)
+        if self._http is not None:
+            got = self._http.get(self._http_base + key, req)
             if got is not None:
                 return got
         try:
