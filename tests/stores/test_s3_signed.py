@@ -141,6 +141,9 @@ def test_usable_for_options():
     assert usable_for("s3://b/a", {"endpoint": "http://h:1", "client_options": {"allow_http": True}}, env)
     assert usable_for("s3://b/a", {"request_payer": True, "virtual_hosted_style_request": True}, env)
     assert not usable_for("gs://b/a", {}, env) and not usable_for("https://h/a", {}, env)
+    assert usable_for("s3://b/odd://key", {}, env)  # the scheme is what comes before the first "://"
+    every = {k: "x" for k in s3_signed.SAFE_OPTIONS} | {"client_options": {"allow_http": True}}
+    assert usable_for("s3://b/a", every, env)
     for unsafe in ("skip_signature", "aws_skip_signature", "s3_express", "sse_customer_key_base64"):
         assert not usable_for("s3://b/a", {unsafe: "x"}, env), unsafe
     assert not usable_for("s3://b/a", {"credential_provider": object()}, env)
@@ -182,6 +185,55 @@ def test_http_client_obstore_keeps_everything_on_obstore(s3_endpoint):
     assert isinstance(pickle.loads(pickle.dumps(_pair(s3_endpoint)[0]))._http, SignedReads)
 
 
+# --- presigned URLs kept for a while --------------------------------------------------------------------------
+def test_a_presigned_url_is_used_again_for_its_key_within_reuse_seconds(s3_endpoint, monkeypatch):
+    """One signature per key (and client) for REUSE_SECONDS: a shard's index and its chunks, or a read
+    repeated soon after, cost one; another client's store signs its own; an old URL is signed anew."""
+    monkeypatch.setattr(s3_signed, "_urls", {})
+    prefix = uuid.uuid4().hex
+    fast, _ = _pair(s3_endpoint, prefix)
+    fast.set_many([("a", DATA), ("b", DATA)])
+    signed: list[str] = []
+
+    def counting(store):
+        sign = store._presign
+
+        def wrapped(key: str) -> str:
+            signed.append(key)
+            return sign(key)
+
+        store._http._sign = wrapped
+
+    counting(fast)
+    assert fast.get_ranges([("a", Suffix(10))]) == [DATA[-10:]]
+    assert fast.get_ranges([("a", Range(0, 5))]) == [DATA[:5]]
+    assert fast.get_ranges([("b", WHOLE)]) == [DATA]
+    assert signed == ["a", "b"]
+    again, _ = _pair(s3_endpoint, prefix)  # a store of the same client: the same URLs
+    counting(again)
+    assert again.get_ranges([("a", Range(5, 9))]) == [DATA[5:9]] and signed == ["a", "b"]
+    other = ObstoreStore(
+        f"s3://{BUCKET}/{prefix}",
+        endpoint=s3_endpoint,
+        client_options={"allow_http": True},
+        region="us-east-1",
+    )  # another configuration, another client: signs its own
+    counting(other)
+    assert other.get_ranges([("a", Range(0, 2))]) == [DATA[:2]] and signed == ["a", "b", "a"]
+    monkeypatch.setattr(s3_signed, "REUSE_SECONDS", 0.0)
+    assert fast.get_ranges([("a", Range(0, 2))]) == [DATA[:2]] and signed == ["a", "b", "a", "a"]
+    assert fast._http.answered == 4 and fast._http.declined == 0
+
+
+def test_kept_urls_are_bounded(monkeypatch):
+    monkeypatch.setattr(s3_signed, "_urls", {})
+    monkeypatch.setattr(s3_signed, "MAX_URLS", 3)
+    reads = SignedReads(lambda key: f"http://127.0.0.1:1/b/{key}?X-Amz-Signature=0", client="c")
+    for key in "abcd":
+        reads._url(key)
+    assert list(s3_signed._urls) == [("c", "d")]
+
+
 # --- what it declines -------------------------------------------------------------------------------------------
 def test_a_signing_failure_is_declined():
     def sign(key: str) -> str:
@@ -192,17 +244,22 @@ def test_a_signing_failure_is_declined():
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("url", "origin"),
     [
-        "http://127.0.0.1:1",  # no path
-        "127.0.0.1:1/b/k",  # no scheme
-        "http://127.0.0.1:1/b/k?X=1\r\nHost: evil",  # not a request target: nothing sent
-        "http://127.0.0.1:1/b/k v",
+        ("http://127.0.0.1:1", None),  # no path: no reader made
+        ("127.0.0.1:1/b/k", None),  # no scheme
+        ("http://127.0.0.1:1/b/k?X=1\r\nHost: evil", "http://127.0.0.1:1"),  # not a request target
+        ("http://127.0.0.1:1/b/k v", "http://127.0.0.1:1"),
     ],
 )
-def test_urls_it_cannot_send_are_declined(url):
+def test_urls_it_cannot_send_are_declined(url, origin):
+    """Declined without a request: the reader (where one is made) refuses a target that is not a plain
+    encoded path and query."""
     reads = SignedReads(lambda key: url)
     assert reads.get("k", WHOLE) is None and reads.declined == 1
+    assert list(reads._readers) == ([origin] if origin else [])
+    if origin:
+        assert (reads._readers[origin].answered, reads._readers[origin].declined) == (0, 1)
 
 
 def test_a_proxied_endpoint_is_declined(monkeypatch):
@@ -212,6 +269,11 @@ def test_a_proxied_endpoint_is_declined(monkeypatch):
     reads = SignedReads(lambda key: f"http://s3.example/b/{key}?X-Amz-Signature=0")
     assert reads.get("k", WHOLE) is None and reads.declined == 1
     assert reads._readers == {"http://s3.example": None}
+    monkeypatch.setenv("NO_PROXY", "s3.example,localhost")  # decided once per store: this one still declines
+    assert reads.get("k", WHOLE) is None and reads.declined == 2
+    bypassing = SignedReads(lambda key: f"http://localhost:1/b/{key}?X-Amz-Signature=0")
+    assert bypassing.get("k", Range(0, 1)) is None  # nothing listens there: declined by its reader
+    assert bypassing._readers["http://localhost:1"].declined == 1
 
 
 def test_many_declines_in_a_row_rest_the_path_then_it_tries_again(s3_endpoint, monkeypatch):

@@ -275,6 +275,8 @@ class ObstoreStore(VersionWatch, Store):
         self.concurrency = max(1, int(concurrency))
         self.storage_options = dict(storage_options)
         self._config = fsspec_to_obstore_options(url, storage_options)
+        #: the URL and configuration: stores with the same one share an obstore client (_clients)
+        self._ident = repr((url, sorted(self._config.items())))
         self._client_pid = 0
         self._client: Any = None
         self._store  # noqa: B018 - build the client now: a bad URL or option fails here
@@ -291,7 +293,7 @@ class ObstoreStore(VersionWatch, Store):
         if http_client == "stdlib" and usable_for(url, self._config):
             self._http, self._http_base = reader_for(url)
         elif http_client == "stdlib" and s3_signed.usable_for(url, self._config):
-            self._http = s3_signed.SignedReads(self._presign)
+            self._http = s3_signed.SignedReads(self._presign, self._ident)
 
     @property
     def _store(self) -> Any:
@@ -308,8 +310,7 @@ class ObstoreStore(VersionWatch, Store):
                 f"method, or open {self.url!r} with client='fsspec'"
             )
         _used_in = pid
-        url, config = self.url, self._config
-        ident = repr((url, sorted(config.items())))
+        url, config, ident = self.url, self._config, self._ident
         with _lock:  # (memory:// stays one store per object, as a test double should)
             if _clients.get("pid") != pid:
                 _clients.clear()
