@@ -271,9 +271,25 @@ def test_a_proxied_endpoint_is_declined(monkeypatch):
     assert reads._readers == {"http://s3.example": None}
     monkeypatch.setenv("NO_PROXY", "s3.example,localhost")  # decided once per store: this one still declines
     assert reads.get("k", WHOLE) is None and reads.declined == 2
-    bypassing = SignedReads(lambda key: f"http://localhost:1/b/{key}?X-Amz-Signature=0")
-    assert bypassing.get("k", Range(0, 1)) is None  # nothing listens there: declined by its reader
-    assert bypassing._readers["http://localhost:1"].declined == 1
+    assert reads._readers == {"http://s3.example": None}
+    bypassing = SignedReads(lambda key: f"http://localhost/b/{key}?X-Amz-Signature=0")
+    bypassing.get("k", Range(0, 1))  # (whatever answers on port 80 here, if anything)
+    assert isinstance(bypassing._readers["http://localhost"], http_get.HttpReader)  # NO_PROXY's host
+
+
+def test_a_kept_url_gone_meanwhile_is_no_error(monkeypatch):
+    """A declined request drops its key's kept URL, which another thread may have dropped already (two
+    requests of one key declined at once, or the kept URLs cleared when full)."""
+    monkeypatch.setattr(s3_signed, "_urls", {})
+
+    class Gone:
+        def fetch(self, target, req):
+            s3_signed._urls.clear()  # as another thread would, meanwhile
+            return None
+
+    reads = SignedReads(lambda key: f"http://127.0.0.1:1/b/{key}?X-Amz-Signature=0", client="c")
+    monkeypatch.setattr(reads, "_reader", lambda origin: Gone())
+    assert reads.get("k", WHOLE) is None and reads.declined == 1 and s3_signed._urls == {}
 
 
 def test_many_declines_in_a_row_rest_the_path_then_it_tries_again(s3_endpoint, monkeypatch):
