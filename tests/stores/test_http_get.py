@@ -320,7 +320,13 @@ def test_a_reader_that_keeps_declining_rests(odd_url, monkeypatch):
     assert reader.get("/noetag/x", Range(3, 40)) is None  # the n-th in a row: the rest begins
     assert reader.get("/noetag/x", Range(3, 40)) is None and reader.get("/plain/x", Range(3, 40)) is None
     assert Odd.seen["/noetag/x"] == 2 * n - 1 and Odd.seen["/plain/x"] == 1  # no request while resting
-    assert (reader.answered, reader.declined) == (1, 2 * n + 1)
+    assert reader.get("/plain/ü", Range(3, 40)) is None  # a key it never sends: declined, counted in a row
+    assert (reader.answered, reader.declined) == (1, 2 * n + 2)
+    time.sleep(0.35)
+    for _ in range(n - 2):  # after a rest, a run of declines starts from the first one after it began
+        assert reader.get("/noetag/x", Range(3, 40)) is None
+    assert not reader.resting() and Odd.seen["/noetag/x"] == 3 * n - 3
+    assert reader.get("/noetag/x", Range(3, 40)) is None and reader.resting()
     time.sleep(0.35)
     assert reader.get("/plain/x", Range(3, 40))[0] == BODY[3:40] and Odd.seen["/plain/x"] == 2
 
@@ -520,6 +526,7 @@ OK_HEAD = b'HTTP/1.1 206 Partial Content\r\nETag: "e"\r\nContent-Range: bytes 0-
 def canned():
     answers = {
         "/ok": (OK_HEAD + b"Content-Length: 3\r\n\r\nabc", False),
+        "/versioned": (OK_HEAD + b"X-Amz-Version-Id: v7\r\nContent-Length: 3\r\n\r\nabc", False),
         "/http10": (
             b'HTTP/1.0 206 P\r\nETag: "e"\r\nContent-Range: bytes 0-2/10\r\nContent-Length: 3\r\n\r\nabc',
             True,
@@ -590,6 +597,50 @@ def test_answers_that_end_the_connection_are_answered_and_the_next_opens_another
         else:
             assert reader.get(path, Range(0, 3))[0] == b"abc"
     assert (reader.answered, reader.declined) == (8, 0)
+
+
+def test_a_reader_with_a_version_header_reports_the_version_obstore_would(canned):
+    """S3 names an object's version in ``x-amz-version-id`` (obstore reports it as ``version``): a reader
+    made for that header reports it, one made without it (plain HTTP) reports none."""
+    plain = reader_for(canned.url)[0]
+    named = reader_for(canned.url, "x-amz-version-id")[0]
+    assert plain is not named and named.version_header == "x-amz-version-id"
+    assert named is reader_for(canned.url + "/elsewhere", "x-amz-version-id")[0]
+    assert plain.get("/versioned", Range(0, 3))[1]["version"] is None
+    assert named.fetch("/versioned", Range(0, 3))[1] == {"e_tag": '"e"', "size": 10, "version": "v7"}
+    assert named.fetch("/ok", Range(0, 3))[1]["version"] is None  # no such header: none
+
+
+def test_the_proxy_check_is_asked_once_per_host_and_environment(monkeypatch):
+    """urllib's proxy lookup (70-90 us) is asked again only for another host or when a proxy variable
+    changed; the answers kept are bounded."""
+    for k in http_get._PROXY_ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(http_get, "_proxy_answers", {})
+    asked: list[int] = []
+    real = http_get.urllib.request.getproxies
+
+    def counting():
+        asked.append(1)
+        return real()
+
+    monkeypatch.setattr(http_get.urllib.request, "getproxies", counting)
+    assert usable_for("https://a.example/x", {}) and usable_for("https://a.example/y", {})
+    assert len(asked) == 1
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert not usable_for("https://a.example/x", {}) and not usable_for("https://a.example/x", {})
+    assert len(asked) == 2
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert usable_for("https://a.example/x", {}) and len(asked) == 2  # that environment's answer, kept
+    for i in range(300):
+        usable_for(f"https://h{i}.example/x", {})
+    assert 1 <= len(http_get._proxy_answers) <= 256
+    monkeypatch.setattr(http_get, "_proxy_answers", {})
+    for i in range(256):
+        usable_for(f"https://h{i}.example/x", {})
+    assert len(http_get._proxy_answers) == 256
+    usable_for("https://one-more.example/x", {})
+    assert len(http_get._proxy_answers) == 1
 
 
 def test_read_head_limits():
