@@ -225,6 +225,13 @@ def test_a_presigned_url_is_used_again_for_its_key_within_reuse_seconds(s3_endpo
     assert fast._http.answered == 4 and fast._http.declined == 0
 
 
+def test_readers_without_a_client_name_keep_their_own_urls(monkeypatch):
+    monkeypatch.setattr(s3_signed, "_urls", {})
+    one = SignedReads(lambda key: f"http://127.0.0.1:1/one/{key}?X-Amz-Signature=0")
+    two = SignedReads(lambda key: f"http://127.0.0.1:1/two/{key}?X-Amz-Signature=0")
+    assert one._url("k") != two._url("k") and len(s3_signed._urls) == 2
+
+
 def test_kept_urls_are_bounded(monkeypatch):
     monkeypatch.setattr(s3_signed, "_urls", {})
     monkeypatch.setattr(s3_signed, "MAX_URLS", 3)

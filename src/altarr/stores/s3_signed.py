@@ -167,9 +167,10 @@ def usable_for(url: str, config: Mapping[str, Any], env: Mapping[str, str] | Non
 
 class SignedReads(Resting):
     """``GET`` requests of one S3 store's keys through presigned URLs: ``sign(key)`` makes the URL
-    (obstore's :func:`obstore.sign` on the store's client, ``client`` naming it for the URLs kept for
-    :data:`REUSE_SECONDS`), the :class:`HttpReader` of its server sends it. Counts (``answered``,
-    ``declined``) and rests as a reader does; each reader counts too.
+    (obstore's :func:`obstore.sign` on the store's client), the :class:`HttpReader` of its server sends
+    it. ``client`` names the client for the URLs kept for :data:`REUSE_SECONDS` (stores of one client
+    share them); without one, the URLs kept are this object's own. Counts (``answered``, ``declined``)
+    and rests as a reader does; each reader counts too.
 
     >>> reads = SignedReads(lambda key: "http://127.0.0.1:1/bucket/" + key + "?X-Amz-Signature=0")
     >>> from altarr.stores.ranges import Range
@@ -177,10 +178,10 @@ class SignedReads(Resting):
     True
     """
 
-    def __init__(self, sign: Callable[[str], str], client: Hashable = None) -> None:
+    def __init__(self, sign: Callable[[str], str], client: Hashable | None = None) -> None:
         super().__init__()
         self._sign = sign
-        self._client = client
+        self._client = object() if client is None else client
         #: the reader of each server the presigned URLs point to, or None where it is not used (a proxy)
         self._readers: dict[str, HttpReader | None] = {}
 
