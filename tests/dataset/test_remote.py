@@ -378,6 +378,24 @@ def test_store_from_url_default_clients(s3_endpoint):
         store_from_url("s3://b/k", client="boto")
 
 
+def test_storage_options_as_one_dict_as_zarr_and_xarray_take_them(s3_endpoint):
+    """``storage_options={...}`` (zarr-python's, xarray's and fsspec's spelling) works wherever the
+    client's options are taken as keywords; an option given both ways, or options that are not a dict,
+    are refused before any request."""
+    url = _s3_url()
+    _write(url, s3_endpoint)
+    opts = s3_options(s3_endpoint)
+    np.testing.assert_array_equal(aa.open_dataset(url, storage_options=opts)[...], VALUES)
+    x = aa.open(url, storage_options=opts)
+    assert int(x[3:9, 5:20].sum()) == int(VALUES[3:9, 5:20].sum())
+    store, prefix = store_from_url(url, client="fsspec", storage_options=opts)
+    assert type(store) is FsspecStore and prefix == "" and store.get("zarr.json") is not None
+    with pytest.raises(TypeError, match=r"both as keywords and in storage_options: \['key'\]"):
+        aa.open_dataset(url, storage_options=opts, key="testing")
+    with pytest.raises(TypeError, match="storage_options must be a dict"):
+        aa.open_dataset(url, storage_options="endpoint_url")
+
+
 def test_fsspec_options_are_translated():
     opts = fsspec_to_obstore_options(
         "s3://b", {"key": "a", "secret": "b", "anon": False, "client_kwargs": {"region_name": "eu-west-1"}}

@@ -18,7 +18,7 @@ HTTP schemes (obstore, or fsspec with ``client="fsspec"``); any other URL (``mem
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .base import Store
@@ -121,6 +121,25 @@ for _s in OBSTORE_SCHEMES:
     register_scheme(_s, _remote)
 
 
+def _flat_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with a nested ``storage_options`` dict merged in (see :func:`store_from_url`).
+
+    >>> _flat_options({"storage_options": {"anon": True}, "client": None})
+    {'anon': True, 'client': None}
+    """
+    nested = options.pop("storage_options", None)
+    if nested is None:
+        return options
+    if not isinstance(nested, Mapping):
+        raise TypeError(
+            f"storage_options must be a dict of the client's options, got {type(nested).__name__}"
+        )
+    twice = sorted(set(nested) & set(options))
+    if twice:
+        raise TypeError(f"options given both as keywords and in storage_options: {twice}")
+    return {**nested, **options}
+
+
 def store_from_url(
     path_or_url: str | os.PathLike[str] | Store,
     mode: str = "r",
@@ -144,6 +163,10 @@ def store_from_url(
     ``mode`` is ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``; at this level only ``"r"`` matters (a
     read-only store). Creating, truncating and existence checks belong to the dataset layer.
 
+    The client's options are keywords (``endpoint_url=...``), or one ``storage_options={...}`` dict as
+    zarr-python, xarray and fsspec take them (``open_dataset`` and ``altarr.open`` pass it here); an
+    option given both ways is an error.
+
     >>> import tempfile
     >>> store, prefix = store_from_url(tempfile.mkdtemp())
     >>> type(store).__name__, store.read_only, prefix
@@ -151,6 +174,7 @@ def store_from_url(
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    storage_options = _flat_options(storage_options)
     if client is not None and client not in CLIENTS:
         raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
     if isinstance(path_or_url, Store):
