@@ -120,7 +120,8 @@ class Lib:
 
 
 class Altarr(Lib):
-    client = "obstore"
+    #: ``open_dataset``'s client options: the store's client, and for the obstore line how it reads
+    options: dict[str, str] = {"client": "obstore"}
 
     def __init__(self, *a: Any):
         super().__init__(*a)
@@ -132,7 +133,7 @@ class Altarr(Lib):
 
     def _open(self, mode: str = "r") -> Any:
         opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
-        return self.aa.open_dataset(self.base, mode=mode, client=self.client, format="zarr3", **opts)
+        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", **self.options, **opts)
 
     def read(self, sels):
         ds = self._open()
@@ -147,16 +148,14 @@ class Altarr(Lib):
 
 
 class AltarrFsspec(Altarr):
-    client = "fsspec"
+    options = {"client": "fsspec"}
 
 
 class AltarrObstore(Altarr):
     """Every request through obstore (``http_client="obstore"``), not the standard library's reader altarr
     reads ``http(s)://`` and ``s3://`` objects with by default. Not in the default table."""
 
-    def _open(self, mode: str = "r") -> Any:
-        opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
-        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", http_client="obstore", **opts)
+    options = {"client": "obstore", "http_client": "obstore"}
 
 
 class Tensorstore(Lib):
