@@ -20,8 +20,10 @@ afresh** (a cold open: metadata, then the shard indexes, then the data) and does
 Each library's result is checked against the source data on the warm-up run. Reported per call: the
 median time of ``--repeats`` runs, the requests the server answered and the rounds (requests whose
 service intervals overlapped, i.e. were in flight together, count as one round; see ``netservers.py``),
-and altarr's time over the best peer's. The servers run in child processes (their Python must not take
-the client's GIL).
+and altarr's time over the best peer's (the peer with the lowest median); from 5 repetitions on, also
+the median of the per-repetition ratios to that peer with its 95 % bootstrap interval (``paired``; see
+:func:`paired_ratio`), the number to read for a line within a few percent. The servers run in child
+processes (their Python must not take the client's GIL).
 
 ``--libs`` may add ``altarr-obstore``: altarr with every request through obstore (``http_client=
 "obstore"``) instead of the standard library's reader it reads HTTP and S3 objects with by default
@@ -336,10 +338,28 @@ def bench_server(
                         ms=1000 * statistics.median(r["times"]),
                         requests=int(statistics.median(r["requests"])),
                         rounds=int(statistics.median(r["rounds"])),
+                        times_ms=[round(1000 * t, 3) for t in r["times"]],
                     )
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
+
+
+def paired_ratio(ours: list[float], theirs: list[float], draws: int = 2000) -> tuple[float, float, float]:
+    """The median of the per-repetition ratios ``ours[i] / theirs[i]`` and its 95 % bootstrap interval
+    (fixed seed). The libraries of a scenario take turns repetition by repetition, so the two times of one
+    repetition saw the same machine: a drift of the machine's speed over the run (a neighbour's load, the
+    moto server's garbage collection) moves both and cancels in their ratio, where it widens the spread
+    of each library's own median.
+
+    >>> paired_ratio([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0])
+    (1.0, 1.0, 1.0)
+    """
+    r = np.asarray(ours, dtype=float) / np.asarray(theirs, dtype=float)
+    rng = np.random.default_rng(0)
+    boot = np.median(rng.choice(r, size=(draws, r.size)), axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(r)), float(lo), float(hi)
 
 
 def table(rows: list[dict[str, Any]], kind: str, lat: float, libs: list[str]) -> str:
@@ -365,6 +385,12 @@ def table(rows: list[dict[str, Any]], kind: str, lat: float, libs: list[str]) ->
             ratio = f"batch is {base / batch['ms']:.1f}x faster" if base and batch and "ms" in batch else ""
         else:
             ratio = f"{base / min(peers):.2f}" if base and peers else ""
+            best = min(
+                (p for p in PEERS if p in by and "ms" in by[p]), key=lambda p: by[p]["ms"], default=None
+            )
+            if ratio and best and len(by["altarr"].get("times_ms", ())) >= 5:
+                mid, lo, hi = paired_ratio(by["altarr"]["times_ms"], by[best]["times_ms"])
+                ratio += f"; paired {mid:.3f} [{lo:.3f}, {hi:.3f}]"
         out.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(out)
 

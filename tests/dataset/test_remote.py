@@ -10,6 +10,7 @@ touched shard. Plus ``read_regions``/``write_regions``/``read_many`` against Num
 from __future__ import annotations
 
 import pickle
+import statistics
 import sys
 import uuid
 from pathlib import Path
@@ -491,6 +492,29 @@ def test_bench_remote_smoke(tmp_path):
     one = [r for r in rows if r["scenario"] == "open_chunk"]
     assert all(r["requests"] == 3 and r["rounds"] == 3 for r in one)  # metadata, index, chunk
     assert "| boxes_loop |" in proc.stdout
+
+
+def test_bench_remote_paired_ratio_cancels_a_drift_of_the_machine():
+    """Per-repetition ratios: a machine that slows down over the run (both libraries' times doubled
+    from one repetition to the next) leaves the paired ratio exact, while the ratio of medians of the
+    same times is off; the table shows both, the paired one with its interval."""
+    import bench_remote as bench
+
+    theirs = [10.0 * 2**i for i in range(7)]
+    ours = [0.9 * t for t in theirs]
+    ours[3] = 200.0  # one slow repetition moves the median of ours, not the median of the ratios
+    mid, lo, hi = bench.paired_ratio(ours, theirs)
+    assert mid == pytest.approx(0.9) and lo <= mid <= hi
+    assert statistics.median(ours) / statistics.median(theirs) == pytest.approx(1.8)  # 144 / 80
+    spread = bench.paired_ratio([1.0, 1.2, 0.8, 1.1, 0.9], [1.0] * 5)
+    assert spread[0] == pytest.approx(1.0) and spread[1] < 1.0 < spread[2]
+    rows = [
+        {"server": "s3", "latency_ms": 20.0, "lib": lib, "scenario": "slab", "ms": statistics.median(t),
+         "requests": 5, "rounds": 2, "times_ms": t}
+        for lib, t in (("altarr", ours), ("tensorstore", theirs), ("zarr-obstore", [1e4] * 7))
+    ]  # fmt: skip
+    line = bench.table(rows, "s3", 20.0, ["altarr", "tensorstore", "zarr-obstore"]).splitlines()[-1]
+    assert line.endswith(f"| 1.80; paired {mid:.3f} [{lo:.3f}, {hi:.3f}] |")  # to the best peer
 
 
 def test_bench_clients_smoke():
