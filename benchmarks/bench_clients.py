@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import sys
@@ -112,6 +113,7 @@ def measure(stores: dict[str, Any], ops: dict[str, Any], log: Any, server: str, 
             for _ in range(args.repeats):
                 for name, s in stores.items():
                     log.reset()
+                    gc.collect()  # not this call's garbage: see bench_remote.bench_server
                     t = time.perf_counter()
                     fn(s)
                     times[name].append(time.perf_counter() - t)

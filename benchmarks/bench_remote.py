@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import platform
 import statistics
@@ -303,7 +304,16 @@ def bench_server(
     args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
     """Every case at every latency. The libraries of one scenario take turns repetition by repetition,
-    so a change of the machine's load in between hits them alike."""
+    so a change of the machine's load in between hits them alike.
+
+    Each timed call starts after a full garbage collection, outside its time: otherwise the collector
+    runs in whichever call happens to allocate past its threshold and frees what the calls before it
+    left, and the libraries that leave the most (zarr-python: ~23 young collections and a few full ones
+    per read of the whole array) charge it to those that allocate Python objects at all (altarr) and
+    never to those that allocate none (tensorstore). Measured before this (2026-12-03, HTTP, whole
+    array, 20 ms, the five default libraries alternated 16 times): altarr 73-89 ms in most calls and
+    124-144 ms in one of every 2-3, the spikes gone with the collection (76-92 ms); each library's own
+    collections still run inside its calls. ``bench_engine.py`` collects before each measurement too."""
     rows = []
     by_scen: dict[str, list] = {}
     for scen, name, fn, check in cases(kind, base, endpoint, geo, data, args):
@@ -324,6 +334,7 @@ def bench_server(
                     if "error" in r:
                         continue
                     log.reset()
+                    gc.collect()  # the garbage of the previous call is not this one's (see above)
                     t = time.perf_counter()
                     fn()
                     r["times"].append(time.perf_counter() - t)
