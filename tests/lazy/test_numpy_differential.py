@@ -654,6 +654,14 @@ def test_writes_cast_as_numpy_casts_many(data):
 
 
 @pytest.mark.parametrize("fmt", ["zarr2", "zarr3", "n5"])
+def test_a_mask_of_the_wrong_shape_is_refused_before_the_value_is_cast(fmt):
+    # found by test_writes_cast_as_numpy_casts: NumPy checks a mask's shape before converting the value
+    _write_check(np.zeros((3, 0), dtype="i1"), (2, 1), fmt, (Ellipsis, np.array([False])), 128)
+    _write_check(np.zeros((3, 4), dtype="i1"), (2, 2), fmt, (0, np.array([False, True, False])), 128)
+    _write_check(np.zeros((3, 4), dtype="i1"), (2, 2), fmt, (np.array([5]), 0), 128)  # bounds: after
+
+
+@pytest.mark.parametrize("fmt", ["zarr2", "zarr3", "n5"])
 def test_writes_of_the_issue(fmt):
     data = np.zeros(4, dtype="u2")
     for value in (70000, -1, float("nan"), float("inf"), [1, 70000], np.array([np.nan, 1.0]), 3.7):

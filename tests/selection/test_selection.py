@@ -120,6 +120,12 @@ def test_errors_in_numpy_order_and_deferred_array_checks():
         deferred.resolve()
     with pytest.raises(SelectionError, match="index 7 is out of bounds for axis 1"):
         check_index_types(([0, 9], 7), (3, 4))
+    # a mask's shape is NumPy's before the values: checked even unresolved
+    with pytest.raises(SelectionError, match="boolean index did not match indexed array along axis 1"):
+        normalize((Ellipsis, np.array([False])), (3, 0), resolve=False)
+    assert (
+        normalize((Ellipsis, np.array([False] * 4)), (3, 4), resolve=False).resolve().items[1].kind == "mask"
+    )
 
 
 def test_region_plans_take_only_basic_selections():

@@ -371,8 +371,8 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
 
     ``form`` is one of :data:`FORMS`. Errors come in NumPy's order: item types, the ellipsis, the number
     of indices, then each item in turn (integers, arrays and masks against their dimensions). With
-    ``resolve=False`` integer arrays and masks are left unchecked (NumPy checks them only after an
-    assignment's values were converted); :meth:`Selection.resolve` finishes the job.
+    ``resolve=False`` integer arrays are left unchecked (NumPy checks their bounds only after an
+    assignment's values were converted; masks' shapes before); :meth:`Selection.resolve` finishes the job.
 
     >>> s = normalize(([2, -1], slice(1, None)), (4, 5))
     >>> [i.kind for i in s.items], s.items[0].value.tolist(), s.basic
@@ -409,7 +409,9 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             if kind == "boolarr" and form == "outer" and val.ndim != 1:
                 raise SelectionError("orthogonal boolean indices must be 1-dimensional")
             item = Item("mask" if kind == "boolarr" else "array", dims, val, item_no, src)
-            items.append(_resolve_item(item, shape, form) if resolve else item)
+            # a mask's shape is checked at once even unresolved: NumPy checks it before an assignment's
+            # values (``a[..., [False]] = 128`` into int8 of 0 columns: IndexError, not OverflowError)
+            items.append(_resolve_item(item, shape, form) if resolve or item.kind == "mask" else item)
     return Selection(shape, form, tuple(items), had_ellipsis, resolve)
 
 
