@@ -200,3 +200,86 @@ def test_a_part_of_one_small_chunk_is_decoded_on_the_receiving_thread(workers, m
         ds._access.index_cache.clear()
         np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])
         assert spawned == [1]
+
+
+# --- the result's pages touched while the answers are on the way ------------------------------------------
+def test_touch_pages_writes_one_zero_byte_a_page_and_nothing_else():
+    import mmap
+
+    page = mmap.PAGESIZE
+    out = np.full(kernel.TOUCH_BYTES + 3 * page + 5, 0xAB, dtype=np.uint8)
+    with aa.set_options(threads=2):
+        wait = kernel.touch_pages(out)
+        assert wait is not None
+        wait()
+    offsets = np.flatnonzero(out != 0xAB)
+    np.testing.assert_array_equal(offsets, np.arange(0, out.size, page))  # every page's first byte
+    assert not out[offsets].any()
+    big = np.empty(kernel.TOUCH_BYTES // 4, dtype=np.float32)
+    with aa.set_options(threads=2):
+        assert kernel.touch_pages(big[: big.size - 1]) is None  # under TOUCH_BYTES
+        assert kernel.touch_pages(np.empty((2, big.size), np.float32)[:, ::2]) is None  # not contiguous
+    with aa.set_options(threads=1):
+        assert kernel.touch_pages(big) is None  # no pool: nothing to overlap with
+
+
+def _late_touch(touched):
+    """A ``touch_pages`` that writes the whole result 50 ms late, then logs its shape."""
+    import threading
+
+    def touch(out):
+        def run():
+            time.sleep(0.05)
+            out.view(np.uint8).reshape(-1)[:] = 0x7F
+            touched.append(out.shape)
+
+        t = threading.Thread(target=run)
+        t.start()
+        return lambda: t.join()
+
+    return touch
+
+
+@pytest.mark.parametrize("sel", SELECTIONS)
+def test_nothing_is_decoded_into_the_result_before_its_pages_are_touched(monkeypatch, sel):
+    """A touch that writes the whole result, late: the values read are the decoded ones, so every decode
+    (and the fill of missing chunks) waited for it."""
+    touched = []
+    monkeypatch.setattr(kernel, "touch_pages", _late_touch(touched))
+    store = AsReady()
+    ds, values = _dataset(store, (8, 10))
+    ds.delete_chunks([(0, 3)])
+    values[0:4, 15:20] = -1
+    ds._access.index_cache.clear()
+    np.testing.assert_array_equal(ds[sel], values[sel])
+    assert touched  # the as-ready path touched this read's result
+
+
+def test_a_large_region_read_touches_its_result_on_the_pool_and_reads_the_same_values(monkeypatch):
+    monkeypatch.setattr(kernel, "TOUCH_BYTES", 1024)
+    calls = []
+    real = kernel.touch_pages
+    monkeypatch.setattr(kernel, "touch_pages", lambda out: calls.append(out.nbytes) or real(out))
+    with aa.set_options(threads=2):
+        store = AsReady()
+        ds, values = _dataset(store, (8, 10), shape=(48, 80))
+        for _ in range(3):
+            ds._access.index_cache.clear()
+            np.testing.assert_array_equal(ds[...], values)
+    assert calls == [48 * 80 * 4] * 3
+
+
+def test_a_read_that_fails_returns_only_once_nothing_touches_its_result(monkeypatch):
+    touched = []
+    monkeypatch.setattr(kernel, "touch_pages", _late_touch(touched))
+    store = AsReady()
+    ds, _ = _dataset(store, (8, 10))
+    ds._access.index_cache.clear()
+
+    def fail(requests):
+        raise OSError("the network is down")
+
+    store.before_answers = fail
+    with pytest.raises(OSError, match="network is down"):
+        ds[...]
+    assert touched == [(24, 40)]  # done before the error reached the caller
