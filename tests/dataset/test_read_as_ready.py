@@ -283,3 +283,29 @@ def test_a_read_that_fails_returns_only_once_nothing_touches_its_result(monkeypa
     with pytest.raises(OSError, match="network is down"):
         ds[...]
     assert touched == [(24, 40)]  # done before the error reached the caller
+
+
+def test_the_result_is_touched_once_the_first_requests_are_out_and_only_then(monkeypatch):
+    """The pool touches the result's pages while the requests wait for their answers, not while they
+    are being sent: once, after the first batch went to the store (an index round's, or the data
+    round's when the indexes are cached)."""
+    log = []
+
+    class Sending(AsReady):
+        def get_ranges_as_ready(self, requests):
+            log.append("sent")
+            return super().get_ranges_as_ready(requests)
+
+    monkeypatch.setattr(kernel, "touch_pages", lambda out: log.append("touch"))
+    store = Sending()
+    ds, values = _dataset(store, (8, 10))
+    for sel, expect in [
+        ((slice(0, 16), slice(0, 20)), ["sent", "touch"]),  # 4 shards read whole: one round
+        ((slice(1, 3), slice(2, 30, 10)), ["sent", "touch", "sent"]),  # 3 indexes, then 3 ranges
+        ((slice(1, 3), slice(2, 30, 10)), ["sent", "touch"]),  # indexes cached: the ranges alone
+    ]:
+        if len(expect) == 3:
+            ds._access.index_cache.clear()
+        log.clear()
+        np.testing.assert_array_equal(ds[sel], values[sel])
+        assert log == expect, sel

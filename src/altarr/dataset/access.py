@@ -271,7 +271,7 @@ class DatasetAccess:
         raw: dict[Chunk, Any] = {}
         decoder = kernel.ReadInto(self.codec, *into)
         try:
-            for part in self.reader.read_raw_as_ready(chunks, versions=versions):
+            for part in self.reader.read_raw_as_ready(chunks, versions=versions, on_sent=decoder.touch):
                 if part is None:  # a shard changed: what was decoded is void, the read starts over
                     decoder.finish()
                     raw.clear()

@@ -116,15 +116,17 @@ class IndexCache:
     def read_sized_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
         """:meth:`read_sized` handed over per store answer as it arrives
         (:meth:`~altarr.stores.base.Store.get_ranges_as_ready`): batches of ``(position in requests,
-        bytes, version, object size)``, versions ``None`` while the cache is off."""
-        for answered in self.store.get_ranges_as_ready(requests):
-            yield answered if self.enabled else [(i, d, None, z) for i, d, _, z in answered]
+        bytes, version, object size)``, versions ``None`` while the cache is off. The batch goes to the
+        store now, not when the first answer is asked for: the caller may use the wait."""
+        answers = self.store.get_ranges_as_ready(requests)
+        if self.enabled:
+            return answers
+        return ([(i, d, None, z) for i, d, _, z in answered] for answered in answers)
 
     def read_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any]]]:
         """:meth:`read` handed over per store answer as it arrives: batches of ``(position in
-        requests, bytes, version)``."""
-        for answered in self.read_sized_as_ready(requests):
-            yield [(i, d, v) for i, d, v, _ in answered]
+        requests, bytes, version)``; sent now, as :meth:`read_sized_as_ready`."""
+        return ([(i, d, v) for i, d, v, _ in answered] for answered in self.read_sized_as_ready(requests))
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
         if not self.enabled:

@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -177,7 +177,11 @@ class ShardReader:
         return result
 
     def read_raw_as_ready(
-        self, chunks: Sequence[Chunk], *, versions: dict[str, Any] | None = None
+        self,
+        chunks: Sequence[Chunk],
+        *,
+        versions: dict[str, Any] | None = None,
+        on_sent: Callable[[], None] | None = None,
     ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
         """:meth:`read_raw` (without open readers) handed over in parts as the store's answers arrive, so
         that the caller decodes the chunks of one shard while the others are still on the way: each
@@ -187,11 +191,13 @@ class ShardReader:
 
         A ``None`` part means another writer replaced a shard during the read: every part before it is
         void (wait until nothing uses it any more), and the read starts over from the index round.
-        ``versions`` is filled once the iterator is exhausted."""
+        ``versions`` is filled once the iterator is exhausted. ``on_sent()`` is called each time a batch of
+        requests whose answers come as ready has been handed to the store (not on the one-part paths):
+        the caller's moment to use the wait."""
         if not self.layout.sharded or not self.store.answers_as_ready:
             yield self.read_raw(chunks, versions=versions)
             return
-        yield from self._attempts(chunks, None, versions, as_ready=True)
+        yield from self._attempts(chunks, None, versions, as_ready=True, on_sent=on_sent)
 
     def _attempts(
         self,
@@ -200,6 +206,7 @@ class ShardReader:
         versions: dict[str, Any] | None,
         *,
         as_ready: bool,
+        on_sent: Callable[[], None] | None = None,
     ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
         """:meth:`_read_sharded`'s parts, then one of the chunks it found no bytes for (missing shards,
         empty entries); a shard replaced between its index read and its chunks' reads makes the read
@@ -210,7 +217,8 @@ class ShardReader:
                 yield None
             try:
                 got: set[Chunk] = set()
-                for part in self._read_sharded(chunks, readers, seen=versions, as_ready=as_ready):
+                parts = self._read_sharded(chunks, readers, seen=versions, as_ready=as_ready, on_sent=on_sent)
+                for part in parts:
                     got.update(part)
                     yield part
                 absent = {c: None for c in chunks if c not in got}
@@ -232,6 +240,7 @@ class ShardReader:
         *,
         seen: dict[str, Any] | None = None,
         as_ready: bool = False,
+        on_sent: Callable[[], None] | None = None,
     ) -> Iterator[dict[Chunk, tuple[Any, ...]]]:
         """The slots of the stored chunks, in parts: one at the end, or with ``as_ready`` one per store
         answer of the last two rounds (the chunks of a shard read whole as soon as it is in, those read
@@ -260,7 +269,7 @@ class ShardReader:
         # level 1: the chunks' own nodes; those read whole with their shard are done as they arrive
         pending: list[_Node] = []
         done: list[_Node] = []
-        for part in self._descend(nodes, 1, tokens, readers, sizes, as_ready=as_ready):
+        for part in self._descend(nodes, 1, tokens, readers, sizes, as_ready=as_ready, on_sent=on_sent):
             for n in part:
                 (done if n.mem is not None else pending).append(n)
             if as_ready and done:
@@ -280,6 +289,8 @@ class ShardReader:
             requests = [(n.key, Range(n.start, n.start + n.length)) for n in pending]
             if as_ready:
                 answers = self.index_cache.read_as_ready(requests)
+                if on_sent is not None:
+                    on_sent()
             else:
                 datas, versions = self.index_cache.read(requests)
                 answers = iter([list(zip(range(len(datas)), datas, versions, strict=True))])
@@ -376,6 +387,7 @@ class ShardReader:
         sizes: dict[str, int] | None = None,
         *,
         as_ready: bool = False,
+        on_sent: Callable[[], None] | None = None,
     ) -> Iterator[list[_Node]]:
         """Read the index of every level-``level`` node (or the whole node) and yield its children: first
         those of the nodes whose index needs no read (cached, or in a parent read whole), then those of
@@ -427,6 +439,8 @@ class ShardReader:
             return
         if as_ready:
             answers = self.index_cache.read_sized_as_ready(requests)
+            if on_sent is not None:
+                on_sent()
         else:
             if readers is None and not sc._start and isinstance(self.store, OpensReaders):
                 got = self._read_sized(requests)
