@@ -308,9 +308,9 @@ def bench_server(
 
     Each timed call starts after a full garbage collection, outside its time: otherwise the collector
     runs in whichever call happens to allocate past its threshold and frees what the calls before it
-    left, and the libraries that leave the most (zarr-python: ~23 young collections and a few full ones
-    per read of the whole array) charge it to those that allocate Python objects at all (altarr) and
-    never to those that allocate none (tensorstore). Measured before this (2026-12-03, HTTP, whole
+    left, and the libraries that leave the most (zarr-python: per read of the whole array ~23
+    collections of the youngest generation, and a full one every 5 reads) charge it to those that
+    allocate Python objects at all (altarr) and never to those that allocate none (tensorstore). Measured before this (2026-12-03, HTTP, whole
     array, 20 ms, the five default libraries alternated 16 times): altarr 73-89 ms in most calls and
     124-144 ms in one of every 2-3, the spikes gone with the collection (76-92 ms); each library's own
     collections still run inside its calls. ``bench_engine.py`` collects before each measurement too."""
