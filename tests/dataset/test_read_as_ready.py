@@ -235,7 +235,7 @@ def _late_touch(touched):
 
         t = threading.Thread(target=run)
         t.start()
-        return lambda: t.join()
+        return lambda skip_unstarted=False: t.join()
 
     return touch
 
@@ -309,3 +309,41 @@ def test_the_result_is_touched_once_the_first_requests_are_out_and_only_then(mon
         log.clear()
         np.testing.assert_array_equal(ds[sel], values[sel])
         assert log == expect, sel
+
+
+def test_touching_that_no_pool_thread_took_up_is_dropped_not_waited_for(monkeypatch):
+    """Every pool thread busy with other work: the read decodes on the calling thread and returns
+    without waiting for the touch it asked for (which then never runs)."""
+    import threading
+
+    from altarr.dataset import parallel
+
+    monkeypatch.setattr(kernel, "TOUCH_BYTES", 1024)
+    real = kernel.touch_pages
+    touched = []
+
+    def counting(out):
+        wait = real(out)
+        touched.append(wait is not None)
+        return wait
+
+    monkeypatch.setattr(kernel, "touch_pages", counting)
+    with aa.set_options(threads=2):
+        store = AsReady()
+        ds, values = _dataset(store, (8, 10), shape=(48, 80))
+        ds._access.index_cache.clear()
+        release = threading.Event()
+        pool = parallel._pool(2)
+        blockers = [pool.submit(release.wait, 60) for _ in range(2)]
+        got = []
+        reader = threading.Thread(target=lambda: got.append(ds[...]))
+        reader.start()
+        reader.join(30)
+        done = not reader.is_alive()
+        release.set()
+        reader.join()
+        for b in blockers:
+            b.result()
+    assert done, "the read waited for a touch no pool thread could start"
+    assert touched == [True]
+    np.testing.assert_array_equal(got[0], values)

@@ -405,11 +405,12 @@ class ReadInto:
 
     def _touched(self) -> None:
         """Wait until :func:`touch_pages` is done with ``out``: nothing else writes it before; none is
-        started after."""
+        started after. Touching no pool thread has started yet is dropped, not waited for (the pool busy
+        with another call's work): the copies then take the faults, as without it."""
         self._touch_started = True
         if self._touching is not None:
             wait, self._touching = self._touching, None
-            wait()
+            wait(skip_unstarted=True)
 
     def add(self, raw: dict[Any, Any]) -> None:
         """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives). A part
