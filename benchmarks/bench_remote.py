@@ -389,17 +389,14 @@ def table(rows: list[dict[str, Any]], kind: str, lat: float, libs: list[str]) ->
                 cells.append("error")
             else:
                 cells.append(f"{r['ms']:.0f} ms ({r['requests']} req, {r['rounds']} rd)")
-        peers = [by[p]["ms"] for p in PEERS if p in by and "ms" in by[p]]
+        best = min((p for p in PEERS if "ms" in by.get(p, {})), key=lambda p: by[p]["ms"], default=None)
         base = by.get("altarr", {}).get("ms")
         if s == "boxes_loop":
             batch = next((r for r in sel if r["scenario"] == "boxes" and r["lib"] == "altarr"), None)
             ratio = f"batch is {base / batch['ms']:.1f}x faster" if base and batch and "ms" in batch else ""
         else:
-            ratio = f"{base / min(peers):.2f}" if base and peers else ""
-            best = min(
-                (p for p in PEERS if p in by and "ms" in by[p]), key=lambda p: by[p]["ms"], default=None
-            )
-            if ratio and best and len(by["altarr"].get("times_ms", ())) >= 5:
+            ratio = f"{base / by[best]['ms']:.2f}" if base and best else ""
+            if ratio and len(by["altarr"].get("times_ms", ())) >= 5:
                 mid, lo, hi = paired_ratio(by["altarr"]["times_ms"], by[best]["times_ms"])
                 ratio += f"; paired {mid:.3f} [{lo:.3f}, {hi:.3f}]"
         out.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
