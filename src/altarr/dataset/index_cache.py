@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,20 +113,28 @@ class IndexCache:
             versions = [None] * len(requests)
         return datas, versions, sizes
 
-    def read_sized_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+    def read_sized_as_ready(
+        self, requests: list, on_sent: Callable[[], None] | None = None
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
         """:meth:`read_sized` handed over per store answer as it arrives
         (:meth:`~altarr.stores.base.Store.get_ranges_as_ready`): batches of ``(position in requests,
         bytes, version, object size)``, versions ``None`` while the cache is off. The batch goes to the
-        store now, not when the first answer is asked for: the caller may use the wait."""
+        store now, not when the first answer is asked for, and ``on_sent()`` is called then: the
+        caller's moment to use the wait."""
         answers = self.store.get_ranges_as_ready(requests)
+        if on_sent is not None:
+            on_sent()
         if self.enabled:
             return answers
         return ([(i, d, None, z) for i, d, _, z in answered] for answered in answers)
 
-    def read_as_ready(self, requests: list) -> Iterator[list[tuple[int, Any, Any]]]:
+    def read_as_ready(
+        self, requests: list, on_sent: Callable[[], None] | None = None
+    ) -> Iterator[list[tuple[int, Any, Any]]]:
         """:meth:`read` handed over per store answer as it arrives: batches of ``(position in
         requests, bytes, version)``; sent now, as :meth:`read_sized_as_ready`."""
-        return ([(i, d, v) for i, d, v, _ in answered] for answered in self.read_sized_as_ready(requests))
+        answers = self.read_sized_as_ready(requests, on_sent)
+        return ([(i, d, v) for i, d, v, _ in answered] for answered in answers)
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
         if not self.enabled:

@@ -288,9 +288,7 @@ class ShardReader:
         if pending:
             requests = [(n.key, Range(n.start, n.start + n.length)) for n in pending]
             if as_ready:
-                answers = self.index_cache.read_as_ready(requests)
-                if on_sent is not None:
-                    on_sent()
+                answers = self.index_cache.read_as_ready(requests, on_sent)
             else:
                 datas, versions = self.index_cache.read(requests)
                 answers = iter([list(zip(range(len(datas)), datas, versions, strict=True))])
@@ -438,9 +436,7 @@ class ShardReader:
         if not requests:
             return
         if as_ready:
-            answers = self.index_cache.read_sized_as_ready(requests)
-            if on_sent is not None:
-                on_sent()
+            answers = self.index_cache.read_sized_as_ready(requests, on_sent)
         else:
             if readers is None and not sc._start and isinstance(self.store, OpensReaders):
                 got = self._read_sized(requests)
