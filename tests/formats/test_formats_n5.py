@@ -789,6 +789,27 @@ def test_the_root_metadata_is_fetched_once():
 
 
 # --- groups --------------------------------------------------------------------------------------------------
+def test_a_group_with_a_data_type_is_a_group_as_bigdataviewer_writes_its_setups():
+    # BigDataViewer's N5 export: setup0/attributes.json {"downsamplingFactors": [[1,1,1],[2,2,2]], "dataType": "uint8"}
+    store = MemoryStore()
+    N5.create_group(store, "", None)
+    setup = {"downsamplingFactors": [[1, 1, 1], [2, 2, 2]], "dataType": "uint8"}
+    store.set("setup0/attributes.json", json.dumps(setup).encode())
+    assert detect_format(store, "setup0")[1] == "group"
+    assert N5.read_attributes(store, "setup0") == setup
+    N5.write_attributes(store, "setup0", {**setup, "dataType": "uint16"})
+    assert json.loads(store.get("setup0/attributes.json"))["dataType"] == "uint16"
+    N5.create_group(store, "setup1", setup)
+    assert detect_format(store, "setup1")[1] == "group"
+    # on a dataset dataType stays the format's, and a partial dataset document is still a broken dataset
+    N5.create_array(store, "ds", shape=(4,), dtype="uint8", chunks=(2,))
+    with pytest.raises(MetadataError, match=r"\['dataType'\] are reserved"):
+        N5.write_attributes(store, "ds", {"dataType": "int8"})
+    store.set("bad/attributes.json", b'{"dataType": "uint8", "blockSize": [2]}')
+    with pytest.raises(MetadataError, match="dimensions"):
+        N5.open_array(store, "bad")
+
+
 def test_create_group_writes_compact_json_and_names_the_key():
     store = MemoryStore()
     N5.create_group(store, "", {"title": "t"})

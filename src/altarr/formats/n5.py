@@ -343,8 +343,10 @@ def _chunk_key(pos: tuple[int, ...]) -> str:
 
 
 def is_array_document(doc: dict[str, Any]) -> bool:
-    """Whether an ``attributes.json`` describes a dataset (has any of dimensions/blockSize/dataType)."""
-    return any(k in doc for k in _ARRAY_MARKERS)
+    """Whether an ``attributes.json`` describes a dataset: it has ``dimensions`` or ``blockSize`` (a
+    partial one is reported as a broken dataset). ``dataType`` alone does not make one: BigDataViewer
+    writes it on its ``setup`` groups, and Java N5 needs dimensions, blockSize and dataType together."""
+    return any(k in doc for k in _ARRAY_MARKERS if k != "dataType")
 
 
 class N5Format(Format):
@@ -510,9 +512,13 @@ class N5Format(Format):
         return spec
 
     @staticmethod
-    def _check_user_attributes(attributes: dict[str, Any] | None, key: str, *, root: bool) -> dict[str, Any]:
+    def _check_user_attributes(
+        attributes: dict[str, Any] | None, key: str, *, root: bool, group: bool = False
+    ) -> dict[str, Any]:
         attrs = dict(attributes or {})
         reserved = set(DATASET_KEYS) | ({VERSION_KEY} if root else set())
+        if group:  # a group may say a dataType (BigDataViewer's setups): it does not make it a dataset
+            reserved.discard("dataType")
         clash = sorted(reserved & set(attrs))
         if clash:
             raise MetadataError(f"attribute name(s) {clash} are reserved by the N5 format", key=key)
@@ -533,17 +539,18 @@ class N5Format(Format):
         key = join_key(prefix, ATTRIBUTES_KEY)
         node, _ = self._batch(store, prefix)
         node = node or {}
-        keep = set(DATASET_KEYS) if is_array_document(node) else set()
+        array = is_array_document(node)
+        keep = set(DATASET_KEYS) if array else set()
         if not prefix:
             keep.add(VERSION_KEY)
-        user = self._check_user_attributes(attributes, key, root=not prefix)
+        user = self._check_user_attributes(attributes, key, root=not prefix, group=not array)
         doc = {k: v for k, v in node.items() if k in keep}
         doc.update(user)
         store.set(key, dump_json(doc, key=key, compact=True))
 
     def create_group(self, store: Store, prefix: str, attributes: dict[str, Any] | None = None) -> None:
         key = join_key(prefix, ATTRIBUTES_KEY)
-        user = self._check_user_attributes(attributes, key, root=not prefix)
+        user = self._check_user_attributes(attributes, key, root=not prefix, group=True)
         if not prefix:
             existing = fetch_documents(store, "", [ATTRIBUTES_KEY])[ATTRIBUTES_KEY]
             check_version(None if existing is None else parse_json(existing, key), key=key)
