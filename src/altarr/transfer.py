@@ -44,6 +44,8 @@ __all__ = [
     "copy_units",
     "copy_unit",
     "copy_array",
+    "write_units",
+    "read_journal",
     "copy_tree",
     "CopyResult",
     "JOURNAL",
@@ -186,7 +188,9 @@ def _journal_key(dst: Any) -> str:
     return f"{dst.path}/{JOURNAL}" if dst.path else JOURNAL
 
 
-def _read_journal(dst: Any) -> set[int] | None:
+def read_journal(dst: Any) -> set[int] | None:
+    """The units a copy into ``dst`` has written (its journal), or ``None`` when there is no journal (the
+    copy completed, or none started)."""
     raw = dst.store.get(_journal_key(dst))
     if raw is None:
         return None
@@ -275,7 +279,6 @@ def copy_array(
     import altarr as aa
 
     from .dataset.api import create_like
-    from .dataset.parallel import get_max_workers, pmap, set_max_workers
 
     fmt = format or src.format
     if fmt not in FORMATS:
@@ -295,7 +298,7 @@ def copy_array(
                     f"{chunks}, shards {shards})",
                     key=dst.path,
                 )
-            done = _read_journal(dst)
+            done = read_journal(dst)
             if done is None:  # no journal: that copy finished
                 return CopyResult(dst, skipped=len(copy_units(dst)), notes=[*notes, "already complete"])
     else:
@@ -312,9 +315,32 @@ def copy_array(
             path=path,
         )
         done = set()
+    return write_units(src, dst, done, notes=notes, workers=workers, progress=progress, run_units=run_units)
+
+
+def write_units(
+    src: Any,
+    dst: Any,
+    done: set[int] | None = None,
+    *,
+    notes: list[str] | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    run_units: Callable[[Any, Any, list[tuple[int, tuple[slice, ...]]]], Iterator[tuple[int, int]]]
+    | None = None,
+) -> CopyResult:
+    """Copy ``src`` (anything whose ``src[region]`` gives the values of a region of ``dst``) into the
+    existing dataset ``dst`` unit by unit (:func:`copy_units`), skipping the units in ``done`` (what
+    :func:`read_journal` returned), keeping the resume journal, and removing it at the end. ``workers``,
+    ``progress`` and ``run_units`` as in :func:`copy_array`, which ends here; so does each level of a
+    pyramid (:func:`altarr.multiscale.build_pyramid`).
+    """
+    from .dataset.parallel import get_max_workers, pmap, set_max_workers
+
+    done = set(done or ())
     units = copy_units(dst)
     _write_journal(dst, done, len(units))
-    result = CopyResult(dst, skipped=len(done), notes=notes)
+    result = CopyResult(dst, skipped=len(done), notes=list(notes or []))
     todo = [(i, r) for i, r in enumerate(units) if i not in done]
     if progress is not None and done:
         item = dst.dtype.itemsize
