@@ -53,6 +53,10 @@ _PUBLIC = {
     "ZipStore": "altarr.stores",
     "ObstoreStore": "altarr.stores",
     "Store": "altarr.stores",
+    # image pyramids
+    "build_pyramid": "altarr.multiscale",
+    "open_multiscale": "altarr.multiscale",
+    "Multiscale": "altarr.multiscale",
     # dask and xarray adapters (imported on first use)
     "to_dask": "altarr.integrations.dask",
     "store": "altarr.integrations.dask",

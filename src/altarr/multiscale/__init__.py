@@ -1,0 +1,39 @@
+"""Image pyramids: building, reading and converting multiscale datasets.
+
+A pyramid is a group of arrays, each a downsampled copy of the one before, with metadata saying how
+they relate: OME-Zarr 0.5 (Zarr v3) and 0.4 (Zarr v2), or N5 in n5-viewer's or BigDataViewer's layout
+(:mod:`.layouts`). :func:`build_pyramid` writes one from an array, level by level and destination shard
+by destination shard (:mod:`.build`, :mod:`.downsample`, :mod:`.plan`); :func:`open_multiscale` opens
+one of any layout (:mod:`.read`).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> ms = aa.build_pyramid(np.zeros((32, 64, 64), "uint16"), "memory://doc-ms/p.ome.zarr",
+    ...                       scale=(2.0, 0.5, 0.5), unit="micrometer", chunks=(16, 16, 16))
+    >>> [lv.shape for lv in ms.levels]
+    [(32, 64, 64), (32, 32, 32), (32, 16, 16), (16, 8, 8)]
+    >>> ms.levels[3].scale, ms.axes[0]
+    ((4.0, 4.0, 4.0), Axis(name='z', type='space', unit='micrometer'))
+"""
+
+from .build import Downsampled, build_pyramid
+from .downsample import METHODS, downsample
+from .layouts import LAYOUTS, get_layout
+from .plan import Axis, normalize_axes, plan_factors
+from .read import Level, Multiscale, is_multiscale, open_multiscale
+
+__all__ = [
+    "Axis",
+    "Downsampled",
+    "LAYOUTS",
+    "Level",
+    "METHODS",
+    "Multiscale",
+    "build_pyramid",
+    "downsample",
+    "get_layout",
+    "is_multiscale",
+    "normalize_axes",
+    "open_multiscale",
+    "plan_factors",
+]

@@ -1,0 +1,161 @@
+"""OME-Zarr ``multiscales`` metadata, versions 0.5 (Zarr v3) and 0.4 (Zarr v2), written and read.
+
+* **0.5**: the group's ``zarr.json`` attributes hold ``{"ome": {"version": "0.5", "multiscales": [...]}}``;
+  each level is a Zarr v3 array whose ``dimension_names`` are the axes' names.
+* **0.4**: the group's ``.zattrs`` hold ``{"multiscales": [{"version": "0.4", ...}]}``; each level is a
+  Zarr v2 array with ``"dimension_separator": "/"`` (the 0.4 rule).
+
+A multiscale entry has ``axes`` (name, type, unit), ``datasets`` (finest first, each with its ``path`` and
+``coordinateTransformations``: one ``scale`` and, when any level is shifted, one ``translation``),
+``name``, ``type`` (the downsampling method) and ``metadata``. Reading also applies the optional
+multiscale-wide ``coordinateTransformations`` (after the level's, as the spec says), so each level's
+scale and translation are the physical ones.
+
+Example:
+    >>> from altarr.multiscale.levels import describe
+    >>> from altarr.multiscale.plan import normalize_axes
+    >>> d = describe(normalize_axes(None, 2), [(1, 1), (2, 2)], (1.0, 1.0), None, "mean", ["0", "1"])
+    >>> ome = ome_attributes(d, "0.5").get("ome")
+    >>> level_1 = ome.get("multiscales")[0].get("datasets")[1]
+    >>> ome.get("version"), level_1.get("coordinateTransformations")
+    ('0.5', [{'type': 'scale', 'scale': [2.0, 2.0]}, {'type': 'translation', 'translation': [0.5, 0.5]}])
+    >>> parse_ome(ome_attributes(d, "0.5")).levels[1].factors
+    (2, 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import MetadataError
+from .levels import Description, LevelSpec, factors_from_scales
+from .plan import Axis
+
+__all__ = ["ome_attributes", "parse_ome", "ome_version", "VERSIONS"]
+
+#: The OME-Zarr versions altarr writes, and the Zarr format each is stored in.
+VERSIONS = {"0.5": "zarr3", "0.4": "zarr2"}
+
+
+def _transforms(level: LevelSpec, shifted: bool) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"type": "scale", "scale": list(level.scale)}]
+    if shifted:
+        out.append({"type": "translation", "translation": list(level.translation)})
+    return out
+
+
+def ome_attributes(desc: Description, version: str = "0.5") -> dict[str, Any]:
+    """The group attributes of an OME-Zarr ``version`` image holding the pyramid ``desc``."""
+    if version not in VERSIONS:
+        raise MetadataError(f"OME-Zarr version {version!r} is not written; use one of {sorted(VERSIONS)}")
+    shifted = any(any(t != 0 for t in level.translation) for level in desc.levels)
+    entry: dict[str, Any] = {}
+    if version == "0.4":
+        entry["version"] = "0.4"
+    entry["name"] = desc.name or "image"
+    entry["axes"] = [a.as_json() for a in desc.axes]
+    entry["datasets"] = [
+        {"path": level.path, "coordinateTransformations": _transforms(level, shifted)}
+        for level in desc.levels
+    ]
+    if desc.method is not None:
+        entry["type"] = desc.method
+        entry["metadata"] = {
+            "description": f"each level is the {desc.method} of windows of the level above",
+            "method": "altarr.multiscale",
+            "kwargs": {"method": desc.method},
+        }
+    if version == "0.4":
+        return {"multiscales": [entry]}
+    return {"ome": {"version": "0.5", "multiscales": [entry]}}
+
+
+def ome_version(attrs: dict[str, Any]) -> str | None:
+    """The OME-Zarr version of a group's attributes when they describe a multiscale image, else ``None``.
+
+    >>> ome_version({"ome": {"version": "0.5", "multiscales": []}}), ome_version({"other": 1})
+    ('0.5', None)
+    """
+    ome = attrs.get("ome")
+    if isinstance(ome, dict) and "multiscales" in ome:
+        return str(ome.get("version", "0.5"))
+    ms = attrs.get("multiscales")
+    if isinstance(ms, list) and ms and isinstance(ms[0], dict):
+        return str(ms[0].get("version", "0.4"))
+    return None
+
+
+def _vector(t: dict[str, Any], kind: str, ndim: int, where: str) -> list[float]:
+    values = t.get(kind)
+    if not isinstance(values, list) or len(values) != ndim:
+        raise MetadataError(f"{where}: a {kind} of {ndim} numbers is required, got {values!r}")
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise MetadataError(f"{where}: {kind} {values!r} is not a list of numbers") from None
+
+
+def _apply(transforms: Any, scale: list[float], shift: list[float], where: str) -> None:
+    """Compose ``transforms`` (scale / translation / identity) after (scale, shift), in place."""
+    if transforms is None:
+        return
+    if not isinstance(transforms, list):
+        raise MetadataError(f"{where}: coordinateTransformations must be a list")
+    ndim = len(scale)
+    for t in transforms:
+        kind = t.get("type") if isinstance(t, dict) else None
+        if kind == "scale":
+            factor = _vector(t, "scale", ndim, where)
+            scale[:] = [s * f for s, f in zip(scale, factor, strict=True)]
+            shift[:] = [x * f for x, f in zip(shift, factor, strict=True)]
+        elif kind == "translation":
+            shift[:] = [x + v for x, v in zip(shift, _vector(t, "translation", ndim, where), strict=True)]
+        elif kind != "identity":
+            raise MetadataError(f"{where}: transformation {t!r} is not a scale or a translation")
+
+
+def _axes(entry: dict[str, Any], where: str) -> tuple[Axis, ...]:
+    axes = entry.get("axes")
+    if axes is None:  # 0.3 and before: names only, the usual ones
+        raise MetadataError(f"{where}: no 'axes' (OME-Zarr before 0.4 is not read)")
+    out = []
+    for a in axes:
+        if isinstance(a, str):
+            out.append(Axis(a))
+        elif isinstance(a, dict) and isinstance(a.get("name"), str):
+            out.append(Axis(a["name"], a.get("type"), a.get("unit")))
+        else:
+            raise MetadataError(f"{where}: axis {a!r} has no name")
+    return tuple(out)
+
+
+def parse_ome(attrs: dict[str, Any], index: int = 0) -> Description:
+    """The pyramid described by multiscale entry ``index`` of a group's OME-Zarr attributes."""
+    version = ome_version(attrs)
+    if version is None:
+        raise MetadataError("no OME-Zarr 'multiscales' in the group's attributes")
+    entries = attrs["ome"]["multiscales"] if "ome" in attrs else attrs["multiscales"]
+    if not isinstance(entries, list) or not -len(entries) <= index < len(entries):
+        raise MetadataError(f"multiscales entry {index} is not there ({len(entries)} entries)")
+    entry = entries[index]
+    where = f"OME-Zarr {version} multiscales[{index}]"
+    axes = _axes(entry, where)
+    datasets = entry.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        raise MetadataError(f"{where}: 'datasets' must be a non-empty list")
+    paths, scales, shifts = [], [], []
+    for i, ds in enumerate(datasets):
+        if not isinstance(ds, dict) or not isinstance(ds.get("path"), str):
+            raise MetadataError(f"{where}: datasets[{i}] has no path")
+        scale, shift = [1.0] * len(axes), [0.0] * len(axes)
+        _apply(ds.get("coordinateTransformations"), scale, shift, f"{where} datasets[{i}]")
+        _apply(entry.get("coordinateTransformations"), scale, shift, where)
+        paths.append(ds["path"])
+        scales.append(tuple(scale))
+        shifts.append(tuple(shift))
+    levels = tuple(
+        LevelSpec(p, f, s, t)
+        for p, f, s, t in zip(paths, factors_from_scales(scales), scales, shifts, strict=True)
+    )
+    extra = {"version": version, "metadata": entry.get("metadata")}
+    return Description(axes, levels, entry.get("name"), entry.get("type"), extra)

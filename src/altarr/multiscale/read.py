@@ -1,0 +1,235 @@
+"""Opening a pyramid: :func:`open_multiscale` finds the layout from the group's metadata and lists the
+levels with their physical scale and translation; each level opens as a dataset or a lazy array.
+
+Layouts are recognised by their metadata: OME-Zarr 0.5 (``ome.multiscales`` on a Zarr v3 group), 0.4
+(``multiscales`` on a Zarr v2 group), BigDataViewer's N5 (a group with ``setup0``, or a setup group with
+a list of ``downsamplingFactors``), n5-viewer (a group with datasets ``s0``, ``s1``, ...).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> _ = aa.build_pyramid(np.ones((40, 40), "f4"), "memory://doc-read/p", chunks=(8, 8), levels=3)
+    >>> ms = aa.open_multiscale("memory://doc-read/p")
+    >>> coarsest = ms.array(2)
+    >>> ms.layout, [lv.factors for lv in ms.levels], float(coarsest.sum())
+    ('ome-zarr', [(1, 1), (2, 2), (4, 4)], 100.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import AltarrError, MetadataError
+from .levels import Description
+from .n5 import parse_bdv, parse_n5_viewer
+from .ome import ome_version, parse_ome
+from .plan import Axis
+
+__all__ = ["open_multiscale", "Multiscale", "Level", "is_multiscale"]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of an opened pyramid: ``path`` (inside the pyramid's group), ``shape``, ``dtype``,
+    ``chunks``, ``shards``, ``factors`` (relative to level 0), physical ``scale`` and ``translation``,
+    and ``dataset`` (the :class:`~altarr.Dataset`, opened read-only)."""
+
+    path: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    chunks: tuple[int, ...]
+    shards: tuple[int, ...] | None
+    factors: tuple[int, ...]
+    scale: tuple[float, ...]
+    translation: tuple[float, ...]
+    dataset: Any
+
+    def coords(self, axis: int) -> np.ndarray:
+        """The physical coordinate of each voxel centre along ``axis``: ``translation + scale * i``."""
+        return self.translation[axis] + self.scale[axis] * np.arange(self.shape[axis], dtype=np.float64)
+
+
+class Multiscale:
+    """An opened pyramid: ``layout``, ``axes``, ``levels`` (finest first), ``name``, ``method`` and the
+    ``group`` it lives in. ``ms[i]`` is a lazy array over level ``i``; ``len(ms)`` the number of levels."""
+
+    def __init__(
+        self, group: Any, layout: str, desc: Description, levels: Sequence[Level], location: Any
+    ) -> None:
+        self.group, self.layout, self.description = group, layout, desc
+        self.axes: tuple[Axis, ...] = desc.axes
+        self.levels: tuple[Level, ...] = tuple(levels)
+        self.name, self.method = desc.name, desc.method
+        self._location = location
+
+    def __repr__(self) -> str:
+        shapes = ", ".join("x".join(map(str, lv.shape)) for lv in self.levels)
+        return f"<altarr.Multiscale {self.layout} {len(self.levels)} levels ({shapes})>"
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    def __iter__(self) -> Iterator[Level]:
+        return iter(self.levels)
+
+    def __getitem__(self, level: int) -> Any:
+        return self.array(level)
+
+    def array(self, level: int) -> Any:
+        """A lazy array (:func:`altarr.open`) over level ``level``."""
+        from ..lazy import altarr
+        from ..lazy import open as lazy_open
+
+        lv = self.levels[level]
+        if isinstance(self._location, str):
+            return lazy_open(_join(self._location, lv.path))
+        ds = lv.dataset
+        dims = tuple(a.name for a in self.axes)
+        return altarr(ds.shape, ds.chunks, _DatasetFetch(ds), dtype=ds.dtype, dims=dims)
+
+    def level_for(self, shape: Sequence[int]) -> int:
+        """The finest level no larger than ``shape`` along every axis where ``shape`` is given (``-1``
+        or ``None`` leave an axis free); the coarsest level when none is that small.
+
+        >>> import numpy as np, altarr as aa
+        >>> ms = aa.build_pyramid(np.zeros((64, 64), "u1"), "memory://doc-fit/p", chunks=(8, 8))
+        >>> ms.level_for((20, 20)), ms.level_for((1000, 1000)), ms.level_for((1, 1))
+        (2, 0, 3)
+        """
+        for i, lv in enumerate(self.levels):
+            if all(s is None or s < 0 or n <= s for n, s in zip(lv.shape, shape, strict=True)):
+                return i
+        return len(self.levels) - 1
+
+
+class _DatasetFetch:
+    """A lazy array's fetch over an opened dataset (for pyramids opened from a store object)."""
+
+    def __init__(self, ds: Any) -> None:
+        self.ds = ds
+
+    def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
+        ds = self.ds
+        out = []
+        for coords, arr in zip(
+            chunks.tolist(), ds.read_chunks([tuple(c) for c in chunks.tolist()]), strict=True
+        ):
+            if arr is None:
+                ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
+                arr = np.full(ext, ds.fill_value if ds.fill_value is not None else 0, ds.dtype)
+            out.append(arr)
+        return out
+
+
+def _join(location: str, path: str) -> str:
+    return f"{location.rstrip('/')}/{path}" if path else location
+
+
+def _child_attrs(group: Any, path: str) -> dict[str, Any]:
+    return dict(group[path].attrs) if path in group else {}
+
+
+def _levels_named_s(group: Any, prefix: str = "") -> list[Any]:
+    out = []
+    while f"{prefix}s{len(out)}" in group:
+        node = group[f"{prefix}s{len(out)}"]
+        if not hasattr(node, "shape"):
+            break
+        out.append(node)
+    return out
+
+
+def _describe(group: Any, setup: int, timepoint: int, index: int) -> tuple[str, Description]:
+    """The layout and description of the pyramid in ``group`` (see the module)."""
+    attrs = dict(group.attrs)
+    version = ome_version(attrs)
+    if version is not None:
+        return ("ome-zarr" if version.startswith("0.5") else f"ome-zarr-{version}"), parse_ome(attrs, index)
+    if group.format != "n5":
+        raise MetadataError(
+            "no multiscale metadata (OME-Zarr multiscales) in this group", key=group.path or "/"
+        )
+    setup_path = f"setup{setup}/" if f"setup{setup}" in group else ""
+    setup_attrs = _child_attrs(group, setup_path.rstrip("/")) if setup_path else attrs
+    factors = setup_attrs.get("downsamplingFactors")
+    if isinstance(factors, list) and factors and isinstance(factors[0], list):
+        prefix = f"{setup_path}timepoint{timepoint}/"
+        datasets = _levels_named_s(group, prefix)
+        if not datasets:
+            raise MetadataError(f"BigDataViewer setup without levels at {prefix}s0", key=group.path or "/")
+        tp = _child_attrs(group, prefix.rstrip("/"))
+        shapes = [ds.shape for ds in datasets]
+        return "bdv", parse_bdv(setup_attrs, tp, [dict(ds.attrs) for ds in datasets], shapes, prefix)
+    datasets = _levels_named_s(group)
+    if not datasets:
+        raise MetadataError(
+            "no pyramid here: neither OME-Zarr multiscales, BigDataViewer setups nor datasets s0, s1, ...",
+            key=group.path or "/",
+        )
+    desc = parse_n5_viewer(attrs, [dict(ds.attrs) for ds in datasets], [ds.shape for ds in datasets])
+    return "n5-viewer", desc
+
+
+def open_multiscale(
+    location: Any,
+    *,
+    path: str = "",
+    setup: int = 0,
+    timepoint: int = 0,
+    index: int = 0,
+    **storage_options: Any,
+) -> Multiscale:
+    """Open the pyramid at ``location`` (a path, URL, store or :class:`~altarr.Group`).
+
+    ``setup`` and ``timepoint`` choose the view of a BigDataViewer N5 container; ``index`` the entry of
+    an OME-Zarr ``multiscales`` list. Every level's shape must shrink (or stay) along every axis.
+    """
+    import altarr as aa
+
+    group = (
+        location if isinstance(location, aa.Group) else aa.open_group(location, path=path, **storage_options)
+    )
+    layout, desc = _describe(group, setup, timepoint, index)
+    levels = []
+    for spec in desc.levels:
+        try:
+            ds = group[spec.path]
+        except AltarrError as e:
+            raise MetadataError(f"level {spec.path!r} of the {layout} pyramid cannot be opened: {e}") from e
+        if not hasattr(ds, "shape") or len(ds.shape) != len(desc.axes):
+            raise MetadataError(f"level {spec.path!r} is not a {len(desc.axes)}-d array", key=spec.path)
+        shards = tuple(ds.shards) if ds.shards else None
+        levels.append(
+            Level(
+                spec.path,
+                ds.shape,
+                ds.dtype,
+                tuple(ds.chunks),
+                shards,
+                spec.factors,
+                spec.scale,
+                spec.translation,
+                ds,
+            )
+        )
+    for a, b in zip(levels, levels[1:], strict=False):
+        if any(m > n for m, n in zip(b.shape, a.shape, strict=True)):
+            raise MetadataError(f"level {b.path!r} {b.shape} is larger than level {a.path!r} {a.shape}")
+    where = (
+        location
+        if isinstance(location, str) and not path
+        else (_join(location, path) if isinstance(location, str) else None)
+    )
+    return Multiscale(group, layout, desc, levels, where)
+
+
+def is_multiscale(group: Any) -> bool:
+    """Whether ``group`` holds a pyramid :func:`open_multiscale` can open (metadata only)."""
+    try:
+        _describe(group, 0, 0, 0)
+    except AltarrError:
+        return False
+    return True
