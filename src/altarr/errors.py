@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "ReadOnlyError",
     "WriteConflictError",
     "MetadataError",
+    "NodeNotFoundError",
     "UnknownCodecError",
     "UnsupportedError",
     "CodecError",
@@ -131,6 +133,24 @@ class MetadataError(AltarrError, ValueError):
     """Metadata (zarr.json, .zarray, attributes.json, ...) is missing, malformed or inconsistent."""
 
 
+class NodeNotFoundError(MetadataError, FileNotFoundError):
+    """No array or group is at the path opened: no metadata document of any format (or of the format
+    asked for) exists there. Also a ``FileNotFoundError``, as a missing file is to ``open()`` and as
+    zarr-python's ``NodeNotFoundError`` is, so ``except FileNotFoundError`` catches a mistyped path.
+
+    >>> import altarr as aa
+    >>> try:
+    ...     aa.open_dataset("memory://no/such/array")
+    ... except FileNotFoundError as e:
+    ...     print(type(e).__name__)
+    NodeNotFoundError
+    """
+
+    def __init__(self, message: str, **ctx: Any) -> None:
+        super().__init__(message, **ctx)
+        self.errno = errno.ENOENT  # as open() sets it; str(self) stays altarr's message
+
+
 class UnknownCodecError(MetadataError):
     """Metadata names a codec, compression or extension that altarr does not know."""
 
@@ -174,4 +194,5 @@ class FetchError(AltarrError, ValueError):
 
 
 class MaterializeError(AltarrError, MemoryError):
-    """Materializing a lazy array was refused because it exceeds ``max_materialize`` elements."""
+    """Materializing a lazy array was refused because it exceeds ``max_materialize`` bytes (default: half
+    the memory available, see :func:`altarr.lazy.options.materialize_limit`)."""

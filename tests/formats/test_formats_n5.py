@@ -11,7 +11,14 @@ import pytest
 from _batch_counting_store import CountingStore
 from altarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
 from altarr.codecs.n5 import GzipCompression, N5BlockCodec, RawCompression, XzCompression
-from altarr.errors import AltarrError, GridError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.errors import (
+    AltarrError,
+    GridError,
+    MetadataError,
+    NodeNotFoundError,
+    UnknownCodecError,
+    UnsupportedError,
+)
 from altarr.formats import detect_format, get_format
 from altarr.formats.n5 import parse_n5_attributes
 from altarr.stores import MemoryStore
@@ -863,7 +870,7 @@ def test_creating_the_root_group_checks_the_existing_root():
 def test_read_attributes_of_a_missing_root_exact_message():
     with pytest.raises(MetadataError) as ei:
         N5.read_attributes(MemoryStore(), "")
-    assert type(ei.value) is MetadataError
+    assert type(ei.value) is NodeNotFoundError and isinstance(ei.value, FileNotFoundError)
     assert str(ei.value) == "no N5 container here (attributes.json is missing) [key='attributes.json']"
 
 

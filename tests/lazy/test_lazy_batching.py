@@ -172,7 +172,7 @@ def test_set_options_plain_call_is_global_and_with_block_restores_even_on_error(
             with aa.set_options(batch_chunks=9, max_materialize=10):
                 assert aa.get_options()["batch_chunks"] == 9
                 raise RuntimeError
-        assert aa.get_options()["batch_chunks"] == 5 and aa.get_options()["max_materialize"] == 1_000_000
+        assert aa.get_options()["batch_chunks"] == 5 and aa.get_options()["max_materialize"] is None
     finally:
         aa.set_options(**before)
     assert aa.get_options() == before

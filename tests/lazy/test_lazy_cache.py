@@ -85,7 +85,7 @@ def test_options_global_and_as_context_manager():
     before = aa.get_options()
     from altarr._threads import default_threads  # ALTARR_THREADS, else the cores: differs by machine
 
-    defaults = {"cache_bytes": 256 * 2**20, "batch_chunks": 64, "max_materialize": 1_000_000}
+    defaults = {"cache_bytes": 256 * 2**20, "batch_chunks": 64, "max_materialize": None}
     assert before == {**defaults, "threads": default_threads()}
     with aa.set_options(batch_chunks=3, max_materialize=1e3):
         assert aa.get_options()["batch_chunks"] == 3 and aa.get_options()["max_materialize"] == 1000

@@ -25,4 +25,4 @@ def test_lazy_arrays_guide_runs(capsys):
         del sys.modules[module.__name__]
     out = capsys.readouterr().out
     assert "<altarr.LazyArray shape=(10, 7)" in out and "refusing to materialize" in out
-    assert aa.get_options()["max_materialize"] == 1_000_000
+    assert aa.get_options()["max_materialize"] is None

@@ -287,8 +287,8 @@ def test_reducing_an_array_twenty_times_the_cache_stays_within_budget_plus_one_b
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        with pytest.raises(MaterializeError):
-            np.asarray(x)
+        with aa.set_options(max_materialize=budget), pytest.raises(MaterializeError):
+            np.asarray(x)  # 16 MiB: more than a limit set to the cache budget
     grid = np.indices((32, 8)).sum(axis=0) % 5
     expected = np.repeat(np.repeat(grid, 64, axis=0), 128, axis=1).astype(float)
     assert total == expected.sum()

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodecError, UnsupportedError
 from ..stores.ranges import WHOLE
 from ._common import (
     check_chunk_shape,
@@ -429,7 +429,7 @@ class N5Format(Format):
         key = join_key(prefix, ATTRIBUTES_KEY)
         check_version(root, key=ATTRIBUTES_KEY)
         if node is None:
-            raise MetadataError("no N5 dataset here (attributes.json is missing)", key=key)
+            raise NodeNotFoundError("no N5 dataset here (attributes.json is missing)", key=key)
         return parse_n5_attributes(node, key=key, root=not prefix)
 
     # --- writing --------------------------------------------------------------------------------------
@@ -529,7 +529,7 @@ class N5Format(Format):
         if node is None:
             if prefix:
                 return {}  # an N5 group may be a bare directory without attributes.json
-            raise MetadataError("no N5 container here (attributes.json is missing)", key=ATTRIBUTES_KEY)
+            raise NodeNotFoundError("no N5 container here (attributes.json is missing)", key=ATTRIBUTES_KEY)
         strip = set(DATASET_KEYS) if is_array_document(node) else set()
         if not prefix:
             strip.add(VERSION_KEY)

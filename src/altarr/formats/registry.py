@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AltarrError, MetadataError
+from ..errors import AltarrError, MetadataError, NodeNotFoundError
 from ..stores.ranges import WHOLE
 from .base import Format, Node, Probe, join_key
 
@@ -130,7 +130,8 @@ def open_node(
 
     With ``parse=False`` only the kind is determined (array metadata is not validated). Precedence when
     several formats' metadata coexist: the formats' ``priority`` (Zarr v3, Zarr v2, N5). Raises
-    :class:`~altarr.errors.MetadataError` naming the prefix when no metadata is found; a failure that is
+    :class:`~altarr.errors.NodeNotFoundError` (a ``MetadataError`` and a ``FileNotFoundError``) naming the
+    prefix when no metadata is found; a failure that is
     not an ``altarr.errors`` one (a recursion, an overflow, a type or memory error raised by hostile
     metadata that no check caught) becomes a ``MetadataError`` naming the node.
 
@@ -230,7 +231,7 @@ def _detect(probe: Probe, parse: bool) -> Node:
     titles = [f.title for f in every]
     named = ", ".join(titles[:-1]) + " or " + titles[-1] if len(titles) > 1 else "".join(titles)
     looked = ", ".join(_unique([n for f in every for n in f.node_keys]))
-    raise MetadataError(f"no {named} metadata found (looked for {looked})", key=probe.prefix or "/")
+    raise NodeNotFoundError(f"no {named} metadata found (looked for {looked})", key=probe.prefix or "/")
 
 
 def detect_format(store: Store, prefix: str) -> tuple[Format, str]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AltarrError, MetadataError, UnsupportedError
+from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
 from ..stores.ranges import WHOLE
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
 from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
@@ -349,7 +349,7 @@ class Zarr2Format(Format):
         """Build the spec from parsed documents ``{".zarray": doc, ".zattrs": doc or None}``."""
         key = join_key(prefix, ZARRAY)
         if docs.get(ZARRAY) is None:
-            raise MetadataError("no Zarr v2 array here (.zarray is missing)", key=key)
+            raise NodeNotFoundError("no Zarr v2 array here (.zarray is missing)", key=key)
         attrs = docs.get(ZATTRS)
         if attrs is not None and not isinstance(attrs, dict):
             raise MetadataError(".zattrs must be a JSON object", key=join_key(prefix, ZATTRS))
@@ -434,7 +434,7 @@ class Zarr2Format(Format):
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
         docs = fetch_documents(store, prefix, [ZATTRS, ZARRAY, ZGROUP])
         if docs[ZARRAY] is None and docs[ZGROUP] is None:
-            raise MetadataError(
+            raise NodeNotFoundError(
                 "no Zarr v2 node here (.zarray/.zgroup missing)", key=join_key(prefix, ZARRAY)
             )
         if docs[ZATTRS] is None:

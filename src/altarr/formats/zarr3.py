@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodecError, UnsupportedError
 from ._common import (
     check_chunk_shape,
     check_shape,
@@ -516,7 +516,7 @@ class Zarr3Format(Format):
     def _require(self, store: Store, prefix: str) -> dict[str, Any]:
         doc = self._read(store, prefix)
         if doc is None:
-            raise MetadataError(
+            raise NodeNotFoundError(
                 "no Zarr v3 node here (zarr.json is missing)", key=join_key(prefix, METADATA_KEY)
             )
         return doc

@@ -320,15 +320,17 @@ class LazyArray(NDArrayOperatorsMixin):
         return p.finish(work)
 
     def _materialize(self) -> np.ndarray:
-        """The whole array as NumPy, refused above ``max_materialize`` elements before any fetch."""
-        limit = options._get("max_materialize")
-        if self.size > limit:
+        """The whole array as NumPy, refused above ``max_materialize`` bytes before any fetch."""
+        limit = options.materialize_limit()
+        if self.nbytes > limit:
+            chosen = "" if options.get_options()["max_materialize"] is not None else " (half the free memory)"
             raise MaterializeError(
                 f"refusing to materialize a lazy array of {self.size:,} elements (shape {self._shape}, "
                 f"{_format_bytes(self.nbytes)}, {int(np.prod(self.nchunks, dtype=np.int64)):,} chunks): "
-                f"more than max_materialize={limit:,}. Select a part first (x[...], x.oindex[...], "
-                f"altarr.extract(x, ...)), use a streamed reduction (x.sum(), np.mean(x, axis=0)), "
-                f"convert with x.to_dask(), or raise the limit with altarr.set_options(max_materialize=...)"
+                f"more than max_materialize={limit:,} bytes{chosen}. Select a part first (x[...], "
+                f"x.oindex[...], altarr.extract(x, ...)), use a streamed reduction (x.sum(), "
+                f"np.mean(x, axis=0)), convert with x.to_dask(), or raise the limit with "
+                f"altarr.set_options(max_materialize=...)"
             )
         self._count("materialize")
         return np.asarray(self._execute(plan_numpy(Ellipsis, self._shape, self._chunks)))
@@ -363,7 +365,7 @@ class LazyArray(NDArrayOperatorsMixin):
         return array_function(func, types, args, kwargs)
 
     def to_numpy(self) -> np.ndarray:
-        """The whole array as NumPy (guarded by ``max_materialize``)."""
+        """The whole array as NumPy (guarded by ``max_materialize``, bytes)."""
         return self._materialize()
 
     # --- reductions (streamed) --------------------------------------------------------------------------

@@ -7,7 +7,7 @@
   ``flatnonzero``, ``argwhere``, ``where``, ``clip``, ``round``, ``nan_to_num``, ``real``, ``imag``,
   ``isclose``, ``astype``) use it;
 * everything else runs NumPy's own implementation, which converts lazy arguments through
-  ``__array__``: the single materialization path, refused above ``max_materialize`` elements.
+  ``__array__``: the single materialization path, refused above ``max_materialize`` bytes.
 
 Objects of other array types that implement the protocols themselves (dask, xarray, ...) get
 ``NotImplemented`` so that they can handle the operation.

@@ -7,9 +7,10 @@ Three options steer every lazy array:
   chunks per fetch call when a selection's missing chunks exceed ``cache_bytes`` (such a selection is
   fetched in batches of ``max(batch_chunks chunks, as many as fit cache_bytes)``, each placed into the
   result and dropped);
-* ``max_materialize`` (default 1e6): largest number of elements an implicit conversion to NumPy
-  (``np.asarray(x)``, ``np.sort(x)``, ...) may produce before it is refused with
-  :class:`~altarr.errors.MaterializeError`.
+* ``max_materialize`` (default ``None``: half the memory available when the conversion is asked, see
+  :func:`materialize_limit`): largest number of **bytes** an implicit conversion to NumPy
+  (``np.asarray(x)``, ``np.sort(x)``, ``x[mask]`` with a lazy mask, ...) may produce before it is refused
+  with :class:`~altarr.errors.MaterializeError`; a whole number sets a fixed limit in bytes.
 
 One more option steers the whole library, not only lazy arrays:
 
@@ -33,29 +34,99 @@ Example:
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from .. import _threads
 from .cache import CACHE
 
-__all__ = ["set_options", "get_options", "DEFAULTS"]
+__all__ = ["set_options", "get_options", "materialize_limit", "available_memory", "DEFAULTS"]
 
-#: Default values of every option.
-DEFAULTS: dict[str, int] = {
+#: Default values of every option (``max_materialize=None``: chosen from the memory available, see
+#: :func:`materialize_limit`).
+DEFAULTS: dict[str, int | None] = {
     "cache_bytes": 256 * 2**20,
     "batch_chunks": 64,
-    "max_materialize": 1_000_000,
+    "max_materialize": None,
     "threads": _threads.default_threads(),
 }
 
+#: The share of the available memory an automatic ``max_materialize`` allows one result to take.
+MATERIALIZE_SHARE = 0.5
+
 _lock = threading.Lock()
-_options: dict[str, int] = dict(DEFAULTS)
+_options: dict[str, int | None] = dict(DEFAULTS)
 
 
-def _validate(name: str, value: Any) -> int:
+def _meminfo_available() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` (Linux: free memory plus the page cache and other memory the
+    kernel can reclaim without swapping), in bytes; ``None`` where there is no such file."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cgroup_room() -> int | None:
+    """What this process's cgroup (v2) may still allocate before its limit (a container's memory limit),
+    in bytes; ``None`` without a limit."""
+    base = Path("/sys/fs/cgroup")
+    try:
+        limit = (base / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(int(limit) - int((base / "memory.current").read_text()), 0)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int:
+    """Bytes this process can allocate now without swapping: Linux's ``MemAvailable`` (or the free
+    physical pages elsewhere), capped by a container's cgroup memory limit.
+
+    >>> available_memory() > 0
+    True
+    """
+    found = [n for n in (_meminfo_available(), _cgroup_room()) if n is not None]
+    if not found:
+        try:
+            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):  # no such sysconf name here (macOS, Windows)
+            return 2**30  # nothing to measure with: 1 GiB, as a 4 GiB machine would allow
+    return min(found)
+
+
+def materialize_limit() -> int:
+    """The largest result, in bytes, that an implicit conversion of a lazy array to NumPy may produce now:
+    ``max_materialize`` when set, else :data:`MATERIALIZE_SHARE` (half) of :func:`available_memory`,
+    measured at each conversion.
+
+    Half, because the result is not the only copy: the chunks are decoded on their way into it, and the
+    next step (``x > 3``, ``x * 2``, a sort) typically makes another array of the same size. An array that
+    fits is converted, as NumPy, dask's ``compute()`` and xarray's ``.values`` would convert it; one that
+    cannot fit is refused before anything is read, instead of swapping the machine to a halt.
+
+    >>> import altarr as aa
+    >>> with aa.set_options(max_materialize=2**20):
+    ...     materialize_limit()
+    1048576
+    """
+    limit = _options["max_materialize"]
+    if limit is not None:
+        return limit
+    return int(available_memory() * MATERIALIZE_SHARE)
+
+
+def _validate(name: str, value: Any) -> int | None:
     if name not in DEFAULTS:
         raise ValueError(f"unknown altarr option {name!r}; valid options are {sorted(DEFAULTS)}")
+    if value is None and name == "max_materialize":
+        return None
     if isinstance(value, bool):
         raise TypeError(f"option {name!r} must be a number, got {value!r}")
     try:
@@ -70,7 +141,7 @@ def _validate(name: str, value: Any) -> int:
     return as_int
 
 
-def get_options() -> dict[str, int]:
+def get_options() -> dict[str, int | None]:
     """A copy of the current options.
 
     Example:
@@ -82,7 +153,9 @@ def get_options() -> dict[str, int]:
 
 
 def _get(name: str) -> int:
-    return _options[name]
+    value = _options[name]
+    assert value is not None, name  # only max_materialize may be None: read it with materialize_limit()
+    return value
 
 
 class set_options:  # noqa: N801 - used like a function, as xarray.set_options is
@@ -97,22 +170,23 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
         cache_bytes: byte budget of the shared decoded-chunk cache.
         batch_chunks: chunks per fetch call in streamed reductions, and the least number of chunks per
             fetch call of a selection too big for the cache (>= 1).
-        max_materialize: largest number of elements an implicit NumPy conversion may produce.
+        max_materialize: largest number of bytes an implicit NumPy conversion may produce; ``None``
+            (the default) for half the memory available at the time (:func:`materialize_limit`).
         threads: size of every altarr thread pool (>= 1; ``1`` runs on the calling thread).
 
     Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
 
     Example:
         >>> import altarr as aa
-        >>> _ = aa.set_options(max_materialize=10_000)      # global: stays set
+        >>> _ = aa.set_options(max_materialize=2**30)       # global: stays set (bytes)
         >>> aa.get_options()["max_materialize"]
-        10000
+        1073741824
         >>> with aa.set_options(cache_bytes=2**20):         # scoped: restored on exit
         ...     aa.get_options()["cache_bytes"]
         1048576
         >>> aa.get_options()["cache_bytes"] == 256 * 2**20
         True
-        >>> _ = aa.set_options(max_materialize=1_000_000)   # back to the default
+        >>> _ = aa.set_options(max_materialize=None)        # back to the default (from free memory)
     """
 
     def __init__(self, **options: Any) -> None:
@@ -133,7 +207,8 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
         _after_change(self._previous)
 
 
-def _after_change(changed: dict[str, int]) -> None:
-    if "threads" in changed:
-        _threads.set_threads(changed["threads"])
+def _after_change(changed: dict[str, int | None]) -> None:
+    threads = changed.get("threads")
+    if threads is not None:
+        _threads.set_threads(threads)
     CACHE.shrink(_get("cache_bytes"))
