@@ -63,8 +63,16 @@ def make_volume(shape: tuple[int, int, int], seed: int = 0) -> np.ndarray:
         z = np.linspace(0.0, 1.0, nz, dtype=np.float32)[z0 : z0 + 16, None, None]
         slab = np.zeros((z.shape[0], ny, nx), np.float32)
         for (fz, fy, fx), (pz, py, px) in waves:
-            slab += np.sin(2 * np.pi * fz * z + pz) * np.sin(2 * np.pi * fy * y + py) * np.cos(2 * np.pi * fx * x + px)
-        slab = np.maximum(slab - 0.3, 0) * 3000.0 + 100.0 + rng.standard_normal(slab.shape, dtype=np.float32) * 8.0
+            slab += (
+                np.sin(2 * np.pi * fz * z + pz)
+                * np.sin(2 * np.pi * fy * y + py)
+                * np.cos(2 * np.pi * fx * x + px)
+            )
+        slab = (
+            np.maximum(slab - 0.3, 0) * 3000.0
+            + 100.0
+            + rng.standard_normal(slab.shape, dtype=np.float32) * 8.0
+        )
         out[z0 : z0 + 16] = np.clip(np.rint(slab), 0, 65535)
     return out
 
@@ -92,7 +100,9 @@ def run_ngff_zarr(volume: np.ndarray, path: Path) -> Any:
     image = nz.to_ngff_image(volume, dims=("z", "y", "x"))
     factors = [2**i for i in range(1, LEVELS)]
     with dask.config.set(scheduler="threads", num_workers=THREADS):
-        multiscales = nz.to_multiscales(image, scale_factors=factors, method=nz.Methods.DASK_BIN_SHRINK, chunks=64)
+        multiscales = nz.to_multiscales(
+            image, scale_factors=factors, method=nz.Methods.DASK_BIN_SHRINK, chunks=64
+        )
         nz.to_ngff_zarr(
             str(path),
             multiscales,
@@ -134,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.dir or tempfile.mkdtemp(prefix="bench-pyramid-"))
     work.mkdir(parents=True, exist_ok=True)
     volume = make_volume(shape)
-    print(f"volume {shape} uint16 ({volume.nbytes / 2**20:.0f} MiB) -> {LEVELS}-level OME-Zarr 0.5, chunks 64^3, "
-          f"shards 256^3, zstd {ZSTD_LEVEL}, mean by 2 per level, {THREADS} threads; peak memory: {PeakRSS.method}")
+    print(
+        f"volume {shape} uint16 ({volume.nbytes / 2**20:.0f} MiB) -> {LEVELS}-level OME-Zarr 0.5, chunks 64^3, "
+        f"shards 256^3, zstd {ZSTD_LEVEL}, mean by 2 per level, {THREADS} threads; peak memory: {PeakRSS.method}"
+    )
     times: dict[str, list[float]] = {lib: [] for lib in libs}
     peaks: dict[str, list[int]] = {lib: [] for lib in libs}
     sizes: dict[str, int] = {}
@@ -161,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
                 ):
                     raise SystemExit(f"{lib}: levels differ from {libs[0]}'s")
             shutil.rmtree(path)
-            print(f"  {lib:10s} repetition {rep + 1}: {seconds:7.2f} s, peak +{peak.growth / 2**20:7.0f} MiB", flush=True)
+            print(
+                f"  {lib:10s} repetition {rep + 1}: {seconds:7.2f} s, peak +{peak.growth / 2**20:7.0f} MiB",
+                flush=True,
+            )
     print()
     print("| library | median s | per level-0 GiB | peak memory MiB | stored MiB | time / altarr |")
     print("|---|---|---|---|---|---|")
@@ -175,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             "peak_bytes": max(peaks[lib]),
             "stored_bytes": sizes.get(lib),
         }
-        print(f"| {lib} | {med:.2f} | {med / (volume.nbytes / 2**30):.2f} | {max(peaks[lib]) / 2**20:.0f} | "
-              f"{sizes.get(lib, 0) / 2**20:.0f} | {med / base:.2f} |")
+        print(
+            f"| {lib} | {med:.2f} | {med / (volume.nbytes / 2**30):.2f} | {max(peaks[lib]) / 2**20:.0f} | "
+            f"{sizes.get(lib, 0) / 2**20:.0f} | {med / base:.2f} |"
+        )
     if args.json:
         doc = {
             "benchmark": "pyramid",
@@ -186,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": repeats,
             "memory_method": PeakRSS.method,
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-            "versions": {name: _version(name) for name in ("altarr", "ngff-zarr", "zarrista", "dask", "numpy")},
+            "versions": {
+                name: _version(name) for name in ("altarr", "ngff-zarr", "zarrista", "dask", "numpy")
+            },
             "results": rows,
         }
         Path(args.json).write_text(json.dumps(doc, indent=2))

@@ -56,6 +56,7 @@ _PUBLIC = {
     # image pyramids
     "build_pyramid": "altarr.multiscale",
     "open_multiscale": "altarr.multiscale",
+    "convert_pyramid": "altarr.multiscale",
     "Multiscale": "altarr.multiscale",
     # dask and xarray adapters (imported on first use)
     "to_dask": "altarr.integrations.dask",

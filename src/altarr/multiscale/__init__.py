@@ -4,7 +4,8 @@ A pyramid is a group of arrays, each a downsampled copy of the one before, with 
 they relate: OME-Zarr 0.5 (Zarr v3) and 0.4 (Zarr v2), or N5 in n5-viewer's or BigDataViewer's layout
 (:mod:`.layouts`). :func:`build_pyramid` writes one from an array, level by level and destination shard
 by destination shard (:mod:`.build`, :mod:`.downsample`, :mod:`.plan`); :func:`open_multiscale` opens
-one of any layout (:mod:`.read`).
+one of any layout (:mod:`.read`); :func:`convert_pyramid` copies one into another layout
+(:mod:`.convert`).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -17,6 +18,7 @@ Example:
 """
 
 from .build import Downsampled, build_pyramid
+from .convert import convert_pyramid
 from .downsample import METHODS, downsample
 from .layouts import LAYOUTS, get_layout
 from .plan import Axis, normalize_axes, plan_factors
@@ -30,6 +32,7 @@ __all__ = [
     "METHODS",
     "Multiscale",
     "build_pyramid",
+    "convert_pyramid",
     "downsample",
     "get_layout",
     "is_multiscale",

@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AltarrError, ExistsError, MetadataError
+from ..errors import MetadataError
 from .downsample import check_method, downsample, downsampled_shape
-from .layouts import Layout, get_layout
-from .levels import Description, describe
+from .layouts import get_layout
+from .levels import describe
 from .plan import absolute_factors, normalize_axes, plan_factors, spatial
+from .write import write_pyramid
 
 __all__ = ["build_pyramid", "Downsampled", "default_chunks"]
 
@@ -129,37 +130,6 @@ def _level_shapes(shape: Sequence[int], steps: Sequence[Sequence[int]]) -> list[
     return shapes
 
 
-def _root(destination: Any, layout: Layout, overwrite: bool, resume: bool, path: str) -> Any:
-    import altarr as aa
-
-    if resume:
-        try:
-            return aa.open_group(destination, mode="r+", path=path)
-        except AltarrError:
-            pass
-    return aa.create_group(destination, format=layout.format, overwrite=overwrite, path=path)
-
-
-def _level(root: Any, layout: Layout, desc: Description, i: int, create: dict[str, Any], resume: bool) -> Any:
-    """The dataset of level ``i``: the existing one when resuming (same layout), else a new one."""
-    from ..transfer import read_journal
-
-    path = desc.levels[i].path
-    if resume and path in root:
-        ds = root[path]
-        if (ds.shape, ds.dtype, tuple(ds.chunks), ds.shards and tuple(ds.shards)) != (
-            create["shape"],
-            np.dtype(create["dtype"]),
-            tuple(create["chunks"]),
-            create["shards"],
-        ):
-            raise ExistsError(f"cannot resume: level {path} exists with another layout", key=ds.path)
-        return ds, read_journal(ds)
-    options = layout.level_options(desc, i)
-    ds = root.create_dataset(path, format=layout.format, **create, **options)
-    return ds, set()
-
-
 def build_pyramid(
     source: Any,
     destination: Any,
@@ -213,8 +183,7 @@ def build_pyramid(
         run_units: runs units elsewhere (as :func:`altarr.transfer.copy_array` takes it).
         path: the group's path inside ``destination``.
     """
-    from ..transfer import parse_codec, write_units
-    from .read import open_multiscale
+    from ..transfer import parse_codec
 
     fmt = get_layout(layout)
     check_method(method)
@@ -231,28 +200,30 @@ def build_pyramid(
     desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
     if isinstance(compressor, str) or compressor is None:
         compressor = parse_codec(compressor or "none", fmt.format, dtype)
-    root = _root(destination, fmt, overwrite, resume, path)
-    for group in fmt.groups:
-        if group not in root:
-            root.create_group(group)
-    previous: Any = src
-    for i, level_shape in enumerate(shapes):
+    creates = []
+    for level_shape in shapes:
         level_chunks = tuple(min(c, n) for c, n in zip(chunk_shape, level_shape, strict=True))
-        create = {
-            "shape": level_shape,
-            "dtype": dtype,
-            "chunks": level_chunks,
-            "shards": _clip(shards, level_shape, level_chunks),
-            "compressor": compressor,
-        }
-        ds, done = _level(root, fmt, desc, i, create, resume)
-        values = previous if i == 0 else Downsampled(previous, steps[i - 1], method)
-        if done is not None:
-            write_units(values, ds, done, workers=workers, progress=progress, run_units=run_units)
-        # the next level reads this one: from memory while the source is a NumPy array, else as written
-        previous = src if i == 0 and isinstance(src, np.ndarray) else ds
-    level_paths = {lv.path for lv in desc.levels}
-    for node, attrs in fmt.node_attributes(desc, dtype).items():
-        if node not in level_paths:
-            (root if not node else root[node]).attrs.update(attrs)
-    return open_multiscale(root)
+        clipped = _clip(shards, level_shape, level_chunks)
+        creates.append({"shape": level_shape, "dtype": dtype, "chunks": level_chunks, "shards": clipped})
+
+    def values(i: int, previous: Any) -> Any:
+        if i == 0:
+            return src
+        # level i reads level i - 1: from memory while the source is a NumPy array, else as written
+        above = src if i == 1 and isinstance(src, np.ndarray) else previous
+        return Downsampled(above, steps[i - 1], method)
+
+    return write_pyramid(
+        destination,
+        fmt,
+        desc,
+        creates,
+        values,
+        compressor=compressor,
+        overwrite=overwrite,
+        resume=resume,
+        workers=workers,
+        progress=progress,
+        run_units=run_units,
+        path=path,
+    )

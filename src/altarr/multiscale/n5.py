@@ -7,7 +7,7 @@ NumPy order (``z`` kept) is stored as ``"downsamplingFactors": [2, 2, 1]``.
 * **n5-viewer** (saalfeldlab n5-viewer, n5-ij, N5 Spark's pyramids): a group with datasets ``s0``,
   ``s1``, ...; each level has ``downsamplingFactors`` (relative to ``s0``) and ``pixelResolution``
   ``{"unit": "um", "dimensions": [...]}`` (the voxel size of ``s0``); the group repeats them as
-  ``scales`` (one factor vector per level) and ``pixelResolution``. Readers place a downsampled level's
+  ``scales`` (one factor vector per level) and ``pixelResolution``, and holds the image's ``name``. Readers place a downsampled level's
   voxel ``0`` at ``(f - 1) / 2`` voxels of ``s0`` (they assume averaging), and there is no translation.
 * **bdv** (BigDataViewer's N5 export, ``bdv.img.n5.N5ImageLoader``): ``setup0/timepoint0/s0``, ...;
   the setup group has ``downsamplingFactors`` (one vector per level) and ``dataType``, the timepoint
@@ -104,6 +104,8 @@ def n5_viewer_attributes(desc: Description) -> tuple[dict[str, Any], list[dict[s
         {"downsamplingFactors": _n5(level.factors), "pixelResolution": resolution} for level in desc.levels
     ]
     group = {"scales": [_n5(level.factors) for level in desc.levels], "pixelResolution": resolution}
+    if desc.name:
+        group["name"] = desc.name  # n5-viewer's README example has one
     return group, levels
 
 
@@ -189,6 +191,7 @@ def parse_n5_viewer(
     ]
     resolution = group_attrs.get("pixelResolution", level_attrs[0].get("pixelResolution"))
     paths = [f"s{i}" for i in range(len(level_attrs))]
+    name = name or (group_attrs["name"] if isinstance(group_attrs.get("name"), str) else None)
     return _from_n5(paths, shapes, factors, resolution, _unit_of(group_attrs, *level_attrs), name)
 
 
