@@ -88,6 +88,13 @@ def _open_node(path: str, mode: str = "r") -> Any:
             raise e from None
 
 
+def _pyramid(group: Any) -> Any:
+    """The pyramid a group holds (:func:`altarr.open_multiscale`), or ``None``."""
+    from altarr.multiscale import is_multiscale, open_multiscale
+
+    return open_multiscale(group) if is_multiscale(group) else None
+
+
 def _stored_bytes(store: Any, prefix: str) -> tuple[int, int]:
     total = objects = 0
     for key in store.list(prefix):
@@ -123,13 +130,17 @@ def describe(node: Any) -> dict[str, Any]:
         for name in node.keys():
             child = node[name]
             children.append({"name": name, "kind": "group" if isinstance(child, aa.Group) else "array"})
-        return {
+        doc = {
             "kind": "group",
             "format": node.format,
             "path": node.path or "/",
             "attributes": _jsonable(dict(node.attrs)),
             "children": children,
         }
+        pyramid = _pyramid(node)
+        if pyramid is not None:
+            doc["multiscale"] = _jsonable(pyramid.summary())
+        return doc
     ds = node
     from altarr.formats import get_format
 
@@ -194,11 +205,20 @@ def tree(path: Annotated[str, typer.Argument(help="a group (or a single dataset)
 
     import altarr as aa
 
+    levels: dict[str, str] = {}  # store path of a pyramid level -> what it is in its pyramid
+
     def label(name: str, node: Any) -> str:
         if isinstance(node, aa.Group):
-            return f"{name}/ (group, {node.format})"
+            pyramid = _pyramid(node)
+            if pyramid is None:
+                return f"{name}/ (group, {node.format})"
+            for i, lv in enumerate(pyramid.levels):
+                scale = ", ".join(f"{s:g}" for s in lv.scale)
+                levels[lv.dataset.path] = f"; level {i}, factors {lv.factors}, scale ({scale})"
+            return f"{name}/ (group, {node.format}; {pyramid.layout} pyramid of {len(pyramid.levels)} levels)"
         shards = f", shards {node.shards}" if node.shards else ""
-        return f"{name} {node.shape} {node.dtype} {node.format}, chunks {node.chunks}{shards}"
+        level = levels.get(node.path, "")
+        return f"{name} {node.shape} {node.dtype} {node.format}, chunks {node.chunks}{shards}{level}"
 
     def walk(group: Any, branch: Tree) -> None:
         for name in group.keys():
@@ -362,6 +382,19 @@ def copy(
             return result
 
         def _copy_node(node: Any) -> list[Any]:
+            pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
+            if pyramid is not None:  # every level and the metadata, into the layout of --format
+                from altarr.multiscale.convert import layout_for_format
+
+                layout = layout_for_format(format, pyramid.layout)
+                options = {"chunks": chunks, "shards": shards, "codec": codec, "overwrite": overwrite}
+                options |= {
+                    "resume": resume,
+                    "workers": workers,
+                    "progress": progress,
+                    "run_units": run_units,
+                }
+                return [_copy_pyramid(pyramid, destination, layout, interrupt, **options)]
             if isinstance(node, aa.Group):
                 results = copy_tree(
                     node,
@@ -394,6 +427,217 @@ def copy(
         f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
         f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
     )
+
+
+# --- pyramids ----------------------------------------------------------------------------------------------
+def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
+    """A ``progress(value_bytes, units)`` that drives a progress bar on stderr (started on the first
+    report), and the function that stops the bar."""
+    bar: dict[str, Any] = {}
+
+    def report(nbytes: int, units: int) -> None:
+        if enabled:
+            if not bar:
+                bar["bar"] = _progress_bar(total or 0, label)
+                bar["bar"].start()
+                bar["task"] = bar["bar"].add_task(label, total=total)
+            bar["bar"].advance(bar["task"], nbytes)
+        interrupt.check()
+
+    return report, lambda: bar and bar["bar"].stop()
+
+
+def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **o: Any) -> Any:
+    """``altarr copy`` of a pyramid: every level and the metadata, into the layout of ``--format``."""
+    from altarr.multiscale.convert import convert_pyramid
+    from altarr.transfer import CopyResult, parse_shape
+
+    ndim = len(pyramid.axes)
+    kw: dict[str, Any] = {}
+    if o["chunks"] is not None:
+        kw["chunks"] = parse_shape(o["chunks"], ndim, "--chunks")
+    if o["shards"] is not None:
+        kw["shards"] = None if o["shards"].lower() == "none" else parse_shape(o["shards"], ndim, "--shards")
+    total = sum(lv.dataset.nbytes for lv in pyramid.levels)
+    report, stop = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
+    moved = {"bytes": 0, "units": 0}
+
+    def counted(nbytes: int, units: int) -> None:
+        moved["bytes"] += nbytes
+        moved["units"] += units
+        report(nbytes, units)
+
+    try:
+        out = convert_pyramid(
+            pyramid,
+            destination,
+            layout=layout,
+            compressor=o["codec"],
+            overwrite=o["overwrite"],
+            resume=o["resume"],
+            workers=o["workers"],
+            progress=counted,
+            run_units=o.get("run_units"),
+            **kw,
+        )
+    finally:
+        stop()
+    err_console.print(f"note: a pyramid ({pyramid.layout}, {len(out.levels)} levels) written as {layout}")
+    return CopyResult(out.group, written=moved["units"], bytes=moved["bytes"])
+
+
+def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tuple[Any, ...] | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(kind(x) for x in text.split(","))
+    except ValueError:
+        raise UsageProblem(f"{what} must be {ndim} comma-separated numbers, got {text!r}") from None
+    if len(values) != ndim:
+        raise UsageProblem(f"{what} {text!r} must give {ndim} numbers, one per axis")
+    return values
+
+
+def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any) -> tuple[Any, int]:
+    """``altarr pyramid`` of an array: the options parsed, the build run with a progress bar."""
+    from altarr.multiscale import build_pyramid
+    from altarr.transfer import parse_shape
+
+    ndim = node.ndim
+    steps = (
+        None
+        if o["factors"] is None
+        else [_numbers(s, ndim, "--factors", int) for s in o["factors"].split("/")]
+    )
+    report, stop = _bar_reporter(o["progress"], Path(destination).name, None, interrupt)
+    moved = [0]
+
+    def counted(nbytes: int, units: int) -> None:
+        moved[0] += nbytes
+        report(nbytes, units)
+
+    try:
+        out = build_pyramid(
+            node,
+            destination,
+            layout=o["layout"],
+            method=o["method"],
+            levels=o["levels"],
+            factors=steps,
+            axes=o["axes"],
+            scale=_numbers(o["scale"], ndim, "--scale"),
+            unit=o["unit"],
+            chunks=parse_shape(o["chunks"], ndim, "--chunks") if o["chunks"] else None,
+            shards=parse_shape(o["shards"], ndim, "--shards") if o["shards"] else None,
+            compressor=o["codec"],
+            overwrite=o["overwrite"],
+            resume=o["resume"],
+            workers=o["workers"],
+            progress=counted,
+        )
+    finally:
+        stop()
+    return out, moved[0]
+
+
+@app.command()
+def pyramid(
+    source: Annotated[str, typer.Argument(help="an array (or a pyramid, to convert it)")],
+    destination: Annotated[str, typer.Argument(help="where to write the pyramid's group")],
+    layout: Annotated[
+        str, typer.Option(help="ome-zarr (0.5, Zarr v3), ome-zarr-0.4 (Zarr v2), n5-viewer or bdv (N5)")
+    ] = "ome-zarr",
+    method: Annotated[str, typer.Option(help="mean (intensities), mode or stride (labels)")] = "mean",
+    levels: Annotated[
+        int | None, typer.Option(help="number of levels, level 0 included (default: until one chunk)")
+    ] = None,
+    factors: Annotated[
+        str | None,
+        typer.Option(
+            help="each level's factors relative to the one above, e.g. 1,2,2/2,2,2 (default: planned)"
+        ),
+    ] = None,
+    axes: Annotated[
+        str | None, typer.Option(help="axis names, e.g. zyx or c,y,x (default zyx for 3-D)")
+    ] = None,
+    scale: Annotated[str | None, typer.Option(help="level 0's voxel size per axis, e.g. 2,0.5,0.5")] = None,
+    unit: Annotated[str | None, typer.Option(help="unit of the spatial axes, e.g. micrometer")] = None,
+    chunks: Annotated[str | None, typer.Option(help="chunk shape of every level, e.g. 64,64,64")] = None,
+    shards: Annotated[str | None, typer.Option(help="shard shape of every level, e.g. 256,256,256")] = None,
+    codec: Annotated[str, typer.Option("--codec", help="zstd:3, gzip:6, blosc:lz4:5 or none")] = "zstd:3",
+    overwrite: Annotated[bool, typer.Option(help="replace an existing destination")] = False,
+    resume: Annotated[bool, typer.Option(help="continue an interrupted build")] = False,
+    workers: Annotated[int, typer.Option(help="destination shards written at once")] = 1,
+    progress: Annotated[bool, typer.Option(help="show a progress bar on stderr")] = True,
+) -> None:
+    """Build a multiscale pyramid of an array (OME-Zarr 0.5/0.4, or N5 for n5-viewer / BigDataViewer), each
+    level written shard by shard; given a pyramid, convert it into --layout.
+
+    Example: altarr pyramid stack.n5 stack.ome.zarr --scale 2,0.5,0.5 --unit micrometer --shards 256,256,256
+    """
+    from altarr.multiscale import METHODS
+    from altarr.multiscale.layouts import get_layout
+    from altarr.transfer import parse_codec
+
+    get_layout(layout)
+    if method not in METHODS:
+        raise UsageProblem(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    if workers < 1:
+        raise UsageProblem(f"--workers must be at least 1, got {workers}")
+    if resume and overwrite:
+        raise UsageProblem("--resume and --overwrite contradict each other")
+    parse_codec(codec, "zarr3", "u1")
+    node = _open_node(source)
+    t0 = time.perf_counter()
+    with _Interrupt() as interrupt:
+        try:
+            options = {
+                "layout": layout,
+                "method": method,
+                "levels": levels,
+                "factors": factors,
+                "axes": axes,
+                "scale": scale,
+                "unit": unit,
+                "chunks": chunks,
+                "shards": shards,
+                "codec": codec,
+                "overwrite": overwrite,
+                "resume": resume,
+                "workers": workers,
+                "progress": progress,
+            }
+            out, moved = _pyramid_of(node, source, destination, interrupt, options)
+        except KeyboardInterrupt:
+            err_console.print(
+                f"interrupted: run the same command with --resume to continue into {destination}",
+                markup=False,
+            )
+            raise typer.Exit(code=130) from None
+    seconds = time.perf_counter() - t0
+    shapes = ", ".join("x".join(map(str, lv.shape)) for lv in out.levels)
+    print(
+        f"wrote a {out.layout} pyramid of {len(out.levels)} levels ({shapes}) to {destination}: "
+        f"{moved:,} value bytes in {seconds:.2f} s"
+    )
+
+
+def _pyramid_of(node: Any, source: str, destination: str, interrupt: _Interrupt, o: dict[str, Any]) -> Any:
+    """``altarr pyramid``'s work: a pyramid converted into ``--layout``, an array built into one."""
+    import altarr as aa
+
+    if not isinstance(node, aa.Group):
+        return _build_pyramid(node, destination, interrupt, **o)
+    ms = _pyramid(node)
+    if ms is None:
+        raise UsageProblem(f"{source} is a group and not a pyramid; give an array (see altarr tree {source})")
+    if any(o[k] is not None for k in ("levels", "factors", "axes", "scale", "unit")) or o["method"] != "mean":
+        raise UsageProblem(
+            "converting a pyramid keeps its levels: drop --method/--levels/--factors/--axes/--scale/--unit"
+        )
+    options = {k: v for k, v in o.items() if k != "layout"}
+    result = _copy_pyramid(ms, destination, o["layout"], interrupt, **options)
+    return aa.open_multiscale(result.dataset), result.bytes
 
 
 # --- verify ----------------------------------------------------------------------------------------------
@@ -505,8 +749,12 @@ def show(
     ] = "",
     output: Annotated[str, typer.Option("--output", "-o", help="the PNG to write")] = "slice.png",
     cmap: Annotated[str, typer.Option(help="a matplotlib colour map name")] = "viridis",
+    size: Annotated[
+        int, typer.Option(help="a pyramid: the finest level whose slice is at most this many values a side")
+    ] = 1024,
 ) -> None:
-    """Render a 2-D slice of a dataset as a PNG with a colour map and a colour bar.
+    """Render a 2-D slice of a dataset as a PNG with a colour map and a colour bar. Given a pyramid, the
+    --index is in level 0's voxels and the slice comes from the finest level that fits --size.
 
     Example: altarr show data.zarr --index 10,:,: -o slice.png
     """
@@ -519,8 +767,11 @@ def show(
     if cmap not in colormaps:
         raise UsageProblem(f"unknown colour map {cmap!r} (try viridis, magma, gray)")
     node = _open_node(path)
-    if not isinstance(node, aa.Dataset):
-        raise UsageProblem(f"{path} is a group; show needs a dataset (see altarr tree {path})")
+    pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
+    if not isinstance(node, aa.Dataset) and pyramid is None:
+        raise UsageProblem(f"{path} is a group; show needs a dataset or a pyramid (see altarr tree {path})")
+    if pyramid is not None:
+        node = pyramid.levels[0].dataset
     if not index and node.ndim > 2:
         index = ",".join(["0"] * (node.ndim - 2))
     key = parse_index(index, node.ndim)
@@ -530,11 +781,30 @@ def show(
     for d, (k, n) in enumerate(zip(key, node.shape, strict=True)):
         if isinstance(k, int) and not -n <= k < n:
             raise UsageProblem(f"--index {index!r}: {k} is outside dimension {d} of length {n}")
+    title = f"{Path(path).name}[{index}]"
+    if pyramid is not None:
+        level, key = _pyramid_level(pyramid, key, size)
+        node = pyramid.levels[level].dataset
+        title += f" level {level}"
     values = node[key]
     if 0 in values.shape:
         raise UsageProblem(f"--index {index!r} selects an empty slice {values.shape}")
-    scale = render_png(values, output, cmap=cmap, title=f"{Path(path).name}[{index}]")
+    scale = render_png(values, output, cmap=cmap, title=title)
     print(f"wrote {output}: a {values.shape[0]}x{values.shape[1]} slice at {scale} px per value")
+
+
+def _pyramid_level(pyramid: Any, key: tuple[Any, ...], size: int) -> tuple[int, tuple[Any, ...]]:
+    """The finest level of ``pyramid`` whose part of ``key`` (a level-0 selection) is at most ``size``
+    values a side, and ``key`` at that level. Slices with a step are read from level 0."""
+    if size < 1:
+        raise UsageProblem(f"--size must be at least 1, got {size}")
+    if any(isinstance(k, slice) and k.step not in (None, 1) for k in key):
+        return 0, key
+    for level in range(len(pyramid.levels)):
+        at = pyramid.selection_at(key, level)
+        if all(s.stop - s.start <= size for s in at if isinstance(s, slice)):
+            return level, at
+    return len(pyramid.levels) - 1, pyramid.selection_at(key, len(pyramid.levels) - 1)
 
 
 # --- demo ------------------------------------------------------------------------------------------------

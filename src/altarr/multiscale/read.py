@@ -90,6 +90,54 @@ class Multiscale:
         dims = tuple(a.name for a in self.axes)
         return altarr(ds.shape, ds.chunks, _DatasetFetch(ds), dtype=ds.dtype, dims=dims)
 
+    def summary(self) -> dict[str, Any]:
+        """What ``altarr info`` shows of the pyramid, as a JSON-able dict.
+
+        >>> import numpy as np, altarr as aa
+        >>> ms = aa.build_pyramid(np.zeros((8, 8), "u1"), "memory://doc-summary/p", chunks=(4, 4))
+        >>> s = ms.summary()
+        >>> s.get("layout"), [lv.get("shape") for lv in s.get("levels")]
+        ('ome-zarr', [[8, 8], [4, 4]])
+        """
+        return {
+            "layout": self.layout,
+            "name": self.name,
+            "method": self.method,
+            "axes": [a.as_json() for a in self.axes],
+            "levels": [
+                {
+                    "path": lv.path,
+                    "shape": list(lv.shape),
+                    "chunks": list(lv.chunks),
+                    "shards": list(lv.shards) if lv.shards else None,
+                    "factors": list(lv.factors),
+                    "scale": list(lv.scale),
+                    "translation": list(lv.translation),
+                }
+                for lv in self.levels
+            ],
+        }
+
+    def selection_at(self, key: Sequence[Any], level: int) -> tuple[Any, ...]:
+        """A selection of level 0 (integers and slices of step 1, one per axis) as the selection of the same
+        region of level ``level``: integers and slice bounds divided by the level's factors (a slice's end
+        rounded up), each kept inside the level.
+
+        >>> import numpy as np, altarr as aa
+        >>> ms = aa.build_pyramid(np.zeros((64, 64), "u1"), "memory://doc-sel/p", chunks=(8, 8))
+        >>> ms.selection_at((33, slice(10, 41)), 2)
+        (8, slice(2, 11, None))
+        """
+        lv = self.levels[level]
+        out: list[Any] = []
+        for k, f, n in zip(key, lv.factors, lv.shape, strict=True):
+            if isinstance(k, slice):
+                start, stop, _ = k.indices(n * f)
+                out.append(slice(min(start // f, n), min(-(-stop // f), n)))
+            else:
+                out.append(min(int(k) // f, n - 1) if int(k) >= 0 else max(n + int(k) // f, 0))
+        return tuple(out)
+
     def level_for(self, shape: Sequence[int]) -> int:
         """The finest level no larger than ``shape`` along every axis where ``shape`` is given (``-1``
         or ``None`` leave an axis free); the coarsest level when none is that small.
