@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["to_xarray", "open_altarr_dataset", "open_groups_as_dict"]
+__all__ = ["to_xarray", "open_altarr_dataset", "open_groups_as_dict", "pyramid_level_dataset"]
 
 
 def _import_xarray() -> Any:
@@ -118,7 +118,7 @@ def _dims_of(ds: Any, phony: str = "dim") -> tuple[str, ...]:
     return tuple(f"{phony}_{d}" for d in range(ds.ndim))
 
 
-def _variable(ds: Any, location: str, phony: str = "dim") -> Any:
+def _variable(ds: Any, location: str, phony: str = "dim", dims: tuple[str, ...] | None = None) -> Any:
     """An ``xarray.Variable`` over the dataset ``ds`` found at ``location`` (read lazily through
     ``altarr.open(location)``: one planned, batched read per xarray selection)."""
     import altarr as aa
@@ -134,7 +134,7 @@ def _variable(ds: Any, location: str, phony: str = "dim") -> Any:
         from xarray.backends.zarr import FillValueCoder
 
         attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], ds.dtype)
-    dims = _dims_of(ds, phony)
+    dims = dims or _dims_of(ds, phony)
     data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
     variable = xr.Variable(dims, data, attrs=attrs)
     block = ds.shards or ds.chunks
@@ -151,17 +151,28 @@ def _join(location: str, path: str) -> str:
 
 
 def open_altarr_dataset(
-    location: str, *, group: str | None = None, drop_variables: Any = None, recursive: bool = False
+    location: str,
+    *,
+    group: str | None = None,
+    drop_variables: Any = None,
+    recursive: bool = False,
+    level: int | None = None,
 ) -> Any:
     """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable for an
     array, one per child array for a group (``recursive`` also takes arrays of sub-groups, named by their
-    paths). Nothing is read but metadata."""
+    paths); for an image pyramid, one level (``level``, default 0) with the physical coordinates of its
+    voxels (see :func:`pyramid_level_dataset`). Nothing is read but metadata."""
     import altarr as aa
+    from altarr.multiscale import is_multiscale, open_multiscale
 
     xr = _import_xarray()
     location = _join(str(location), (group or "").strip("/"))
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
     node = _open_node(location)
+    if isinstance(node, aa.Group) and is_multiscale(node):
+        return pyramid_level_dataset(open_multiscale(node), location, level or 0, drop)
+    if level is not None:
+        raise ValueError(f"level={level} applies to image pyramids; {location} is not one")
     if isinstance(node, aa.Dataset):
         name = location.rstrip("/").rsplit("/", 1)[-1] or "data"
         for suffix in (".zarr", ".n5"):
@@ -175,6 +186,38 @@ def open_altarr_dataset(
             # arrays of different shapes do not claim one dimension with two lengths
             variables[name] = _variable(child, _join(location, name), phony=f"{name}_dim")
     return xr.Dataset(variables, attrs=dict(node.attrs))
+
+
+def pyramid_level_dataset(
+    ms: Any, location: str, level: int, drop: set[str] | frozenset[str] = frozenset()
+) -> Any:
+    """Level ``level`` of the pyramid ``ms`` (an :class:`altarr.multiscale.Multiscale` at ``location``) as
+    an ``xarray.Dataset``: one variable named after the image, its dimensions the pyramid's axes, and a
+    coordinate per spatial and time axis holding the physical position of every voxel centre
+    (``translation + scale * i``, with the axis's ``units``).
+
+    >>> import numpy as np, altarr as aa
+    >>> ms = aa.build_pyramid(np.zeros((8, 8), "u1"), "memory://doc-xr-level/p", chunks=(4, 4), scale=(0.5, 0.5))
+    >>> ds = pyramid_level_dataset(ms, "memory://doc-xr-level/p", 1)
+    >>> ds["image"].dims, ds["x"].values.tolist()
+    (('y', 'x'), [0.25, 1.25, 2.25, 3.25])
+    """
+    xr = _import_xarray()
+    if not -len(ms.levels) <= level < len(ms.levels):
+        raise IndexError(f"level {level} of a pyramid of {len(ms.levels)} levels")
+    lv = ms.levels[level]
+    name = ms.name or "image"
+    dims = tuple(a.name for a in ms.axes)
+    coords = {}
+    for d, axis in enumerate(ms.axes):
+        if axis.type in ("space", "time"):
+            attrs = {"units": axis.unit} if axis.unit else {}
+            coords[axis.name] = xr.Variable(axis.name, lv.coords(d), attrs)
+    variables = {}
+    if name not in drop:
+        variables[name] = _variable(lv.dataset, _join(location, lv.path), dims=dims)
+    attrs = {"multiscale_layout": ms.layout, "level": level % len(ms.levels), "levels": len(ms.levels)}
+    return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
 def _open_node(location: str) -> Any:

@@ -38,6 +38,7 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         "use_cftime",
         "decode_timedelta",
         "group",
+        "level",
     )
 
     def open_dataset(  # type: ignore[override]
@@ -52,8 +53,11 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         use_cftime: Any = None,
         decode_timedelta: Any = None,
         group: str | None = None,
+        level: int | None = None,
     ) -> Any:
-        raw = open_altarr_dataset(os.fspath(filename_or_obj), group=group, drop_variables=drop_variables)
+        raw = open_altarr_dataset(
+            os.fspath(filename_or_obj), group=group, drop_variables=drop_variables, level=level
+        )
         return _decode(
             raw,
             mask_and_scale=mask_and_scale,
