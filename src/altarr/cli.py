@@ -324,7 +324,7 @@ def copy(
     --codec zstd:5 --workers 2
     """
     import altarr as aa
-    from altarr.transfer import FORMATS, copy_array, copy_tree, parse_codec, parse_shape
+    from altarr.transfer import FORMATS, copy_array, copy_tree, parse_codec
 
     if format is not None and format not in FORMATS:
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -344,22 +344,8 @@ def copy(
 
         def one_array(src: Any, dest: Any, path: str, label: str) -> Any:
             fmt = format or src.format
-            kw: dict[str, Any] = {}
-            if chunks is not None:
-                kw["chunks"] = parse_shape(chunks, src.ndim, "--chunks")
-            if shards is not None:
-                kw["shards"] = None if shards.lower() == "none" else parse_shape(shards, src.ndim, "--shards")
-            bar: dict[str, Any] = {}  # started on the first progress report (after the checks)
-
-            def report(nbytes: int, units: int) -> None:
-                if progress:
-                    if not bar:
-                        bar["bar"] = _progress_bar(src.nbytes, label)
-                        bar["bar"].start()
-                        bar["task"] = bar["bar"].add_task(label, total=src.nbytes)
-                    bar["bar"].advance(bar["task"], nbytes)
-                interrupt.check()
-
+            kw = _chunk_options(chunks, shards, src.ndim)
+            report, stop = _bar_reporter(progress, label, src.nbytes, interrupt)
             try:
                 result = copy_array(
                     src,
@@ -375,8 +361,7 @@ def copy(
                     **kw,
                 )
             finally:
-                if bar:
-                    bar["bar"].stop()
+                stop()
             for note in result.notes:
                 err_console.print(f"note: {label}: {note}")
             return result
@@ -430,6 +415,18 @@ def copy(
 
 
 # --- pyramids ----------------------------------------------------------------------------------------------
+def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[str, Any]:
+    """``--chunks`` and ``--shards`` (``none`` for none) as the keywords of a copy; absent when not given."""
+    from altarr.transfer import parse_shape
+
+    kw: dict[str, Any] = {}
+    if chunks is not None:
+        kw["chunks"] = parse_shape(chunks, ndim, "--chunks")
+    if shards is not None:
+        kw["shards"] = None if shards.lower() == "none" else parse_shape(shards, ndim, "--shards")
+    return kw
+
+
 def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
     """A ``progress(value_bytes, units)`` that drives a progress bar on stderr (started on the first
     report), and the function that stops the bar."""
@@ -450,14 +447,9 @@ def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Inte
 def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **o: Any) -> Any:
     """``altarr copy`` of a pyramid: every level and the metadata, into the layout of ``--format``."""
     from altarr.multiscale.convert import convert_pyramid
-    from altarr.transfer import CopyResult, parse_shape
+    from altarr.transfer import CopyResult
 
-    ndim = len(pyramid.axes)
-    kw: dict[str, Any] = {}
-    if o["chunks"] is not None:
-        kw["chunks"] = parse_shape(o["chunks"], ndim, "--chunks")
-    if o["shards"] is not None:
-        kw["shards"] = None if o["shards"].lower() == "none" else parse_shape(o["shards"], ndim, "--shards")
+    kw = _chunk_options(o["chunks"], o["shards"], len(pyramid.axes))
     total = sum(lv.dataset.nbytes for lv in pyramid.levels)
     report, stop = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
     moved = {"bytes": 0, "units": 0}
@@ -501,7 +493,6 @@ def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tupl
 def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any) -> tuple[Any, int]:
     """``altarr pyramid`` of an array: the options parsed, the build run with a progress bar."""
     from altarr.multiscale import build_pyramid
-    from altarr.transfer import parse_shape
 
     ndim = node.ndim
     steps = (
@@ -527,8 +518,7 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
             axes=o["axes"],
             scale=_numbers(o["scale"], ndim, "--scale"),
             unit=o["unit"],
-            chunks=parse_shape(o["chunks"], ndim, "--chunks") if o["chunks"] else None,
-            shards=parse_shape(o["shards"], ndim, "--shards") if o["shards"] else None,
+            **_chunk_options(o["chunks"], o["shards"], ndim),
             compressor=o["codec"],
             overwrite=o["overwrite"],
             resume=o["resume"],
