@@ -49,3 +49,20 @@ def test_bench_engine_quick_altarr(tmp_path: Path) -> None:
         assert set(res) == {"write", "read"}
         assert res["read"]["altarr"]["median_s"] > 0
         assert res["read"]["altarr"]["store_stats_per_rep"]["reads"] >= 1
+
+
+def test_bench_pyramid_runs_both_libraries_and_compares_their_levels(tmp_path: Path) -> None:
+    script = SCRIPT.parent / "bench_pyramid.py"
+    out_json = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--shape", "32,64,96", "--repeats", "1", "--json", str(out_json)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| altarr |" in proc.stdout and "| ngff-zarr |" in proc.stdout
+    report = json.loads(out_json.read_text())
+    assert report["shape"] == [32, 64, 96] and report["levels"] == 5
+    for lib in ("altarr", "ngff-zarr"):
+        assert report["results"][lib]["median_s"] > 0 and report["results"][lib]["stored_bytes"] > 0
