@@ -334,11 +334,7 @@ def copy(
         raise UsageProblem("--resume and --overwrite contradict each other")
     parse_codec(codec, "zarr3", "u1")  # a bad codec fails before anything is written
     node = _open_node(source)
-    run_units = None
-    if scheduler is not None:
-        from altarr.integrations.dask import cluster_runner
-
-        run_units = cluster_runner(scheduler, source)
+    run_units = _cluster(scheduler, source)
     t0 = time.perf_counter()
     with _Interrupt() as interrupt:
 
@@ -415,6 +411,15 @@ def copy(
 
 
 # --- pyramids ----------------------------------------------------------------------------------------------
+def _cluster(scheduler: str | None, source: str) -> Any:
+    """The ``run_units`` of ``--scheduler ADDRESS`` (one task per destination shard), or ``None``."""
+    if scheduler is None:
+        return None
+    from altarr.integrations.dask import cluster_runner
+
+    return cluster_runner(scheduler, source)
+
+
 def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[str, Any]:
     """``--chunks`` and ``--shards`` (``none`` for none) as the keywords of a copy; absent when not given."""
     from altarr.transfer import parse_shape
@@ -524,6 +529,7 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
             resume=o["resume"],
             workers=o["workers"],
             progress=counted,
+            run_units=o["run_units"],
         )
     finally:
         stop()
@@ -559,6 +565,10 @@ def pyramid(
     resume: Annotated[bool, typer.Option(help="continue an interrupted build")] = False,
     workers: Annotated[int, typer.Option(help="destination shards written at once")] = 1,
     progress: Annotated[bool, typer.Option(help="show a progress bar on stderr")] = True,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="a dask.distributed scheduler address: one task per destination shard"),
+    ] = None,
 ) -> None:
     """Build a multiscale pyramid of an array (OME-Zarr 0.5/0.4, or N5 for n5-viewer / BigDataViewer), each
     level written shard by shard; given a pyramid, convert it into --layout.
@@ -596,6 +606,7 @@ def pyramid(
                 "resume": resume,
                 "workers": workers,
                 "progress": progress,
+                "run_units": _cluster(scheduler, source),
             }
             out, moved = _pyramid_of(node, source, destination, interrupt, options)
         except KeyboardInterrupt:

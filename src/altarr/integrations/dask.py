@@ -7,8 +7,9 @@ shard, and copies run on a dask.distributed cluster.
 * :func:`store` - write a dask array into a dataset, re-chunked first so that each dask block is one
   destination shard (or a block of whole chunks): each task writes whole stored objects and no two tasks
   touch one, so the writes need no lock and work on any scheduler.
-* :func:`cluster_runner` - what ``altarr copy --scheduler ADDRESS`` uses: one task per destination
-  shard, each opening the source and destination itself (stores pickle as their location).
+* :func:`cluster_runner` - what ``altarr copy --scheduler ADDRESS`` (and ``altarr pyramid``) uses: one
+  task per destination shard, each opening the source and destination itself (stores pickle as their
+  location; a pyramid level's downsampled view of the level above pickles as that level's location).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -179,6 +180,16 @@ def _copy_unit_task(src_store: Any, src_path: str, dst_store: Any, dst_path: str
     return copy_unit(src, dst, region)
 
 
+def _copy_view_task(view: Any, dst_store: Any, dst_path: str, region: Any) -> int:
+    """One unit whose source is not a stored dataset but a picklable view of one (a pyramid level
+    downsampled from the level above, :class:`altarr.multiscale.Downsampled`)."""
+    import altarr as aa
+
+    from ..transfer import copy_unit
+
+    return copy_unit(view, aa.open_dataset(dst_store, mode="r+", path=dst_path), region)
+
+
 def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
     """A ``run_units`` for :func:`altarr.transfer.copy_array` that runs each destination shard as one
     task on the dask.distributed scheduler at ``address`` and yields ``(unit, value_bytes)`` as they
@@ -195,9 +206,16 @@ def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list],
     client = Client(address, timeout="20s")
 
     def run(src: Any, dst: Any, todo: list[tuple[int, Any]]) -> Iterator[tuple[int, int]]:
+        from ..dataset import Dataset
+
+        # a dataset travels as its location; any other source (a pyramid level's view) pickled
+        task, source = (
+            (_copy_unit_task, (src.store, src.path))
+            if isinstance(src, Dataset)
+            else (_copy_view_task, (src,))
+        )
         futures = {
-            client.submit(_copy_unit_task, src.store, src.path, dst.store, dst.path, region, pure=False): i
-            for i, region in todo
+            client.submit(task, *source, dst.store, dst.path, region, pure=False): i for i, region in todo
         }
         try:
             for future in as_completed(futures):
