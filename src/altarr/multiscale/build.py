@@ -111,6 +111,24 @@ def _clip(block: Sequence[int] | None, shape: Sequence[int], chunks: Sequence[in
     return tuple(min(b, -(-n // c) * c) for b, n, c in zip(block, shape, chunks, strict=True))
 
 
+def _creates(
+    shapes: Sequence[tuple[int, ...]], dtype: np.dtype, chunks: Sequence[int], shards: Sequence[int] | None
+) -> list[dict[str, Any]]:
+    """Each level's dataset: its shape, the dtype, the chunks and shards clipped to it."""
+    out = []
+    for shape in shapes:
+        level_chunks = tuple(min(c, n) for c, n in zip(chunks, shape, strict=True))
+        out.append(
+            {
+                "shape": shape,
+                "dtype": dtype,
+                "chunks": level_chunks,
+                "shards": _clip(shards, shape, level_chunks),
+            }
+        )
+    return out
+
+
 def _source(source: Any) -> Any:
     if isinstance(source, str):
         import altarr as aa
@@ -144,6 +162,43 @@ def _level_shapes(shape: Sequence[int], steps: Sequence[Sequence[int]]) -> list[
         if 0 in shapes[-1]:
             raise MetadataError(f"level {i} would be empty: {shapes[-2]} downsampled by {tuple(step)}")
     return shapes
+
+
+def _plan(
+    source: Any,
+    layout: str,
+    axes: Any,
+    scale: Sequence[float] | None,
+    translation: Sequence[float] | None,
+    unit: str | None,
+    method: str,
+    factors: Any,
+    levels: int | None,
+    chunks: Sequence[int] | None,
+    shards: Sequence[int] | None,
+    compressor: Any,
+    name: str | None,
+) -> tuple[Any, Any, Any, list[tuple[int, ...]], list[dict[str, Any]], Any]:
+    """What :func:`build_pyramid` writes: the layout, the source, the description, each level's factors
+    relative to the one above, each level's dataset, the compressor."""
+    from ..transfer import parse_codec
+
+    fmt = get_layout(layout)
+    check_method(method)
+    src = _source(source)
+    shape, dtype = tuple(int(n) for n in src.shape), np.dtype(src.dtype)
+    ax = normalize_axes(axes, len(shape), unit)
+    base_scale = tuple(float(s) for s in scale) if scale is not None else (1.0,) * len(shape)
+    if len(base_scale) != len(shape) or (translation is not None and len(translation) != len(shape)):
+        raise MetadataError(f"scale and translation must give one number per axis of {shape}")
+    chunk_shape = tuple(chunks) if chunks is not None else default_chunks(shape, ax)
+    steps = _steps(factors, shape, ax, base_scale, chunk_shape, levels)
+    shapes = _level_shapes(shape, steps)
+    paths = [fmt.level_path(i) for i in range(len(shapes))]
+    desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
+    if isinstance(compressor, str) or compressor is None:
+        compressor = parse_codec(compressor or "none", fmt.format, dtype)
+    return fmt, src, desc, steps, _creates(shapes, dtype, chunk_shape, shards), compressor
 
 
 def build_pyramid(
@@ -199,28 +254,21 @@ def build_pyramid(
         run_units: runs units elsewhere (as :func:`altarr.transfer.copy_array` takes it).
         path: the group's path inside ``destination``.
     """
-    from ..transfer import parse_codec
-
-    fmt = get_layout(layout)
-    check_method(method)
-    src = _source(source)
-    shape, dtype = tuple(int(n) for n in src.shape), np.dtype(src.dtype)
-    ax = normalize_axes(axes, len(shape), unit)
-    base_scale = tuple(float(s) for s in scale) if scale is not None else (1.0,) * len(shape)
-    if len(base_scale) != len(shape) or (translation is not None and len(translation) != len(shape)):
-        raise MetadataError(f"scale and translation must give one number per axis of {shape}")
-    chunk_shape = tuple(chunks) if chunks is not None else default_chunks(shape, ax)
-    steps = _steps(factors, shape, ax, base_scale, chunk_shape, levels)
-    shapes = _level_shapes(shape, steps)
-    paths = [fmt.level_path(i) for i in range(len(shapes))]
-    desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
-    if isinstance(compressor, str) or compressor is None:
-        compressor = parse_codec(compressor or "none", fmt.format, dtype)
-    creates = []
-    for level_shape in shapes:
-        level_chunks = tuple(min(c, n) for c, n in zip(chunk_shape, level_shape, strict=True))
-        clipped = _clip(shards, level_shape, level_chunks)
-        creates.append({"shape": level_shape, "dtype": dtype, "chunks": level_chunks, "shards": clipped})
+    fmt, src, desc, steps, creates, compressor = _plan(
+        source,
+        layout,
+        axes,
+        scale,
+        translation,
+        unit,
+        method,
+        factors,
+        levels,
+        chunks,
+        shards,
+        compressor,
+        name,
+    )
 
     def values(i: int, previous: Any) -> Any:
         if i == 0:
@@ -229,6 +277,7 @@ def build_pyramid(
         above = src if i == 1 and isinstance(src, np.ndarray) else previous
         return Downsampled(above, steps[i - 1], method)
 
+    options = {"overwrite": overwrite, "resume": resume, "workers": workers, "progress": progress}
     return write_pyramid(
         destination,
         fmt,
@@ -236,10 +285,7 @@ def build_pyramid(
         creates,
         values,
         compressor=compressor,
-        overwrite=overwrite,
-        resume=resume,
-        workers=workers,
-        progress=progress,
         run_units=run_units,
         path=path,
+        **options,
     )
