@@ -2,10 +2,9 @@
 """Object-store and HTTP clients compared at the store level, on loopback servers in child processes
 that wait a set latency before answering each request (``netservers.py``).
 
-Both servers: ``ObstoreStore`` reading through the standard library's ``http.client``
-(``http_client="stdlib"``, the default for ``http(s)://`` and ``s3://``; on S3 through URLs obstore
-presigns), the same store with every request through obstore (``http_client="obstore"``), and
-``FsspecStore`` (fsspec's aiohttp file system over HTTP, s3fs over S3). Reads:
+Both servers: ``ObstoreStore`` (obstore, the client of ``http(s)://`` and ``s3://``) and ``FsspecStore``
+(fsspec's aiohttp file system over HTTP, s3fs over S3): why obstore is the client of these schemes.
+Reads:
 
 * ``dependent_reads`` - 8 ranged reads of 4 KiB, each sent after the previous one's answer (a cold
   open and a small read: metadata, then a shard index, then a chunk, each waiting for the one before);
@@ -14,12 +13,13 @@ presigns), the same store with every request through obstore (``http_client="obs
 * ``suffix_reads`` - 64 suffix ranges (shard indexes) in one batch: the index round;
 * ``whole_reads`` - the 8 objects of 4 MiB in one batch (shards read whole).
 
-S3 (moto) also writes (``stdlib`` and ``obstore`` write alike, through obstore):
+S3 (moto) also writes:
 
 * ``whole_writes`` - 8 objects of 4 MiB written in one ``set_many`` (shards);
 * ``conditional_writes`` - 8 objects of 4 MiB each written only if its ETag is still the one read
   (``If-Match``): obstore's ``put(mode={"e_tag": ...})`` against s3fs's client called with ``IfMatch``
-  (s3fs has no public API for it); both in one concurrent batch.
+  (s3fs has no public API for it, which is why altarr's fsspec store does not condition writes); both
+  in one concurrent batch.
 
 Each cell is the median of ``--repeats`` runs (the stores take turns run by run), with the requests the
 server answered; the last column is each store's time over the fastest.
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from altarr.stores import FsspecStore, ObstoreStore, Range, Suffix  # noqa: E402
+from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix  # noqa: E402
 from netservers import BUCKET, server_process  # noqa: E402
 
 N_OBJ = 8
@@ -97,7 +97,7 @@ def read_ops(size: int) -> dict[str, Any]:
         "dependent_reads": lambda s: [s.get_ranges([r]) for r in chain],
         "ranged_reads": lambda s: s.get_ranges(ranges),
         "suffix_reads": lambda s: s.get_ranges(suffixes),
-        "whole_reads": lambda s: s.get_ranges([(f"o{i}", None, None) for i in range(N_OBJ)]),
+        "whole_reads": lambda s: s.get_ranges([(f"o{i}", WHOLE) for i in range(N_OBJ)]),
     }
 
 
@@ -155,28 +155,24 @@ def main(argv: list[str] | None = None) -> int:
     payload = [os.urandom(size) for _ in range(N_OBJ)]
     rows: list[tuple] = []
     servers = args.servers.split(",")
-    names = {"http": ["stdlib", "obstore", "fsspec"], "s3": ["stdlib", "obstore", "fsspec"]}
+    names = ["obstore", "fsspec"]
     if "http" in servers:
         with tempfile.TemporaryDirectory() as d:
             for i, data in enumerate(payload):
                 Path(d, f"o{i}").write_bytes(data)
             with server_process("http", d) as (url, log):
                 stores = {
-                    "stdlib": ObstoreStore(url, read_only=True, coalesce_gap=GAP),
-                    "obstore": ObstoreStore(url, read_only=True, coalesce_gap=GAP, http_client="obstore"),
+                    "obstore": ObstoreStore(url, read_only=True, coalesce_gap=GAP),
                     "fsspec": FsspecStore(url, read_only=True, coalesce_gap=GAP),
                 }
-                assert stores["stdlib"]._http is not None
                 rows += measure(stores, read_ops(size), log, "http", args)
     if "s3" in servers:
         with server_process("s3") as (endpoint, log):
             url, opts = f"s3://{BUCKET}/c", {"endpoint_url": endpoint, "coalesce_gap": GAP}
             stores = {
-                "stdlib": ObstoreStore(url, **opts),
-                "obstore": ObstoreStore(url, http_client="obstore", **opts),
+                "obstore": ObstoreStore(url, **opts),
                 "fsspec": FsspecStore(url, client_kwargs={"endpoint_url": endpoint}, coalesce_gap=GAP),
             }
-            assert stores["stdlib"]._http is not None
             stores["obstore"].set_many([(f"o{i}", payload[i]) for i in range(N_OBJ)])
             writes = [(f"w{i}", payload[i]) for i in range(N_OBJ)]
             ops = read_ops(size)
@@ -190,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += measure(stores, ops, log, "s3", args)
     for server in servers:
         print(f"\n### {server}\n")
-        print(table(rows, server, names[server]))
+        print(table(rows, server, names))
     return 0
 
 

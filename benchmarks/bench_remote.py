@@ -25,10 +25,11 @@ the median of the per-repetition ratios to that peer with its 95 % bootstrap int
 :func:`paired_ratio`), the number to read for a line within a few percent. The servers run in child
 processes (their Python must not take the client's GIL).
 
-``--libs`` may add ``altarr-obstore``: altarr with every request through obstore (``http_client=
-"obstore"``) instead of the standard library's reader it reads HTTP and S3 objects with by default
-(``altarr-obstore-http`` in results files before 2026-12-03, when that reader read HTTP only); not in
-the default table.
+``--against TREE`` compares altarr with another version of itself (``TREE``: a checkout whose ``src``
+holds it, the C kernel built): each version runs in its own worker process, a child that imports
+altarr from its tree and this script's code, and the two take turns repetition by repetition (in
+alternating order) against the same servers; the table gives each one's median, the requests and rounds
+the server saw, and the paired ratio of this tree to the other with its interval (:func:`paired_ratio`).
 
 Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
 zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
@@ -38,6 +39,7 @@ concurrency is each library's default. Everything runs in one process, one libra
 Example:
     python benchmarks/bench_remote.py --latencies 0,5,20 --json remote.json
     python benchmarks/bench_remote.py --quick            # 64**3, latency 5 ms, one repeat
+    python benchmarks/bench_remote.py --against ../baseline --latencies 20 --repeats 21
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import platform
 import statistics
 import sys
@@ -61,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from netservers import BUCKET, server_process  # noqa: E402
 
 THREADS = 2
-LIBS = ("altarr", "altarr-fsspec", "tensorstore", "zarr-fsspec", "zarr-obstore")
+LIBS = ("altarr", "tensorstore", "zarr-fsspec", "zarr-obstore")
 PEERS = ("tensorstore", "zarr-fsspec", "zarr-obstore")
 SCENARIOS = ("open_chunk", "scattered", "boxes", "boxes_loop", "slab", "whole", "write_boxes")
 
@@ -123,9 +126,6 @@ class Lib:
 
 
 class Altarr(Lib):
-    #: ``open_dataset``'s client options: the store's client, and for the obstore line how it reads
-    options: dict[str, str] = {"client": "obstore"}
-
     def __init__(self, *a: Any):
         super().__init__(*a)
         import altarr as aa
@@ -136,7 +136,7 @@ class Altarr(Lib):
 
     def _open(self, mode: str = "r") -> Any:
         opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
-        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", **self.options, **opts)
+        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", **opts)
 
     def read(self, sels):
         ds = self._open()
@@ -148,17 +148,6 @@ class Altarr(Lib):
 
     def write(self, sels, values):
         self._open("r+").write_regions(sels, values)
-
-
-class AltarrFsspec(Altarr):
-    options = {"client": "fsspec"}
-
-
-class AltarrObstore(Altarr):
-    """Every request through obstore (``http_client="obstore"``), not the standard library's reader altarr
-    reads ``http(s)://`` and ``s3://`` objects with by default. Not in the default table."""
-
-    options = {"client": "obstore", "http_client": "obstore"}
 
 
 class Tensorstore(Lib):
@@ -249,8 +238,6 @@ class ZarrObstore(ZarrFsspec):
 
 CLASSES: dict[str, type[Lib]] = {
     "altarr": Altarr,
-    "altarr-fsspec": AltarrFsspec,
-    "altarr-obstore": AltarrObstore,
     "tensorstore": Tensorstore,
     "zarr-fsspec": ZarrFsspec,
     "zarr-obstore": ZarrObstore,
@@ -403,6 +390,141 @@ def table(rows: list[dict[str, Any]], kind: str, lat: float, libs: list[str]) ->
     return "\n".join(out)
 
 
+# --- this tree against another version of altarr ----------------------------------------------------------------
+class Worker:
+    """altarr of one tree in a child process (this script with ``--worker``, ``PYTHONPATH`` the tree's
+    ``src``), which times the scenarios it is asked for, one at a time, and answers with the time."""
+
+    def __init__(self, name: str, src: Path, kind: str, base: str, endpoint: str | None, size: int):
+        import subprocess
+
+        self.name = name
+        cmd = [sys.executable, __file__, "--worker", kind, base, endpoint or "-", str(size)]
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.altarr = self._reply()["altarr"]  # where it imported altarr from: the tree's, checked
+
+    def _reply(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} worker ended (exit code {self.proc.wait(timeout=60)})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{self.name}: {reply['error']}")
+        return reply
+
+    def call(self, scenario: str, check: bool = False) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"scenario": scenario, "check": check}) + "\n")
+        self.proc.stdin.flush()
+        return self._reply()["t"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def worker_main(kind: str, base: str, endpoint: str, size: int) -> None:
+    """The child of :class:`Worker`: times the scenario named on each line of stdin (a full garbage
+    collection first, outside the time, as :func:`bench_server`), checks its result when asked, and
+    writes ``{"t": seconds}`` (or ``{"error": ...}``) to stdout."""
+    import altarr
+
+    geo = Geometry(size, size // 2, size // 8)
+    data = make_volume(geo.n)
+    args = argparse.Namespace(libs=["altarr"], scenarios=list(SCENARIOS))
+    calls = {
+        s: (fn, check)
+        for s, _, fn, check in cases(kind, base, None if endpoint == "-" else endpoint, geo, data, args)
+    }
+    print(json.dumps({"altarr": altarr.__file__}), flush=True)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        fn, check = calls[ask["scenario"]]
+        try:
+            gc.collect()
+            t = time.perf_counter()
+            result = fn()
+            t = time.perf_counter() - t
+            if ask["check"]:
+                check(result)
+            reply: dict[str, Any] = {"t": t}
+        except Exception as e:
+            reply = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        print(json.dumps(reply), flush=True)
+
+
+def bench_against(
+    kind: str,
+    base: str,
+    endpoint: str | None,
+    log: Any,
+    geo: Geometry,
+    data: np.ndarray,
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """Every scenario at every latency, this tree's altarr (``altarr``) and the other's
+    (``altarr@other``) in two workers taking turns repetition by repetition, the order swapped every
+    other repetition; each call checked on its warm-up (the workers make their own copy of ``data``)."""
+    here = Path(__file__).resolve().parents[1] / "src"
+    workers = [
+        Worker(name, src, kind, base, endpoint, geo.n)
+        for name, src in (("altarr", here), ("altarr@other", Path(args.against) / "src"))
+    ]
+    print(f"# {workers[0].altarr} against {workers[1].altarr}", file=sys.stderr)
+    rows = []
+    try:
+        for scen in args.scenarios:
+            if scen == "write_boxes" and kind != "s3":
+                continue
+            for lat in args.latencies:
+                log.latency = lat / 1000
+                res = {w.name: {"times": [], "requests": [], "rounds": []} for w in workers}
+                for w in workers:
+                    w.call(scen, check=True)
+                for rep in range(args.repeats):
+                    for w in workers if rep % 2 == 0 else workers[::-1]:
+                        log.reset()
+                        res[w.name]["times"].append(w.call(scen))
+                        res[w.name]["requests"].append(log.requests())
+                        res[w.name]["rounds"].append(log.rounds())
+                for name, r in res.items():
+                    row = {"server": kind, "latency_ms": lat, "lib": name, "scenario": scen}
+                    row.update(
+                        ms=1000 * statistics.median(r["times"]),
+                        requests=int(statistics.median(r["requests"])),
+                        rounds=int(statistics.median(r["rounds"])),
+                        times_ms=[round(1000 * t, 3) for t in r["times"]],
+                    )
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    finally:
+        for w in workers:
+            w.close()
+    return rows
+
+
+def table_against(rows: list[dict[str, Any]], kind: str, lat: float) -> str:
+    """The :func:`bench_against` table: each version's median, requests and rounds, and this tree's time
+    over the other's (ratio of medians; paired, with its interval, from 5 repetitions on)."""
+    sel = [r for r in rows if r["server"] == kind and r["latency_ms"] == lat]
+    out = ["| scenario | altarr (this tree) | altarr (other) | this / other |", "|---|---|---|---|"]
+    for s in [s for s in SCENARIOS if any(r["scenario"] == s for r in sel)]:
+        a, b = (
+            next(r for r in sel if r["scenario"] == s and r["lib"] == lib)
+            for lib in ("altarr", "altarr@other")
+        )
+        ratio = f"{a['ms'] / b['ms']:.3f}"
+        if len(a["times_ms"]) >= 5:
+            mid, lo, hi = paired_ratio(a["times_ms"], b["times_ms"])
+            ratio += f"; paired {mid:.3f} [{lo:.3f}, {hi:.3f}]"
+        cells = [f"{r['ms']:.1f} ms ({r['requests']} req, {r['rounds']} rd)" for r in (a, b)]
+        out.append(f"| {s} | {cells[0]} | {cells[1]} | {ratio} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=256)
@@ -413,7 +535,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="64**3, 5 ms, one repeat")
     p.add_argument("--json", help="write every row here")
+    p.add_argument("--against", help="another altarr tree (a checkout, kernel built): this one against it")
+    p.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.worker:
+        kind, base, endpoint, size = args.worker
+        worker_main(kind, base, endpoint, int(size))
+        return 0
     if args.quick:
         args.size, args.latencies, args.repeats = 64, "5", 1
     args.latencies = [float(v) for v in args.latencies.split(",")]
@@ -437,16 +565,18 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as d:
             write(f"{d}/a.zarr")
             with server_process("http", d) as (url, log):
-                rows += bench_server("http", f"{url}/a.zarr", None, log, geo, data, args)
+                run = bench_against if args.against else bench_server
+                rows += run("http", f"{url}/a.zarr", None, log, geo, data, args)
     if "s3" in servers:
         with server_process("s3") as (endpoint, log):
             write(f"s3://{BUCKET}/a.zarr", endpoint_url=endpoint)
-            rows += bench_server("s3", f"s3://{BUCKET}/a.zarr", endpoint, log, geo, data, args)
+            run = bench_against if args.against else bench_server
+            rows += run("s3", f"s3://{BUCKET}/a.zarr", endpoint, log, geo, data, args)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.platform()}, size {geo.n}")
     for kind in servers:
         for lat in args.latencies:
             print(f"\n### {kind}, {lat:g} ms per request\n")
-            print(table(rows, kind, lat, args.libs))
+            print(table_against(rows, kind, lat) if args.against else table(rows, kind, lat, args.libs))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

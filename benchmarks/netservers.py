@@ -52,6 +52,8 @@ class RequestLog:
         self._lock = threading.Lock()
         self.entries: list[tuple[str, str, str | None, float, float]] = []
         self.latency = 0.0
+        #: body bytes a server that ignores ``Range`` got out before the client closed (``ranges=False``)
+        self.body_bytes = 0
 
     def add(self, method: str, path: str, rng: str | None, t0: float, t1: float) -> None:
         with self._lock:
@@ -92,7 +94,9 @@ class RequestLog:
 
 
 # --- HTTP -----------------------------------------------------------------------------------------------
-def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHandler]:
+def _handler(
+    root: Path, log: RequestLog, etag: bool = True, ranges: bool = True
+) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: a client reuses its connections, as with real servers
         # headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds the body
@@ -110,8 +114,17 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if not head:
+            if head:
+                return
+            if ranges:
                 self.wfile.write(body)
+                return
+            try:  # in pieces, counting what the client took before it closed the connection
+                for i in range(0, len(body), 1 << 16):
+                    self.wfile.write(body[i : i + (1 << 16)])
+                    log.body_bytes += len(body[i : i + (1 << 16)])
+            except OSError:
+                self.close_connection = True
 
         def _serve(self, head: bool) -> None:
             if self.path.startswith(CONTROL):
@@ -125,18 +138,19 @@ def _handler(root: Path, log: RequestLog) -> type[http.server.BaseHTTPRequestHan
             if root not in target.parents or not target.is_file():
                 return self._send(404, b"not found", {}, head)
             st = target.stat()
-            etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+            tag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
             base = {
                 "Accept-Ranges": "bytes",
-                "ETag": etag,
                 "Last-Modified": email.utils.formatdate(st.st_mtime, usegmt=True),
             }
+            if etag:
+                base["ETag"] = tag
             match = self.headers.get("If-Match")
-            if match is not None and match not in ("*", etag):
+            if match is not None and match not in ("*", tag):
                 return self._send(412, b"", base, head)
             data = target.read_bytes()
             size = len(data)
-            if rng is None:
+            if rng is None or not ranges:
                 return self._send(200, data, base, head)
             m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
             if m is None:
@@ -176,12 +190,17 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def http_server(root: str | os.PathLike[str], latency: float = 0.0) -> Iterator[tuple[str, RequestLog]]:
+def http_server(
+    root: str | os.PathLike[str], latency: float = 0.0, *, etag: bool = True, ranges: bool = True
+) -> Iterator[tuple[str, RequestLog]]:
     """Serve the files under ``root`` (read-only, single ``Range`` requests, ETags) on a free port;
-    yields ``(base_url, log)``. ``log.latency`` may be changed while it runs."""
+    yields ``(base_url, log)``. ``log.latency`` may be changed while it runs. ``etag=False``: no ``ETag``
+    header (a plain static server); ``ranges=False``: every ``GET`` answered ``200`` with the whole file,
+    written in pieces of 64 KiB and counted in ``log.body_bytes`` until the client closes the
+    connection."""
     log = RequestLog()
     log.latency = latency
-    server = _Server(("127.0.0.1", 0), _handler(Path(root).resolve(), log))
+    server = _Server(("127.0.0.1", 0), _handler(Path(root).resolve(), log, etag, ranges))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

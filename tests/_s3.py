@@ -4,7 +4,10 @@
 moto checks a conditional write's ``If-Match``/``If-None-Match`` and then stores the object in two
 steps, on a threaded server, so two racing conditional PUTs can both pass the check; S3 does both in
 one atomic step. The server here runs requests that change objects (PUT, POST, DELETE) one at a time,
-which gives moto S3's atomicity (reads stay concurrent)."""
+which gives moto S3's atomicity (reads stay concurrent).
+
+Every request the server answers is logged in :data:`REQUESTS` as ``(method, path, range header)``;
+:func:`requests_since` gives those answered since a mark."""
 
 from __future__ import annotations
 
@@ -15,6 +18,9 @@ from contextlib import contextmanager
 
 BUCKET = "altarr-test"
 
+#: ``(method, path, Range header or None)`` of every request the server answered, in order
+REQUESTS: list[tuple[str, str, str | None]] = []
+
 _AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -24,6 +30,12 @@ _AWS_ENV = {
     "NO_PROXY": "127.0.0.1,localhost",
     "no_proxy": "127.0.0.1,localhost",
 }
+
+
+def requests_since(mark: int) -> list[tuple[str, str | None]]:
+    """``(method, Range header)`` of the requests the server answered since ``mark = len(REQUESTS)``
+    (the tests of one process run one at a time)."""
+    return [(m, r) for m, _, r in REQUESTS[mark:]]
 
 
 def s3_options(endpoint: str) -> dict:
@@ -66,6 +78,9 @@ def _server_class() -> type:
             lock = threading.Lock()
 
             def serialized_writes(environ, start_response):
+                query = environ.get("QUERY_STRING")
+                path = environ.get("PATH_INFO", "") + ("?" + query if query else "")
+                REQUESTS.append((environ.get("REQUEST_METHOD", ""), path, environ.get("HTTP_RANGE")))
                 if environ.get("REQUEST_METHOD") in ("PUT", "POST", "DELETE"):
                     with lock:
                         return list(app(environ, start_response))

@@ -73,7 +73,6 @@ def store(request, tmp_path):
 @pytest.fixture(scope="session")
 def s3_endpoint():
     """A moto S3 server on 127.0.0.1 (a free port) with one bucket (``_s3.BUCKET``); yields its URL."""
-    pytest.importorskip("s3fs")
     from _s3 import moto_server
 
     with moto_server() as endpoint:

@@ -78,4 +78,4 @@ class ToyStore(Store):
         return ToyStore(self.name, read_only=True)
 
 
-register_scheme("toy", lambda url, mode, client, **options: ToyStore(url[len("toy://") :], mode == "r"))
+register_scheme("toy", lambda url, mode, **options: ToyStore(url[len("toy://") :], mode == "r"))

@@ -48,8 +48,6 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["src/altarr/stores/coalesce.py"],
         ["tests/stores/test_coalesce.py", "tests/stores/test_stores.py"],
     ),
-    "http_get": (["src/altarr/stores/http_get.py"], ["tests/stores/test_http_get.py"]),
-    "s3_signed": (["src/altarr/stores/s3_signed.py"], ["tests/stores/test_s3_signed.py"]),
     "sharding": (
         ["src/altarr/codecs/sharding.py"],
         [

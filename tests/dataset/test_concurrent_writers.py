@@ -23,7 +23,7 @@ from altarr.stores import LocalStore, ObstoreStore, store_from_url
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fork and flock")
 
 _CTX = mp.get_context("fork")
-#: obstore (the default client of s3://) cannot run in a child forked after the parent used it (its Rust
+#: obstore (the client of s3://) cannot run in a child forked after the parent used it (its Rust
 #: runtime does not survive fork): the S3 runs start their writers with "spawn".
 _SPAWN = mp.get_context("spawn")
 
@@ -107,13 +107,12 @@ def _run(url, options, *, nprocs, nthreads, rounds, side, cross_process=True, ct
     return lost, lost_keys, len(coords)
 
 
-def _s3(endpoint: str, client: str | None = None) -> tuple[str, dict]:
-    """A fresh dataset URL on the moto server and its options: the default client of ``s3://``
-    (obstore, conditional PUTs) unless ``client`` names another."""
+def _s3(endpoint: str) -> tuple[str, dict]:
+    """A fresh dataset URL on the moto server and its options (``s3://``'s client: obstore, conditional
+    PUTs)."""
     from _s3 import BUCKET, s3_options
 
-    extra = {} if client is None else {"client": client}
-    return f"s3://{BUCKET}/{uuid.uuid4().hex}/a.zarr", {**s3_options(endpoint), **extra}
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}/a.zarr", s3_options(endpoint)
 
 
 # --- the default suite: small runs and the lock itself -----------------------------------------------------
@@ -124,14 +123,8 @@ def test_two_processes_four_threads_lose_nothing_on_local_files(tmp_path):
 
 def test_two_processes_lose_nothing_on_s3(s3_endpoint):
     url, options = _s3(s3_endpoint)
-    assert isinstance(store_from_url(url, **options)[0], ObstoreStore)  # the default client is proven
+    assert isinstance(store_from_url(url, **options)[0], ObstoreStore)  # s3://'s client is proven
     lost, lost_keys, n = _run(url, options, nprocs=2, nthreads=2, rounds=2, side=16, ctx=_SPAWN)
-    assert (lost, lost_keys) == (0, 0) and n == 2 * 16
-
-
-def test_two_processes_lose_nothing_on_s3_through_fsspec(s3_endpoint):
-    url, options = _s3(s3_endpoint, "fsspec")
-    lost, lost_keys, n = _run(url, options, nprocs=2, nthreads=2, rounds=2, side=16)
     assert (lost, lost_keys) == (0, 0) and n == 2 * 16
 
 
@@ -251,11 +244,9 @@ def test_soak_without_the_cross_process_lock_loses_updates(tmp_path):
 
 @pytest.mark.slow
 def test_soak_4_processes_8_threads_s3(s3_endpoint):
-    url, options = _s3(s3_endpoint)  # the default client (obstore)
+    url, options = _s3(s3_endpoint)  # obstore
     lost, lost_keys, n = _run(url, options, nprocs=4, nthreads=8, rounds=3, side=32, ctx=_SPAWN)
-    print(
-        f"s3 (default client): 4 processes x 8 threads, {n} chunks, lost {lost}, lost attribute keys {lost_keys}"
-    )
+    print(f"s3 (obstore): 4 processes x 8 threads, {n} chunks, lost {lost}, lost attribute keys {lost_keys}")
     assert (lost, lost_keys) == (0, 0) and n == 3 * 64
 
 
@@ -265,12 +256,5 @@ def test_soak_s3_without_conditional_writes_loses_updates(s3_endpoint):
     lost, lost_keys, n = _run(
         url, options, nprocs=4, nthreads=8, rounds=3, side=32, cross_process=False, ctx=_SPAWN
     )
-    print(f"s3 (default client), conditions off: {n} chunks, lost {lost}, lost attribute keys {lost_keys}")
+    print(f"s3 (obstore), conditions off: {n} chunks, lost {lost}, lost attribute keys {lost_keys}")
     assert lost + lost_keys > 0, "without conditional writes, concurrent processes should lose updates"
-
-
-@pytest.mark.slow
-def test_soak_4_processes_8_threads_s3_through_fsspec(s3_endpoint):
-    url, options = _s3(s3_endpoint, "fsspec")
-    lost, lost_keys, n = _run(url, options, nprocs=4, nthreads=8, rounds=3, side=32)
-    assert (lost, lost_keys) == (0, 0) and n == 3 * 64

@@ -4,7 +4,6 @@ and its one-writer rule."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 import zipfile
@@ -16,7 +15,7 @@ import pytest
 import altarr as aa
 from altarr.dataset import locks
 from altarr.errors import InvalidKeyError, StoreError, WriteConflictError
-from altarr.stores import WHOLE, FsspecStore, LocalStore, ObstoreStore, ZipStore, store_from_url
+from altarr.stores import WHOLE, FsspecStore, LocalStore, ObstoreStore, Range, ZipStore, store_from_url
 
 
 # --- item 5: paths are checked at every use ------------------------------------------------------------
@@ -175,30 +174,29 @@ def test_zip_dataset_round_trip_with_overwrite(tmp_path):
 
 
 # --- conditional writes on S3 ---------------------------------------------------------------------------
-#: "default" is what ``s3://`` opens with (obstore); "fsspec" is s3fs/botocore.
-CLIENTS = ["default", "fsspec"]
-
-
-def _s3_store(endpoint: str, client: str = "default") -> tuple[str, dict]:
+def _s3_store(endpoint: str) -> tuple[str, dict]:
     from _s3 import BUCKET, s3_options
 
-    extra = {"client": "fsspec"} if client == "fsspec" else {}
-    return f"s3://{BUCKET}/{uuid.uuid4().hex}", {**s3_options(endpoint), **extra}
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}", s3_options(endpoint)
 
 
-def _two_clients(url: str, options: dict, client: str):
-    """Two stores on ``url`` that share nothing in this process (identities and connections apart)."""
-    opts = {k: v for k, v in options.items() if k != "client"}
-    if client == "fsspec":
-        return FsspecStore(url, **opts), FsspecStore(url, skip_instance_cache=True, **opts)
-    return store_from_url(url, mode="w", **opts)[0], FsspecStore(url, skip_instance_cache=True, **opts)
+def _another_client(url: str, options: dict) -> ObstoreStore:
+    """A store on ``url`` that shares nothing with ``store_from_url``'s in this process (its own obstore
+    client, its own identity, so none of this process's locks): the server reached as ``localhost``, as
+    another process or machine would reach it by its own name."""
+    other = {
+        **options,
+        "client_kwargs": {
+            "endpoint_url": options["client_kwargs"]["endpoint_url"].replace("127.0.0.1", "localhost")
+        },
+    }
+    return ObstoreStore(url, **other)
 
 
-@pytest.mark.parametrize("client", CLIENTS)
-def test_s3_conditional_writes_detect_other_writers(s3_endpoint, client):
-    url, options = _s3_store(s3_endpoint, client)
-    a, b = _two_clients(url, options, client)
-    assert type(a).__name__ == ("FsspecStore" if client == "fsspec" else "ObstoreStore")
+def test_s3_conditional_writes_detect_other_writers(s3_endpoint):
+    url, options = _s3_store(s3_endpoint)
+    a, b = store_from_url(url, mode="w", **options)[0], _another_client(url, options)
+    assert type(a) is ObstoreStore and a.identity != b.identity
     assert a.concurrent_writes == "conditional"
     with a.exclusive(["k"]):
         assert a.get("k") is None
@@ -215,7 +213,7 @@ def test_s3_conditional_writes_detect_other_writers(s3_endpoint, client):
             a.delete("k")
     assert b.get("k") == b"again"
     with a.exclusive(["k", "other"]):
-        assert a.get_ranges([("k", 1, 3), ("other", None, None)]) == [b"ga", None]
+        assert a.get_ranges([("k", Range(1, 3)), ("other", WHOLE)]) == [b"ga", None]
         a.set_many([("k", b"mine"), ("other", b"o")])  # unchanged: both go through
     assert b.get("k") == b"mine" and b.get("other") == b"o"
     with a.exclusive(["k", "other"]):  # objects read as they arrive are conditioned alike
@@ -225,12 +223,11 @@ def test_s3_conditional_writes_detect_other_writers(s3_endpoint, client):
         with pytest.raises(WriteConflictError) as info:
             a.set_many([("k", b"mine"), ("other", b"o1")])
     assert info.value.keys == ["other"] and b.get("other") == b"theirs"
-    if client == "default":  # a second write in one update is conditioned on the first (obstore only)
-        with a.exclusive(["k"]):
-            assert a.get("k") == b"mine"
-            a.set("k", b"mine2")
-            a.set("k", b"mine3")
-        assert b.get("k") == b"mine3"
+    with a.exclusive(["k"]):  # a second write in one update is conditioned on the first
+        assert a.get("k") == b"mine"
+        a.set("k", b"mine2")
+        a.set("k", b"mine3")
+    assert b.get("k") == b"mine3"
     a.set("k", b"outside")  # outside exclusive(): unconditional
     assert b.get("k") == b"outside"
 
@@ -272,19 +269,15 @@ def test_obstore_a_failed_answer_of_an_as_ready_batch_is_a_store_error_naming_it
     assert (s.stats.reads, s.stats.rounds, s.stats.bytes_read) == (2, 1, 0)
 
 
-@pytest.mark.parametrize("client", CLIENTS)
-def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(
-    s3_endpoint, monkeypatch, client
-):
-    url, options = _s3_store(s3_endpoint, client)
+def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(s3_endpoint, monkeypatch):
+    url, options = _s3_store(s3_endpoint)
     ds = aa.create_dataset(
         url, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None, storage_options=options
     )
-    # another writer: its own file system instance, so none of this process's locks are shared
-    other = FsspecStore(url, skip_instance_cache=True, **{k: v for k, v in options.items() if k != "client"})
+    other = _another_client(url, options)  # another writer: none of this process's locks are shared
     ds.write_chunks([(0,)], [np.full(2, 1, "u1")])
     store = ds.store
-    name = "_s3_put" if client == "fsspec" else "_put"
+    name = "_put"
     real_put = getattr(store, name)
     sneaks = {"n": 1}
 
@@ -294,17 +287,9 @@ def test_s3_retries_a_conflicting_shard_write_and_gives_up_with_a_clear_error(
             v = 9 if sneaks["n"] == 0 else sneaks["n"] % 200 + 10  # new bytes each time (S3's ETag is an MD5)
             aa.open_dataset(other, mode="r+").write_chunks([(3,)], [np.full(2, v, "u1")])
 
-    if client == "fsspec":  # s3fs's calls are coroutines
-
-        async def put_after_another_writer(*args):
-            await asyncio.to_thread(sneak)
-            return await real_put(*args)
-
-    else:  # obstore's blocking put, on the store's request threads
-
-        def put_after_another_writer(*args):
-            sneak()
-            return real_put(*args)
+    def put_after_another_writer(*args):  # obstore's blocking put, on the store's request threads
+        sneak()
+        return real_put(*args)
 
     monkeypatch.setattr(store, name, put_after_another_writer)
     ds.write_chunks([(1,)], [np.full(2, 5, "u1")])  # conflicts once, then read again and merged

@@ -1,7 +1,7 @@
 """The store layer's tests: the conformance suite (``store_conformance.py``) run over every store kind (in
 memory, local files, fsspec's memory and local file systems, obstore on local files, a zip archive, and
-a real S3 protocol server - moto, on the loopback interface - through fsspec and obstore), then what is
-particular to each store."""
+a real S3 protocol server - moto, on the loopback interface - through obstore, its client), then what
+is particular to each store."""
 
 from __future__ import annotations
 
@@ -46,14 +46,6 @@ class TestFsspecLocalStore(StoreConformance):
     @pytest.fixture
     def store(self, tmp_path):
         s = FsspecStore(f"file://{tmp_path}/root")
-        yield s
-        s.close()
-
-
-class TestFsspecS3Store(StoreConformance):
-    @pytest.fixture
-    def store(self, s3_endpoint):
-        s = FsspecStore(f"s3://{BUCKET}/{uuid.uuid4().hex}", **s3_options(s3_endpoint))
         yield s
         s.close()
 

@@ -19,8 +19,6 @@ from altarr.stores import FsspecStore
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server  # noqa: E402
 
-pytest.importorskip("aiohttp")
-
 DATA = os.urandom(100_000)
 OBJECTS = {"/data/shard": DATA, "/data/empty": b""}
 

@@ -55,10 +55,10 @@ def open_dataset(
 ) -> Dataset:
     """Open an existing N5, Zarr v2 or Zarr v3 array; the format is detected from its metadata.
 
-    ``path_or_url`` is a local path, an fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``),
-    a ``.zip`` file or a :class:`~altarr.stores.Store`; ``path`` a node inside it. ``mode="r"`` is
-    read-only, ``"r+"`` allows writes. ``client="obstore"|"fsspec"`` picks the client for object-store
-    and HTTP URLs (see ``docs/remote.md``). ``recheck`` is the staleness rule of the cached shard
+    ``path_or_url`` is a local path, a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://`` through
+    obstore, ``memory://`` and any other fsspec URL through fsspec; see ``docs/remote.md``), a ``.zip``
+    file or a :class:`~altarr.stores.Store`; ``path`` a node inside it. ``mode="r"`` is read-only,
+    ``"r+"`` allows writes. ``recheck`` is the staleness rule of the cached shard
     indexes: ``None`` validates them by the object versions the store reports, ``True`` reads them
     again on every call, ``False`` trusts them while the dataset is open. ``format`` (``"zarr3"``,
     ``"zarr2"``, ``"n5"``) skips the detection: only that format's metadata is requested.

@@ -2,9 +2,9 @@
 
 * :class:`MemoryStore` - a dict in memory;
 * :class:`LocalStore` - files under a directory (positional reads, atomic replace, thread pool);
-* :class:`FsspecStore` - any fsspec URL (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...);
-* :class:`ObstoreStore` - object stores and HTTP through obstore (Rust ``object_store``), the default
-  client for ``s3://``, ``gs://``, ``az://`` and ``http(s)://`` (see ``docs/remote.md``);
+* :class:`ObstoreStore` - object stores and HTTP through obstore (Rust ``object_store``), the client of
+  ``s3://``, ``gs://``, ``az://`` and ``http(s)://`` (see ``docs/remote.md``);
+* :class:`FsspecStore` - every other fsspec URL (``memory://``, chained ``a::b`` URLs, ``sftp://``, ...);
 * :class:`ZipStore` - members of a zip archive;
 * :func:`store_from_url` - the right store for a path or URL, found in a URL-scheme registry
   (:func:`register_scheme`: a new store registers itself in one line).
@@ -36,7 +36,7 @@ from .local import LocalStore
 from .memory import MemoryStore
 from .obstore_store import ObstoreStore
 from .ranges import WHOLE, ByteRequest, Offset, Range, Suffix, Whole
-from .registry import CLIENTS, OBSTORE_SCHEMES, register_scheme, registered_schemes, store_from_url  # noqa: F401 - CLIENTS, OBSTORE_SCHEMES: module attributes as before
+from .registry import register_scheme, registered_schemes, store_from_url
 from .zip_store import ZipStore
 
 __all__ = [

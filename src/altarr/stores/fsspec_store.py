@@ -1,33 +1,34 @@
-"""A store over any fsspec file system: ``memory://``, ``s3://``, ``gs://``, ``http(s)://``, ``file://``.
+"""A store over any fsspec file system: every URL whose scheme has no client of its own in altarr
+(``memory://``, chained ``a::b`` URLs such as ``simplecache::...`` or ``reference::...``, ``sftp://``,
+``file://`` given as a file system, ...), through fsspec's public API only.
 
 A batch of ranged reads is coalesced (see :mod:`altarr.stores.coalesce`) and sent as one
-``fs.cat_ranges`` call, which async file systems (s3fs, gcsfs, HTTP) run concurrently. Suffix ranges
-``(key, -n, None)`` are sent as such where the file system serves them natively (S3 and HTTP send
-``Range: bytes=-n``; memory and local files slice); elsewhere a size query precedes a ranged read and both
-are counted. Writes use ``fs.pipe_file`` (one atomic PUT per object on object stores), deletes
-``fs.rm_file``, listings ``fs.find``/``fs.ls`` (with the listing cache invalidated first, so other
-writers' objects are seen).
+``fs.cat_ranges`` call, which async file systems run concurrently. Suffix ranges are sent as such where
+the file system serves them natively (``Range: bytes=-n`` over HTTP and S3; memory and local files
+slice); elsewhere a size query precedes a ranged read and both are counted. Writes use ``fs.pipe_file``
+(one atomic PUT per object on object stores), deletes ``fs.rm_file``, listings ``fs.find``/``fs.ls``
+(with the listing cache invalidated first, so other writers' objects are seen).
 
-Concurrent writers (:attr:`FsspecStore.concurrent_writes`): on S3, a read-modify-write inside
-:meth:`FsspecStore.exclusive` reads its objects with their ETags (``GetObject``) and writes them with
-``If-Match: <etag>`` (``If-None-Match: *`` for an object that did not exist), deletes them with
-``If-Match``; a changed object fails the write with 412 and :class:`~altarr.errors.WriteConflictError`
-names it, and the dataset layer reads, merges and writes it again. On local files (``file://``) writes
-and deletes go through a :class:`~altarr.stores.LocalStore` on the same folder: temporary file and
-rename (``durable=True`` adds fsync), cross-process locks, stale temporary files listed. Other file
-systems (GCS through gcsfs, HTTP, memory) write unconditionally: give each object one writer.
+Concurrent writers (:attr:`FsspecStore.concurrent_writes`): on local files (``file://``) writes and
+deletes go through a :class:`~altarr.stores.LocalStore` on the same folder: temporary file and rename
+(``durable=True`` adds fsync), cross-process locks, stale temporary files listed (``"locked"``). fsspec's
+public API cannot condition a write on the version that was read, so every other file system is
+``"single-writer"``: give each object one writer (``s3://``, ``gs://`` and ``az://`` URLs go to
+:class:`~altarr.stores.ObstoreStore`, which conditions its writes).
 
-Backend behaviours handled here (checked against s3fs 2026.9 with moto and fsspec's memory and HTTP file
-systems): S3 answers a range that starts at or past the end of an object with ``416`` (mapped to ``b""``
-for an existing object); S3 ignores a range whose end precedes its start and sends the whole object, so
-empty ranges never reach the backend; a server that ignores ``Range`` and answers ``200`` with the whole
-object is detected for bounded and suffix ranges and sliced here; S3 deletes of missing keys succeed
-silently, so :meth:`FsspecStore.delete` asks for the size first there (one size query).
+Failures are told apart by type: ``FileNotFoundError`` is a missing key (``None``); a ranged read that
+fails otherwise is an empty read only where the object's size (one size query) shows the range lies past
+its end (S3 and HTTP answer such a range with ``416``), else a :class:`~altarr.errors.StoreError` with the
+file system's exception as its cause. Empty ranges never reach the backend (S3 ignores a range whose end
+precedes its start and sends the whole object); a server that ignores ``Range`` and answers ``200`` with
+the whole object (fsspec's HTTP file system reads that body whole) is sliced here; deletes of missing keys
+succeed silently on object stores, so :meth:`FsspecStore.delete` asks for the size first there.
 
 Example:
+    >>> from altarr.stores import WHOLE, Range, Suffix
     >>> s = FsspecStore("memory://altarr-doc-example")
     >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", 0, 3), ("a/b", -2, None), ("missing", None, None)])
+    >>> s.get_ranges([("a/b", Range(0, 3)), ("a/b", Suffix(2)), ("missing", WHOLE)])
     [b'012', b'89', None]
     >>> s.delete("a/b")
     True
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import errno
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -45,12 +45,11 @@ from typing import Any
 import fsspec
 from fsspec.core import url_to_fs
 
-from ..errors import InvalidKeyError, StoreError, WriteConflictError
+from ..errors import InvalidKeyError, StoreError
 from ._util import as_bytes, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
-from .watch import VersionWatch, WatchScope
 
 __all__ = ["FsspecStore"]
 
@@ -58,10 +57,6 @@ __all__ = ["FsspecStore"]
 NATIVE_SUFFIX_PROTOCOLS = frozenset({"memory", "s3", "s3a", "http", "https", "gs", "gcs", "file", "local"})
 #: Protocols whose ``rm_file`` raises ``FileNotFoundError`` for a missing object (no size query needed).
 RM_REPORTS_MISSING = frozenset({"memory", "file", "local"})
-#: The version recorded for an object that did not exist when it was read (written with If-None-Match).
-_ABSENT = "<absent>"
-#: S3 error codes that mean "the object is not the version this write was conditioned on".
-_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"})
 #: Info fields that identify an object version, best first.
 _VERSION_FIELDS = (
     "ETag",
@@ -81,29 +76,6 @@ def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
     return {p} if isinstance(p, str) else set(p)
 
 
-def _unsatisfiable(e: BaseException) -> bool:
-    """A "416 range not satisfiable" answer: the object exists but the range lies past its end."""
-    if getattr(e, "status", None) == 416 or getattr(e, "code", None) == 416:
-        return True
-    return isinstance(e, OSError) and e.errno == errno.EINVAL and "satisf" in str(e).lower()
-
-
-def _conflict(r: Any) -> bool:
-    """Whether the outcome ``r`` of a conditional S3 write or delete says the object changed."""
-    if not isinstance(r, BaseException):
-        return False
-    if isinstance(r, FileExistsError | FileNotFoundError):  # If-None-Match / If-Match on a missing object
-        return True
-    for e in (r, r.__cause__):
-        response = getattr(e, "response", None)
-        if isinstance(response, dict):
-            error = response.get("Error") or {}
-            status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
-            if error.get("Code") in _CONFLICT_CODES or status in (409, 412):
-                return True
-    return False
-
-
 def _token(value: Any) -> float | int | str:
     if isinstance(value, datetime.datetime):
         return value.timestamp()
@@ -112,7 +84,7 @@ def _token(value: Any) -> float | int | str:
     return str(value)
 
 
-class FsspecStore(VersionWatch, Store):
+class FsspecStore(Store):
     """A store rooted at an fsspec URL (or a file system instance plus ``path``).
 
     ``storage_options`` go to the file system (``key``, ``secret``, ``client_kwargs``, ``anon``, ...).
@@ -167,27 +139,21 @@ class FsspecStore(VersionWatch, Store):
         )
         self._rm_reports_missing = bool(protocols & RM_REPORTS_MISSING)
         self._has_folders = bool(protocols & {"file", "local"})
-        self._s3_head = (
-            bool(protocols & {"s3", "s3a"}) and hasattr(fs, "_call_s3") and hasattr(fs, "split_path")
-        )
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
         self.durable = bool(durable)
         self._local: Any = None
-        self._scope = WatchScope()
         self._set_write_mode()
 
     def _set_write_mode(self) -> None:
         """Local files are written through a LocalStore on the same folder (temporary file + rename,
-        locks); S3 writes are conditional inside :meth:`exclusive`."""
+        locks)."""
         if self._has_folders:
             from .local import LocalStore
 
             self._local = LocalStore(self._root or "/", read_only=self.read_only, durable=self.durable)
             self._local.stats = self.stats
             self.concurrent_writes = self._local.concurrent_writes
-        elif self._s3_head:
-            self.concurrent_writes = "conditional"
 
     @property
     def identity(self) -> object:
@@ -253,26 +219,7 @@ class FsspecStore(VersionWatch, Store):
         return sync(self.fs.loop, runner)
 
     def _info_call(self, path: str) -> tuple[Callable[..., Any], tuple]:
-        if self._s3_head:
-            return self._s3_info, (path,)
         return (self.fs._info if self.fs.async_impl else self.fs.info), (path,)
-
-    async def _s3_info(self, path: str) -> dict[str, Any]:
-        """One HEAD request. (s3fs's ``info`` follows a 404 with a listing, to detect a "directory": a
-        second request per missing key, which would make request counts lie.)"""
-        fs = self.fs
-        bucket, key, version = fs.split_path(path)
-        if not key:
-            raise FileNotFoundError(path)
-        kw = {"VersionId": version} if version else {}
-        out = await fs._call_s3("head_object", fs.kwargs, Bucket=bucket, Key=key, **kw)
-        return {
-            "name": path,
-            "type": "file",
-            "size": out["ContentLength"],
-            "ETag": out.get("ETag"),
-            "LastModified": out.get("LastModified"),
-        }
 
     def _infos(self, paths: Sequence[str]) -> list[Any]:
         self.stats.add(rounds=1)
@@ -281,19 +228,6 @@ class FsspecStore(VersionWatch, Store):
         return self._gather([self._info_call(p) for p in paths])
 
     # --- reads ----------------------------------------------------------------------------------------
-    def _read_typed(
-        self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
-    ) -> tuple[list, list, list]:
-        """Inside :meth:`exclusive` (S3), the objects it guards are read whole with their ETags, which are
-        recorded for the conditional writes; every other request takes the shared path."""
-        watched = self._watched()
-        if watched:
-            mine = [i for i, (k, _) in enumerate(requests) if k in watched]
-            if mine:
-                unknown = [None] * len(requests)
-                return self._get_ranges_recorded(requests, cuts, mine), unknown, list(unknown)
-        return super()._read_typed(requests, cuts, versioned)
-
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         """One ``fs.cat_ranges`` call for the batch (concurrent on async file systems), preceded by one
         batch of size queries for the requests the backend cannot take as they are: empty ranges
@@ -301,50 +235,85 @@ class FsspecStore(VersionWatch, Store):
         those size queries learnt are reported (:attr:`Fetched.sizes`); other sizes are unknown."""
         results: list[bytes | None] = [None] * len(merged)
         sizes: list[int | None] = [None] * len(merged)
-        reads = size_queries = rounds = 0
-        probe = {
+        probe = [
             m
             for m, (_, req) in enumerate(merged)
             if (type(req) is Range and req.stop <= req.start)
             or (not self.native_suffix and type(req) is Suffix)
-        }
-        bounds: dict[int, tuple[int | None, int | None]] = {}
-        if probe:
-            order = sorted(probe)
-            infos = self._infos([self._path(merged[m][0]) for m in order])
-            for m, info in zip(order, infos, strict=True):
-                key, req = merged[m]
-                size = sizes[m] = self._size_from_info(info, key)
-                if type(req) is Range:  # empty range: existence only
-                    reads += 1
-                    results[m] = None if size is None else b""
-                    continue
-                size_queries += 1
-                if size is None:
-                    continue
-                if size == 0:
-                    results[m] = b""
-                    continue
-                bounds[m] = req.bounds(size)
-        todo = [m for m in range(len(merged)) if m not in probe or m in bounds]
+        ]
+        bounds = self._probe(merged, probe, results, sizes) if probe else {}
+        skip = set(probe) - set(bounds)
+        todo = [m for m in range(len(merged)) if m not in skip]
         if todo:
-            paths, starts, ends = [], [], []
-            for m in todo:
-                key, req = merged[m]
-                s, e = bounds[m] if m in bounds else self._cat_bounds(req)
-                paths.append(self._path(key))
-                starts.append(s)
-                ends.append(e)
-            try:
-                out = self.fs.cat_ranges(paths, starts, ends, on_error="return")
-            except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
-                raise self._fail("batched read", merged[todo[0]][0], e) from e
-            reads += len(todo)
-            rounds += 1
-            for m, s, e, r in zip(todo, starts, ends, out, strict=True):
-                results[m] = self._check_result(merged[m][0], s, e, r)
-        self.stats.add(size_queries=size_queries, rounds=rounds)
-        return Fetched(results, None, reads, sizes)
+            self._cat(merged, todo, bounds, results)
+        return Fetched(results, None, len(todo) + sum(type(merged[m][1]) is Range for m in probe), sizes)
+
+    def _probe(
+        self, merged: list[ReadRequest], probe: list[int], results: list, sizes: list
+    ) -> dict[int, tuple[int, int]]:
+        """Size queries for the requests ``probe``: an empty range is answered by its object's existence
+        (``b""`` or ``None``), a suffix by the bounds it names in the object (returned, by request) unless
+        the object is missing or empty."""
+        infos = self._infos([self._path(merged[m][0]) for m in probe])
+        bounds: dict[int, tuple[int, int]] = {}
+        for m, info in zip(probe, infos, strict=True):
+            key, req = merged[m]
+            size = sizes[m] = self._size_from_info(info, key)
+            if type(req) is Range:  # empty range: existence only
+                results[m] = None if size is None else b""
+                continue
+            self.stats.add(size_queries=1)
+            if size is not None:
+                off, end = req.bounds(size)
+                if end > off:
+                    bounds[m] = off, end
+                else:
+                    results[m] = b""
+        return bounds
+
+    def _cat(
+        self, merged: list[ReadRequest], todo: list[int], bounds: dict[int, tuple[int, int]], results: list
+    ) -> None:
+        """The requests ``todo`` in one ``cat_ranges`` call (by the bounds a size query found, else as
+        asked) into ``results``; a ranged read that failed, but for a missing key, is resolved by the
+        object's size (:meth:`_past_the_end`)."""
+        paths, starts, ends = [], [], []
+        for m in todo:
+            key, req = merged[m]
+            start, end = bounds[m] if m in bounds else self._cat_bounds(req)
+            paths.append(self._path(key))
+            starts.append(start)
+            ends.append(end)
+        try:
+            out = self.fs.cat_ranges(paths, starts, ends, on_error="return")
+        except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
+            raise self._fail("batched read", merged[todo[0]][0], e) from e
+        self.stats.add(rounds=1)
+        failed = []
+        for m, start, end, r in zip(todo, starts, ends, out, strict=True):
+            if isinstance(r, FileNotFoundError):
+                results[m] = None
+            elif isinstance(r, BaseException):
+                failed.append((m, r))
+            else:
+                results[m] = self._cut(r, start, end)
+        if failed:
+            self._past_the_end(merged, failed, results)
+
+    def _past_the_end(self, merged: list[ReadRequest], failed: list[tuple[int, Any]], results: list) -> None:
+        """Ranged reads that failed with anything but ``FileNotFoundError`` (a ``416`` of S3 or HTTP for a
+        range past the end reaches here as whatever exception the file system makes of it): an empty read
+        where the object's size shows the range lies past its end, else a ``StoreError`` from the
+        file system's exception."""
+        infos = self._infos([self._path(merged[m][0]) for m, _ in failed])
+        self.stats.add(size_queries=len(failed))
+        for (m, err), info in zip(failed, infos, strict=True):
+            key, req = merged[m]
+            size = None if isinstance(info, BaseException) else self._size_from_info(info, key)
+            off, end = (0, 1) if size is None else req.bounds(size)
+            if end > off:
+                raise self._fail("read", key, err, legacy_bounds(req)) from err
+            results[m] = b""
 
     def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
         """A byte request as the ``start``/``end`` arguments of fsspec's ``cat_ranges`` (whose own
@@ -352,24 +321,19 @@ class FsspecStore(VersionWatch, Store):
         if type(req) is not Whole:
             return legacy_bounds(req)
         # A whole object as the open range "bytes=0-": s3fs asks for the size (HEAD) before an unranged
-        # GET; a ranged GET is one request (416 for an empty object -> b"").
+        # GET; a ranged GET is one request (an error for an empty object: resolved by its size).
         return (0 if self.fs.async_impl else None), None
 
-    def _check_result(self, key: str, s: int | None, e: int | None, r: Any) -> bytes | None:
-        """The answer to one ``cat_ranges`` request with the bounds it was sent with."""
-        if isinstance(r, BaseException):
-            if isinstance(r, FileNotFoundError):
-                return None
-            if _unsatisfiable(r):
-                return b""
-            raise self._fail("read", key, r, (s, e)) from r
+    @staticmethod
+    def _cut(r: Any, start: int | None, end: int | None) -> bytes:
+        """The answer to one ``cat_ranges`` request with the bounds it was sent with: a server that
+        ignores ``Range`` sends the whole object, and the range is cut out of it here."""
         if not isinstance(r, bytes):
             r = as_bytes(r)
-        # A server that ignores Range sends the whole object: cut the range out here.
-        if s is not None and s >= 0 and e is not None and len(r) > e - s:
-            r = r[s:e]
-        elif s is not None and s < 0 and len(r) > -s:
-            r = r[s:]
+        if start is not None and start >= 0 and end is not None and len(r) > end - start:
+            r = r[start:end]
+        elif start is not None and start < 0 and len(r) > -start:
+            r = r[start:]
         return r
 
     def _size_from_info(self, info: Any, key: str) -> int | None:
@@ -414,10 +378,7 @@ class FsspecStore(VersionWatch, Store):
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects; concurrent PUTs on async file systems. Each write is atomic on its own.
-        Inside :meth:`exclusive` on S3, objects read there are written conditioned on the version read
-        (:class:`~altarr.errors.WriteConflictError` names those another writer changed meanwhile; the
-        others are written)."""
+        """Write many objects; concurrent PUTs on async file systems. Each write is atomic on its own."""
         if not items:
             return
         if self._local is not None:
@@ -427,30 +388,18 @@ class FsspecStore(VersionWatch, Store):
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
         data = [as_bytes(v) for _, v in items]
-        paths = [self._path(k) for k in keys]
-        versions = self._recorded()
-        conditional = [versions.get(k) for k in keys]
-        out = self._gather(
-            [
-                self._pipe_call(p, d) if v is None else (self._s3_put, (p, d, v))
-                for p, d, v in zip(paths, data, conditional, strict=True)
-            ]
-        )
+        out = self._gather([self._pipe_call(self._path(k), d) for k, d in zip(keys, data, strict=True)])
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
         self.stats.add(writes=len(ok), bytes_written=sum(len(data[i]) for i in ok))
-        conflicts = [keys[i] for i, r in enumerate(out) if conditional[i] is not None and _conflict(r)]
-        for i, r in enumerate(out):
-            if isinstance(r, BaseException) and keys[i] not in conflicts:
-                raise self._fail("write", keys[i], r) from r
-        if conflicts:
-            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
+        for k, r in zip(keys, out, strict=True):
+            if isinstance(r, BaseException):
+                raise self._fail("write", k, r) from r
 
-    # --- conditional writes (S3) ------------------------------------------------------------------------
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
-        """Guard a read-modify-write of ``keys`` against other writers (see the module docstring): S3
-        records the ETag of each of them read inside and conditions their writes and deletes on it;
-        local files hold cross-process locks; other file systems do nothing (one writer per object).
+        """Guard a read-modify-write of ``keys`` against other writers where the store can (see
+        :attr:`concurrent_writes`): local files hold cross-process locks; other file systems do nothing
+        (``"single-writer"``: one writer per object).
 
         >>> s = FsspecStore("memory://altarr-doc-exclusive")
         >>> with s.exclusive(["k"]):
@@ -458,80 +407,11 @@ class FsspecStore(VersionWatch, Store):
         >>> s.concurrent_writes
         'single-writer'
         """
-        if self._local is not None:
-            with self._local.exclusive(keys):
-                yield
-            return
-        if not self._s3_head or self.read_only or self._watched() is not None:
+        if self._local is None:
             yield
             return
-        with self._watching(keys):
+        with self._local.exclusive(keys):
             yield
-
-    def _get_ranges_recorded(
-        self, requests: list[ReadRequest], cuts: list[int | None] | None, mine: list[int]
-    ) -> list[bytes | None]:
-        """Requests ``mine`` (of objects inside :meth:`exclusive`) read whole with their ETags, which are
-        recorded for the conditional writes; the other requests as usual."""
-        versions = self._scope.versions
-        keys = [requests[i][0] for i in mine]
-        out = self._gather([(self._s3_get, (self._path(k),)) for k in keys])
-        results: list[bytes | None] = [None] * len(requests)
-        nbytes = 0
-        for i, key, r in zip(mine, keys, out, strict=True):
-            if isinstance(r, BaseException):
-                raise self._fail("read", key, r) from r
-            data, etag = r
-            if versions.setdefault(key, etag) != etag:
-                raise WriteConflictError("the object changed between two reads of one update", keys=[key])
-            if data is not None:
-                nbytes += len(data)
-                req = requests[i][1]
-                if type(req) is not Whole:
-                    off, end = req.bounds(len(data))
-                    data = data[off:end]
-                cut = None if cuts is None else cuts[i]
-                results[i] = data if cut is None else data[:cut]
-        self.stats.add(reads=len(mine), bytes_read=nbytes)
-        rest = [i for i in range(len(requests)) if i not in set(mine)]
-        if rest:
-            got, _, _ = super()._read_typed(
-                [requests[i] for i in rest], None if cuts is None else [cuts[i] for i in rest], False
-            )
-            for i, r in zip(rest, got, strict=True):
-                results[i] = r
-        return results
-
-    async def _s3_get(self, path: str) -> tuple[bytes | None, str]:
-        fs = self.fs
-        bucket, key, _ = fs.split_path(path)
-        try:
-            out = await fs._call_s3("get_object", Bucket=bucket, Key=key)
-        except FileNotFoundError:
-            return None, _ABSENT
-        body = out["Body"]
-        try:
-            data = await body.read()
-        finally:
-            body.close()
-        return data, out["ETag"]
-
-    async def _s3_put(self, path: str, data: bytes, version: str) -> Any:
-        fs = self.fs
-        bucket, key, _ = fs.split_path(path)
-        cond = {"IfNoneMatch": "*"} if version == _ABSENT else {"IfMatch": version}
-        try:
-            return await fs._call_s3("put_object", Bucket=bucket, Key=key, Body=data, **cond)
-        finally:
-            fs.invalidate_cache(path)
-
-    async def _s3_delete(self, path: str, version: str) -> Any:
-        fs = self.fs
-        bucket, key, _ = fs.split_path(path)
-        try:
-            return await fs._call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
-        finally:
-            fs.invalidate_cache(path)
 
     # --- temporary files ----------------------------------------------------------------------------------
     def list_temporary(self, prefix: str = "") -> list[str]:
@@ -556,36 +436,19 @@ class FsspecStore(VersionWatch, Store):
         keys = [self._check_key_for_write(k, "delete") for k in keys]
         paths = [self._path(k) for k in keys]
         existed = [True] * len(keys)
-        recorded = self._recorded()
-        conditional = [recorded.get(k) for k in keys]
-        unknown = [i for i, v in enumerate(conditional) if v is None]
-        if not self._rm_reports_missing and unknown:
-            infos = self._infos([paths[i] for i in unknown])
-            self.stats.add(size_queries=len(unknown))
-            for i, info in zip(unknown, infos, strict=True):
-                existed[i] = self._size_from_info(info, keys[i]) is not None
-        for i, v in enumerate(conditional):
-            if v == _ABSENT:
-                existed[i] = False
+        if not self._rm_reports_missing:
+            infos = self._infos(paths)
+            self.stats.add(size_queries=len(keys))
+            existed = [self._size_from_info(info, k) is not None for k, info in zip(keys, infos, strict=True)]
         todo = [i for i in range(len(keys)) if existed[i]]
         rm = self.fs._rm_file if self.fs.async_impl else self.fs.rm_file
-        out = self._gather(
-            [
-                (rm, (paths[i],)) if conditional[i] is None else (self._s3_delete, (paths[i], conditional[i]))
-                for i in todo
-            ]
-        )
+        out = self._gather([(rm, (paths[i],)) for i in todo])
         self.stats.add(deletes=len(todo))
-        conflicts = []
         for i, r in zip(todo, out, strict=True):
-            if conditional[i] is not None and _conflict(r):
-                conflicts.append(keys[i])
-            elif isinstance(r, FileNotFoundError):
+            if isinstance(r, FileNotFoundError):
                 existed[i] = False
             elif isinstance(r, BaseException):
                 raise self._fail("delete", keys[i], r) from r
-        if conflicts:
-            raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
         return existed
 
     def delete_prefix(self, prefix: str) -> int:

@@ -1,18 +1,19 @@
 """The URL-scheme registry of stores: :func:`store_from_url` looks the scheme of a URL up here.
 
-A factory is called as ``factory(url, mode=mode, client=client, **storage_options)`` and returns a
+A factory is called as ``factory(url, mode=mode, **storage_options)`` and returns a
 :class:`~altarr.stores.Store` or a ``(store, prefix)`` pair (the node prefix inside the store). A new
 store registers itself in one line, next to its class:
 
     >>> from altarr.stores import MemoryStore, register_scheme, store_from_url
-    >>> register_scheme("doc-mem", lambda url, mode, client, **o: MemoryStore(mode == "r"), replace=True)
+    >>> register_scheme("doc-mem", lambda url, mode, **o: MemoryStore(mode == "r"), replace=True)
     >>> store, prefix = store_from_url("doc-mem://anything", mode="w")
     >>> type(store).__name__, store.read_only, prefix
     ('MemoryStore', False, '')
 
-Registered here: plain paths and ``file://`` (a folder, or a ``.zip`` archive), the object-store and
-HTTP schemes (obstore, or fsspec with ``client="fsspec"``); any other URL (``memory://``, chained
-``a::b`` URLs) goes to fsspec.
+Registered here: plain paths and ``file://`` (a folder, or a ``.zip`` archive) and the object-store and
+HTTP schemes (obstore); any other URL (``memory://``, chained ``a::b`` URLs, any other fsspec protocol)
+goes to fsspec. One client per scheme: a store of the other client is made by its class
+(``FsspecStore("s3://...")``) and passed as a store.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from .obstore_store import ObstoreStore
 from .zip_store import ZipStore
 
 __all__ = [
-    "CLIENTS",
     "OBSTORE_SCHEMES",
     "StoreFactory",
     "register_scheme",
@@ -39,13 +39,11 @@ __all__ = [
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
-#: URL schemes served by :class:`ObstoreStore` unless ``client="fsspec"`` is asked for: obstore was the
-#: faster client for batched ranged reads and whole-object writes (``benchmarks/README.md``).
+#: URL schemes served by :class:`ObstoreStore`: obstore was the faster client for batched ranged reads
+#: and whole-object writes (``benchmarks/README.md``), and it writes conditionally on S3, GCS and Azure.
 OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https")
-#: ``client=`` values of :func:`store_from_url`.
-CLIENTS = ("obstore", "fsspec")
 
-#: ``factory(url, mode=..., client=..., **storage_options) -> Store | (Store, prefix)``.
+#: ``factory(url, mode=..., **storage_options) -> Store | (Store, prefix)``.
 StoreFactory = Callable[..., "Store | tuple[Store, str]"]
 
 _REGISTRY: dict[str, StoreFactory] = {}
@@ -89,7 +87,7 @@ def _split_zip(path: str) -> tuple[str, str] | None:
     return None
 
 
-def _local(url: str, mode: str, client: str | None, **storage_options: Any) -> tuple[Store, str]:
+def _local(url: str, mode: str, **storage_options: Any) -> tuple[Store, str]:
     """A folder (:class:`LocalStore`) or a zip archive (:class:`ZipStore`), with the prefix inside it."""
     local = url[len("file://") :] if url.startswith("file://") else url
     zipped = _split_zip(local)
@@ -103,16 +101,14 @@ def _local(url: str, mode: str, client: str | None, **storage_options: Any) -> t
     return LocalStore(local, read_only=mode == "r", **storage_options), ""
 
 
-def _remote(url: str, mode: str, client: str | None, **storage_options: Any) -> Store:
-    """An object store or HTTP URL: obstore unless ``client="fsspec"``."""
-    cls = FsspecStore if client == "fsspec" else ObstoreStore
-    return cls(url, read_only=mode == "r", **storage_options)
+def _remote(url: str, mode: str, **storage_options: Any) -> Store:
+    """An object store or HTTP URL: obstore."""
+    return ObstoreStore(url, read_only=mode == "r", **storage_options)
 
 
-def _fsspec(url: str, mode: str, client: str | None, **storage_options: Any) -> Store:
-    """Any other URL: fsspec, unless ``client="obstore"`` is asked for."""
-    cls = ObstoreStore if client == "obstore" else FsspecStore
-    return cls(url, read_only=mode == "r", **storage_options)
+def _fsspec(url: str, mode: str, **storage_options: Any) -> Store:
+    """Any other URL: fsspec."""
+    return FsspecStore(url, read_only=mode == "r", **storage_options)
 
 
 register_scheme("", _local)
@@ -124,8 +120,8 @@ for _s in OBSTORE_SCHEMES:
 def _flat_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` with a nested ``storage_options`` dict merged in (see :func:`store_from_url`).
 
-    >>> _flat_options({"storage_options": {"anon": True}, "client": None})
-    {'anon': True, 'client': None}
+    >>> _flat_options({"storage_options": {"anon": True}, "endpoint_url": "http://127.0.0.1:9000"})
+    {'anon': True, 'endpoint_url': 'http://127.0.0.1:9000'}
     """
     nested = options.pop("storage_options", None)
     if nested is None:
@@ -143,8 +139,6 @@ def _flat_options(options: dict[str, Any]) -> dict[str, Any]:
 def store_from_url(
     path_or_url: str | os.PathLike[str] | Store,
     mode: str = "r",
-    *,
-    client: str | None = None,
     **storage_options: Any,
 ) -> tuple[Store, str]:
     """The store for a path or URL, and the node prefix inside it.
@@ -153,10 +147,8 @@ def store_from_url(
     * a plain path or ``file://`` URL -> :class:`LocalStore` rooted there;
     * a path to a ``.zip`` file (optionally followed by ``/inner/prefix``) -> :class:`ZipStore`
       (``"r"`` reads, ``"w"``/``"w-"`` create a new archive, ``"r+"``/``"a"`` append);
-    * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore` (or :class:`FsspecStore` with
-      ``client="fsspec"``), with ``storage_options`` passed to the client; ``http(s)://`` and ``s3://``
-      objects are read through the standard library's ``http.client`` unless ``http_client="obstore"``
-      is given (see :mod:`altarr.stores.http_get`, :mod:`altarr.stores.s3_signed`);
+    * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore`, with ``storage_options``
+      passed to obstore;
     * a scheme registered with :func:`register_scheme` -> its factory;
     * any other URL (``memory://``, chained ``a::b`` URLs, ...) -> :class:`FsspecStore` rooted at the URL.
 
@@ -175,10 +167,8 @@ def store_from_url(
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     storage_options = _flat_options(storage_options)
-    if client is not None and client not in CLIENTS:
-        raise ValueError(f"client must be one of {CLIENTS}, got {client!r}")
     if isinstance(path_or_url, Store):
-        if storage_options or client is not None:
+        if storage_options:
             raise TypeError("storage options cannot be applied to an existing store")
         return path_or_url, ""
     url = os.fspath(path_or_url)
@@ -187,5 +177,5 @@ def store_from_url(
     # chained URLs (``simplecache::s3://...``) are fsspec's own
     chained = "::" in url and not url.startswith("file://")
     factory = _fsspec if chained else _REGISTRY.get(_scheme(url), _fsspec)
-    got = factory(url, mode=mode, client=client, **storage_options)
+    got = factory(url, mode=mode, **storage_options)
     return got if isinstance(got, tuple) else (got, "")

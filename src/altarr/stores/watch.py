@@ -1,6 +1,5 @@
-"""The per-thread scope of a conditional read-modify-write, shared by the stores that condition writes on
-the version that was read (:class:`~altarr.stores.ObstoreStore`, :class:`~altarr.stores.FsspecStore` on
-S3): inside :meth:`Store.exclusive`, the keys being updated are *watched*; each read of one records the
+"""The per-thread scope of a conditional read-modify-write, for stores that condition writes on the
+version that was read (:class:`~altarr.stores.ObstoreStore`): inside :meth:`Store.exclusive`, the keys being updated are *watched*; each read of one records the
 version it saw, and the store's writes of it are conditioned on that version.
 
 Example:

@@ -1,0 +1,165 @@
+"""What a remote store makes of an HTTP server's failures, for both clients (obstore, the client of
+``http(s)://``, and fsspec's HTTP file system given as a store): told apart by exception type and by the
+object's size, never by an error message's text, so a key that contains ``416``, ``404`` or ``412``
+reads like any other. A failed read is a ``StoreError`` with the client's exception as its cause, never
+an empty read; a server that ignores ``Range`` is not read whole; a server that sends its body slowly is
+cut off by a deadline on the whole request."""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from altarr.errors import StoreError
+from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Offset, Range, Suffix
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from netservers import http_server  # noqa: E402
+
+KEY = "c/416/404/412"
+REQUESTS = [WHOLE, Range(0, 10), Offset(5), Suffix(10)]
+#: obstore retries 5xx answers and failed connections for up to 3 minutes by default: once, briefly, here
+_SHORT = datetime.timedelta(milliseconds=10)
+RETRY = {
+    "max_retries": 1,
+    "backoff": {"init_backoff": _SHORT, "max_backoff": _SHORT, "base": 2},
+    "retry_timeout": datetime.timedelta(seconds=2),
+}
+
+
+class _Misbehaving(http.server.BaseHTTPRequestHandler):
+    """``mode``: ``"500"`` answers everything with a server error; ``"416"`` answers every ranged GET
+    with ``416`` although the object (100 bytes, as its HEAD says) holds the range; ``"slow"`` sends a
+    100-byte body one byte every 0.2 s."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "500"
+    seen: list[tuple[str, str, str | None]] = []
+    sent = 0
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, head: bool) -> None:
+        type(self).seen.append((self.command, self.path, self.headers.get("Range")))
+        mode = type(self).mode
+        status, length = {"500": (500, 0), "416": (416 if self.headers.get("Range") else 200, 100)}.get(
+            mode, (200, 100)
+        )
+        if mode == "416" and head:
+            status = 200
+        self.send_response(status)
+        self.send_header("Content-Length", str(0 if status >= 400 else length))
+        self.end_headers()
+        if head or status >= 400:
+            return
+        try:
+            for _ in range(length):
+                if mode == "slow":
+                    time.sleep(0.2)
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                type(self).sent += 1
+        except OSError:
+            self.close_connection = True
+
+    def do_GET(self):
+        self._answer(head=False)
+
+    def do_HEAD(self):
+        self._answer(head=True)
+
+
+@contextmanager
+def misbehaving(mode: str) -> Iterator[str]:
+    handler = type("Handler", (_Misbehaving,), {"mode": mode, "seen": [], "sent": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _refused_url() -> str:
+    """A loopback URL nothing listens on (connections are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def _stores(url: str) -> list:
+    return [ObstoreStore(f"{url}/data", retry_config=RETRY), FsspecStore(f"{url}/data")]
+
+
+def _assert_store_error(store, req) -> None:
+    with pytest.raises(StoreError) as info:
+        store.get_ranges([(KEY, req)])
+    assert info.value.key == KEY and info.value.__cause__ is not None, type(store).__name__
+
+
+@pytest.mark.parametrize("mode", ["500", "refused"])
+def test_a_failed_read_of_a_key_naming_status_codes_is_a_store_error(mode):
+    with misbehaving("500") as (url, _):
+        url = _refused_url() if mode == "refused" else url
+        for store in _stores(url):
+            for req in REQUESTS:
+                _assert_store_error(store, req)
+
+
+def test_a_416_for_a_range_the_object_holds_is_a_store_error_and_one_past_its_end_an_empty_read():
+    """The object's size decides, not the status: the server answers every ranged GET with 416, but its
+    HEAD says the object has 100 bytes."""
+    with misbehaving("416") as (url, handler):
+        for store in _stores(url):
+            for req in (Range(0, 10), Offset(5), Suffix(10)):
+                _assert_store_error(store, req)
+            assert store.get_ranges([(KEY, Range(200, 210)), (KEY, Offset(100))]) == [b"", b""]
+            if isinstance(store, ObstoreStore):
+                assert store.get(KEY) == b"x" * 100  # a plain GET
+            else:  # fsspec's HTTP file system reads a whole object as the range "bytes=0-", refused here
+                _assert_store_error(store, WHOLE)
+        assert {path for _, path, _ in handler.seen} == {f"/data/{KEY}"}
+
+
+def test_a_server_that_ignores_range_is_not_read_whole(tmp_path):
+    """A ``200`` with the whole object for a ranged GET: obstore refuses it before reading the body (the
+    server got a few of its 64 MiB out before the connection closed) and the read is a ``StoreError``;
+    a suffix longer than the object asks for all of it, which is read, checked against the length
+    asked."""
+    big = os.urandom(1 << 16) * 1024
+    (tmp_path / "big").write_bytes(big)
+    (tmp_path / "small").write_bytes(b"0123456789")
+    with http_server(tmp_path, ranges=False) as (url, log):
+        store = ObstoreStore(url)
+        for req in (Range(0, 16), Suffix(16), Offset(1 << 20)):
+            log.body_bytes = 0
+            with pytest.raises(StoreError) as info:
+                store.get_ranges([("big", req)])
+            assert info.value.key == "big"
+            assert log.body_bytes <= 8 << 20, (req, log.body_bytes)
+        assert store.get_ranges([("small", Suffix(100)), ("small", Offset(20))]) == [b"0123456789", b""]
+
+
+def test_a_slow_body_is_cut_off_by_the_deadline_of_the_whole_request():
+    """Each byte comes within 0.2 s (a timeout per socket read would never fire), the whole body in 20
+    s: obstore's ``timeout`` bounds the whole request."""
+    with misbehaving("slow") as (url, handler):
+        store = ObstoreStore(f"{url}/data", retry_config=RETRY, client_options={"timeout": "1s"})
+        with pytest.raises(StoreError):
+            store.get(KEY)
+        assert handler.sent < 100
