@@ -139,6 +139,8 @@ def parse_ome(attrs: dict[str, Any], index: int = 0) -> Description:
         raise MetadataError(f"multiscales entry {index} is not there ({len(entries)} entries)")
     entry = entries[index]
     where = f"OME-Zarr {version} multiscales[{index}]"
+    if not isinstance(entry, dict):
+        raise MetadataError(f"{where} must be an object, got {entry!r}")
     axes = _axes(entry, where)
     datasets = entry.get("datasets")
     if not isinstance(datasets, list) or not datasets:
