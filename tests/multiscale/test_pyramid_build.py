@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_downsample import reference
+from test_pyramid_downsample import reference
 
 import altarr as aa
 from altarr.errors import ExistsError, MetadataError
