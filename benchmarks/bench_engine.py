@@ -1239,9 +1239,9 @@ def machine() -> dict[str, Any]:
             rev = f"unknown (altarr imported from {pkg})"
     native = "?"
     with contextlib.suppress(Exception):
-        from altarr.dataset import kernel
+        import altarr
 
-        native = "on" if kernel.enabled() else "off (not built)" if not kernel.available() else "off"
+        native = str(altarr.native_status())
     return {
         "altarr_git": rev,
         "altarr_native_kernel": native,
@@ -1368,7 +1368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     versions = report.get("versions", {})
     tables.append(
         f"Machine: {m['nproc']} cores ({m['cpu']}), load average at start {m['load_avg'][0]:.1f}, "
-        f"altarr at git {m['altarr_git']} (native kernel {m.get('altarr_native_kernel', '?')}), "
+        f"altarr at git {m['altarr_git']} ({m.get('altarr_native_kernel', 'native kernel ?')}), "
         f"Python {m['python']}, numpy {m['numpy']}, "
         f"numcodecs {m['numcodecs']}; "
         + ", ".join(f"{k} {v}" for k, v in versions.items())

@@ -124,8 +124,6 @@ DESELECT: dict[str, list[str]] = {
     "reduce": [
         "tests/lazy/test_lazy_reduce.py::test_numpys_warnings_name_the_callers_line_through_methods_and_numpy_functions"
     ],
-    # builds the kernel from setup.py, which the run's copy (src, tests, pyproject.toml) does not have
-    "indexing": ["tests/dataset/test_native_kernel.py::test_a_failed_build_falls_back_in_one_line"],
 }
 
 
@@ -146,7 +144,7 @@ def prepare(
         # mutmut runs for a mutant only the tests its coverage stats say reach the function: stats from
         # before the sync would leave a new test out (first_chunk 5/8/9 "survived" a test that kills them)
         (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
-    if not list((ROOT / "src" / "altarr" / "dataset").glob("_kernel*.so")):
+    if not list((ROOT / "src" / "altarr").glob("_native*.so")):
         # the copy is of this tree's src: without the built kernel every native-path test errors out
         sys.exit(
             f"the native kernel is not built in {ROOT / 'src'}: run `python setup.py build_ext --inplace` there"

@@ -65,6 +65,8 @@ _PUBLIC = {
     "errors": "altarr.errors",
     # integrity check (a callable module: altarr.verify(path), altarr.verify.VerifyReport)
     "verify": "altarr.verify",
+    # whether the native kernel is active, and if not, why
+    "native_status": "altarr.native",
 }
 
 # ``open`` stays out of ``__all__`` so that ``from altarr import *`` does not shadow the builtin ``open``;

@@ -12,6 +12,7 @@ Commands (``altarr COMMAND --help`` shows each one's options and an example):
 * ``altarr show PATH --index 10,:,: -o slice.png`` - render a 2-D slice with a colour bar;
 * ``altarr demo`` - a guided tour that ends with the path of a PNG it wrote.
 
+``altarr --version`` prints the version and whether the native kernel is active (and if not, why).
 Errors are one line on stderr and a non-zero exit (2 for bad arguments, 1 otherwise, 130 when
 interrupted); ``altarr --debug COMMAND`` shows the traceback instead.
 
@@ -56,9 +57,27 @@ class UsageProblem(Exception):
     """A bad argument found after parsing (exit code 2, one line)."""
 
 
+def _version(value: bool) -> None:
+    """``--version``: the version, and whether the native kernel is active and, if not, why."""
+    if value:
+        import altarr
+
+        print(f"altarr {altarr.__version__}\n{altarr.native_status()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="show the full traceback of an error")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="print the version and the native kernel's state",
+        ),
+    ] = False,
 ) -> None:
     """altarr: chunked, compressed N-D arrays (N5, Zarr v2, Zarr v3 sharded) from the command line.
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import altarr as aa
-from altarr.dataset import kernel
+from altarr import native
 from altarr.errors import (
     AltarrError,
     ChecksumError,
@@ -173,7 +173,7 @@ def test_failed_write_leaves_old_data_intact(monkeypatch):
 
     monkeypatch.setattr(ZstdCodec, "encode", failing)
     # the patched encoder is the pure-Python path's (the kernel's own failures: test_native_kernel.py)
-    with kernel.use_native(False), pytest.raises(AltarrError, match="disk on fire|zstd"):
+    with native.use_native(False), pytest.raises(AltarrError, match="disk on fire|zstd"):
         ds.write_chunks([(0, 0), (1, 1)], [np.zeros((4, 4), "u2") + 5, np.zeros((4, 4), "u2") + 6])
     assert {k: ds.store.get(k) for k in ds.store.list("")} == before
     monkeypatch.undo()

@@ -1,28 +1,25 @@
-"""The native shard kernel (altarr.dataset.kernel + the C extension _kernel): same values, bytes, requests
-and errors as the pure-Python path, bounded decoding, and a build that falls back in one line (issue 15).
+"""The native shard kernel (altarr.dataset.kernel + the C extension altarr._native): the same values,
+requests and errors as the pure-Python path, frames each path and numcodecs read from the other, and
+bounded decoding. Whether it is built and active, and why not: tests/test_native.py.
 
 The request-contract, interop and bad-input modules run on both paths too (the ``engine_path`` fixture
 in conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
+import numcodecs
 import numpy as np
 import pytest
 
 import altarr as aa
+from altarr import native
 from altarr.codecs import ShardingCodec
-from altarr.codecs.compress import ZstdCodec
-from altarr.dataset import kernel
+from altarr.codecs.compress import BloscCodec, ZstdCodec
 from altarr.errors import AltarrError, CodecError
+from altarr.native import use_native
 from altarr.stores import LocalStore, MemoryStore
 
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("native_required")
 
 BLOSC_LZ4 = {
     "name": "blosc",
@@ -50,12 +47,9 @@ COMPRESSORS = {
 }
 
 
-def test_the_kernel_is_built_and_on():
-    """`pip install -e .` builds it; without it every other test here would pass on the Python path."""
-    assert kernel.available(), "altarr.dataset._kernel is not built: run `pip install -e .`"
-    assert kernel.enabled()
+def test_datasets_of_kernel_chains_get_a_kernel_plan():
     ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
-    assert ds._access.native is not None and ds._access.native.encode_params is not None
+    assert ds._access.native is not None and ds._access.native.writes
 
 
 def _stores(tmp_path, name):
@@ -66,28 +60,63 @@ def _objects(store):
     return {k: bytes(store.get(k)) for k in store.list("") if not k.endswith(".json")}
 
 
+def _chunk_frames(ds):
+    """Every stored chunk's frame, by chunk: the shards split by their index."""
+    sc, grid = ds._access.sharding[1], ds._access.grid
+    frames = {}
+    for key in ds.store.list(""):
+        if key.endswith(".json"):
+            continue
+        shard = tuple(int(p) for p in key.split("/")[1:])
+        pieces = sc.split(ds.store.get(key), grid.per_block(1))
+        for i, piece in enumerate(pieces):
+            if piece is not None:
+                frames[(shard, i)] = bytes(piece)
+    return frames
+
+
+def _numcodecs_codec(config):
+    """numcodecs' own codec for one of COMPRESSORS (what numcodecs-based readers decode with)."""
+    cfg = dict(config["configuration"])
+    if config["name"] == "zstd":
+        return numcodecs.Zstd(level=cfg["level"], checksum=cfg["checksum"])
+    shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[cfg["shuffle"]]
+    return numcodecs.Blosc(
+        cname=cfg["cname"],
+        clevel=cfg["clevel"],
+        shuffle=shuffle,
+        blocksize=cfg["blocksize"] if "blocksize" in cfg else 0,
+    )
+
+
 @pytest.mark.parametrize("where", ["memory", "local"])
 @pytest.mark.parametrize("comp", list(COMPRESSORS))
 @pytest.mark.parametrize("dtype", ["uint8", "uint16", "int32", "float32", "float64"])
-def test_same_shards_and_values_on_both_paths(tmp_path, where, comp, dtype):
+def test_each_path_reads_what_the_other_wrote(tmp_path, where, comp, dtype):
+    """The kernel (libzstd and c-blosc as linked) and the pure-Python path (python-zstandard, numcodecs)
+    store the same chunks, each reads the other's, and numcodecs decodes every frame of both."""
     rng = np.random.default_rng(1)
     shape = (21, 18, 13)  # edge chunks and edge shards along every axis
     data = (rng.normal(50, 20, shape)).astype(dtype)
     data[:8, :8, :8] = 0  # whole chunks of the fill value: not stored on either path
+    want = data.copy()
+    want[3:20:2, ::-3, 5] += 1
     made = {}
-    for native in (True, False):
-        store = _stores(tmp_path, f"s{native}")[where]
+    for on in (True, False):
+        store = _stores(tmp_path, f"s{on}")[where]
         ds = aa.create_dataset(
             store, shape=shape, dtype=dtype, chunks=(4, 4, 4), shards=(8, 8, 8), compressor=COMPRESSORS[comp]
         )
-        with kernel.use_native(native):
+        with use_native(on):
             ds[...] = data
             ds[3:20:2, ::-3, 5] = data[3:20:2, ::-3, 5] + 1  # merges of partly covered chunks
-        made[native] = (ds, _objects(store))
-    assert made[True][1] == made[False][1]  # byte for byte: the same frames, shards and index
-    want = data.copy()
-    want[3:20:2, ::-3, 5] += 1
-    ds = made[True][0]
+        made[on] = ds
+    frames = {on: _chunk_frames(ds) for on, ds in made.items()}
+    assert frames[True].keys() == frames[False].keys()  # the same chunks stored, fill chunks in neither
+    reference = _numcodecs_codec(COMPRESSORS[comp])
+    for on in (True, False):
+        for frame in frames[on].values():
+            assert len(reference.decode(frame)) == 4 * 4 * 4 * np.dtype(dtype).itemsize
     sels = [
         np.s_[...],
         np.s_[1:20, 2:17:3, ::-1],
@@ -95,32 +124,13 @@ def test_same_shards_and_values_on_both_paths(tmp_path, where, comp, dtype):
         np.s_[::5, ::-4, ::6],
         np.s_[4:8, 8:16, 0:4],
     ]
-    for sel in sels:
-        with kernel.use_native(True):
-            got = ds[sel]
-        with kernel.use_native(False):
-            ref = ds[sel]
-        np.testing.assert_array_equal(got, want[sel])
-        np.testing.assert_array_equal(ref, want[sel])
-
-
-def test_zstd_decodes_with_numcodecs_copy_and_encodes_with_python_zstandards(monkeypatch):
-    """Decoding takes numcodecs' libzstd (its build has zstd's assembly Huffman decoder), encoding
-    python-zstandard's (the frames the Python path writes); each falls back to the other."""
-    import importlib.util
-
-    origin = {m: importlib.util.find_spec(m).origin for m in ("numcodecs.zstd", "zstandard._cffi")}
-    decoder, encoder = kernel._zstd_libraries()
-    assert (decoder._name, encoder._name) == (origin["numcodecs.zstd"], origin["zstandard._cffi"])
-    real = importlib.util.find_spec
-    for hidden, other in (("numcodecs.zstd", "zstandard._cffi"), ("zstandard._cffi", "numcodecs.zstd")):
-        monkeypatch.setattr(
-            importlib.util, "find_spec", lambda n, *a, h=hidden: None if n == h else real(n, *a)
-        )
-        decoder, encoder = kernel._zstd_libraries()
-        assert decoder._name == encoder._name == origin[other]
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None)
-    assert kernel._zstd_libraries() == (None, None)
+    for written_by, ds in made.items():
+        for read_by in (True, False):
+            with use_native(read_by):
+                for sel in sels:
+                    np.testing.assert_array_equal(
+                        ds[sel], want[sel], err_msg=f"{written_by=} {read_by=} {sel}"
+                    )
 
 
 @pytest.mark.parametrize(
@@ -134,21 +144,21 @@ def test_rows_of_16_to_128_bytes_take_the_fixed_size_copy(dtype, inner):
     shape = (7, 9, 2 * inner + 5)
     data = rng.integers(0, 200, shape).astype(dtype)
     stores = {}
-    for native in (True, False):
+    for on in (True, False):
         ds = aa.create_dataset(
             MemoryStore(), shape=shape, dtype=dtype, chunks=(3, 4, inner), shards=(6, 8, 2 * inner),
             compressor="zstd",
         )  # fmt: skip
-        with kernel.use_native(native):
+        with use_native(on):
             ds[...] = data
             ds[1:6, 2:9, inner : 2 * inner] = data[1:6, 2:9, inner : 2 * inner] + 1
-        stores[native] = ds
+        stores[on] = ds
     want = data.copy()
     want[1:6, 2:9, inner : 2 * inner] += 1
     sels = [np.s_[...], np.s_[1:6, 3:8, :], np.s_[::2, ::-1, inner:], np.s_[2, :, 1:-1], np.s_[:, :, ::3]]
-    for native, ds in stores.items():
+    for on, ds in stores.items():
         for sel in sels:
-            with kernel.use_native(native):
+            with use_native(on):
                 np.testing.assert_array_equal(ds[sel], want[sel])
 
 
@@ -177,14 +187,17 @@ def test_writes_gather_any_source_layout(values):
     data = np.arange(40 * 36, dtype="uint16").reshape(40, 36)
     src = values(data)
     want = np.broadcast_to(np.asarray(src).astype("uint16"), data.shape)
-    out = {}
-    for native in (True, False):
-        ds = aa.create_dataset(MemoryStore(), shape=data.shape, dtype="u2", chunks=(8, 8), shards=(16, 16))
-        with kernel.use_native(native):
-            ds[...] = src
-        out[native] = _objects(ds.store)
-        np.testing.assert_array_equal(ds[...], want)
-    assert out[True] == out[False]
+    for on in (True, False):
+        made = {}
+        for values_written in (src, np.ascontiguousarray(want)):
+            ds = aa.create_dataset(
+                MemoryStore(), shape=data.shape, dtype="u2", chunks=(8, 8), shards=(16, 16)
+            )
+            with use_native(on):
+                ds[...] = values_written
+            np.testing.assert_array_equal(ds[...], want)
+            made[values_written is src] = _objects(ds.store)
+        assert made[True] == made[False]  # byte for byte what a C-ordered copy of the values writes
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -192,28 +205,29 @@ def test_fill_chunks_by_value_not_bytes(dtype):
     """-0.0 equals a 0.0 fill and any NaN a NaN fill (as in DatasetAccess.is_fill), on both paths."""
     for fill, stored_as in ((0.0, -0.0), (float("nan"), np.float64("nan") * -1)):
         keys = {}
-        for native in (True, False):
+        for on in (True, False):
             ds = aa.create_dataset(
                 MemoryStore(), shape=(8, 8), dtype=dtype, chunks=(4, 4), shards=(8, 8), fill_value=fill
             )
-            with kernel.use_native(native):
+            with use_native(on):
                 ds[...] = np.full((8, 8), stored_as, dtype)
                 ds[0, 0] = 1.5
-            keys[native] = sorted(ds.store.list(""))
+            keys[on] = sorted(ds.store.list(""))
             np.testing.assert_array_equal(ds[4:, 4:], np.full((4, 4), fill, dtype))
         assert keys[True] == keys[False]
 
 
 def test_write_empty_chunks_stores_fill_chunks_on_both_paths():
     out = {}
-    for native in (True, False):
+    for on in (True, False):
         ds = aa.create_dataset(
             MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8), write_empty_chunks=True
         )
-        with kernel.use_native(native):
+        with use_native(on):
             ds[...] = 0
-        out[native] = _objects(ds.store)
-    assert out[True] == out[False] and len(out[True]) == 1
+        out[on] = _chunk_frames(ds)
+        np.testing.assert_array_equal(ds[...], np.zeros((8, 8), "u2"))
+    assert out[True].keys() == out[False].keys() and len(out[True]) == 4  # all 4 chunks of the one shard
 
 
 @pytest.mark.parametrize("comp", ["zstd3", "blosc-lz4"])
@@ -226,15 +240,15 @@ def test_same_requests_on_both_paths(tmp_path, comp):
     )
     ds[...] = data
     counts = {}
-    for native in (True, False):
-        with kernel.use_native(native):
+    for on in (True, False):
+        with use_native(on):
             ds._access.index_cache.clear()
             store.stats.reset()
             np.testing.assert_array_equal(ds[1:7, 14:19], data[1:7, 14:19])
             cold = store.stats.as_dict()
             store.stats.reset()
             np.testing.assert_array_equal(ds[...], data)
-            counts[native] = (cold, store.stats.as_dict())
+            counts[on] = (cold, store.stats.as_dict())
     assert counts[True] == counts[False]
     # 2 indexes + 4 chunks; then the 2 indexes not cached yet + 64 chunks
     assert counts[True][0]["reads"] == 2 + 4 and counts[True][1]["reads"] == 2 + 64
@@ -252,8 +266,8 @@ def _corrupt_shard(ds, chunk, payload):
     return key
 
 
-def _error(ds, native, sel=np.s_[...]):
-    with kernel.use_native(native), pytest.raises(AltarrError) as info:
+def _error(ds, on, sel=np.s_[...]):
+    with use_native(on), pytest.raises(AltarrError) as info:
         ds[sel]
     return info.value
 
@@ -280,21 +294,23 @@ def test_bad_chunks_raise_the_same_error_on_both_paths(tmp_path, where, comp, pa
     )
     ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
     key = _corrupt_shard(ds, (1, 0), payload())
-    native, python = _error(ds, True), _error(ds, False)
-    assert type(native) is type(python) and str(native) == str(python)
-    assert native.key == key and native.chunk == (1, 0)
+    kernel_error, python_error = _error(ds, True), _error(ds, False)
+    assert type(kernel_error) is type(python_error) and str(kernel_error) == str(python_error)
+    assert kernel_error.key == key and kernel_error.chunk == (1, 0)
     np.testing.assert_array_equal(ds[:4, :], np.arange(32).reshape(4, 8) + 1)  # its neighbours still read
 
 
 def _blosc(a):
-    from altarr.codecs.compress import BloscCodec
-
     return bytes(BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=2).encode(a.tobytes()))
 
 
-def test_a_failing_encode_in_the_kernel_goes_to_the_python_path_and_nothing_is_written(monkeypatch):
-    """The kernel declines a chunk it cannot encode; the Python path then raises and nothing is written."""
-    ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
+@pytest.mark.parametrize("comp", ["zstd3", "blosc-lz4"])
+def test_a_failing_encode_in_the_kernel_goes_to_the_python_path_and_nothing_is_written(monkeypatch, comp):
+    """The kernel declines a chunk it cannot encode (blosc: the C call reports it; zstd: the codec
+    raises); the Python path then raises naming the chunk, and nothing is written."""
+    ds = aa.create_dataset(
+        MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8), compressor=COMPRESSORS[comp]
+    )
     ds[...] = 1
     before = _objects(ds.store)
 
@@ -306,15 +322,15 @@ def test_a_failing_encode_in_the_kernel_goes_to_the_python_path_and_nothing_is_w
             real.encode_chunks(arrays, counter, status, *args)
             status[:] = -7
 
-    real = kernel._ext
+    real = native.ext
     calls = []
 
-    def failing(self, data):
+    def failing(self, data, out=None):
         calls.append(1)
-        raise RuntimeError("disk on fire")
+        raise CodecError("disk on fire", codec=self.name)
 
-    monkeypatch.setattr(kernel, "_ext", Declining())
-    monkeypatch.setattr(ZstdCodec, "encode", failing)
+    monkeypatch.setattr(native, "ext", Declining())
+    monkeypatch.setattr(ZstdCodec if comp == "zstd3" else BloscCodec, "encode", failing)
     with pytest.raises(CodecError, match="disk on fire") as info:
         ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
     assert info.value.key == ds.chunk_key((0, 0)) and calls
@@ -333,34 +349,6 @@ def test_missing_chunks_and_other_chains_mix_with_kernel_chunks(tmp_path):
     assert gz._access.native is None  # gzip: pure-Python path
     gz[...] = want
     np.testing.assert_array_equal(gz[...], want)
-
-
-def test_the_environment_switch_turns_the_kernel_off():
-    code = "from altarr.dataset import kernel; print(kernel.available(), kernel.enabled())"
-    env = {**os.environ, "ALTARR_NATIVE": "0", "PYTHONPATH": str(ROOT / "src")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "False"]
-
-
-def test_a_failed_build_falls_back_in_one_line(tmp_path):
-    """No usable compiler: the install still succeeds (pure-Python engine) and says so in one line."""
-    shutil.copy(ROOT / "setup.py", tmp_path / "setup.py")
-    (tmp_path / "src/altarr/dataset").mkdir(parents=True)
-    shutil.copy(ROOT / "src/altarr/dataset/_kernel.c", tmp_path / "src/altarr/dataset/_kernel.c")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "altarr-build-probe"\nversion = "0"\n')
-    env = {**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"}
-    out = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if "altarr" in ln]
-    assert len(lines) == 1 and "native kernel not built" in lines[0], out.stderr
-    assert "Traceback" not in out.stderr
-    assert not list(tmp_path.glob("src/altarr/dataset/_kernel*.so"))
 
 
 def test_shard_assembly_of_kernel_output_is_the_codecs():
@@ -396,6 +384,32 @@ def test_region_reads_leave_no_stored_chunk_to_the_python_path(monkeypatch):
     for sel in sels:
         np.testing.assert_array_equal(ds[sel], data[sel])
     assert python_path == []
-    with kernel.use_native(False):  # the check can fail: the Python path is seen when it is taken
+    with use_native(False):  # the check can fail: the Python path is seen when it is taken
         np.testing.assert_array_equal(ds[1:3], data[1:3])
     assert python_path
+
+
+@pytest.mark.parametrize("comp", ["zstd3", "blosc-lz4"])
+def test_whole_chunk_writes_leave_nothing_to_the_python_path(monkeypatch, comp):
+    """Every chunk of a region write that covers it (edge chunks too) is gathered, tested and compressed
+    through the kernel: the Python path's encoder is never called (it is, with the kernel off)."""
+    from altarr.dataset.chunk_codec import ChunkCodec
+
+    rng = np.random.default_rng(6)
+    data = rng.integers(1, 60000, (21, 18, 13)).astype("u2")
+    data[:8, :8, :8] = 0  # whole chunks of the fill value: tested in C, not stored
+    python_path = []
+    real = ChunkCodec.encode_chunk
+    monkeypatch.setattr(
+        ChunkCodec, "encode_chunk", lambda self, *a, **k: python_path.append(a[1]) or real(self, *a, **k)
+    )
+    for on in (True, False):
+        ds = aa.create_dataset(
+            MemoryStore(), shape=data.shape, dtype="u2", chunks=(4, 4, 4), shards=(8, 8, 8),
+            compressor=COMPRESSORS[comp],
+        )  # fmt: skip
+        with use_native(on):
+            ds[...] = data
+        np.testing.assert_array_equal(ds[...], data)
+        assert (python_path == []) is on, len(python_path)
+        assert len(_chunk_frames(ds)) == 6 * 5 * 4 - 8  # the 8 fill chunks are not stored

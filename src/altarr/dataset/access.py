@@ -66,7 +66,7 @@ from .shard_write import Merge, ShardWriter
 if TYPE_CHECKING:
     from ..selection.regions import Geometry
     from ..stores.base import Store
-    from .kernel import Plan
+    from .kernel import KernelPlan
 
 __all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 
@@ -104,7 +104,7 @@ class DatasetAccess:
 
     # --- the parts' attributes, named here for callers -------------------------------------------------
     @property
-    def native(self) -> Plan | None:
+    def native(self) -> KernelPlan | None:
         """The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``)."""
         return self.codec.native
 
@@ -248,7 +248,7 @@ class DatasetAccess:
             else:
                 raw = self.reader.read_raw(chunks, readers=readers, versions=versions)
                 if into is not None:
-                    chunks = kernel.read_into(self.codec, raw, chunks, *into)
+                    chunks = kernel.read_into(self.codec.native, raw, chunks, *into)
             pmap(one, chunks)
 
     def _decode_as_ready(
@@ -269,7 +269,7 @@ class DatasetAccess:
         here with the server) where they are not.
         """
         raw: dict[Chunk, Any] = {}
-        decoder = kernel.ReadInto(self.codec, *into)
+        decoder = kernel.ReadInto(self.codec.native, *into)
         try:
             for part in self.reader.read_raw_as_ready(chunks, versions=versions, on_sent=decoder.touch):
                 if part is None:  # a shard changed: what was decoded is void, the read starts over

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import native
 from ..errors import AltarrError, CorruptShardError, GridError
 from . import kernel
 from .layout import Chunk, ShardLayout
@@ -77,7 +78,7 @@ class ChunkCodec:
         #: Bytes per chunk of the output arena writes compress into (None: the chain allocates its own).
         self.encode_slot: int | None = None
         #: The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``).
-        self.native: kernel.Plan | None = None
+        self.native: kernel.KernelPlan | None = None
         # made once per chain, chunk shape, dtype, fill value and write_empty_chunks (the chain memoizes
         # them: it is shared by every open of a memoized metadata parse; 0.07 ms of such an open over HTTP)
         try:  # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
@@ -85,7 +86,7 @@ class ChunkCodec:
         except Exception:  # noqa: BLE001 - a fill value whose repr fails is simply not memoized
             self._derive()
         else:
-            key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, kernel._ext)
+            key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())
             self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
 
     @functools.cached_property
@@ -104,13 +105,20 @@ class ChunkCodec:
         fill.flags.writeable = False
         return fill
 
-    def _derive(self) -> tuple[Any, int | None, kernel.Plan | None]:
+    def _derive(self) -> tuple[Any, int | None, kernel.KernelPlan | None]:
         """Set and return ``direct``, ``encode_slot`` and ``native``, in that order (``plan_for`` reads
         the first)."""
+        self.native = None
         if not self.truncates:
             self.direct = self.chain.direct_compressor(self.dtype)
             self.encode_slot = self.chain.encode_bound(self.grid.chunks, self.dtype)
-        self.native = kernel.plan_for(self)
+            try:
+                fill: bytes | None = self.fill_array.tobytes()
+            except (TypeError, ValueError, OverflowError):  # a fill value the dtype cannot hold
+                fill = None
+            self.native = kernel.plan_for(
+                self.dtype, self.grid.chunks, self.direct, fill, self.write_empty_chunks
+            )
         if self.native is not None and self.encode_slot is None:
             self.encode_slot = self.native.encode_slot
         return self.direct, self.encode_slot, self.native

@@ -1,4 +1,4 @@
-"""The native shard kernel under region reads and writes (the optional C extension ``_kernel``).
+"""The native shard kernel under region reads and writes (the loop of the C extension ``altarr._native``).
 
 What it does: for the chunks of one call whose codec chain is ``[bytes (native order), zstd or blosc]``,
 the per-chunk hot loop runs in C with the GIL released for the whole batch, on the engine's thread pool
@@ -9,31 +9,29 @@ the per-chunk hot loop runs in C with the GIL released for the whole batch, on t
   when the chunk is one contiguous run of it, and copy the selected part into the result (strided copy);
 * **writes** (``Dataset[...] = ...``, ``write_chunks``): gather each chunk from its strided source (edge
   chunks padded with the fill value), tell fill-valued chunks apart exactly as ``is_fill`` does, and
-  compress it into its row of the write group's output arena. The shard and its index are then built by
-  the engine from the arena's rows (``ShardingCodec.assemble_parts``) and written with ``writev``, as on
-  the pure-Python path, so the arena is never copied into one joined buffer.
+  compress it: blosc in C into its row of the write group's output arena, zstd by the chain's codec
+  (python-zstandard, see :func:`_gather_and_compress`). The shard and its index are then built by the
+  engine from the parts (``ShardingCodec.assemble_parts``) and written with ``writev``, as on the
+  pure-Python path, so the arena is never copied into one joined buffer.
 
 Planning, the shard-index cache, request grouping, version checks and locks stay in Python, so the
 request contract (one batched read per level, counters in ``store.stats``) is the same on both paths.
-The codecs are the libraries the project already ships, called through function pointers taken here
-with :mod:`ctypes`: zstd from numcodecs to decode (its build has zstd's assembly Huffman decoder) and from
-python-zstandard to encode (libzstd 1.5.7), each falling back to the other, and c-blosc 1.x inside
-numcodecs. Decoding is bounded: the codec gets exactly the chunk's size as its output capacity, and a
-frame that does not decode to exactly that size is a failure.
+The codecs are libzstd (decoding) and c-blosc 1.x, linked by the extension (see :mod:`altarr.native`
+for whether it is built and active). Decoding is bounded: the codec gets exactly the chunk's size as its
+output capacity, and a frame that does not decode to exactly that size is a failure.
 
 A chunk the kernel cannot do (another codec or chain, a missing chunk, a read error, a frame that does not
 decode to the chunk's size, a merge of a partial write) goes through the pure-Python path, which does the
 work or raises the usual error naming key, chunk and codec. That path is also the whole engine when the
-extension is not built, or when it is switched off: environment variable ``ALTARR_NATIVE=0`` (read at
-import) or :func:`set_enabled`.
+extension is not built, or when it is switched off (``ALTARR_NATIVE=0``, :func:`altarr.native.set_enabled`).
 
 Example:
     >>> import numpy as np, altarr as aa
-    >>> from altarr.dataset import kernel
+    >>> from altarr.native import use_native
     >>> ds = aa.create_dataset("memory://doc-kernel", shape=(8, 8), dtype="uint16", chunks=(4, 4),
     ...                        shards=(8, 8), compressor="zstd")
     >>> ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
-    >>> with kernel.use_native(False):          # the pure-Python path gives the same values
+    >>> with use_native(False):          # the pure-Python path gives the same values
     ...     same = np.array_equal(ds[1:7, ::3], np.arange(64).reshape(8, 8)[1:7, ::3])
     >>> same, int(ds[7, 7])
     (True, 63)
@@ -41,48 +39,24 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import importlib.util
 import itertools
 import math
 import mmap
-import os
+import threading
 from array import array
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..codecs import blosc_ctx
+from .. import native
 from ..codecs.compress import BloscCodec, ZstdCodec
+from ..errors import AltarrError
 from ..selection.regions import Geometry
 from .parallel import get_max_workers, pmap, spawn
 
-if TYPE_CHECKING:
-    from .chunk_codec import ChunkCodec
-
-try:
-    from . import _kernel as _ext
-except ImportError:  # not built (no compiler at install time, or a platform without pread/pthreads)
-    _ext = None
-if array("i").itemsize != 4:  # pragma: no cover - the kernel's statuses are int32 (``_Job``)
-    _ext = None
-
-__all__ = [
-    "TODO",
-    "Plan",
-    "available",
-    "enabled",
-    "set_enabled",
-    "use_native",
-    "plan_for",
-    "read_into",
-    "ReadInto",
-    "encode",
-]
+__all__ = ["TODO", "KernelPlan", "plan_for", "read_into", "ReadInto", "encode"]
 
 _ZSTD, _BLOSC = 1, 2
 _ST_OK, _ST_FILL = 0, 2
@@ -101,197 +75,83 @@ class _Todo:
 TODO: Any = _Todo()
 
 
-def _env_enabled() -> bool:
-    return os.environ.get("ALTARR_NATIVE", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-_enabled = _env_enabled()
-
-
-# --- the codec functions ---------------------------------------------------------------------------------
-def _address(lib: Any, name: str) -> int | None:
-    try:
-        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-    except AttributeError:
-        return None
-
-
-_ZSTD_DECODE = (
-    "ZSTD_decompressDCtx",
-    "ZSTD_createDCtx",
-    "ZSTD_freeDCtx",
-    "ZSTD_isError",
-    "ZSTD_getFrameContentSize",
-)
-_ZSTD_ENCODE = (
-    "ZSTD_createCCtx",
-    "ZSTD_freeCCtx",
-    "ZSTD_CCtx_setParameter",
-    "ZSTD_CCtx_reset",
-    "ZSTD_compress2",
-)
-_BLOSC_DECODE = ("blosc_decompress_ctx", "blosc_cbuffer_validate")
-_BLOSC_ENCODE = ("blosc_compress_ctx",)
-
-
-def _zstd_libraries() -> tuple[Any, Any]:
-    """The libzstd copies to decode and to encode with: ``(decoder, encoder)``, each ``None`` when no
-    installed library exports its functions. Loaded with ctypes only (no Python module is imported).
-
-    Decoding prefers numcodecs' copy: its build includes zstd's x86-64 assembly Huffman decoder, which
-    python-zstandard's single-file build leaves out, and it decodes a 128x256x256 uint16 slab of zstd
-    32^3 chunks 3-4 % faster (11.9 against 12.4 ms on one thread). Encoding prefers python-zstandard's
-    (a newer libzstd, 12 % faster at level 3, as the pure-Python path uses; see
-    :meth:`~altarr.codecs.compress.ZstdCodec.encode`), so both paths write the same frames."""
-    libs = {}
-    for module in ("numcodecs.zstd", "zstandard._cffi"):
-        parent = module.partition(".")[0]
-        spec = importlib.util.find_spec(module) if importlib.util.find_spec(parent) else None
-        if spec is None or not spec.origin:
-            continue
-        try:
-            libs[module] = ctypes.CDLL(spec.origin)
-        except OSError:
-            continue
-
-    def first(order: tuple[str, ...], names: tuple[str, ...]) -> Any:
-        return next((libs[m] for m in order if m in libs and all(_address(libs[m], n) for n in names)), None)
-
-    decoder = first(("numcodecs.zstd", "zstandard._cffi"), _ZSTD_DECODE)
-    encoder = first(("zstandard._cffi", "numcodecs.zstd"), (*_ZSTD_ENCODE, "ZSTD_compressBound"))
-    if encoder is not None:
-        encoder.ZSTD_compressBound.restype = ctypes.c_size_t
-        encoder.ZSTD_compressBound.argtypes = [ctypes.c_size_t]
-    return decoder, encoder
-
-
-def _load() -> tuple[Any, frozenset[int]]:
-    """Hand the codec functions to the extension; returns the zstd library writes use and the usable
-    codecs."""
-    if _ext is None:
-        return None, frozenset()
-    addresses: dict[str, int] = {}
-    codecs: set[int] = set()
-    decoder, encoder = _zstd_libraries()
-    if decoder is not None and encoder is not None:
-        addresses.update({n: _address(decoder, n) for n in _ZSTD_DECODE})
-        addresses.update({n: _address(encoder, n) for n in _ZSTD_ENCODE})
-        codecs.add(_ZSTD)
-    blosc = blosc_ctx._lib  # c-blosc 1.x of numcodecs, already checked by blosc_ctx
-    if blosc is not None and all(_address(blosc, n) for n in (*_BLOSC_DECODE, *_BLOSC_ENCODE)):
-        addresses.update({n: _address(blosc, n) for n in (*_BLOSC_DECODE, *_BLOSC_ENCODE)})
-        codecs.add(_BLOSC)
-    _ext.set_functions(addresses)
-    return encoder, frozenset(codecs)
-
-
-_zstd_lib, _codecs = _load()
-
-
-def available() -> bool:
-    """Whether the extension is built and found at least one codec library.
-
-    >>> isinstance(available(), bool)
-    True
-    """
-    return bool(_codecs)
-
-
-def enabled() -> bool:
-    """Whether region reads and writes use the kernel now (built, and not switched off)."""
-    return _enabled and available()
-
-
-def set_enabled(flag: bool) -> bool:
-    """Switch the kernel on or off for the whole process (the pure-Python path when off); returns the
-    previous setting. Switching it on has no effect where it is not :func:`available`.
-
-    >>> previous = set_enabled(False); enabled()
-    False
-    >>> _ = set_enabled(previous)
-    """
-    global _enabled
-    previous = _enabled
-    _enabled = bool(flag)
-    return previous
-
-
-@contextmanager
-def use_native(flag: bool) -> Iterator[None]:
-    """:func:`set_enabled` for the duration of a ``with`` block."""
-    previous = set_enabled(flag)
-    try:
-        yield
-    finally:
-        set_enabled(previous)
-
-
 # --- per dataset ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Plan:
+class KernelPlan:
     """What the kernel needs to know about one dataset's chunks (see :func:`plan_for`)."""
 
     codec: int
+    #: the chain's compressor: zstd chunks are compressed by it (python-zstandard) after the kernel
+    #: gathered and tested them
+    compressor: Any
     chunk_shape: tuple[int, ...]
     dtype: np.dtype
-    #: zstd: (level, checksum, 0, 0, None, itemsize); blosc: (clevel, shuffle, typesize, blocksize, cname,
-    #: itemsize); ``None`` when writes cannot use the kernel (a dtype whose fill test it does not do)
-    encode_params: tuple | None
+    #: whether writes use the kernel (``False``: a dtype whose fill test it does not do)
+    writes: bool
     fill: bytes
     fill_mode: int
-    #: bytes per chunk of the output arena writes compress into
-    encode_slot: int
+    #: blosc: bytes per chunk of the output arena writes compress into (``None``: zstd, no arena)
+    encode_slot: int | None
     #: bytes of one decoded chunk
     chunk_nbytes: int
 
+    @property
+    def blosc_params(self) -> tuple[int, int, int, int, str, int]:
+        """``encode_chunks``' parameters: clevel, shuffle, typesize, blocksize, cname, item size."""
+        c = self.compressor
+        return (c.clevel, c.shuffle_code, c.typesize or 1, c.blocksize, c.cname, self.dtype.itemsize)
 
-@functools.lru_cache(maxsize=64)
-def _zstd_bound(nbytes: int) -> int:
-    """``ZSTD_compressBound``: the largest frame a chunk of ``nbytes`` compresses to (one ctypes call
-    per chunk size, not per dataset opened)."""
-    return int(_zstd_lib.ZSTD_compressBound(nbytes))
+
+def _fill_test(dtype: np.dtype, fill: bytes | None, write_empty_chunks: bool) -> int:
+    """The kernel's fill test for chunks of ``dtype`` (``-1``: it has none; float16, complex, dates and
+    strings are tested in NumPy)."""
+    if fill is None or len(fill) != dtype.itemsize:
+        return -1
+    if write_empty_chunks:
+        return _FILL_NONE
+    if dtype.kind in "biu":
+        return _FILL_BYTES
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return _FILL_F4 if dtype.itemsize == 4 else _FILL_F8
+    return -1
 
 
-def plan_for(cc: ChunkCodec) -> Plan | None:
-    """The kernel's view of a dataset's chunks, or ``None`` when they need the pure-Python path: a chain
-    other than ``[bytes, zstd | blosc]`` in native byte order, too many dimensions, or no extension."""
-    codec = cc.direct
-    if _ext is None or cc.truncates or codec is None or len(cc.grid.chunks) > _ext.MAXDIM:
+def plan_for(
+    dtype: np.dtype,
+    chunk_shape: tuple[int, ...],
+    compressor: Any,
+    fill: bytes | None,
+    write_empty_chunks: bool,
+) -> KernelPlan | None:
+    """The kernel's view of a dataset's chunks of ``dtype`` and ``chunk_shape`` whose chain is ``[bytes
+    (native order), compressor]`` (``compressor`` ``None``: another chain), or ``None`` when they need the
+    pure-Python path: another compressor, too many dimensions, or no extension. ``fill`` is the fill
+    value's bytes (``None``: ``dtype`` cannot hold it; writes then stay on the Python path, which says so).
+
+    >>> from altarr.codecs.compress import GzipCodec
+    >>> plan_for(np.dtype("u2"), (4, 4), GzipCodec(), bytes(2), False) is None   # not a kernel codec
+    True
+    """
+    ext = native.loaded()
+    if ext is None or compressor is None or len(chunk_shape) > ext.MAXDIM:
         return None
-    dtype = cc.dtype
     if dtype.hasobject or dtype.itemsize == 0:
         return None
-    nbytes = math.prod(cc.grid.chunks) * dtype.itemsize  # np.prod was 7 % of an open
-    if type(codec) is ZstdCodec and _ZSTD in _codecs:
-        kind = _ZSTD
-        params: tuple = (codec.level, int(codec.checksum), 0, 0, None, dtype.itemsize)
-        slot = _zstd_bound(nbytes)
-    elif type(codec) is BloscCodec and _BLOSC in _codecs:
-        kind = _BLOSC
-        shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[codec.shuffle]
-        params = (codec.clevel, shuffle, codec.typesize or 1, codec.blocksize, codec.cname, dtype.itemsize)
-        slot = nbytes + blosc_ctx.MAX_OVERHEAD
+    nbytes = math.prod(chunk_shape) * dtype.itemsize  # np.prod was 7 % of an open
+    if type(compressor) is ZstdCodec:
+        kind, slot = _ZSTD, None
+    elif type(compressor) is BloscCodec:
+        kind, slot = _BLOSC, nbytes + ext.BLOSC_MAX_OVERHEAD
     else:
         return None
-    try:
-        fill = cc.fill_array.tobytes()
-    except (TypeError, ValueError, OverflowError):
-        fill = b""
-    if cc.write_empty_chunks:
-        mode = _FILL_NONE
-    elif dtype.kind in "biu":
-        mode = _FILL_BYTES
-    elif dtype.kind == "f" and dtype.itemsize in (4, 8):
-        mode = _FILL_F4 if dtype.itemsize == 4 else _FILL_F8
-    else:  # float16, complex, dates, strings: the fill test stays in NumPy
-        mode = -1
-    ok = len(fill) == dtype.itemsize and mode >= 0
-    return Plan(
+    mode = _fill_test(dtype, fill, write_empty_chunks)
+    return KernelPlan(
         codec=kind,
-        chunk_shape=tuple(int(c) for c in cc.grid.chunks),
+        compressor=compressor,
+        chunk_shape=tuple(int(c) for c in chunk_shape),
         dtype=dtype,
-        encode_params=params if ok else None,
-        fill=fill,
+        writes=mode >= 0,
+        fill=fill or b"",
         fill_mode=max(mode, 0),
         encode_slot=slot,
         chunk_nbytes=nbytes,
@@ -311,7 +171,7 @@ def _nbytes_in_memory(data: Any) -> int | None:
 
 
 def read_into(
-    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
+    plan: KernelPlan | None, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
 ) -> list[Any]:
     """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
     of ``chunks``) left to the pure-Python path.
@@ -320,7 +180,7 @@ def read_into(
     the kernel reads itself), ``geometry`` the region plan's (:meth:`RegionPlan.geometry
     <altarr.selection.regions.RegionPlan.geometry>`): per dimension, per chunk index, ``(start in the
     chunk, step, count, start in out)``."""
-    job = _job(cc, raw, chunks, out, geometry)
+    job = _job(plan, raw, chunks, out, geometry)
     if job is None:
         return list(chunks)
     _run(job.call, job.n)
@@ -389,8 +249,8 @@ class ReadInto:
     [(0,)]
     """
 
-    def __init__(self, cc: ChunkCodec | None, out: np.ndarray, geometry: Geometry) -> None:
-        self.cc, self.out, self.geometry = cc, out, geometry
+    def __init__(self, plan: KernelPlan | None, out: np.ndarray, geometry: Geometry) -> None:
+        self.plan, self.out, self.geometry = plan, out, geometry
         self.jobs: list[tuple[_Job | None, list[Any], Callable[..., None] | None]] = []
         self._touching: Callable[..., None] | None = None
         self._touch_started = False
@@ -420,7 +280,7 @@ class ReadInto:
         to the result)."""
         chunks = list(raw)
         self._touched()
-        job = None if self.cc is None else _job(self.cc, raw, chunks, self.out, self.geometry)
+        job = _job(self.plan, raw, chunks, self.out, self.geometry)
         wait = None
         if job is not None:
             if job.n == 1 and job.plan.chunk_nbytes <= INLINE_DECODE_BYTES:
@@ -457,14 +317,22 @@ class _Job:
     made three of them here, and two more in :meth:`finish`)."""
 
     def __init__(
-        self, plan: Plan, sources: list, rows: list[int], n: int, done: list, readers: list, out: np.ndarray
+        self,
+        ext: Any,
+        plan: KernelPlan,
+        sources: list,
+        rows: list[int],
+        n: int,
+        done: list,
+        readers: list,
+        out: np.ndarray,
     ):
         self.tasks = array("q", rows)  # n rows of int64, flat
         self.status = array("i", [1]) * n  # int32 (checked at import)
         self.counter = array("q", [0])
         self.n = n
         self.done, self.readers = done, readers
-        self.plan, self.sources, self.out = plan, sources, out
+        self.ext, self.plan, self.sources, self.out = ext, plan, sources, out
 
     def call(self) -> None:
         """Decode tasks until none is left (several threads may call it at once: they share the
@@ -472,7 +340,7 @@ class _Job:
         sources (whole shards) and output then wait for the cyclic garbage collector (a CLI copy's peak
         memory grew by 20 MB)."""
         p = self.plan
-        _ext.read_chunks(
+        self.ext.read_chunks(
             self.sources, self.tasks, self.counter, self.status, self.out, p.chunk_shape, p.codec
         )
 
@@ -494,15 +362,15 @@ class _Job:
 
 
 def _job(
-    cc: ChunkCodec, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
+    plan: KernelPlan | None, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
 ) -> _Job | None:
     """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none.
 
     This loop runs on the calling thread for every part of a read as it arrives (it delays the part's
     decoding): each chunk's row is its source, its byte count and its geometry looked up per dimension
     (64 chunks: 82 -> 64 us against reading each chunk's slices)."""
-    plan: Plan | None = cc.native
-    if plan is None or not _enabled or plan.codec not in _codecs or not out.flags.writeable:
+    ext = native.ext
+    if plan is None or ext is None or not out.flags.writeable:
         return None
     sources: list[Any] = []
     source_of: dict[int, int] = {}
@@ -536,65 +404,81 @@ def _job(
         readers.append(reader)
     if not done:
         return None
-    return _Job(plan, sources, rows, len(done), done, readers, out)
+    return _Job(ext, plan, sources, rows, len(done), done, readers, out)
 
 
 def encode(
-    cc: ChunkCodec, items: Sequence[tuple[Any, Any]], arena: np.ndarray | None
+    plan: KernelPlan | None, items: Sequence[tuple[Any, Any]], arena: np.ndarray | None
 ) -> tuple[list[Any], list[int]]:
     """Encode the whole-array updates of a write group with the kernel.
 
     ``items`` are ``(chunk, update)`` pairs as in ``ShardWriter.apply``. Returns, per item, its encoded
-    bytes (a view of its arena row), ``None`` for a chunk equal to the fill value that is not stored, or
-    :data:`TODO` where the pure-Python path must do it; and per item the arena row it owns (the rows of
-    the kernel's items come first, so they are one contiguous block)."""
+    bytes (blosc: a view of its arena row), ``None`` for a chunk equal to the fill value that is not
+    stored, or :data:`TODO` where the pure-Python path must do it; and per item the arena row it owns
+    (the rows of the kernel's blosc items come first, so they are one contiguous block)."""
     n = len(items)
     identity = list(range(n))
-    plan: Plan | None = cc.native
-    if plan is None or plan.encode_params is None or not _enabled or plan.codec not in _codecs:
+    ext = native.ext
+    if plan is None or not plan.writes or ext is None:
         return [TODO] * n, identity
-    native = [
+    mine = [
         i
         for i, (_, u) in enumerate(items)
         if isinstance(u, np.ndarray) and u.dtype == plan.dtype and u.ndim == len(plan.chunk_shape)
     ]
-    if not native:
-        return [TODO] * n, identity
+    result: list[Any] = [TODO] * n
+    if not mine:
+        return result, identity
+    if plan.codec == _ZSTD:
+        for i, frame in zip(
+            mine, pmap(lambda i: _gather_and_compress(ext, plan, items[i][1]), mine), strict=True
+        ):
+            result[i] = frame
+        return result, identity
     rows = [0] * n
-    chosen = set(native)
-    others = [i for i in range(n) if i not in chosen]
-    for r, i in enumerate(native + others):
+    chosen = set(mine)
+    for r, i in enumerate(mine + [i for i in range(n) if i not in chosen]):
         rows[i] = r
-    k = len(native)
-    block = (
-        arena[:k]
-        if arena is not None and arena.shape[0] >= n and arena.shape[1] >= plan.encode_slot
-        else np.empty((k, plan.encode_slot), dtype=np.uint8)
-    )
-    block = np.ascontiguousarray(block)
-    arrays = [items[i][1] for i in native]
+    k = len(mine)
+    slot = plan.encode_slot
+    usable = arena is not None and arena.shape[0] >= n and arena.shape[1] >= slot
+    block = np.ascontiguousarray(arena[:k] if usable else np.empty((k, slot), dtype=np.uint8))
+    arrays = [items[i][1] for i in mine]
     status = np.full(k, 1, dtype=np.int32)
     lengths = np.zeros(k, dtype=np.int64)
     counter = np.zeros(1, dtype=np.int64)
+    params = plan.blosc_params
     _run(
-        lambda: _ext.encode_chunks(
-            arrays,
-            counter,
-            status,
-            lengths,
-            block,
-            plan.chunk_shape,
-            plan.codec,
-            plan.encode_params,
-            plan.fill,
-            plan.fill_mode,
+        lambda: ext.encode_chunks(
+            arrays, counter, status, lengths, block, plan.chunk_shape, params, plan.fill, plan.fill_mode
         ),
         k,
     )
-    result: list[Any] = [TODO] * n
-    for r, (i, st, length) in enumerate(zip(native, status.tolist(), lengths.tolist(), strict=True)):
+    for r, (i, st, length) in enumerate(zip(mine, status.tolist(), lengths.tolist(), strict=True)):
         if st == _ST_OK:
             result[i] = block[r, :length]
         elif st == _ST_FILL:
             result[i] = None
     return result, rows
+
+
+_gathered = threading.local()
+
+
+def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray) -> Any:
+    """One zstd chunk: gathered and tested against the fill value by the kernel into this thread's
+    buffer, then compressed by the codec (python-zstandard, GIL released): ``None`` for a fill chunk,
+    :data:`TODO` for one the kernel or the codec refuses (the pure-Python path then says why).
+
+    Why python-zstandard and not the linked libzstd: it bundles a newer libzstd than distributions
+    ship, and the newer one is faster at the levels used (Debian 12's 1.5.4 made whole 512^3 zstd writes
+    9 % slower than python-zstandard's 1.5.7, paired interval [1.06, 1.18]; benchmarks/README.md)."""
+    buf = getattr(_gathered, "buf", None)
+    if buf is None or buf.nbytes != plan.chunk_nbytes:
+        buf = _gathered.buf = np.empty(plan.chunk_nbytes, dtype=np.uint8)
+    try:
+        if ext.gather_chunk(values, buf, plan.chunk_shape, plan.fill, plan.fill_mode):
+            return None
+        return plan.compressor.encode(buf)
+    except (ValueError, AltarrError):
+        return TODO

@@ -196,7 +196,7 @@ class ShardWriter:
         through the native kernel where it applies, everything else (and whatever it declines) here.
         Every item is encoded; one that failed holds its exception as a :class:`_Failed` (the caller
         raises the first in its own order, :func:`_raise_first_failure`)."""
-        new, rows = kernel.encode(self.codec, items, arena)
+        new, rows = kernel.encode(self.codec.native, items, arena)
         todo = [i for i, b in enumerate(new) if b is kernel.TODO]
 
         def one(i: int) -> Any:

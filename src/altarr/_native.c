@@ -1,20 +1,21 @@
 /*
- * altarr's native shard kernel: the per-chunk hot loop of region reads and writes, GIL released for
- * the whole batch.
+ * altarr's native kernel (module altarr._native): the per-chunk hot loop of region reads and writes, GIL
+ * released for the whole batch, and blosc calls for the Python path.
  *
  * Reads: for each task, pread a chunk's byte range (or take it from a bytes-like object in memory),
  * decompress it into a reused per-thread buffer (or straight into the destination when the chunk lands
  * in one C-contiguous run of it) and scatter the selected part into the output array (strided copy).
  * Writes: for each task, gather a chunk from a strided source array (padding edge chunks with the fill
- * value), tell fill-valued chunks apart, and compress it into its slot of one output arena.
+ * value), tell fill-valued chunks apart, and compress it with blosc into its slot of one output arena;
+ * zstd chunks are gathered and tested here one by one (gather_chunk) and compressed by python-zstandard
+ * (its bundled libzstd is newer than what distributions ship, and faster at the levels used).
  *
- * No codec is implemented here. zstd and blosc are called through function pointers that the Python
- * wrapper (altarr/dataset/kernel.py) takes with ctypes from the libraries numcodecs and
- * python-zstandard already ship and load, declared below with their documented C signatures. Every
- * decode is bounded: a frame whose decoded size is not exactly the chunk's size is reported as a
- * failure (the destination capacity given to the codec is the chunk's size, never more), and the
- * Python wrapper then runs the pure-Python path for that chunk, which raises the error naming the key,
- * chunk and codec. Work is shared between the pool's threads through one atomic counter per batch.
+ * No codec is implemented here: it links libzstd (zstd.h, stable API, >= 1.4; decoding) and c-blosc 1.x
+ * (blosc.h, the reentrant *_ctx calls), found by setup.py. Every decode is bounded: a frame whose decoded size is
+ * not exactly the chunk's size is reported as a failure (the destination capacity given to the codec is
+ * the chunk's size, never more), and the Python wrapper then runs the pure-Python path for that chunk,
+ * which raises the error naming the key, chunk and codec. Work is shared between the pool's threads
+ * through one atomic counter per batch.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +27,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <blosc.h>
+#include <zstd.h>
+
+#if BLOSC_VERSION_MAJOR != 1 || BLOSC_VERSION_MINOR < 16
+#error "c-blosc 1.x (>= 1.16) is needed: blosc 1 frames, as numcodecs, zarr and N5 read them"
+#endif
+#if ZSTD_VERSION_NUMBER < 10400
+#error "libzstd >= 1.4.0 is needed"
+#endif
 
 #define MAXDIM 32
 #define KEEP_BYTES ((size_t)64 << 20)
@@ -45,57 +56,13 @@
 #define CODEC_ZSTD 1
 #define CODEC_BLOSC 2
 
-/* zstd (zstd.h, stable API) */
-typedef size_t (*zstd_decompressDCtx_t)(void *dctx, void *dst, size_t dstCapacity, const void *src,
-                                        size_t srcSize);
-typedef void *(*zstd_createCtx_t)(void);
-typedef size_t (*zstd_freeCtx_t)(void *ctx);
-typedef unsigned (*zstd_isError_t)(size_t code);
-typedef unsigned long long (*zstd_getFrameContentSize_t)(const void *src, size_t srcSize);
-typedef size_t (*zstd_CCtx_setParameter_t)(void *cctx, int param, int value);
-typedef size_t (*zstd_CCtx_reset_t)(void *cctx, int reset);
-typedef size_t (*zstd_compress2_t)(void *cctx, void *dst, size_t dstCapacity, const void *src, size_t srcSize);
-#define ZSTD_CONTENTSIZE_UNKNOWN (0ULL - 1)
-#define ZSTD_CONTENTSIZE_ERROR (0ULL - 2)
-#define ZSTD_c_compressionLevel 100
-#define ZSTD_c_contentSizeFlag 200
-#define ZSTD_c_checksumFlag 201
-#define ZSTD_reset_session_and_parameters 3
-
-/* c-blosc 1.x (blosc.h) */
-typedef int (*blosc_decompress_ctx_t)(const void *src, void *dest, size_t destsize, int numinternalthreads);
-typedef int (*blosc_compress_ctx_t)(int clevel, int doshuffle, size_t typesize, size_t nbytes, const void *src,
-                                    void *dest, size_t destsize, const char *compressor, size_t blocksize,
-                                    int numinternalthreads);
-typedef int (*blosc_cbuffer_validate_t)(const void *cbuffer, size_t cbytes, size_t *nbytes);
-
-struct codec_fns {
-    zstd_decompressDCtx_t zstd_decompressDCtx;
-    zstd_createCtx_t zstd_createDCtx;
-    zstd_freeCtx_t zstd_freeDCtx;
-    zstd_isError_t zstd_isError;
-    zstd_getFrameContentSize_t zstd_getFrameContentSize;
-    zstd_createCtx_t zstd_createCCtx;
-    zstd_freeCtx_t zstd_freeCCtx;
-    zstd_CCtx_setParameter_t zstd_CCtx_setParameter;
-    zstd_CCtx_reset_t zstd_CCtx_reset;
-    zstd_compress2_t zstd_compress2;
-    blosc_decompress_ctx_t blosc_decompress_ctx;
-    blosc_compress_ctx_t blosc_compress_ctx;
-    blosc_cbuffer_validate_t blosc_cbuffer_validate;
-};
-static struct codec_fns F;
-
 /* --- per-thread state: reused buffers and zstd contexts, freed when the thread ends ---------------- */
 typedef struct {
     void *in;
     size_t in_cap;
     void *scratch;
     size_t scratch_cap;
-    void *dctx;
-    zstd_freeCtx_t free_dctx;
-    void *cctx;
-    zstd_freeCtx_t free_cctx;
+    ZSTD_DCtx *dctx;
 } tstate;
 
 static pthread_key_t tkey;
@@ -105,8 +72,7 @@ static void tstate_free(void *p) {
     tstate *t = (tstate *)p;
     free(t->in);
     free(t->scratch);
-    if (t->dctx && t->free_dctx) t->free_dctx(t->dctx);
-    if (t->cctx && t->free_cctx) t->free_cctx(t->cctx);
+    ZSTD_freeDCtx(t->dctx); /* NULL is accepted */
     free(t);
 }
 
@@ -236,24 +202,23 @@ static void copy_nd(int ndim, const int64_t *count_in, size_t isz, const char *s
 
 /* --- codecs ---------------------------------------------------------------------------------------------- */
 static int decode_zstd(tstate *t, const void *in, size_t len, void *dst, size_t expected) {
-    unsigned long long cs = F.zstd_getFrameContentSize(in, len);
+    unsigned long long cs = ZSTD_getFrameContentSize(in, len);
     if (cs == ZSTD_CONTENTSIZE_ERROR) return ST_DECODE_FAILED;
     if (cs != ZSTD_CONTENTSIZE_UNKNOWN && cs != (unsigned long long)expected) return ST_SIZE_MISMATCH;
     if (!t->dctx) {
-        t->dctx = F.zstd_createDCtx();
-        t->free_dctx = F.zstd_freeDCtx;
+        t->dctx = ZSTD_createDCtx();
         if (!t->dctx) return ST_NO_MEMORY;
     }
-    size_t r = F.zstd_decompressDCtx(t->dctx, dst, expected, in, len);
-    if (F.zstd_isError(r)) return ST_DECODE_FAILED;
+    size_t r = ZSTD_decompressDCtx(t->dctx, dst, expected, in, len);
+    if (ZSTD_isError(r)) return ST_DECODE_FAILED;
     return r == expected ? ST_OK : ST_SIZE_MISMATCH;
 }
 
 static int decode_blosc(const void *in, size_t len, void *dst, size_t expected) {
     size_t nbytes = 0;
-    if (len < 16 || F.blosc_cbuffer_validate(in, len, &nbytes) != 0) return ST_DECODE_FAILED;
+    if (len < BLOSC_MIN_HEADER_LENGTH || blosc_cbuffer_validate(in, len, &nbytes) != 0) return ST_DECODE_FAILED;
     if (nbytes != expected) return ST_SIZE_MISMATCH;
-    int r = F.blosc_decompress_ctx(in, dst, expected, 1);
+    int r = blosc_decompress_ctx(in, dst, expected, 1);
     if (r < 0) return ST_DECODE_FAILED;
     return (size_t)r == expected ? ST_OK : ST_SIZE_MISMATCH;
 }
@@ -411,24 +376,8 @@ static int parse_shape(PyObject *obj, int64_t *shape, int *ndim) {
     return 0;
 }
 
-static int check_codec(int codec, int writing) {
-    if (codec == CODEC_ZSTD) {
-        if (writing ? !(F.zstd_createCCtx && F.zstd_compress2 && F.zstd_CCtx_setParameter && F.zstd_CCtx_reset &&
-                        F.zstd_isError)
-                    : !(F.zstd_decompressDCtx && F.zstd_createDCtx && F.zstd_isError &&
-                        F.zstd_getFrameContentSize)) {
-            PyErr_SetString(PyExc_RuntimeError, "zstd functions were not set");
-            return -1;
-        }
-        return 0;
-    }
-    if (codec == CODEC_BLOSC) {
-        if (writing ? !F.blosc_compress_ctx : !(F.blosc_decompress_ctx && F.blosc_cbuffer_validate)) {
-            PyErr_SetString(PyExc_RuntimeError, "blosc functions were not set");
-            return -1;
-        }
-        return 0;
-    }
+static int check_codec(int codec) {
+    if (codec == CODEC_ZSTD || codec == CODEC_BLOSC) return 0;
     PyErr_SetString(PyExc_ValueError, "unknown codec");
     return -1;
 }
@@ -458,7 +407,7 @@ static PyObject *read_chunks(PyObject *self, PyObject *args) {
     int have_out = 0;
     read_geo g;
     memset(&g, 0, sizeof g);
-    if (check_codec(codec, 0) < 0 || parse_shape(shapeobj, g.cshape, &g.ndim) < 0) goto done;
+    if (check_codec(codec) < 0 || parse_shape(shapeobj, g.cshape, &g.ndim) < 0) goto done;
     if (PyObject_GetBuffer(outobj, &out, PyBUF_WRITABLE | PyBUF_STRIDES | PyBUF_FORMAT) < 0) goto done;
     have_out = 1;
     if (out.ndim != g.ndim) {
@@ -516,14 +465,13 @@ done:
 
 typedef struct {
     int ndim;
-    int codec;
     size_t isz;
     size_t expected;
     int64_t cshape[MAXDIM];
     int64_t cstride[MAXDIM];
     char *arena;
     size_t slot;
-    int level, flag, typesize;
+    int level, flag, typesize; /* blosc's clevel, shuffle and typesize */
     size_t blocksize;
     const char *cname;
     int fill_mode;
@@ -560,9 +508,10 @@ static int is_fill(const write_geo *g, const char *buf) {
     return 0;
 }
 
-static int encode_task(const write_geo *g, const Py_buffer *v, int64_t i, int64_t *length) {
-    tstate *t = get_tstate();
-    if (!t) return ST_NO_MEMORY;
+/* The chunk in `v` (of at most the chunk's shape, any strides) laid out as one whole C-ordered chunk,
+ * edge chunks padded with the fill value: `v`'s own buffer when it is one already and `dst` is NULL,
+ * else gathered into `dst` (or this thread's scratch buffer). Sets `*out`; returns a status. */
+static int gather(const write_geo *g, const Py_buffer *v, char *dst, const char **out) {
     if (v->ndim != g->ndim || (size_t)v->itemsize != g->isz) return ST_BAD_TASK;
     int whole = 1, contiguous = 1;
     for (int d = 0; d < g->ndim; d++) {
@@ -570,95 +519,94 @@ static int encode_task(const write_geo *g, const Py_buffer *v, int64_t i, int64_
         if (v->shape[d] != g->cshape[d]) whole = 0;
         if (v->shape[d] > 1 && (!v->strides || v->strides[d] != g->cstride[d])) contiguous = 0;
     }
-    const char *src;
-    if (whole && contiguous) {
-        src = (const char *)v->buf; /* compress straight from the caller's array */
-    } else {
-        char *scratch = (char *)grow(&t->scratch, &t->scratch_cap, g->expected);
-        if (!scratch) return ST_NO_MEMORY;
-        if (!whole) { /* an edge chunk: the part outside the array is the fill value */
-            for (size_t k = 0; k < g->expected; k += g->isz) memcpy(scratch + k, g->fill, g->isz);
-        }
-        int64_t count[MAXDIM], sstr[MAXDIM];
-        for (int d = 0; d < g->ndim; d++) {
-            count[d] = v->shape[d];
-            sstr[d] = v->strides ? v->strides[d] : 0;
-        }
-        if (!v->strides) { /* C-contiguous export without strides */
-            int64_t s = (int64_t)g->isz;
-            for (int d = g->ndim - 1; d >= 0; d--) {
-                sstr[d] = s;
-                s *= v->shape[d];
-            }
-        }
-        copy_nd(g->ndim, count, g->isz, (const char *)v->buf, sstr, scratch, g->cstride);
-        src = scratch;
-    }
-    if (g->fill_mode != FILL_NONE && is_fill(g, src)) return ST_FILL;
-    char *dst = g->arena + (size_t)i * g->slot;
-    if (g->codec == CODEC_ZSTD) {
-        if (!t->cctx) {
-            t->cctx = F.zstd_createCCtx();
-            t->free_cctx = F.zstd_freeCCtx;
-            if (!t->cctx) return ST_NO_MEMORY;
-        }
-        if (F.zstd_isError(F.zstd_CCtx_reset(t->cctx, ZSTD_reset_session_and_parameters)) ||
-            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_compressionLevel, g->level)) ||
-            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_checksumFlag, g->flag)) ||
-            F.zstd_isError(F.zstd_CCtx_setParameter(t->cctx, ZSTD_c_contentSizeFlag, 1)))
-            return ST_ENCODE_FAILED;
-        size_t r = F.zstd_compress2(t->cctx, dst, g->slot, src, g->expected);
-        if (F.zstd_isError(r)) return ST_ENCODE_FAILED;
-        *length = (int64_t)r;
+    if (whole && contiguous && !dst) {
+        *out = (const char *)v->buf; /* compress straight from the caller's array */
         return ST_OK;
     }
-    int r = F.blosc_compress_ctx(g->level, g->flag, (size_t)g->typesize, g->expected, src, dst, g->slot, g->cname,
-                                 g->blocksize, 1);
+    if (!dst) {
+        tstate *t = get_tstate();
+        if (!t) return ST_NO_MEMORY;
+        dst = (char *)grow(&t->scratch, &t->scratch_cap, g->expected);
+        if (!dst) return ST_NO_MEMORY;
+    }
+    if (!whole) { /* an edge chunk: the part outside the array is the fill value */
+        for (size_t k = 0; k < g->expected; k += g->isz) memcpy(dst + k, g->fill, g->isz);
+    }
+    int64_t count[MAXDIM], sstr[MAXDIM];
+    for (int d = 0; d < g->ndim; d++) {
+        count[d] = v->shape[d];
+        sstr[d] = v->strides ? v->strides[d] : 0;
+    }
+    if (!v->strides) { /* C-contiguous export without strides */
+        int64_t s = (int64_t)g->isz;
+        for (int d = g->ndim - 1; d >= 0; d--) {
+            sstr[d] = s;
+            s *= v->shape[d];
+        }
+    }
+    copy_nd(g->ndim, count, g->isz, (const char *)v->buf, sstr, dst, g->cstride);
+    *out = dst;
+    return ST_OK;
+}
+
+/* Gather, test against the fill value, and compress with blosc into the task's arena row. */
+static int encode_task(const write_geo *g, const Py_buffer *v, int64_t i, int64_t *length) {
+    const char *src;
+    int st = gather(g, v, NULL, &src);
+    if (st != ST_OK) return st;
+    if (g->fill_mode != FILL_NONE && is_fill(g, src)) return ST_FILL;
+    char *dst = g->arena + (size_t)i * g->slot;
+    int r = blosc_compress_ctx(g->level, g->flag, (size_t)g->typesize, g->expected, src, dst, g->slot, g->cname,
+                               g->blocksize, 1);
     if (r <= 0) return ST_ENCODE_FAILED;
     *length = r;
     return ST_OK;
 }
 
+/* The chunk's layout and fill value in `g` (shape, item size, C strides, size; the fill value's bytes and
+ * test); -1 with an exception set when they do not make sense. */
+static int chunk_geometry(write_geo *g, PyObject *shapeobj, Py_ssize_t itemsize, const Py_buffer *fill,
+                          int fill_mode) {
+    if (parse_shape(shapeobj, g->cshape, &g->ndim) < 0) return -1;
+    if (itemsize < 1 || fill->len != itemsize || fill_mode < FILL_NONE || fill_mode > FILL_F8 ||
+        (fill_mode == FILL_F4 && itemsize != 4) || (fill_mode == FILL_F8 && itemsize != 8)) {
+        PyErr_SetString(PyExc_ValueError, "bad item size, fill value or fill test");
+        return -1;
+    }
+    g->isz = (size_t)itemsize;
+    g->fill_mode = fill_mode;
+    g->fill = (const char *)fill->buf;
+    size_t stride = g->isz;
+    for (int d = g->ndim - 1; d >= 0; d--) {
+        g->cstride[d] = (int64_t)stride;
+        stride *= (size_t)g->cshape[d];
+    }
+    g->expected = stride;
+    return 0;
+}
+
 PyDoc_STRVAR(encode_chunks_doc,
-             "encode_chunks(arrays, counter, status, lengths, arena, chunk_shape, codec, params, fill, "
-             "fill_mode) -> None\n\n"
-             "Gather and compress each array into its row of the 2-d uint8 `arena` (see kernel.py).");
+             "encode_chunks(arrays, counter, status, lengths, arena, chunk_shape, params, fill, fill_mode) -> None\n\n"
+             "Gather each array, test it against the fill value and compress it with blosc into its row of the\n"
+             "2-d uint8 `arena` (see kernel.py). params: (clevel, shuffle, typesize, blocksize, cname, itemsize).");
 
 static PyObject *encode_chunks(PyObject *self, PyObject *args) {
-    PyObject *arrays, *shapeobj, *params;
+    PyObject *arrays, *shapeobj;
     Py_buffer counter, status, lengths, arena, fill;
-    int codec, fill_mode;
-    if (!PyArg_ParseTuple(args, "Ow*w*w*w*OiOy*i", &arrays, &counter, &status, &lengths, &arena, &shapeobj, &codec,
-                          &params, &fill, &fill_mode))
+    int fill_mode;
+    const char *cname = NULL;
+    Py_ssize_t blocksize = 0, itemsize = 0;
+    write_geo g;
+    memset(&g, 0, sizeof g);
+    if (!PyArg_ParseTuple(args, "Ow*w*w*w*O(iiinsn)y*i", &arrays, &counter, &status, &lengths, &arena, &shapeobj,
+                          &g.level, &g.flag, &g.typesize, &blocksize, &cname, &itemsize, &fill, &fill_mode))
         return NULL;
     PyObject *ret = NULL;
     source *srcs = NULL;
     Py_ssize_t n = 0;
-    write_geo g;
-    memset(&g, 0, sizeof g);
-    const char *cname = NULL;
-    Py_ssize_t blocksize = 0, slot = 0, itemsize = 0;
-    if (check_codec(codec, 1) < 0 || parse_shape(shapeobj, g.cshape, &g.ndim) < 0) goto done;
-    if (!PyArg_ParseTuple(params, "iiinzn", &g.level, &g.flag, &g.typesize, &blocksize, &cname, &itemsize))
-        goto done;
-    if (itemsize < 1 || fill.len != itemsize || fill_mode < FILL_NONE || fill_mode > FILL_F8 ||
-        (fill_mode == FILL_F4 && itemsize != 4) || (fill_mode == FILL_F8 && itemsize != 8) ||
-        (codec == CODEC_BLOSC && !cname)) {
-        PyErr_SetString(PyExc_ValueError, "bad encode parameters");
-        goto done;
-    }
-    g.codec = codec;
-    g.isz = (size_t)itemsize;
+    if (chunk_geometry(&g, shapeobj, itemsize, &fill, fill_mode) < 0) goto done;
     g.blocksize = (size_t)blocksize;
     g.cname = cname;
-    g.fill_mode = fill_mode;
-    g.fill = (const char *)fill.buf;
-    size_t stride = g.isz;
-    for (int d = g.ndim - 1; d >= 0; d--) {
-        g.cstride[d] = (int64_t)stride;
-        stride *= (size_t)g.cshape[d];
-    }
-    g.expected = stride;
     int64_t *next = counter_ptr(&counter);
     if (!next) goto done;
     srcs = acquire_sources(arrays, &n, PyBUF_STRIDES);
@@ -669,7 +617,7 @@ static PyObject *encode_chunks(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    slot = n ? arena.len / n : 0;
+    Py_ssize_t slot = n ? arena.len / n : 0;
     if (n && (status.len < n * (Py_ssize_t)sizeof(int32_t) || lengths.len < n * (Py_ssize_t)sizeof(int64_t) ||
               slot < 1 || (arena.len % n))) {
         PyErr_SetString(PyExc_ValueError, "status, lengths or arena do not fit the arrays");
@@ -696,60 +644,125 @@ done:
     return ret;
 }
 
-/* --- codec functions --------------------------------------------------------------------------------- */
-PyDoc_STRVAR(set_functions_doc,
-             "set_functions(addresses: dict[str, int]) -> None\n\n"
-             "Addresses of the zstd and blosc C functions (ctypes) the kernel calls; missing names leave\n"
-             "that codec unavailable.");
+PyDoc_STRVAR(gather_chunk_doc,
+             "gather_chunk(array, out, chunk_shape, fill, fill_mode) -> bool\n\n"
+             "Lay `array` (at most the chunk's shape, any strides) out in the C-contiguous buffer `out` of one\n"
+             "chunk, edge chunks padded with `fill`; True when every element equals the fill value (fill_mode),\n"
+             "GIL released. ValueError for an array that does not fit the chunk.");
 
-static PyObject *set_functions(PyObject *self, PyObject *arg) {
-    if (!PyDict_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "set_functions takes a dict");
+static PyObject *gather_chunk(PyObject *self, PyObject *args) {
+    PyObject *array, *shapeobj;
+    Py_buffer out, fill, view;
+    int fill_mode;
+    if (!PyArg_ParseTuple(args, "Ow*Oy*i", &array, &out, &shapeobj, &fill, &fill_mode)) return NULL;
+    PyObject *ret = NULL;
+    int have_view = 0;
+    write_geo g;
+    memset(&g, 0, sizeof g);
+    if (chunk_geometry(&g, shapeobj, fill.len, &fill, fill_mode) < 0) goto done;
+    if (out.len != (Py_ssize_t)g.expected) {
+        PyErr_SetString(PyExc_ValueError, "out must hold exactly one chunk");
+        goto done;
+    }
+    if (PyObject_GetBuffer(array, &view, PyBUF_STRIDES) < 0) goto done;
+    have_view = 1;
+    const char *src;
+    int st, all_fill = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = gather(&g, &view, (char *)out.buf, &src);
+    if (st == ST_OK && g.fill_mode != FILL_NONE) all_fill = is_fill(&g, src);
+    Py_END_ALLOW_THREADS
+    if (st != ST_OK) {
+        PyErr_Format(PyExc_ValueError, "the array does not fit the chunk (status %d)", st);
+        goto done;
+    }
+    ret = PyBool_FromLong(all_fill);
+done:
+    if (have_view) PyBuffer_Release(&view);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&fill);
+    return ret;
+}
+
+/* --- blosc for the Python path (altarr.codecs.compress.BloscCodec) ------------------------------------- */
+PyDoc_STRVAR(blosc_nbytes_doc, "blosc_nbytes(frame) -> int | None\n\n"
+                               "The decoded size of a blosc 1 frame, or None when its header does not check out.");
+
+static PyObject *py_blosc_nbytes(PyObject *self, PyObject *arg) {
+    Py_buffer src;
+    if (PyObject_GetBuffer(arg, &src, PyBUF_SIMPLE) < 0) return NULL;
+    size_t nbytes = 0;
+    int bad = src.len < BLOSC_MIN_HEADER_LENGTH || blosc_cbuffer_validate(src.buf, (size_t)src.len, &nbytes) != 0;
+    PyBuffer_Release(&src);
+    if (bad) Py_RETURN_NONE;
+    return PyLong_FromSize_t(nbytes);
+}
+
+PyDoc_STRVAR(blosc_decompress_doc,
+             "blosc_decompress(frame, out) -> bool\n\n"
+             "Decode a blosc 1 frame into the writable buffer `out` (one thread, GIL released); False when the\n"
+             "frame is not valid or does not decode to exactly len(out) bytes (`out` may be partly written).");
+
+static PyObject *py_blosc_decompress(PyObject *self, PyObject *args) {
+    Py_buffer src, out;
+    if (!PyArg_ParseTuple(args, "y*w*", &src, &out)) return NULL;
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = decode_blosc(src.buf, (size_t)src.len, out.buf, (size_t)out.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(st == ST_OK);
+}
+
+PyDoc_STRVAR(blosc_compress_doc,
+             "blosc_compress(data, out, clevel, shuffle, typesize, cname, blocksize) -> int\n\n"
+             "One blosc 1 frame of `data` written into the writable buffer `out` (one thread, GIL released);\n"
+             "returns its size. ValueError when blosc refuses (an unknown compressor, `out` too small).");
+
+static PyObject *py_blosc_compress(PyObject *self, PyObject *args) {
+    Py_buffer src, out;
+    int clevel, shuffle;
+    Py_ssize_t typesize, blocksize;
+    const char *cname;
+    if (!PyArg_ParseTuple(args, "y*w*iinsn", &src, &out, &clevel, &shuffle, &typesize, &cname, &blocksize))
         return NULL;
+    int r = -1;
+    if (typesize >= 1 && blocksize >= 0) {
+        Py_BEGIN_ALLOW_THREADS
+        r = blosc_compress_ctx(clevel, shuffle, (size_t)typesize, (size_t)src.len, src.buf, out.buf, (size_t)out.len,
+                               cname, (size_t)blocksize, 1);
+        Py_END_ALLOW_THREADS
     }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } names[] = {
-        {"ZSTD_decompressDCtx", offsetof(struct codec_fns, zstd_decompressDCtx)},
-        {"ZSTD_createDCtx", offsetof(struct codec_fns, zstd_createDCtx)},
-        {"ZSTD_freeDCtx", offsetof(struct codec_fns, zstd_freeDCtx)},
-        {"ZSTD_isError", offsetof(struct codec_fns, zstd_isError)},
-        {"ZSTD_getFrameContentSize", offsetof(struct codec_fns, zstd_getFrameContentSize)},
-        {"ZSTD_createCCtx", offsetof(struct codec_fns, zstd_createCCtx)},
-        {"ZSTD_freeCCtx", offsetof(struct codec_fns, zstd_freeCCtx)},
-        {"ZSTD_CCtx_setParameter", offsetof(struct codec_fns, zstd_CCtx_setParameter)},
-        {"ZSTD_CCtx_reset", offsetof(struct codec_fns, zstd_CCtx_reset)},
-        {"ZSTD_compress2", offsetof(struct codec_fns, zstd_compress2)},
-        {"blosc_decompress_ctx", offsetof(struct codec_fns, blosc_decompress_ctx)},
-        {"blosc_compress_ctx", offsetof(struct codec_fns, blosc_compress_ctx)},
-        {"blosc_cbuffer_validate", offsetof(struct codec_fns, blosc_cbuffer_validate)},
-    };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        PyObject *v = PyDict_GetItemString(arg, names[k].name);
-        if (!v) continue;
-        void *p = PyLong_AsVoidPtr(v);
-        if (!p && PyErr_Occurred()) return NULL;
-        memcpy((char *)&F + names[k].offset, &p, sizeof p);
-    }
-    Py_RETURN_NONE;
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&out);
+    if (r <= 0) return PyErr_Format(PyExc_ValueError, "blosc_compress_ctx failed (code %d)", r);
+    return PyLong_FromLong(r);
 }
 
 static PyMethodDef methods[] = {
     {"read_chunks", read_chunks, METH_VARARGS, read_chunks_doc},
     {"encode_chunks", encode_chunks, METH_VARARGS, encode_chunks_doc},
-    {"set_functions", set_functions, METH_O, set_functions_doc},
+    {"blosc_nbytes", py_blosc_nbytes, METH_O, blosc_nbytes_doc},
+    {"blosc_decompress", py_blosc_decompress, METH_VARARGS, blosc_decompress_doc},
+    {"blosc_compress", py_blosc_compress, METH_VARARGS, blosc_compress_doc},
+    {"gather_chunk", gather_chunk, METH_VARARGS, gather_chunk_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_kernel", "altarr's native shard kernel (see altarr.dataset.kernel).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_native", "altarr's native kernel (see altarr.native and altarr.dataset.kernel).", -1,
+    methods,
 };
 
-PyMODINIT_FUNC PyInit__kernel(void) {
+PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "MAXDIM", MAXDIM) < 0) {
+    /* the libraries' versions at run time (the shared objects loaded may be newer than the headers) */
+    if (PyModule_AddIntConstant(m, "MAXDIM", MAXDIM) < 0 ||
+        PyModule_AddStringConstant(m, "ZSTD_VERSION", ZSTD_versionString()) < 0 ||
+        PyModule_AddStringConstant(m, "BLOSC_VERSION", blosc_get_version_string()) < 0 ||
+        PyModule_AddIntConstant(m, "BLOSC_MAX_OVERHEAD", BLOSC_MAX_OVERHEAD) < 0) {
         Py_DECREF(m);
         return NULL;
     }

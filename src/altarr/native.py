@@ -1,0 +1,165 @@
+"""Whether altarr's native kernel is active in this process and, if not, why; and its switch.
+
+The native kernel is the C extension ``altarr._native``, linked against libzstd and c-blosc 1.x (their
+published C interfaces, ``zstd.h`` and ``blosc.h``). It runs the per-chunk loop of region reads and
+writes of ``[bytes, zstd]`` and ``[bytes, blosc]`` chunks with the GIL released
+(:mod:`altarr.dataset.kernel`), and gives the ``blosc`` codec single-threaded calls that take no global
+lock (:class:`altarr.codecs.compress.BloscCodec`). ``pip install`` builds it when a C compiler and the
+two libraries' development files are found (docs/engine.md, "The native kernel"), and records why not
+otherwise. Without it, or switched off, altarr runs on the pure-Python path (numcodecs and
+python-zstandard): the same values, requests and errors, slower.
+
+The switch: the environment variable ``ALTARR_NATIVE=0`` (read at import; the extension is then not
+loaded at all), or :func:`set_enabled` / :func:`use_native` at run time.
+
+Example:
+    >>> import altarr
+    >>> status = altarr.native_status()
+    >>> status.active == (status.reason == "")
+    True
+    >>> with use_native(False):
+    ...     str(native_status())
+    'native kernel inactive: switched off by altarr.native.set_enabled(False)'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["ENV", "NativeStatus", "native_status", "set_enabled", "use_native", "ext", "loaded"]
+
+#: The environment variable that switches the native path off (``0``, ``false``, ``no``, ``off``).
+ENV = "ALTARR_NATIVE"
+
+#: Where ``setup.py`` records whether it built the extension and why not (beside this module).
+BUILD_RECORD = Path(__file__).with_name("_native_build.json")
+
+_env_value = os.environ.get(ENV, "1")
+_enabled = _env_value.strip().lower() not in ("0", "false", "no", "off")
+#: what switched the native path off (empty while it is on)
+_off_by = "" if _enabled else f"{ENV}={_env_value}"
+_module: ModuleType | None = None
+_load_error: str | None = None
+_loaded = False
+
+#: The extension while the native path is active, else ``None``: read by its callers on every call.
+ext: Any = None
+
+
+@dataclass(frozen=True)
+class NativeStatus:
+    """The native path's state: ``active``, and otherwise the ``reason`` in one line; ``libraries``
+    names the versions of libzstd and c-blosc the loaded extension runs on (empty when not loaded).
+
+    >>> str(NativeStatus(True, "", {"libzstd": "1.5.4", "c-blosc": "1.21.3"}))
+    'native kernel active (libzstd 1.5.4, c-blosc 1.21.3)'
+    >>> str(NativeStatus(False, "not built: blosc.h not found"))
+    'native kernel inactive: not built: blosc.h not found'
+    """
+
+    active: bool
+    reason: str = ""
+    libraries: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if self.active:
+            return "native kernel active (" + ", ".join(f"{k} {v}" for k, v in self.libraries.items()) + ")"
+        return f"native kernel inactive: {self.reason}"
+
+
+def _build_record() -> dict[str, Any] | None:
+    try:
+        record = json.loads(BUILD_RECORD.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _load() -> ModuleType | None:
+    """Import the extension once (a failure is remembered with its message)."""
+    global _module, _load_error, _loaded
+    if not _loaded:
+        _loaded = True
+        try:
+            from . import _native
+        except ImportError as e:
+            _load_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        else:
+            _module = _native
+    return _module
+
+
+def _not_built() -> str:
+    """Why the extension did not load, from the build's record."""
+    record = _build_record()
+    if record is None:
+        return (
+            "not built: no build record beside the package (a source tree never built: "
+            "`pip install -e .` or `python setup.py build_ext --inplace` builds it)"
+        )
+    if not record.get("built"):
+        return f"not built: {record.get('reason') or 'no reason recorded'}"
+    return f"built, but it does not load: {_load_error}"
+
+
+def loaded() -> ModuleType | None:
+    """The extension module when it is built and loads, whether or not it is switched on (``None``
+    otherwise; not loaded at all while ``ALTARR_NATIVE=0`` and never switched on)."""
+    return _load() if (_enabled or _loaded) else None
+
+
+def set_enabled(flag: bool) -> bool:
+    """Switch the native path on or off for the whole process; returns the previous setting. Switching
+    it on has no effect where the extension is not built (see :func:`native_status`).
+
+    >>> previous = set_enabled(False); native_status().active
+    False
+    >>> _ = set_enabled(previous)
+    """
+    global _enabled, _off_by, ext
+    previous = _enabled
+    _enabled = bool(flag)
+    _off_by = "" if _enabled else "altarr.native.set_enabled(False)"
+    ext = _load() if _enabled else None
+    return previous
+
+
+@contextmanager
+def use_native(flag: bool) -> Iterator[None]:
+    """:func:`set_enabled` for the duration of a ``with`` block."""
+    previous = set_enabled(flag)
+    try:
+        yield
+    finally:
+        set_enabled(previous)
+
+
+def native_status() -> NativeStatus:
+    """Whether the native kernel is active in this process and, if not, why: not built (with the
+    build's own one-line reason, recorded at install time), built but not loadable, or switched off.
+    ``altarr --version`` prints the same.
+
+    >>> import altarr
+    >>> isinstance(altarr.native_status().active, bool)
+    True
+    """
+    module = loaded()
+    libraries = {}
+    if module is not None:
+        libraries = {"libzstd": module.ZSTD_VERSION, "c-blosc": module.BLOSC_VERSION}
+    if not _enabled:
+        return NativeStatus(False, f"switched off by {_off_by}", libraries)
+    if module is None:
+        return NativeStatus(False, _not_built())
+    return NativeStatus(True, "", libraries)
+
+
+if _enabled:
+    set_enabled(True)
