@@ -823,7 +823,8 @@ def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
 
 
 def plan(x: LazyArray, *subscripts: Any) -> Any:
-    """The chunks a hyperslab would touch, as a pandas DataFrame, computed without reading anything.
+    """The chunks a hyperslab would touch, as a pandas DataFrame, computed without reading anything
+    (pandas is the optional dependency ``altarr[pandas]``).
 
     One row per touched chunk (C order) with columns ``chunk_<d>`` (chunk coordinates), ``start_<d>``
     (0-based first element) and ``extent_<d>`` (clipped chunk length) for every dimension ``<d>`` (its
@@ -836,7 +837,13 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
         >>> aa.plan(x, slice(3, 5), 1)[["chunk_0", "chunk_1", "start_0", "extent_0"]].values.tolist()
         [[0, 0, 0, 4], [1, 0, 4, 4]]
     """
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError(
+            "altarr.plan returns a pandas DataFrame and needs the optional dependency pandas: "
+            "pip install pandas (or pip install 'altarr[pandas]')"
+        ) from e
 
     x = _require(x)
     key = x._convert_key(hyperslab_key(subscripts, x.ndim))
