@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import altarr
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_engine.py"
 
 
@@ -66,3 +68,23 @@ def test_bench_pyramid_runs_both_libraries_and_compares_their_levels(tmp_path: P
     assert report["shape"] == [32, 64, 96] and report["levels"] == 5
     for lib in ("altarr", "ngff-zarr"):
         assert report["results"][lib]["median_s"] > 0 and report["results"][lib]["stored_bytes"] > 0
+
+
+def test_bench_trees_pairs_two_arms(tmp_path: Path) -> None:
+    """Two arms of one tree (the native kernel on and off), one round: the table pairs the second with
+    the first, scenario by scenario; a second call finds the runs done and does not run them again."""
+    script = SCRIPT.with_name("bench_trees.py")
+    src = str(SCRIPT.parents[1] / "src")
+    args = [sys.executable, str(script), "--arm", f"on={src}", "--arm", f"off={src}:ALTARR_NATIVE=0"]
+    args += ["--rounds", "1", "--out", str(tmp_path / "ab"), "--", "--quick", "--libs", "altarr"]
+    args += ["--size", "64", "--codec", "zstd", "--scenarios", "write,read", "--dir", str(tmp_path / "work")]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| write |") or ln.startswith("| read |")]
+    assert len(rows) == 2 and all(row.count("[") == 1 for row in rows), proc.stdout
+    runs = {p.name: json.loads(p.read_text()) for p in (tmp_path / "ab").iterdir()}
+    assert set(runs) == {"on-0.json", "off-0.json"}
+    assert runs["on-0.json"]["machine"]["altarr_native_kernel"] == str(altarr.native_status())
+    assert runs["off-0.json"]["machine"]["altarr_native_kernel"].endswith("switched off by ALTARR_NATIVE=0")
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "round 0" not in again.stderr and again.stdout == proc.stdout
