@@ -20,6 +20,7 @@ from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from ..selection import Plan, RegionPlan, normalize, plan, plan_outer, plan_region, plan_vector
 from .access import DatasetAccess, Merge
+from .assign_values import Paste, Scatter, plan_values, region_values
 from .casting import cast_like_setitem
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
@@ -347,14 +348,7 @@ class Dataset:
     def _region_updates(self, r: RegionPlan, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
         """Add the chunk updates that write ``values`` into the region ``r`` to ``updates`` (on top of what
         earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts them."""
-        vals = cast_like_setitem(values, self.dtype)
-        try:
-            vals = np.broadcast_to(vals, r.shape)
-        except ValueError as e:
-            raise ValueError(
-                f"could not broadcast values of shape {np.shape(values)} to the selection's shape {r.shape}"
-            ) from e
-        vals = r.unfinish(vals)
+        vals = region_values(r, values, self.dtype)
         if vals.size == 0:
             return
         acc = self._access
@@ -369,7 +363,7 @@ class Dataset:
             if covered:
                 merge_update(updates, chunk, vals[dst])
             else:
-                merge_update(updates, chunk, Merge(_Paste(src, vals[dst])))
+                merge_update(updates, chunk, Merge(Paste(src, vals[dst])))
 
     # --- many regions in one call (see altarr.dataset.many) ----------------------------------------------
     def read_regions(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
@@ -427,17 +421,10 @@ class Dataset:
     def _write_plan(self, p: Plan, values: Any) -> None:
         """Write a planned selection: values cast and broadcast first, then each touched chunk read and
         rewritten once (one batched call)."""
-        vals = cast_like_setitem(values, self.dtype, advanced=True)
-        try:
-            work = p.unfinish(vals)
-        except ValueError:
-            raise ValueError(
-                f"shape mismatch: value array of shape {np.shape(vals)} could not be broadcast to indexing "
-                f"result of shape {p.result_shape}"
-            ) from None
+        work = plan_values(p, cast_like_setitem(values, self.dtype, advanced=True))
         if not len(p.coords) or work.size == 0:
             return
-        self._access.apply({tuple(c): Merge(_Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
+        self._access.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
 
     @property
     def oindex(self) -> _DatasetIndexer:
@@ -496,29 +483,3 @@ class _DatasetIndexer:
     def __setitem__(self, selection: Any, values: Any) -> None:
         self._ds._check_writable()
         self._ds._write_plan(self._planner(selection, self._ds.shape, self._ds.chunks), values)
-
-
-class _Scatter:
-    """Merge function writing row ``i`` of a planned selection's values into the chunk."""
-
-    __slots__ = ("plan", "row", "work")
-
-    def __init__(self, plan: Any, row: int, work: np.ndarray):
-        self.plan, self.row, self.work = plan, row, work
-
-    def __call__(self, old: np.ndarray) -> np.ndarray:
-        self.plan.scatter(self.work, self.row, old)
-        return old
-
-
-class _Paste:
-    """Merge function writing ``values`` into ``old[src]`` (a class, so it pickles and reads well)."""
-
-    __slots__ = ("src", "values")
-
-    def __init__(self, src: tuple[slice, ...], values: np.ndarray):
-        self.src, self.values = src, values
-
-    def __call__(self, old: np.ndarray) -> np.ndarray:
-        old[self.src] = self.values
-        return old

@@ -80,7 +80,9 @@ class ShardWriter:
         self.reader = reader
         self.index_cache = index_cache
 
-    def apply(self, updates: dict[Chunk, np.ndarray | Merge | None]) -> dict[Chunk, bool]:
+    def apply(
+        self, updates: dict[Chunk, np.ndarray | Merge | None], *, arena: np.ndarray | None = None
+    ) -> dict[Chunk, bool]:
         """Apply chunk updates: an array replaces a chunk, ``None`` deletes it, a :class:`Merge` edits it.
 
         Large calls are applied in groups of whole shards (or chunks, unsharded) of at most
@@ -88,12 +90,17 @@ class ShardWriter:
         encoded bytes in memory. Within a group everything is encoded before anything is written; every
         stored object is replaced atomically, so a failure leaves each object either old or new.
 
+        ``arena``: output slots to compress into (see :meth:`new_arena`), for a caller that writes many
+        times and keeps one (the write buffer); used when it has a row for every chunk of a group.
+
         Returns for each chunk whether it was stored before (known only where the old object was read)."""
         if not updates:
             return {}
         existed: dict[Chunk, bool] = {}
         groups = self._write_groups(updates)
-        arena = self._arena(max(len(g) for g in groups))
+        n = max(len(g) for g in groups)
+        if arena is None or arena.shape[0] < n or arena.shape[1] != self.codec.encode_slot:
+            arena = self.new_arena(n)
         for group in groups:
             self._apply_group(group, arena, existed)
         return existed
@@ -130,7 +137,7 @@ class ShardWriter:
                     raise
             locks.conflict_backoff(attempt)
 
-    def _arena(self, n: int) -> np.ndarray | None:
+    def new_arena(self, n: int) -> np.ndarray | None:
         """One output slot per chunk of a write group, for chains that compress into a given buffer.
 
         The group's chunks are compressed into rows of one large array instead of a fresh buffer each:

@@ -1,0 +1,91 @@
+"""The values of an assignment laid out for its plan: cast, broadcast and ordered like the work array.
+
+``ds[sel] = v``, ``ds.oindex[sel] = v`` and the write buffer's ``b[sel] = v`` take their values through
+here, so the three cast (as ``ndarray.__setitem__`` does, :mod:`~altarr.dataset.casting`), broadcast and
+fail alike.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.selection import normalize, plan_region
+    >>> r = plan_region(normalize(np.s_[::-1, 1], (3, 4)), (2, 2))
+    >>> region_values(r, [1, 2, 3], np.dtype("u1")).tolist()  # forward order, one axis per dimension
+    [[3], [2], [1]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..selection import Plan, RegionPlan
+from .casting import cast_like_setitem
+
+__all__ = ["Paste", "PasteWhere", "Scatter", "plan_values", "region_values"]
+
+
+def region_values(r: RegionPlan, values: Any, dtype: np.dtype) -> np.ndarray:
+    """``values`` for the basic selection ``r``: cast to ``dtype``, broadcast to the selection's shape and
+    laid out as its forward work array (a view where no cast was needed)."""
+    vals = cast_like_setitem(values, dtype)
+    try:
+        vals = np.broadcast_to(vals, r.shape)
+    except ValueError as e:
+        raise ValueError(
+            f"could not broadcast values of shape {np.shape(values)} to the selection's shape {r.shape}"
+        ) from e
+    return r.unfinish(vals)
+
+
+def plan_values(p: Plan, vals: np.ndarray) -> np.ndarray:
+    """Values already cast for an advanced assignment (``cast_like_setitem(..., advanced=True)``, which
+    NumPy does before it checks the index arrays' bounds, so before the plan is made) laid out as the
+    plan's work array."""
+    try:
+        return p.unfinish(vals)
+    except ValueError:
+        raise ValueError(
+            f"shape mismatch: value array of shape {np.shape(vals)} could not be broadcast to indexing "
+            f"result of shape {p.result_shape}"
+        ) from None
+
+
+# --- merge functions: how a partial write edits a chunk's current values (see shard_write.Merge) ------------
+class Scatter:
+    """Merge function writing row ``row`` of a planned selection's values into the chunk."""
+
+    __slots__ = ("plan", "row", "work")
+
+    def __init__(self, plan: Plan, row: int, work: np.ndarray):
+        self.plan, self.row, self.work = plan, row, work
+
+    def __call__(self, old: np.ndarray) -> np.ndarray:
+        self.plan.scatter(self.work, self.row, old)
+        return old
+
+
+class Paste:
+    """Merge function writing ``values`` into ``old[src]`` (a class, so it pickles and reads well)."""
+
+    __slots__ = ("src", "values")
+
+    def __init__(self, src: tuple[slice, ...], values: np.ndarray):
+        self.src, self.values = src, values
+
+    def __call__(self, old: np.ndarray) -> np.ndarray:
+        old[self.src] = self.values
+        return old
+
+
+class PasteWhere:
+    """Merge function writing ``values`` into ``old`` where ``mask`` is true (a write buffer's chunk that
+    was written in parts whose union is no box)."""
+
+    __slots__ = ("mask", "values")
+
+    def __init__(self, mask: np.ndarray, values: np.ndarray):
+        self.mask, self.values = mask, values
+
+    def __call__(self, old: np.ndarray) -> np.ndarray:
+        np.copyto(old, self.values, where=self.mask)
+        return old
