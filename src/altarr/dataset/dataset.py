@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from itertools import product
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from ..formats.base import DatasetSpec, Format
 from ..selection import Plan, RegionPlan, normalize, plan, plan_outer, plan_region, plan_vector
 from .access import DatasetAccess, Merge
 from .assign_values import Paste, Scatter, plan_values, region_values
+from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_like_setitem
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
@@ -129,10 +131,11 @@ class Dataset:
         self._format = fmt
         self.mode = mode
         self.read_only = mode == "r"
-        self._access = DatasetAccess(
-            store, path, spec, write_empty_chunks=write_empty_chunks, recheck=recheck
-        )
+        self._access_options = {"write_empty_chunks": write_empty_chunks, "recheck": recheck}
+        self._access = DatasetAccess(store, path, spec, **self._access_options)
         self.attrs = Attributes(store, path, fmt, self.read_only, spec.attributes)
+        #: The open write buffers of this handle (a resize writes them out first).
+        self._buffers: weakref.WeakSet[WriteBuffer] = weakref.WeakSet()
 
     # --- description -----------------------------------------------------------------------------------
     @property
@@ -280,6 +283,24 @@ class Dataset:
     def chunk_key(self, coords: Sequence[int]) -> str:
         """The store key of the object holding chunk ``coords``."""
         return self._access.key(self.shard_of(coords))
+
+    def buffered(self, max_bytes: int = DEFAULT_BUFFER_BYTES, on_error: str = "commit") -> WriteBuffer:
+        """A write buffer: writes land in memory and each shard (each chunk of an unsharded array) is
+        encoded and written once, when it is complete, when the buffer needs room (``max_bytes`` of
+        decoded values) or when the buffer is closed. Reads through it see its writes. ``on_error``:
+        what a ``with`` block that raises does with what is not written yet, ``"commit"`` (write it,
+        the default) or ``"discard"``. See :mod:`altarr.dataset.buffer` and docs/writing.md.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-buffered", shape=(4, 6), dtype="i2", chunks=(2, 3),
+        ...                        shards=(2, 6))
+        >>> with ds.buffered() as b:
+        ...     for row in range(4):
+        ...         b[row] = np.arange(6) + row
+        >>> ds[3].tolist(), ds.store.stats.writes - 1  # one write per shard
+        ([3, 4, 5, 6, 7, 8], 2)
+        """
+        return WriteBuffer(self, max_bytes=max_bytes, on_error=on_error)
 
     # --- regions ---------------------------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
