@@ -108,10 +108,13 @@ def _open_node(path: str, mode: str = "r") -> Any:
 
 
 def _pyramid(group: Any) -> Any:
-    """The pyramid a group holds (:func:`altarr.open_multiscale`), or ``None``."""
+    """The pyramid a group holds (:func:`altarr.open_multiscale`), or ``None``; also ``None`` for a
+    BigDataViewer container of several setups or timepoints, which commands treat as the hierarchy it is
+    (a copy copies every view's arrays and attributes)."""
     from altarr.multiscale import is_multiscale, open_multiscale
 
-    return open_multiscale(group) if is_multiscale(group) else None
+    ms = open_multiscale(group) if is_multiscale(group) else None
+    return ms if ms is not None and ms.views == 1 else None
 
 
 def _stored_bytes(store: Any, prefix: str) -> tuple[int, int]:

@@ -108,3 +108,23 @@ def test_n5_layouts_refuse_channel_axes_and_a_group_without_a_pyramid_says_so(tm
     aa.create_group(str(tmp_path / "empty.n5"), format="n5")
     with pytest.raises(MetadataError, match="no pyramid here"):
         aa.open_multiscale(str(tmp_path / "empty.n5"))
+
+
+def test_a_bdv_container_of_several_views_is_copied_whole_as_a_hierarchy(tmp_path):
+    from _cli_support import run_cli
+
+    root = tmp_path / "views.n5"
+    g = aa.create_group(str(root), format="n5")
+    for setup in (0, 1):
+        g.create_group(f"setup{setup}", {"downsamplingFactors": [[1, 1, 1], [2, 2, 2]], "dataType": "uint8"})
+        for i, shape in enumerate([(8, 8, 8), (4, 4, 4)]):
+            ds = g.create_dataset(
+                f"setup{setup}/timepoint0/s{i}", shape=shape, dtype="uint8", chunks=(4, 4, 4)
+            )
+            ds[...] = setup + 1
+    assert aa.open_multiscale(str(root)).views == 2
+    assert aa.open_multiscale(str(root), path="setup1").views == 1
+    proc = run_cli("copy", root, tmp_path / "copy.n5", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "copied 4 array(s)" in proc.stdout  # every view, not only setup0's pyramid
+    assert aa.open_multiscale(str(tmp_path / "copy.n5"), setup=1).levels[1].dataset[0, 0, 0] == 2

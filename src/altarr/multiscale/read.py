@@ -16,8 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,8 @@ class Multiscale:
         self.axes: tuple[Axis, ...] = desc.axes
         self.levels: tuple[Level, ...] = tuple(levels)
         self.name, self.method = desc.name, desc.method
+        #: views in the container (BigDataViewer: setups x timepoints); this object is one of them
+        self.views: int = int(desc.extra.get("views", 1))
         self._location = location
 
     def __repr__(self) -> str:
@@ -190,6 +193,15 @@ def _levels_named_s(group: Any, prefix: str = "") -> list[Any]:
     return out
 
 
+def _bdv_views(group: Any, setup_path: str) -> int:
+    """How many (setup, timepoint) views a BigDataViewer container opened at ``group`` holds: its setups
+    times the timepoints of the opened one (1 for a setup group with one timepoint)."""
+    setups = sum(1 for name in group.keys() if re.fullmatch(r"setup\d+", name)) if setup_path else 1
+    holder = group[setup_path.rstrip("/")] if setup_path else group
+    timepoints = sum(1 for name in holder.keys() if re.fullmatch(r"timepoint\d+", name))
+    return max(setups, 1) * max(timepoints, 1)
+
+
 def _describe(group: Any, setup: int, timepoint: int, index: int) -> tuple[str, Description]:
     """The layout and description of the pyramid in ``group`` (see the module)."""
     attrs = dict(group.attrs)
@@ -210,7 +222,8 @@ def _describe(group: Any, setup: int, timepoint: int, index: int) -> tuple[str, 
             raise MetadataError(f"BigDataViewer setup without levels at {prefix}s0", key=group.path or "/")
         tp = _child_attrs(group, prefix.rstrip("/"))
         shapes = [ds.shape for ds in datasets]
-        return "bdv", parse_bdv(setup_attrs, tp, [dict(ds.attrs) for ds in datasets], shapes, prefix)
+        desc = parse_bdv(setup_attrs, tp, [dict(ds.attrs) for ds in datasets], shapes, prefix)
+        return "bdv", replace(desc, extra={"views": _bdv_views(group, setup_path)})
     datasets = _levels_named_s(group)
     if not datasets:
         raise MetadataError(
