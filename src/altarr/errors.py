@@ -27,6 +27,8 @@ __all__ = [
     "WriteConflictError",
     "MetadataError",
     "NodeNotFoundError",
+    "ChildNotFoundError",
+    "NodeTypeError",
     "UnknownCodecError",
     "UnsupportedError",
     "CodecError",
@@ -149,6 +151,16 @@ class NodeNotFoundError(MetadataError, FileNotFoundError):
     def __init__(self, message: str, **ctx: Any) -> None:
         super().__init__(message, **ctx)
         self.errno = errno.ENOENT  # as open() sets it; str(self) stays altarr's message
+
+
+class ChildNotFoundError(NodeNotFoundError, KeyError):
+    """``group[name]`` names no child: a ``KeyError`` as a mapping's missing key is (and as zarr-python's
+    ``group[name]`` raises), and a :class:`NodeNotFoundError`."""
+
+
+class NodeTypeError(MetadataError, TypeError):
+    """A node exists but is not what was required: a group where an array is (``require_group``), an
+    array of another shape or dtype (``require_array``). A ``TypeError``, as zarr-python raises."""
 
 
 class UnknownCodecError(MetadataError):

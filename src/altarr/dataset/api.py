@@ -97,12 +97,12 @@ def _fresh_node(
 def create_dataset(
     path_or_url: str | Store,
     *,
-    shape: Any,
-    dtype: Any,
-    chunks: Any,
+    shape: Any = None,
+    dtype: Any = None,
+    chunks: Any = "auto",
     shards: Any = None,
     format: str = "zarr3",
-    compressor: Any = "zstd",
+    compressor: Any = "auto",
     fill_value: Any = 0,
     attributes: dict[str, Any] | None = None,
     dimension_names: Any = None,
@@ -110,20 +110,33 @@ def create_dataset(
     path: str = "",
     write_empty_chunks: bool = False,
     storage_options: dict[str, Any] | None = None,
+    data: Any = None,
+    compressors: Any = None,
+    filters: Any = None,
+    serializer: Any = None,
     **format_options: Any,
 ) -> Dataset:
     """Create a new array and return it opened for writing.
 
-    ``chunks`` is the innermost chunk shape; ``shards`` ``None``, the outermost shard shape, or a list of
-    shard shapes from the innermost level outwards (nested sharding). ``format`` is ``"zarr3"``,
-    ``"zarr2"`` or ``"n5"``. An existing node raises :class:`~altarr.errors.ExistsError` unless
-    ``overwrite=True``, which deletes it first. Shapes are NumPy order for every format.
+    ``shape`` and ``dtype`` come from ``data`` (written into the new array) when not given. ``chunks`` is
+    the innermost chunk shape, or ``"auto"`` (the default) for zarr-python 3's automatic rule (see
+    :mod:`altarr.dataset.arguments`); ``shards`` ``None``, the outermost shard shape, or a list of shard
+    shapes from the innermost level outwards (nested sharding). ``format`` is ``"zarr3"``, ``"zarr2"``
+    or ``"n5"``. ``compressor`` (or zarr-python's ``compressors``) takes every form of the codec
+    vocabulary (:mod:`altarr.codecs.vocabulary`): ``"zstd:5"``, ``"blosc:lz4:5"``, ``None``, a Zarr v3,
+    numcodecs or N5 dict, a numcodecs or ``zarr.codecs`` object; ``"auto"`` is zstd (level 3).
+    ``filters`` (numcodecs filters, Zarr v2) and ``serializer`` (little-endian ``bytes``) as zarr-python
+    takes them. Every argument is checked before anything is written. An existing node raises
+    :class:`~altarr.errors.ExistsError` unless ``overwrite=True``, which deletes it first. Shapes are
+    NumPy order for every format.
 
-    >>> import altarr as aa
+    >>> import altarr as aa, numpy as np
     >>> ds = aa.create_dataset("memory://doc-create", shape=(100, 100), dtype="uint16", chunks=(10, 10),
-    ...                        shards=(50, 50), compressor="zstd")
+    ...                        shards=(50, 50), compressor="zstd:5")
     >>> ds.chunks, ds.shards
     ((10, 10), (50, 50))
+    >>> aa.create_dataset("memory://doc-create-data", data=np.arange(6.0).reshape(2, 3)).shape
+    (2, 3)
     """
     store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options or {})
     return new_dataset(
@@ -132,9 +145,13 @@ def create_dataset(
         shape=shape,
         dtype=dtype,
         chunks=chunks,
+        data=data,
         shards=shards,
         format=format,
         compressor=compressor,
+        compressors=compressors,
+        filters=filters,
+        serializer=serializer,
         fill_value=fill_value,
         attributes=attributes,
         dimension_names=dimension_names,
@@ -144,10 +161,21 @@ def create_dataset(
     )
 
 
-def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **storage_options: Any) -> Group:
-    """Open an existing group (or the root of an N5 container). Opened read-only, a group with
-    consolidated metadata (Zarr v3 ``consolidated_metadata``, Zarr v2 ``.zmetadata``) opens its
-    children from it without further requests.
+def open_group(
+    path_or_url: str | Store,
+    mode: str = "r",
+    *,
+    path: str = "",
+    consolidated: bool | None = None,
+    **storage_options: Any,
+) -> Group:
+    """Open an existing group (or the root of an N5 container).
+
+    ``consolidated`` is what xarray and zarr-python mean by it: with ``None`` (the default) a group
+    opened read-only whose metadata is consolidated (Zarr v3 ``consolidated_metadata``, Zarr v2
+    ``.zmetadata``) lists and opens its children from that snapshot, without further requests (an HTTP
+    server, which cannot list, needs it); ``True`` requires consolidated metadata (``MetadataError``
+    without it); ``False`` ignores it and reads every child's own metadata.
 
     >>> import altarr as aa
     >>> _ = aa.create_group("memory://doc-og", format="n5")
@@ -161,8 +189,15 @@ def open_group(path_or_url: str | Store, mode: str = "r", *, path: str = "", **s
     node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
     if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
-    consolidated = node.format.consolidated_children(node.raw or {}, prefix) if mode == "r" else None
-    return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
+    found = node.format.consolidated_children(node.raw or {}, prefix)
+    if consolidated and found is None:
+        raise MetadataError(
+            f"consolidated=True, but this {node.format.title} group has no consolidated metadata "
+            f"in {store!r} (pass consolidated=None to read each child's own)",
+            key=prefix or "/",
+        )
+    use = found if mode == "r" and consolidated is not False else None
+    return Group(store, prefix, node.format, mode=mode, consolidated=use)
 
 
 def create_group(

@@ -26,6 +26,7 @@ from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_like_setitem
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
+from .members import ArrayMembers
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -105,7 +106,7 @@ class Attributes(MutableMapping):
         return f"Attributes({self._load()!r})"
 
 
-class Dataset:
+class Dataset(ArrayMembers):
     """One N5, Zarr v2 or Zarr v3 array. Create with :func:`altarr.create_dataset`, open with
     :func:`altarr.open_dataset`.
 

@@ -13,15 +13,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AltarrError, ExistsError, MetadataError, ReadOnlyError
+import numpy as np
+
+from ..errors import (
+    AltarrError,
+    ChildNotFoundError,
+    ExistsError,
+    MetadataError,
+    NodeNotFoundError,
+    NodeTypeError,
+    ReadOnlyError,
+)
 from ..formats import detect_format, get_format, open_node
 from ..formats.base import Format, Node, join_key
+from .arguments import new_array_arguments
 from .dataset import Attributes, Dataset
+from .members import Info
 
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["Group", "node_exists", "open_any", "new_dataset"]
+__all__ = ["Group", "Tree", "node_exists", "open_any", "new_dataset"]
 
 
 def node_exists(store: Store, prefix: str) -> bool:
@@ -56,9 +68,10 @@ def new_dataset(
     store: Store,
     prefix: str,
     *,
-    shape: Any,
-    dtype: Any,
-    chunks: Any,
+    shape: Any = None,
+    dtype: Any = None,
+    chunks: Any = "auto",
+    data: Any = None,
     format: str = "zarr3",
     overwrite: bool = False,
     write_empty_chunks: bool = False,
@@ -67,20 +80,30 @@ def new_dataset(
     """Create an array at ``prefix`` of ``store`` and return it opened for writing: an existing node raises
     :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``. ``create`` are the
     further arguments of :meth:`~altarr.formats.base.Format.create_array` (``shards``, ``compressor``,
-    format options...). :func:`altarr.create_dataset` and :meth:`Group.create_dataset` both end here.
+    format options...) and zarr-python's ``compressors``, ``filters``, ``serializer``; every argument is
+    checked (:func:`~altarr.dataset.arguments.new_array_arguments`) before anything is written or deleted.
+    ``data`` gives the shape and dtype and is written. :func:`altarr.create_dataset` and
+    :meth:`Group.create_dataset` both end here.
 
     >>> from altarr.stores import MemoryStore
     >>> new_dataset(MemoryStore(), "a", shape=5, dtype="u1", chunks=2).chunks
     (2,)
     """
-    if isinstance(chunks, int):
-        chunks = (chunks,) * len(tuple(shape) if not isinstance(shape, int) else (shape,))
-    if isinstance(shape, int):
-        shape = (shape,)
+    codecs = {
+        k: create.pop(k)
+        for k in ("shards", "compressor", "compressors", "filters", "serializer")
+        if k in create
+    }
+    kw = new_array_arguments(
+        format, shape=shape, dtype=dtype, data=data, chunks=chunks, **codecs, options=create
+    )
     clear_node(store, prefix, overwrite)
     fmt = get_format(format)
-    spec = fmt.create_array(store, prefix, shape=tuple(shape), dtype=dtype, chunks=tuple(chunks), **create)
-    return Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
+    spec = fmt.create_array(store, prefix, **kw)
+    ds = Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
+    if data is not None:
+        ds[...] = data
+    return ds
 
 
 def clear_node(store: Store, prefix: str, overwrite: bool) -> None:
@@ -117,6 +140,7 @@ class Group:
 
     @property
     def format(self) -> str:
+        """The group's format: ``"zarr3"``, ``"zarr2"`` or ``"n5"``."""
         return self._format.name
 
     def __repr__(self) -> str:
@@ -128,11 +152,33 @@ class Group:
             raise MetadataError("empty child name", key=self.path)
         return join_key(self.path, name)
 
+    @property
+    def name(self) -> str:
+        """The path from the store's root, with a leading ``/`` (zarr-python's ``name``)."""
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        """The last part of :attr:`name`."""
+        return self.path.rsplit("/", 1)[-1]
+
     def __getitem__(self, name: str) -> Dataset | Group:
+        """The child array or group at ``name`` (a ``/``-separated path below this group); a missing one
+        raises :class:`~altarr.errors.ChildNotFoundError`, a ``KeyError`` (and a ``FileNotFoundError``)."""
         node = self._from_consolidated(name.strip("/"))
         if node is not None:
             return node
-        return open_any(self.store, self._child(name), self.mode)
+        try:
+            return open_any(self.store, self._child(name), self.mode)
+        except NodeNotFoundError as e:
+            raise ChildNotFoundError(f"no array or group {name!r} in this group", key=e.key) from e
+
+    def get(self, name: str, default: Any = None) -> Dataset | Group | Any:
+        """The child at ``name``, or ``default`` when there is none."""
+        try:
+            return self[name]
+        except ChildNotFoundError:
+            return default
 
     def _from_consolidated(self, rel: str) -> Dataset | Group | None:
         """The child ``rel`` built from the consolidated metadata (no request), or ``None``."""
@@ -150,7 +196,14 @@ class Group:
         return node_exists(self.store, self._child(name))
 
     def keys(self) -> Iterator[str]:
-        """Names of the direct children that are datasets or groups."""
+        """Names of the direct children that are datasets or groups, sorted: from the consolidated
+        metadata when the group was opened with it (no listing, which HTTP cannot do), else from a
+        listing of the store."""
+        cm = self._consolidated
+        if cm:
+            names = sorted({k.split("/", 1)[0] for k in cm})
+            yield from (n for n in names if self._format.child_from_consolidated(cm, n, self._child(n)))
+            return
         _, folders = self.store.list_dir(self.path)
         for name in sorted(folders):
             if name in self:
@@ -159,37 +212,102 @@ class Group:
     def __iter__(self) -> Iterator[str]:
         return self.keys()
 
+    def __len__(self) -> int:
+        """The number of direct children (zarr-python's ``len(group)``)."""
+        return sum(1 for _ in self.keys())
+
+    def __delitem__(self, name: str) -> None:
+        """Delete the child ``name`` and everything below it (``del group["raw"]``)."""
+        if self.read_only:
+            raise ReadOnlyError("group was opened read-only", key=self.path)
+        path = self._child(name)
+        if not node_exists(self.store, path):
+            raise ChildNotFoundError(f"no array or group {name!r} in this group", key=path)
+        self.store.delete_prefix(path)
+
+    def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Dataset | Group], ...]:
+        """``(name, node)`` of every child, as zarr-python's ``members``: the direct children with
+        ``max_depth=0``, ``max_depth`` levels further below with a number, the whole hierarchy with
+        ``None``; deeper names are paths relative to this group (``"raw/volume"``).
+
+        Example:
+            >>> import altarr as aa
+            >>> g = aa.create_group("memory://doc-members-g")
+            >>> _ = g.create_array("raw/volume", shape=(4,), dtype="u1")
+            >>> tuple(name for name, _ in g.members(max_depth=None))
+            ('raw', 'raw/volume')
+        """
+        out: list[tuple[str, Dataset | Group]] = []
+        for name in self.keys():
+            node = self[name]
+            out.append((name, node))
+            if isinstance(node, Group) and (max_depth is None or max_depth > 0):
+                deeper = node.members(None if max_depth is None else max_depth - 1)
+                out.extend((f"{name}/{rel}", child) for rel, child in deeper)
+        return tuple(out)
+
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """``len(self.members(max_depth))``."""
+        return len(self.members(max_depth))
+
     def arrays(self) -> Iterator[tuple[str, Dataset]]:
+        """``(name, dataset)`` of the direct children that are arrays."""
         for name in self.keys():
             node = self[name]
             if isinstance(node, Dataset):
                 yield name, node
 
     def groups(self) -> Iterator[tuple[str, Group]]:
+        """``(name, group)`` of the direct children that are groups."""
         for name in self.keys():
             node = self[name]
             if isinstance(node, Group):
                 yield name, node
 
-    def create_group(self, name: str, attributes: dict[str, Any] | None = None) -> Group:
-        """Create a child group (and any missing intermediate groups)."""
+    def array_keys(self) -> Iterator[str]:
+        """Names of the direct children that are arrays."""
+        return (name for name, _ in self.arrays())
+
+    def group_keys(self) -> Iterator[str]:
+        """Names of the direct children that are groups."""
+        return (name for name, _ in self.groups())
+
+    def array_values(self) -> Iterator[Dataset]:
+        """The direct children that are arrays."""
+        return (node for _, node in self.arrays())
+
+    def group_values(self) -> Iterator[Group]:
+        """The direct children that are groups."""
+        return (node for _, node in self.groups())
+
+    def create_group(
+        self, name: str, attributes: dict[str, Any] | None = None, *, overwrite: bool = False
+    ) -> Group:
+        """Create a child group (and any missing intermediate groups). An existing node there raises
+        :class:`~altarr.errors.ExistsError` (a ``FileExistsError``), as zarr-python raises, unless
+        ``overwrite=True``, which deletes it first."""
         if self.read_only:
             raise ReadOnlyError("group was opened read-only", key=self.path)
         path = self._child(name)
+        clear_node(self.store, path, overwrite)
         self._ensure_parents(path)
         self._format.create_group(self.store, path, attributes)
         return Group(self.store, path, self._format, mode=self.mode)
 
     def require_group(self, name: str) -> Group:
-        if name in self:
-            node = self[name]
-            if isinstance(node, Group):
-                return node
-            raise MetadataError(f"{name!r} exists and is not a group", key=self._child(name))
-        return self.create_group(name)
+        """The child group ``name``, created when missing; ``TypeError`` when an array is there (as in
+        zarr-python)."""
+        node = self.get(name)
+        if node is None:
+            return self.create_group(name)
+        if not isinstance(node, Group):
+            raise NodeTypeError(f"{name!r} exists and is an array, not a group", key=self._child(name))
+        return node
 
     def create_dataset(self, name: str, **kwargs: Any) -> Dataset:
-        """Create a child dataset in this group's format; keyword arguments as :func:`create_dataset`."""
+        """Create a child dataset in this group's format; keyword arguments as
+        :func:`altarr.create_dataset` (``shape``/``dtype`` or ``data``, ``chunks``, ``shards``,
+        ``compressor`` or ``compressors``, ...)."""
         if self.read_only:
             raise ReadOnlyError("group was opened read-only", key=self.path)
         path = self._child(name)
@@ -198,9 +316,95 @@ class Group:
         kwargs.pop("storage_options", None)  # the group's store is already open
         return new_dataset(self.store, path, **kwargs)
 
+    def create_array(self, name: str, **kwargs: Any) -> Dataset:
+        """zarr-python 3's name for :meth:`create_dataset` (the same arguments)."""
+        return self.create_dataset(name, **kwargs)
+
+    def require_array(
+        self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False, **kwargs: Any
+    ) -> Dataset:
+        """The child array ``name`` when it exists with this ``shape`` (and a ``dtype`` its values cast to
+        safely, or exactly with ``exact=True``), else created with these arguments; an existing node
+        that does not match raises ``TypeError``, as zarr-python's ``require_array`` does."""
+        node = self.get(name)
+        if node is None:
+            return self.create_dataset(name, shape=shape, dtype=dtype, **kwargs)
+        key = self._child(name)
+        if not isinstance(node, Dataset):
+            raise NodeTypeError(f"{name!r} exists and is a group, not an array", key=key)
+        want = (int(shape),) if isinstance(shape, int) else tuple(shape)
+        if node.shape != want:
+            raise NodeTypeError(f"{name!r} exists with shape {node.shape}, not {want}", key=key)
+        if dtype is not None:
+            dt = np.dtype(dtype)
+            if (exact and node.dtype != dt) or not np.can_cast(node.dtype, dt):
+                raise NodeTypeError(f"{name!r} exists with dtype {node.dtype}, not {dt}", key=key)
+        return node
+
+    require_dataset = require_array
+
+    def tree(self, level: int | None = None) -> Tree:
+        """The hierarchy below this group as a printable tree (arrays with their shape and dtype), as
+        zarr-python's ``tree()``; ``level`` limits the depth.
+
+        >>> import altarr as aa
+        >>> g = aa.create_group("memory://doc-tree")
+        >>> _ = g.create_array("raw/volume", shape=(4, 4), dtype="u1")
+        >>> _ = g.create_group("labels")
+        >>> g.tree()
+        /
+        ├── labels
+        └── raw
+            └── volume (4, 4) uint8
+        """
+        return Tree(self, level)
+
+    def _info_fields(self) -> dict[str, Any]:
+        return {
+            "Name": self.name,
+            "Type": "Group",
+            "Format": self._format.title,
+            "Read-only": self.read_only,
+            "Store type": type(self.store).__name__,
+        }
+
+    @property
+    def info(self) -> Info:
+        """A printable summary of the group (no request), as zarr-python's ``info``."""
+        return Info(self._info_fields())
+
+    def info_complete(self) -> Info:
+        """:attr:`info` and the number of members, arrays and groups below (lists the hierarchy)."""
+        members = self.members(max_depth=None)
+        arrays = sum(isinstance(n, Dataset) for _, n in members)
+        more = {"No. members": len(members), "No. arrays": arrays, "No. groups": len(members) - arrays}
+        return Info({**self._info_fields(), **more})
+
     def _ensure_parents(self, path: str) -> None:
         parts = path.split("/")
         for i in range(len(self.path.split("/")) if self.path else 0, len(parts) - 1):
             parent = "/".join(parts[: i + 1])
             if not node_exists(self.store, parent):
                 self._format.create_group(self.store, parent, None)
+
+
+class Tree:
+    """A group's hierarchy, printed as lines (the text of :meth:`Group.tree`)."""
+
+    def __init__(self, group: Group, level: int | None) -> None:
+        self.lines = [group.name if group.path else "/"]
+        self._walk(group, "", level)
+
+    def _walk(self, group: Group, indent: str, level: int | None) -> None:
+        children = [(name, group[name]) for name in group.keys()]
+        for i, (name, node) in enumerate(children):
+            last = i == len(children) - 1
+            label = f"{name} {node.shape} {node.dtype}" if isinstance(node, Dataset) else name
+            self.lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
+            if isinstance(node, Group) and (level is None or level > 1):
+                self._walk(node, indent + ("    " if last else "│   "), None if level is None else level - 1)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+    __str__ = __repr__

@@ -146,6 +146,9 @@ class Format(ABC):
     can_shard: bool = False
     #: Whether arrays of this format can name their dimensions (``dimension_names=``).
     has_dimension_names: bool = True
+    #: The compressor of a new array when none is named (``compressor="auto"``, in the codec vocabulary
+    #: of :mod:`altarr.codecs.vocabulary`).
+    default_compressor: str = "zstd"
     #: The document holding a node's user attributes (relative name), the key attribute writers lock.
     attributes_document: str = ""
 

@@ -1,0 +1,342 @@
+"""One codec vocabulary: every way a user names a compressor, turned into the form a format writes.
+
+The same words work in Python (``compressor=``, and zarr-python 3's ``compressors=``, ``filters=``,
+``serializer=``) and on the command line (``altarr copy --codec``):
+
+* a string ``NAME[:LEVEL]`` or ``blosc[:CNAME][:LEVEL]``: ``"zstd"``, ``"zstd:5"``, ``"gzip:6"``,
+  ``"blosc:zstd:7"``, ``"zlib"``, ``"bz2"`` (``"bzip2"``), ``"lzma"`` (``"xz"``), ``"lz4"``, and
+  ``"none"`` (``"raw"``, ``None``) for no compression; ``"auto"`` is the format's default;
+* a dict: a Zarr v3 codec (``{"name": "zstd", "configuration": {"level": 5}}``), a numcodecs config
+  (``{"id": "zstd", "level": 5}``) or an N5 compression (``{"type": "gzip", "level": 6}``);
+* an object: a numcodecs codec (``numcodecs.Zstd(level=5)``), a ``zarr.codecs`` codec
+  (``zarr.codecs.ZstdCodec(level=5)``), an altarr codec;
+* a list or tuple of those (Zarr v3 chains several bytes-to-bytes codecs; Zarr v2 and N5 take one).
+
+Each form is read into one neutral description, a numcodecs config (``{"id": "zstd", "level": 5}``),
+checked there (the name, the level's range, blosc's inner compressor against what this machine's blosc
+was built with), and written in the format's own terms: Zarr v3 codec JSON, a ``.zarray`` compressor,
+an N5 ``compression``. A description already in the format's own terms keeps all its fields. A bad
+name or option raises :class:`~altarr.errors.UnknownCodecError` or
+:class:`~altarr.errors.MetadataError` whose message starts with the argument (``compressor='lz5': ...``,
+``--codec 'lz5': ...``), before anything is written.
+
+Example:
+    >>> import numpy as np
+    >>> compressor_argument("zstd:5", "zarr3", np.dtype("u2"))
+    [{'name': 'zstd', 'configuration': {'level': 5, 'checksum': False}}]
+    >>> compressor_argument({"name": "gzip", "configuration": {"level": 2}}, "zarr2", np.dtype("u2"))
+    {'id': 'gzip', 'level': 2}
+    >>> compressor_argument("blosc:zstd:7", "n5", np.dtype("u2"))
+    {'type': 'blosc', 'cname': 'zstd', 'clevel': 7, 'shuffle': 1, 'blocksize': 0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+
+__all__ = ["compressor_argument", "filters_argument", "check_serializer", "to_numcodecs_config", "NAMES"]
+
+#: The compressor names of the vocabulary: the numcodecs id, its level parameter, the level's range and
+#: its default when the string gives none (numcodecs' own, except zstd 3 and gzip/zlib 5, as altarr wrote
+#: before: the speed/ratio points of zstd's and zlib's command-line tools).
+NAMES: dict[str, tuple[str, int, int, int]] = {
+    "zstd": ("level", -131072, 22, 3),
+    "gzip": ("level", 0, 9, 5),
+    "zlib": ("level", 0, 9, 5),
+    "blosc": ("clevel", 0, 9, 5),
+    "bz2": ("level", 1, 9, 9),
+    "lzma": ("preset", 0, 9, 6),
+    "lz4": ("acceleration", 1, 65537, 1),
+}
+_ALIASES = {"bzip2": "bz2", "xz": "lzma"}
+_NONE = ("none", "raw")
+_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+_GRAMMAR = "NAME[:LEVEL] (zstd, gzip, zlib, bz2, lzma, lz4), blosc[:CNAME][:LEVEL] or none"
+#: What each format writes, in the words of its readers (zarr-python, tensorstore, Java N5).
+_WRITES = {
+    "zarr3": ("zstd", "gzip", "blosc", "crc32c"),
+    "zarr2": ("zstd", "gzip", "zlib", "blosc", "bz2", "lzma", "lz4", "crc32c"),
+    "n5": ("zstd", "gzip", "zlib", "blosc", "bz2", "lzma", "lz4"),
+}
+
+
+def _fail(argument: str, value: Any, why: str, cls: type[AltarrError] = MetadataError) -> AltarrError:
+    shown = f"{argument} {value!r}" if argument.startswith("-") else f"{argument}={value!r}"
+    return cls(f"{shown}: {why}", codec=str(value) if isinstance(value, str) else None)
+
+
+def _from_string(text: str, argument: str) -> dict[str, Any] | None:
+    parts = text.strip().lower().split(":")
+    name, args = _ALIASES.get(parts[0], parts[0]), parts[1:]
+    if name in _NONE and not args:
+        return None
+    if name not in NAMES:
+        raise _fail(argument, text, f"unknown codec {parts[0]!r}; use {_GRAMMAR}", UnknownCodecError)
+    config: dict[str, Any] = {"id": name}
+    if name == "blosc":
+        config.update(cname="lz4", shuffle=1, blocksize=0)
+        if args and not args[0].lstrip("-").isdigit():
+            config["cname"], args = args[0], args[1:]
+    if len(args) > 1 or (args and not args[0].lstrip("-").isdigit()):
+        raise _fail(argument, text, f"not of the form {_GRAMMAR}", UnknownCodecError)
+    key, _, _, default = NAMES[name]
+    config[key] = int(args[0]) if args else default
+    return config
+
+
+def _from_zarr3(obj: Mapping[str, Any], argument: str) -> dict[str, Any]:
+    name = obj.get("name")
+    conf = dict(obj.get("configuration") or {})
+    if not isinstance(name, str):
+        raise _fail(argument, dict(obj), "a codec description needs a string 'name'")
+    if name.startswith("numcodecs."):  # zarr-python's wrappers of numcodecs codecs
+        return {"id": name.removeprefix("numcodecs."), **conf}
+    if name == "blosc":
+        shuffle = conf.get("shuffle", "noshuffle")
+        return {
+            "id": "blosc",
+            "cname": conf.get("cname", "lz4"),
+            "clevel": conf.get("clevel", 5),
+            "shuffle": _SHUFFLE.get(shuffle, shuffle),
+            "blocksize": conf.get("blocksize", 0),
+        }
+    if name == "zstd":
+        return {"id": "zstd", "level": conf.get("level", 0), "checksum": conf.get("checksum", False)}
+    return {"id": name, **conf}
+
+
+def _from_n5(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    kind, conf = obj.get("type"), {k: v for k, v in obj.items() if k != "type"}
+    if kind == "raw":
+        return None
+    if kind == "gzip":
+        return {"id": "zlib" if conf.get("useZlib") else "gzip", "level": conf.get("level", 6)}
+    if kind == "bzip2":
+        return {"id": "bz2", "level": conf.get("blockSize", 9)}
+    if kind == "xz":
+        return {"id": "lzma", "preset": conf.get("preset", 6)}
+    if kind == "lz4":
+        return {"id": "lz4", "acceleration": 1}
+    if kind == "blosc":
+        conf.pop("nthreads", None)
+    return {"id": kind, **conf}
+
+
+def to_numcodecs_config(value: Any, argument: str = "compressor") -> dict[str, Any] | None:
+    """The neutral description of one compressor in any accepted form: a numcodecs config dict, or
+    ``None`` for no compression.
+
+    >>> import numcodecs, zarr.codecs
+    >>> to_numcodecs_config(zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle"))
+    {'id': 'blosc', 'cname': 'zstd', 'clevel': 3, 'shuffle': 2, 'blocksize': 0}
+    >>> to_numcodecs_config(numcodecs.GZip(level=2)), to_numcodecs_config({"type": "xz", "preset": 4})
+    ({'id': 'gzip', 'level': 2}, {'id': 'lzma', 'preset': 4})
+    """
+    from .base import Codec
+    from .n5 import N5Compression
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _from_string(value, argument)
+    if isinstance(value, N5Compression):
+        return _from_n5(value.to_n5_json())
+    if isinstance(value, Codec):
+        return _from_zarr3(value.to_json(), argument)
+    if callable(getattr(value, "get_config", None)) and hasattr(value, "codec_id"):  # numcodecs
+        return dict(value.get_config())
+    if callable(getattr(value, "to_dict", None)):  # zarr.codecs
+        return _from_zarr3(value.to_dict(), argument)
+    if isinstance(value, Mapping):
+        if isinstance(value.get("id"), str):
+            return dict(value)
+        if isinstance(value.get("type"), str):
+            return _from_n5(value)
+        return _from_zarr3(value, argument)
+    raise _fail(
+        argument, value, "a compressor is a name string, a codec dict, a numcodecs or zarr.codecs codec"
+    )
+
+
+def _check(config: dict[str, Any], fmt: str, argument: str, shown: Any) -> None:
+    """Refuse a name ``fmt`` does not write and a level outside its range, naming ``argument``."""
+    name = config["id"]
+    if name not in _WRITES[fmt]:
+        title = {"zarr3": "Zarr v3", "zarr2": "Zarr v2", "n5": "N5"}[fmt]
+        raise _fail(
+            argument,
+            shown,
+            f"{title} has no {name!r} compressor its readers decode; use one of {list(_WRITES[fmt])}",
+            UnknownCodecError,
+        )
+    if name in NAMES:
+        key, low, high, _ = NAMES[name]
+        level = config.get(key)
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
+            raise _fail(argument, shown, f"{name} {key} must be a whole number, got {level!r}")
+        if level is not None and not low <= level <= high:
+            raise _fail(argument, shown, f"{name} {key} {level} is outside {low}..{high}")
+    if name == "blosc":
+        from numcodecs import blosc
+
+        built = blosc.list_compressors()
+        if config.get("cname", "lz4") not in built:
+            raise _fail(
+                argument,
+                shown,
+                f"blosc has no {config.get('cname')!r} compressor here (this blosc has {built})",
+                UnknownCodecError,
+            )
+        if config.get("shuffle", 1) not in (-1, 0, 1, 2):
+            raise _fail(argument, shown, f"blosc shuffle must be one of {list(_SHUFFLE)} or 0..2")
+
+
+def _render(config: dict[str, Any], fmt: str, dtype: np.dtype) -> Any:
+    """``config`` (checked) in ``fmt``'s own terms."""
+    name = config["id"]
+    if fmt == "zarr3":
+        if name == "blosc":
+            shuffle = {v: k for k, v in _SHUFFLE.items()}.get(config.get("shuffle", 1), "shuffle")
+            conf = {"cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5)}
+            conf.update(shuffle=shuffle, typesize=dtype.itemsize, blocksize=config.get("blocksize", 0))
+            return {"name": "blosc", "configuration": conf}
+        if name == "zstd":
+            return {"name": "zstd", "configuration": {"level": config.get("level", 3), "checksum": False}}
+        if name == "crc32c":
+            return {"name": "crc32c"}
+        return {"name": name, "configuration": {"level": config.get("level", 5)}}
+    if fmt == "n5":
+        if name in ("gzip", "zlib"):
+            return {"type": "gzip", "level": config.get("level", 6), "useZlib": name == "zlib"}
+        if name == "bz2":
+            return {"type": "bzip2", "blockSize": config.get("level", 9)}
+        if name == "lzma":
+            return {"type": "xz", "preset": config.get("preset", 6)}
+        if name == "lz4":
+            return {"type": "lz4", "blockSize": 65536}
+        if name == "blosc":
+            keep = ("cname", "clevel", "shuffle", "blocksize")
+            return {"type": "blosc", **{k: config[k] for k in keep if k in config}}
+        return {"type": "zstd", "level": config.get("level", 3)}
+    return config
+
+
+def _native(value: Any, fmt: str) -> bool:
+    """Whether ``value`` is already in ``fmt``'s own terms (kept as given: every field survives)."""
+    from .base import Codec
+
+    if fmt == "zarr3":
+        return isinstance(value, Codec) or (isinstance(value, Mapping) and isinstance(value.get("name"), str))
+    if fmt == "zarr2":
+        return isinstance(value, Mapping) and isinstance(value.get("id"), str)
+    return isinstance(value, Mapping) and isinstance(value.get("type"), str)
+
+
+def _parse_native(item: Any, fmt: str, argument: str) -> None:
+    """Parse ``item`` as ``fmt`` will when it writes it; an error names ``argument``."""
+    try:
+        if fmt == "zarr3":
+            from .registry import codec_from_json
+
+            codec_from_json(item)
+        elif fmt == "zarr2":
+            from .zarr2 import numcodec_from_config
+
+            numcodec_from_config(dict(item))
+        else:
+            from .n5 import compression_from_n5_json
+
+            compression_from_n5_json(dict(item))
+    except AltarrError as e:
+        raise _fail(argument, item, e.message, type(e)) from e
+
+
+def compressor_argument(
+    value: Any, fmt: str, dtype: Any, *, argument: str = "compressor", default: Any = "zstd"
+) -> Any:
+    """The ``compressor`` argument of ``create_array`` for format ``fmt`` (``"zarr3"``, ``"zarr2"``,
+    ``"n5"``) from any form of the vocabulary: Zarr v3 codec JSON objects (a list) for Zarr v3, a numcodecs
+    config (or ``None``) for Zarr v2, an N5 compression object (or ``None``) for N5. ``"auto"`` is
+    ``default``. Errors start with ``argument`` (``"compressor"``, ``"compressors"``, ``"--codec"``).
+
+    >>> import numcodecs
+    >>> compressor_argument(numcodecs.Zstd(level=5), "zarr3", "f4")
+    [{'name': 'zstd', 'configuration': {'level': 5, 'checksum': False}}]
+    >>> compressor_argument("blosc:snappy", "zarr2", "f4")
+    Traceback (most recent call last):
+    altarr.errors.UnknownCodecError: compressor='blosc:snappy': blosc has no 'snappy' compressor here (this blosc has ['blosclz', 'lz4', 'lz4hc', 'zlib', 'zstd']) [codec='blosc:snappy']
+    """
+    if fmt not in _WRITES:
+        return value  # a format registered by a user: its own create_array reads its own terms
+    dt = np.dtype(dtype)
+    if isinstance(value, str) and value == "auto":
+        value = default
+    items = list(value) if isinstance(value, Sequence) and not isinstance(value, str | Mapping) else [value]
+    rendered: list[Any] = []
+    for item in items:
+        config = to_numcodecs_config(item, argument)
+        if config is None:
+            continue
+        if _native(item, fmt):  # kept as given: the format's own parser judges it (a registered codec too)
+            if config["id"] in NAMES:
+                _check(config, fmt, argument, item)
+            _parse_native(item, fmt, argument)
+            rendered.append(item)
+        else:
+            _check(config, fmt, argument, item)
+            rendered.append(_render(config, fmt, dt))
+    if fmt == "zarr3":
+        return rendered
+    if len(rendered) > 1:
+        raise _fail(argument, value, f"{fmt} arrays take one compressor, got {len(rendered)}")
+    return rendered[0] if rendered else None
+
+
+def filters_argument(value: Any, fmt: str, *, argument: str = "filters") -> list[dict[str, Any]] | None:
+    """zarr-python's ``filters=`` as the format takes them: numcodecs configs for Zarr v2 (``Delta``,
+    ``FixedScaleOffset``, ... as objects or dicts); no filters (``None``, ``()``, ``"auto"``) elsewhere.
+
+    >>> import numcodecs
+    >>> filters_argument([numcodecs.Delta(dtype="i4")], "zarr2")
+    [{'id': 'delta', 'dtype': '<i4', 'astype': '<i4'}]
+    """
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return None
+    items = [value] if isinstance(value, Mapping) or not isinstance(value, Sequence) else list(value)
+    if not items:
+        return None
+    if fmt != "zarr2":
+        raise _fail(argument, value, "only Zarr v2 arrays take filters here", UnsupportedError)
+    configs = []
+    for item in items:
+        config = to_numcodecs_config(item, argument)
+        if config is None:
+            raise _fail(argument, item, "a filter cannot be 'none'")
+        configs.append(config)
+    return configs
+
+
+def check_serializer(value: Any, fmt: str, *, argument: str = "serializer") -> None:
+    """zarr-python's ``serializer=``: altarr writes Zarr v3 chunks with the little-endian ``bytes`` codec
+    (as zarr-python does by default), so ``"auto"``, ``"bytes"`` and a little-endian (or endian-less)
+    ``BytesCodec`` are accepted; anything else is refused, naming the argument.
+
+    >>> import zarr.codecs
+    >>> check_serializer(zarr.codecs.BytesCodec(), "zarr3")
+    """
+    if value is None or (isinstance(value, str) and value in ("auto", "bytes")):
+        return
+    desc = value.to_dict() if callable(getattr(value, "to_dict", None)) else value
+    if hasattr(desc, "to_json"):
+        desc = desc.to_json()
+    if fmt == "zarr3" and isinstance(desc, Mapping) and desc.get("name") == "bytes":
+        if (desc.get("configuration") or {}).get("endian", "little") in ("little", None):
+            return
+    raise _fail(
+        argument, value, "altarr writes chunks with the little-endian 'bytes' codec only", UnsupportedError
+    )
