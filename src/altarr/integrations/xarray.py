@@ -118,15 +118,21 @@ def _dims_of(ds: Any, phony: str = "dim") -> tuple[str, ...]:
     return tuple(f"{phony}_{d}" for d in range(ds.ndim))
 
 
-def _variable(ds: Any, location: str, phony: str = "dim", dims: tuple[str, ...] | None = None) -> Any:
+def _variable(
+    ds: Any,
+    location: str,
+    phony: str = "dim",
+    dims: tuple[str, ...] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Any:
     """An ``xarray.Variable`` over the dataset ``ds`` found at ``location`` (read lazily through
-    ``altarr.open(location)``: one planned, batched read per xarray selection)."""
+    ``altarr.open(location, **storage_options)``: one planned, batched read per xarray selection)."""
     import altarr as aa
 
     xr = _import_xarray()
     from xarray.core import indexing
 
-    x = aa.open(location)
+    x = aa.open(location, **(storage_options or {}))
     attrs = {k: v for k, v in ds.attrs.asdict().items() if k != "_ARRAY_DIMENSIONS"}
     if ds.format == "zarr2" and ds.fill_value is not None:
         attrs["_FillValue"] = ds.fill_value  # as xarray's zarr engine reads Zarr v2 (masking is CF's)
@@ -157,39 +163,49 @@ def open_altarr_dataset(
     drop_variables: Any = None,
     recursive: bool = False,
     level: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    consolidated: bool | None = None,
 ) -> Any:
     """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable for an
     array, one per child array for a group (``recursive`` also takes arrays of sub-groups, named by their
     paths); for an image pyramid, one level (``level``, default 0) with the physical coordinates of its
-    voxels (see :func:`pyramid_level_dataset`). Nothing is read but metadata."""
+    voxels (see :func:`pyramid_level_dataset`). Nothing is read but metadata. ``storage_options`` go to
+    the store (as xarray's zarr engine takes them); ``consolidated`` is :func:`altarr.open_group`'s
+    (``None``: the consolidated metadata when present, ``True``: required, ``False``: ignored)."""
     import altarr as aa
     from altarr.multiscale import is_multiscale, open_multiscale
 
     xr = _import_xarray()
     location = _join(str(location), (group or "").strip("/"))
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
-    node = _open_node(location)
+    options = dict(storage_options or {})
+    node = _open_node(location, options, consolidated)
     if isinstance(node, aa.Group) and is_multiscale(node):
-        return pyramid_level_dataset(open_multiscale(node), location, level or 0, drop)
+        return pyramid_level_dataset(open_multiscale(node), location, level or 0, drop, options)
     if level is not None:
         raise ValueError(f"level={level} applies to image pyramids; {location} is not one")
     if isinstance(node, aa.Dataset):
         name = location.rstrip("/").rsplit("/", 1)[-1] or "data"
         for suffix in (".zarr", ".n5"):
             name = name.removesuffix(suffix)
-        variables = {} if name in drop else {name: _variable(node, location)}
+        variables = {} if name in drop else {name: _variable(node, location, storage_options=options)}
         return xr.Dataset(variables)
     variables = {}
     for name, child in _arrays(node, "", recursive):
         if name not in drop:
             # arrays of a group without dimension names get their own phony dims (``<name>_dim_0``), so
             # arrays of different shapes do not claim one dimension with two lengths
-            variables[name] = _variable(child, _join(location, name), phony=f"{name}_dim")
+            where = _join(location, name)
+            variables[name] = _variable(child, where, phony=f"{name}_dim", storage_options=options)
     return xr.Dataset(variables, attrs=dict(node.attrs))
 
 
 def pyramid_level_dataset(
-    ms: Any, location: str, level: int, drop: set[str] | frozenset[str] = frozenset()
+    ms: Any,
+    location: str,
+    level: int,
+    drop: set[str] | frozenset[str] = frozenset(),
+    storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Level ``level`` of the pyramid ``ms`` (an :class:`altarr.multiscale.Multiscale` at ``location``) as
     an ``xarray.Dataset``: one variable named after the image, its dimensions the pyramid's axes, and a
@@ -215,22 +231,23 @@ def pyramid_level_dataset(
             coords[axis.name] = xr.Variable(axis.name, lv.coords(d), attrs)
     variables = {}
     if name not in drop:
-        variables[name] = _variable(lv.dataset, _join(location, lv.path), dims=dims)
+        where = _join(location, lv.path)
+        variables[name] = _variable(lv.dataset, where, dims=dims, storage_options=storage_options)
     attrs = {"multiscale_layout": ms.layout, "level": level % len(ms.levels), "levels": len(ms.levels)}
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
-def _open_node(location: str) -> Any:
+def _open_node(location: str, storage_options: dict[str, Any], consolidated: bool | None = None) -> Any:
     import altarr as aa
     from altarr.errors import AltarrError
 
     try:
-        return aa.open_dataset(location)
+        return aa.open_dataset(location, **storage_options)
     except AltarrError as e:
         try:
-            return aa.open_group(location)
-        except AltarrError:
-            raise e from None
+            return aa.open_group(location, consolidated=consolidated, **storage_options)
+        except AltarrError as g:
+            raise (g if consolidated else e) from None  # consolidated=True: say it is missing
 
 
 def _arrays(group: Any, prefix: str, recursive: bool) -> Any:
@@ -254,16 +271,24 @@ def _groups(group: Any, prefix: str) -> Any:
             yield from _groups(child, f"{prefix}{name}/")
 
 
-def open_groups_as_dict(location: str, **kwargs: Any) -> dict[str, Any]:
+def open_groups_as_dict(
+    location: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    consolidated: bool | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """``{"/": Dataset, "/sub": Dataset, ...}`` for every group under ``location`` (what
-    ``xarray.open_datatree`` builds its tree from)."""
+    ``xarray.open_datatree`` builds its tree from); ``storage_options`` and ``consolidated`` as
+    :func:`open_altarr_dataset` takes them."""
     import altarr as aa
 
     location = str(location)
-    root = _open_node(location)
+    options = {"storage_options": storage_options, "consolidated": consolidated}
+    root = _open_node(location, dict(storage_options or {}), consolidated)
     if isinstance(root, aa.Dataset):
-        return {"/": open_altarr_dataset(location, **kwargs)}
+        return {"/": open_altarr_dataset(location, **options, **kwargs)}
     return {
-        "/" + path.rstrip("/"): open_altarr_dataset(_join(location, path.rstrip("/")), **kwargs)
+        "/" + path.rstrip("/"): open_altarr_dataset(_join(location, path.rstrip("/")), **options, **kwargs)
         for path, _ in _groups(root, "")
     }

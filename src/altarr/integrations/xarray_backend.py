@@ -39,6 +39,8 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         "decode_timedelta",
         "group",
         "level",
+        "storage_options",
+        "consolidated",
     )
 
     def open_dataset(  # type: ignore[override]
@@ -54,9 +56,21 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         decode_timedelta: Any = None,
         group: str | None = None,
         level: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+        consolidated: bool | None = None,
     ) -> Any:
+        """The node at ``filename_or_obj`` (``group`` inside it; ``level`` of a pyramid) as an
+        ``xarray.Dataset``, CF-decoded by xarray. ``storage_options`` go to the store (fsspec or obstore
+        options of a URL), as xarray's zarr engine takes them; ``consolidated`` as
+        :func:`altarr.open_group` takes it: ``None`` reads the consolidated metadata when present,
+        ``True`` requires it, ``False`` ignores it."""
         raw = open_altarr_dataset(
-            os.fspath(filename_or_obj), group=group, drop_variables=drop_variables, level=level
+            os.fspath(filename_or_obj),
+            group=group,
+            drop_variables=drop_variables,
+            level=level,
+            storage_options=storage_options,
+            consolidated=consolidated,
         )
         return _decode(
             raw,
@@ -78,7 +92,8 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
     def open_groups_as_dict(self, filename_or_obj: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         drop = kwargs.pop("drop_variables", None)
         kwargs.pop("group", None)
-        groups = open_groups_as_dict(os.fspath(filename_or_obj), drop_variables=drop)
+        where = {k: kwargs.pop(k, None) for k in ("storage_options", "consolidated")}
+        groups = open_groups_as_dict(os.fspath(filename_or_obj), drop_variables=drop, **where)
         return {path: _decode(ds, **kwargs) for path, ds in groups.items()}
 
     def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
