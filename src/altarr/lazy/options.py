@@ -166,13 +166,14 @@ class set_options:  # noqa: N801 - used like a function, as xarray.set_options i
     back on exit. Either way the change is seen by every thread, not only the calling one. Options not
     named keep their values.
 
-    Args:
-        cache_bytes: byte budget of the shared decoded-chunk cache.
-        batch_chunks: chunks per fetch call in streamed reductions, and the least number of chunks per
-            fetch call of a selection too big for the cache (>= 1).
-        max_materialize: largest number of bytes an implicit NumPy conversion may produce; ``None``
-            (the default) for half the memory available at the time (:func:`materialize_limit`).
-        threads: size of every altarr thread pool (>= 1; ``1`` runs on the calling thread).
+    The options (keyword arguments):
+
+    * ``cache_bytes``: byte budget of the shared decoded-chunk cache.
+    * ``batch_chunks``: chunks per fetch call in streamed reductions, and the least number of chunks per
+      fetch call of a selection too big for the cache (>= 1).
+    * ``max_materialize``: largest number of bytes an implicit NumPy conversion may produce; ``None``
+      (the default) for half the memory available at the time (:func:`materialize_limit`).
+    * ``threads``: size of every altarr thread pool (>= 1; ``1`` runs on the calling thread).
 
     Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
 
