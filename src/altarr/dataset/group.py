@@ -28,7 +28,7 @@ from ..formats import detect_format, get_format, open_node
 from ..formats.base import Format, Node, join_key
 from .arguments import new_array_arguments
 from .dataset import Attributes, Dataset
-from .members import Info
+from .members import Info, NodeNames
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -117,7 +117,7 @@ def clear_node(store: Store, prefix: str, overwrite: bool) -> None:
         store.delete_prefix(prefix)
 
 
-class Group:
+class Group(NodeNames):
     """A group node: children are datasets or groups, addressed by ``/``-separated relative paths.
 
     A group opened read-only whose metadata is consolidated (Zarr v3 ``consolidated_metadata`` in its
@@ -151,16 +151,6 @@ class Group:
         if not name:
             raise MetadataError("empty child name", key=self.path)
         return join_key(self.path, name)
-
-    @property
-    def name(self) -> str:
-        """The path from the store's root, with a leading ``/`` (zarr-python's ``name``)."""
-        return "/" + self.path
-
-    @property
-    def basename(self) -> str:
-        """The last part of :attr:`name`."""
-        return self.path.rsplit("/", 1)[-1]
 
     def __getitem__(self, name: str) -> Dataset | Group:
         """The child array or group at ``name`` (a ``/``-separated path below this group); a missing one

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..formats.base import DatasetSpec, Format
     from ..stores.base import Store
 
-__all__ = ["ArrayMembers", "Info", "inner_chain"]
+__all__ = ["ArrayMembers", "NodeNames", "Info", "inner_chain"]
 
 
 def inner_chain(spec: DatasetSpec) -> Any:
@@ -68,7 +68,23 @@ def _size(n: int) -> str:
     return f"{n} ({value:.1f}{unit})" if unit else str(n)
 
 
-class ArrayMembers:
+class NodeNames:
+    """zarr-python's ``name`` and ``basename`` of an array or group at ``path``."""
+
+    path: str
+
+    @property
+    def name(self) -> str:
+        """The path from the store's root, with a leading ``/`` (zarr-python's ``name``)."""
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        """The last part of :attr:`name`."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+class ArrayMembers(NodeNames):
     """zarr-python's array members, computed from the dataset's spec and format."""
 
     store: Store
@@ -86,16 +102,6 @@ class ArrayMembers:
 
     def stored_chunks(self) -> Iterator[tuple[int, ...]]:  # pragma: no cover - Dataset defines it
         raise NotImplementedError
-
-    @property
-    def name(self) -> str:
-        """The path from the store's root, with a leading ``/`` (zarr-python's ``name``)."""
-        return "/" + self.path
-
-    @property
-    def basename(self) -> str:
-        """The last part of :attr:`name`."""
-        return self.path.rsplit("/", 1)[-1]
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
