@@ -253,6 +253,8 @@ def test_group_members_match_zarr_python_on_the_same_calls(tmp_path):
     assert sorted(ours) == sorted(theirs) and sorted(ours.keys()) == sorted(theirs.keys())
     assert sorted(ours.array_keys()) == sorted(theirs.array_keys()) == ["x"]
     assert sorted(ours.group_keys()) == sorted(theirs.group_keys()) == ["sub"]
+    assert [a.shape for a in ours.array_values()] == [a.shape for a in theirs.array_values()] == [(3,)]
+    assert [g.name for g in ours.group_values()] == [g.name for g in theirs.group_values()] == ["/sub"]
     for depth in (0, 1, None):
         assert sorted(n for n, _ in ours.members(max_depth=depth)) == sorted(
             n for n, _ in theirs.members(max_depth=depth)
@@ -272,6 +274,7 @@ def test_group_members_match_zarr_python_on_the_same_calls(tmp_path):
         assert g.require_group("sub").path.endswith("sub")
         assert g.require_array("x", shape=(3,), dtype="i4").shape == (3,)
         assert g.require_array("new", shape=(5,), dtype="u1").shape == (5,)
+        assert g.require_dataset("new", shape=(5,), dtype="u1").shape == (5,)
         del g["x"]
         assert "x" not in g and len(g) == 2
     with pytest.raises(FileExistsError):

@@ -77,15 +77,13 @@ def _from_string(text: str, argument: str) -> dict[str, Any] | None:
         return None
     if name not in NAMES:
         raise _fail(argument, text, f"unknown codec {parts[0]!r}; use {_GRAMMAR}", UnknownCodecError)
-    config: dict[str, Any] = {"id": name}
-    if name == "blosc":
-        config.update(cname="lz4", shuffle=1, blocksize=0)
-        if args and not args[0].lstrip("-").isdigit():
-            config["cname"], args = args[0], args[1:]
+    config: dict[str, Any] = {"id": name}  # what is not said is the format's default (see _render)
+    if name == "blosc" and args and not args[0].lstrip("-").isdigit():
+        config["cname"], args = args[0], args[1:]
     if len(args) > 1 or (args and not args[0].lstrip("-").isdigit()):
         raise _fail(argument, text, f"not of the form {_GRAMMAR}", UnknownCodecError)
-    key, _, _, default = NAMES[name]
-    config[key] = int(args[0]) if args else default
+    if args:
+        config[NAMES[name][0]] = int(args[0])
     return config
 
 
@@ -197,8 +195,16 @@ def _check(config: dict[str, Any], fmt: str, argument: str, shown: Any) -> None:
 
 
 def _render(config: dict[str, Any], fmt: str, dtype: np.dtype) -> Any:
-    """``config`` (checked) in ``fmt``'s own terms."""
+    """``config`` (checked) in ``fmt``'s own terms; what it leaves out is the format's default: the levels
+    of :data:`NAMES` and blosc lz4 with byte shuffle for Zarr, Java N5's own defaults for N5."""
     name = config["id"]
+    if fmt == "n5":
+        return _render_n5(config)
+    if name == "blosc":
+        config = {"cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0, **config}
+    elif name in NAMES:
+        key, _, _, default = NAMES[name]
+        config = {**config, key: config.get(key, default)}
     if fmt == "zarr3":
         if name == "blosc":
             shuffle = {v: k for k, v in _SHUFFLE.items()}.get(config.get("shuffle", 1), "shuffle")
@@ -210,20 +216,29 @@ def _render(config: dict[str, Any], fmt: str, dtype: np.dtype) -> Any:
         if name == "crc32c":
             return {"name": "crc32c"}
         return {"name": name, "configuration": {"level": config.get("level", 5)}}
-    if fmt == "n5":
-        if name in ("gzip", "zlib"):
-            return {"type": "gzip", "level": config.get("level", 6), "useZlib": name == "zlib"}
-        if name == "bz2":
-            return {"type": "bzip2", "blockSize": config.get("level", 9)}
-        if name == "lzma":
-            return {"type": "xz", "preset": config.get("preset", 6)}
-        if name == "lz4":
-            return {"type": "lz4", "blockSize": 65536}
-        if name == "blosc":
-            keep = ("cname", "clevel", "shuffle", "blocksize")
-            return {"type": "blosc", **{k: config[k] for k in keep if k in config}}
-        return {"type": "zstd", "level": config.get("level", 3)}
     return config
+
+
+def _render_n5(config: dict[str, Any]) -> dict[str, Any]:
+    """An N5 ``compression`` object; the fields not given keep Java N5's defaults (gzip level 6...)."""
+    name = config["id"]
+    given = {k: v for k, v in config.items() if k != "id"}
+    if name in ("gzip", "zlib"):
+        out: dict[str, Any] = {"type": "gzip", "useZlib": name == "zlib"}
+        return {**out, **({"level": given["level"]} if "level" in given else {})}
+    if name == "bz2":
+        return {"type": "bzip2", **({"blockSize": given["level"]} if "level" in given else {})}
+    if name == "lzma":
+        return {"type": "xz", **({"preset": given["preset"]} if "preset" in given else {})}
+    if name == "lz4":
+        return {"type": "lz4"}
+    if name == "blosc" and given:  # named parts: the rest as the Zarr formats take it (byte shuffle)
+        keep = ("cname", "clevel", "shuffle", "blocksize")
+        full = {"cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0, **given}
+        return {"type": "blosc", **{k: full[k] for k in keep}}
+    if name == "blosc":
+        return {"type": "blosc"}
+    return {"type": "zstd", **({"level": given["level"]} if "level" in given else {})}
 
 
 def _native(value: Any, fmt: str) -> bool:
