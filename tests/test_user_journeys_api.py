@@ -274,13 +274,13 @@ def test_group_members_match_zarr_python_on_the_same_calls(tmp_path):
         assert g.require_group("sub").path.endswith("sub")
         assert g.require_array("x", shape=(3,), dtype="i4").shape == (3,)
         assert g.require_array("new", shape=(5,), dtype="u1").shape == (5,)
-        assert g.require_dataset("new", shape=(5,), dtype="u1").shape == (5,)
         del g["x"]
         assert "x" not in g and len(g) == 2
     with pytest.raises(FileExistsError):
         ours.create_group("sub")
     assert ours.create_group("sub", overwrite=True).nmembers() == 0
     assert ours.get("nope") is None
+    assert ours.require_dataset("new", shape=(5,), dtype="u1").shape == (5,)  # zarr-python: deprecated alias
 
 
 # --- xarray: storage_options= and consolidated= -----------------------------------------------------------
