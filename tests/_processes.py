@@ -7,11 +7,12 @@ import multiprocessing
 from typing import Any
 
 from altarr.errors import StoreError
+from altarr.stores import Range
 
 
 def _read_in_child(store: Any, key: str, queue: Any) -> None:
     try:
-        queue.put(store.get_ranges([(key, 0, 3)]))
+        queue.put(store.get_ranges([(key, Range(0, 3))]))
     except StoreError as e:
         queue.put(str(e))
 

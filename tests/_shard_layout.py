@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from altarr.stores import WHOLE
+
 
 class Layout:
     """Where a stored shard's bytes are (one level of sharding), parsed from the object itself so a test
@@ -12,7 +14,7 @@ class Layout:
     def __init__(self, ds, store, shard):
         access = ds._access
         sc, cps = access.sharding[1], access.grid.per_block(1)
-        obj = bytes(store.get_ranges([(access.key(shard), None, None)])[0])
+        obj = bytes(store.get_ranges([(access.key(shard), WHOLE)])[0])
         index = sc.read_index(obj, cps)
         self.size, self.index = len(obj), sc.index_nbytes(cps)
         self.ranges = {}

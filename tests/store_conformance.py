@@ -80,17 +80,19 @@ class StoreConformance:
         assert all(r is None or type(r) is bytes for r in got)
         assert store.get_range("k", Suffix(3)) == DATA[-3:] and store.get_range("k", Range(2, 4)) == DATA[2:4]
 
-    def test_typed_and_legacy_requests_make_the_same_backend_requests(self, store):
+    def test_typed_requests_merge_into_few_backend_requests(self, store):
         store.set("k", DATA)
         typed = [("k", Range(0, 4)), ("k", Range(100, 104)), ("k", Suffix(8)), ("k", Offset(900))]
-        legacy = [("k", 0, 4), ("k", 100, 104), ("k", -8, None), ("k", 900, None)]
         store.stats.reset()
-        a = store.get_ranges(typed)
-        counts = store.stats.as_dict()
-        store.stats.reset()
-        assert store.get_ranges(legacy) == a == [DATA[:4], DATA[100:104], DATA[-8:], DATA[900:]]
-        assert store.stats.as_dict() == counts
-        assert counts["reads"] == 2  # the ranges and the offset merge into one span; the suffix apart
+        assert store.get_ranges(typed) == [DATA[:4], DATA[100:104], DATA[-8:], DATA[900:]]
+        assert store.stats.reads == 2  # the ranges and the offset merge into one span; the suffix apart
+
+    def test_only_typed_requests_are_taken(self, store):
+        store.set("k", DATA)
+        for bad in [("k", 0, 4), ("k", -8, None), ("k", None, None), ("k", (0, 4)), ("k",)]:
+            with pytest.raises(TypeError, match="a read request is a"):
+                store.get_ranges([bad])
+        assert store.stats.reads == 0
 
     def test_an_empty_suffix_tells_existence(self, store):
         store.set("k", DATA)
@@ -109,41 +111,39 @@ class StoreConformance:
         store.set("k", DATA)
         store.set("empty", b"")
         reqs = [
-            ("k", 0, 10),
-            ("k", 1000, 2000),  # clipped at the end
-            ("k", 5000, 6000),  # entirely past the end
-            ("k", 1024, None),
-            ("k", 1000, None),
-            ("k", -7, None),
-            ("k", -5000, None),  # suffix longer than the object: the whole object
-            ("k", 10, 10),  # empty
-            ("k", 30, 20),  # stop before start: empty
-            ("k", 3, -1000),  # negative stop past the start: empty
-            ("k", 100, -900),
-            ("k", -30, -10),
-            ("k", None, None),
-            ("empty", None, None),
-            ("empty", 0, 10),
-            ("empty", -4, None),
-            ("missing", 0, 10),
-            ("missing", -4, None),
-            ("missing", 4, 4),
+            ("k", Range(0, 10)),
+            ("k", Range(1000, 2000)),  # clipped at the end
+            ("k", Range(5000, 6000)),  # entirely past the end
+            ("k", Offset(1024)),
+            ("k", Offset(1000)),
+            ("k", Suffix(7)),
+            ("k", Suffix(5000)),  # suffix longer than the object: the whole object
+            ("k", Range(10, 10)),  # empty
+            ("k", Range(30, 20)),  # stop before start: empty
+            ("k", WHOLE),
+            ("empty", WHOLE),
+            ("empty", Range(0, 10)),
+            ("empty", Suffix(4)),
+            ("missing", Range(0, 10)),
+            ("missing", Suffix(4)),
+            ("missing", Range(4, 4)),
         ]
         got = store.get_ranges(reqs)
-        want = [None if k == "missing" else {"k": DATA, "empty": b""}[k][s:e] for k, s, e in reqs]
+        objects = {"k": DATA, "empty": b""}
+        want = [None if k == "missing" else objects[k][slice(*r.bounds(len(objects[k])))] for k, r in reqs]
         assert got == want
         assert all(r is None or type(r) is bytes for r in got)
 
     def test_empty_range_of_missing_key_is_none(self, store):
         store.set("k", DATA)
-        assert store.get_ranges([("k", 7, 7), ("nope", 7, 7)]) == [b"", None]
+        assert store.get_ranges([("k", Range(7, 7)), ("nope", Range(7, 7))]) == [b"", None]
 
     def test_ten_nearby_ranges_are_one_read(self, store):
         store.set("shard", DATA * 100)
         store.stats.reset()
-        reqs = [("shard", i * 5000, i * 5000 + 100) for i in range(10)]
+        reqs = [("shard", Range(i * 5000, i * 5000 + 100)) for i in range(10)]
         got = store.get_ranges(reqs)
-        assert got == [(DATA * 100)[s:e] for _, s, e in reqs]
+        assert got == [(DATA * 100)[r.start : r.stop] for _, r in reqs]
         assert store.stats.reads == 1
         assert store.stats.bytes_read == 45100  # the merged span
 
@@ -153,34 +153,34 @@ class StoreConformance:
         store.set("big", big)
         store.stats.reset()
         reqs = [
-            ("big", 0, 16),
-            ("big", step, step + 16),
-            ("big", 2 * step, 2 * step + 16),
-            ("big", 3 * step - 10, 3 * step),
+            ("big", Range(0, 16)),
+            ("big", Range(step, step + 16)),
+            ("big", Range(2 * step, 2 * step + 16)),
+            ("big", Range(3 * step - 10, 3 * step)),
         ]
-        assert store.get_ranges(reqs) == [big[s:e] for _, s, e in reqs]
+        assert store.get_ranges(reqs) == [big[r.start : r.stop] for _, r in reqs]
         assert store.stats.reads == 4
         assert store.stats.bytes_read == 16 * 3 + 10
 
     def test_missing_key_is_one_read_and_none(self, store):
-        assert store.get_range("absent", 0, 100) is None
+        assert store.get_range("absent", Range(0, 100)) is None
         assert (store.stats.reads, store.stats.bytes_read) == (1, 0)
 
     def test_suffix_ranges_count(self, store):
         store.set("s", DATA)
         store.stats.reset()
-        got = store.get_ranges([("s", -4, None), ("s", -16, None), ("s", -2000, None)])
+        got = store.get_ranges([("s", Suffix(4)), ("s", Suffix(16)), ("s", Suffix(2000))])
         assert got == [DATA[-4:], DATA[-16:], DATA]
         assert store.stats.reads == 1  # suffixes merge into the longest
         store.stats.reset()
-        assert store.get_ranges([("s", 0, 4), ("s", -4, None)]) == [DATA[:4], DATA[-4:]]
+        assert store.get_ranges([("s", Range(0, 4)), ("s", Suffix(4))]) == [DATA[:4], DATA[-4:]]
         assert store.stats.reads == 2  # a range and a suffix cannot merge
         assert store.stats.size_queries == 0  # served natively
 
     def test_whole_object_absorbs_ranges(self, store):
         store.set("w", DATA)
         store.stats.reset()
-        got = store.get_ranges([("w", 3, 9), ("w", None, None), ("w", -3, None)])
+        got = store.get_ranges([("w", Range(3, 9)), ("w", WHOLE), ("w", Suffix(3))])
         assert got == [DATA[3:9], DATA, DATA[-3:]]
         assert store.stats.reads == 1 and store.stats.bytes_read == len(DATA)
 
@@ -188,7 +188,7 @@ class StoreConformance:
         objs = {f"c/{i}/{j}": os.urandom(50 + i * 7 + j) for i in range(4) for j in range(4)}
         store.set_many(list(objs.items()))
         keys = sorted(objs, reverse=True) + ["c/9/9"]
-        got = store.get_ranges([(k, 1, 20) for k in keys])
+        got = store.get_ranges([(k, Range(1, 20)) for k in keys])
         assert got == [objs[k][1:20] if k in objs else None for k in keys]
         assert store.stats.reads == len(keys)
 
@@ -201,7 +201,10 @@ class StoreConformance:
         for _ in range(24):
             keys = rng.choice(sorted(objs), size=5)
             batches.append(
-                [(str(k), int(s), int(s) + 100) for k, s in zip(keys, rng.integers(0, 3000, 5), strict=True)]
+                [
+                    (str(k), Range(int(s), int(s) + 100))
+                    for k, s in zip(keys, rng.integers(0, 3000, 5), strict=True)
+                ]
             )
 
         def run(batch):
@@ -210,7 +213,7 @@ class StoreConformance:
         with ThreadPoolExecutor(8) as pool:
             results = list(pool.map(run, batches))
         for batch, res in zip(batches, results, strict=True):
-            assert res == [objs[k][s:e] for k, s, e in batch]
+            assert res == [objs[k][r.start : r.stop] for k, r in batch]
         assert store.stats.reads > 0
 
     def test_size_exists_stat(self, store):
@@ -294,7 +297,7 @@ class StoreConformance:
     def test_key_escape_attempts_raise(self, store, bad):
         for call in (
             lambda: store.get(bad),
-            lambda: store.get_ranges([("ok", 0, 1), (bad, 0, 1)]),
+            lambda: store.get_ranges([("ok", Range(0, 1)), (bad, Range(0, 1))]),
             lambda: store.size(bad),
             lambda: store.set(bad, b"x"),
             lambda: store.delete(bad),
@@ -325,7 +328,7 @@ class StoreConformance:
     def test_versioned_reads_match_stat(self, store):
         store.set("v/a", DATA)
         store.set("v/b", b"xyz")
-        reqs = [("v/a", 0, 10), ("v/b", None, None), ("v/a", -5, None), ("v/none", 0, 1)]
+        reqs = [("v/a", Range(0, 10)), ("v/b", WHOLE), ("v/a", Suffix(5)), ("v/none", Range(0, 1))]
         datas, versions = store.get_ranges_versioned(reqs)
         assert datas == [DATA[:10], b"xyz", DATA[-5:], None]
         assert len(versions) == 4 and versions[3] is None
@@ -333,7 +336,7 @@ class StoreConformance:
             assert versions[0] == versions[2] == store.stat("v/a")[1]
             assert versions[1] == store.stat("v/b")[1]
             store.set("v/b", b"XYZ")
-            _, again = store.get_ranges_versioned([("v/b", 0, 1)])
+            _, again = store.get_ranges_versioned([("v/b", Range(0, 1))])
             assert again[0] == store.stat("v/b")[1] != versions[1]
         else:  # fsspec object stores: a version check costs a round trip, none is reported
             assert versions == [None] * 4

@@ -35,7 +35,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "cli.py:copy": "cli",
     "cli.py:pyramid": "cli",
     "dataset/shard_read.py:ShardReader._descend": "lighten",
-    "stores/coalesce.py:plan_reads": "net",
     "lazy/reduce.py:var": "numpy",
     "selection/plan.py:Plan.__init__": "numpy",
     "multiscale/build.py:build_pyramid": "lighten",

@@ -337,11 +337,11 @@ def _check_shard(
 def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: bool) -> None:
     """List (and with ``repair`` remove) the temporary files left by interrupted writes.
 
-    Every store lists and removes its own (:meth:`~altarr.stores.Store.list_temp_files`,
-    :meth:`~altarr.stores.Store.delete_temp_file`): local stores find the files on disk, which their
+    Every store lists and removes its own (:meth:`~altarr.stores.Store.list_temporary`,
+    :meth:`~altarr.stores.Store.remove_temporary`): local stores find the files on disk, which their
     listing hides."""
     try:
-        temps = sorted(store.list_temp_files(prefix))
+        temps = sorted(store.list_temporary(prefix))
     except (AltarrError, OSError) as e:
         report.add(prefix or "/", "read", f"cannot list temporary files: {e}")
         return
@@ -350,8 +350,7 @@ def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: b
         return
     for k in temps:
         try:
-            store.delete_temp_file(k)
-            report.removed.append(k)
+            report.removed.extend(store.remove_temporary([k]))
         except (AltarrError, OSError) as e:
             report.add(k, "read", f"cannot remove the temporary file: {e}")
 

@@ -119,7 +119,7 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(
     what the write stores without the arena."""
     import altarr as aa
     from altarr.dataset import shard_write
-    from altarr.stores import LocalStore, MemoryStore
+    from altarr.stores import WHOLE, LocalStore, MemoryStore
 
     monkeypatch.setattr(shard_write, "WRITE_GROUP_BYTES", 2 * 8 * 16 * 16 * 2)  # 2 shards per group
     data = (np.arange(64 * 64 * 16).reshape(64, 64, 16) % 1013).astype("<u2")
@@ -144,4 +144,4 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(
     keys = sorted(k for k in stores[0].list() if k.startswith("c/"))
     assert len(keys) == 4
     for k in keys:
-        assert stores[0].get_ranges([(k, None, None)]) == stores[1].get_ranges([(k, None, None)])
+        assert stores[0].get_ranges([(k, WHOLE)]) == stores[1].get_ranges([(k, WHOLE)])

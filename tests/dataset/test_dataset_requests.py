@@ -13,7 +13,7 @@ from _shard_layout import Layout
 from altarr.codecs import register_codec
 from altarr.codecs.base import BytesBytesCodec
 from altarr.errors import CodecError
-from altarr.stores import LocalStore
+from altarr.stores import WHOLE, LocalStore
 
 # region reads and writes through the native kernel and the pure-Python path (conftest.py)
 pytestmark = pytest.mark.usefixtures("engine_path")
@@ -141,7 +141,7 @@ def test_exactly_half_a_shard_is_read_whole_and_just_under_half_is_not(store):
     chunks = fill_shard(ds, (0, 0))
     half = int(WHOLE_SHARD_FRACTION * len(chunks))
     assert half == 8
-    shard_bytes = len(store.get_ranges([(ds.chunk_key((0, 0)), None, None)])[0])
+    shard_bytes = len(store.get_ranges([(ds.chunk_key((0, 0)), WHOLE)])[0])
     ds._access.index_cache.clear()
     store.stats.reset()
     got = ds.read_chunks(chunks[:half])
@@ -301,7 +301,7 @@ def test_unsharded_request_counts(store):
     ds = make(store, shards=None)
     wanted = [(0, 0), (3, 4), (7, 7)]
     ds.write_chunks(wanted[:2], [chunk_values(ds, c) for c in wanted[:2]])
-    stored = sum(len(store.get_ranges([(ds.chunk_key(c), None, None)])[0]) for c in wanted[:2])
+    stored = sum(len(store.get_ranges([(ds.chunk_key(c), WHOLE)])[0]) for c in wanted[:2])
     store.stats.reset()
     got = ds.read_chunks(wanted)
     assert store.stats.reads == 3  # one per stored chunk, one that finds the missing one

@@ -22,7 +22,7 @@ import altarr as aa
 from _processes import read_in_fork_and_spawn
 from _s3 import BUCKET, REQUESTS, requests_since, s3_options
 from altarr.errors import StoreError
-from altarr.stores import FsspecStore, ObstoreStore, Range, store_from_url
+from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix, store_from_url
 from altarr.stores.obstore_client import fsspec_to_obstore_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -321,7 +321,7 @@ def test_obstore_batch_requests_are_in_flight_together_up_to_concurrency(tmp_pat
         (tmp_path / f"k{i}").write_bytes(bytes([i]) * (1000 + i))
     with http_server(tmp_path, latency=0.5) as (url, log):  # long enough to overlap on a loaded machine
         store = ObstoreStore(url, **({} if concurrency is None else {"concurrency": concurrency}))
-        got = store.get_ranges([(f"k{i}", None, None) for i in range(9)] + [("missing", None, None)])
+        got = store.get_ranges([(f"k{i}", WHOLE) for i in range(9)] + [("missing", WHOLE)])
         assert got == [bytes([i]) * (1000 + i) for i in range(9)] + [None]
         entries = [e for e in log.entries if e[1] != "/missing"]
         assert len(entries) == 9
@@ -336,7 +336,13 @@ def test_obstore_store_pickles_and_reads_ranges(s3_endpoint):
     s.set("x/y", data)
     t = pickle.loads(pickle.dumps(s))
     got = t.get_ranges(
-        [("x/y", 5, 10), ("x/y", -3, None), ("x/y", 20_000, 20_010), ("x/y", 7, 7), ("q", 0, 1)]
+        [
+            ("x/y", Range(5, 10)),
+            ("x/y", Suffix(3)),
+            ("x/y", Range(20_000, 20_010)),
+            ("x/y", Range(7, 7)),
+            ("q", Range(0, 1)),
+        ]
     )
     assert got == [data[5:10], data[-3:], b"", b"", None]
     assert t.list_dir("x") == (["y"], []) and t.list_dir("") == ([], ["x"])

@@ -16,7 +16,7 @@ import pytest
 import altarr as aa
 from altarr import _threads
 from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
-from altarr.stores import LocalStore
+from altarr.stores import LocalStore, Range
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -77,7 +77,7 @@ def test_local_store_follows_the_policy_unless_given_max_workers(tmp_path):
     with aa.set_options(threads=1):
         assert s.max_workers == 1
         s.set_many([(f"k{i}", bytes([i]) * 10) for i in range(4)])  # inline: no pool involved
-        assert s.get_ranges([(f"k{i}", 0, 2) for i in range(4)]) == [bytes([i]) * 2 for i in range(4)]
+        assert s.get_ranges([(f"k{i}", Range(0, 2)) for i in range(4)]) == [bytes([i]) * 2 for i in range(4)]
     with aa.set_options(threads=3):
         assert s._executor()._max_workers == 3  # resized at its next use
     # pickling keeps "follow the policy" rather than freezing today's size

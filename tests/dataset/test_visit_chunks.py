@@ -10,6 +10,7 @@ import pytest
 
 import altarr as aa
 from altarr.errors import AltarrError
+from altarr.stores import WHOLE
 
 
 def _dataset(store, fmt="zarr3"):
@@ -62,7 +63,7 @@ def test_visit_reports_the_first_error_after_every_row(store):
     assert sorted(seen) == [0, 1, 2]
     # a corrupt shard names its key, like every other read
     key = ds.chunk_key((0, 0))
-    store.set(key, bytes(store.get_ranges([(key, None, None)])[0])[:-9])
+    store.set(key, bytes(store.get_ranges([(key, WHOLE)])[0])[:-9])
     with pytest.raises(AltarrError) as e:
         ds.visit_chunks([(0, 0)], lambda i, a: None)
     assert e.value.key == key

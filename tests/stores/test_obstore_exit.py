@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import altarr as aa
-from altarr.stores import ObstoreStore
+from altarr.stores import ObstoreStore, Range
 
 obstore = pytest.importorskip("obstore")
 _SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -52,7 +52,7 @@ def test_the_store_never_makes_an_async_obstore_call(monkeypatch):
 
     store._get_sync = get
     store.set_many([(f"k{i}", bytes([i]) * 10) for i in range(4)])
-    assert store.get_ranges([(f"k{i}", 0, 3) for i in range(4)]) == [bytes([i]) * 3 for i in range(4)]
+    assert store.get_ranges([(f"k{i}", Range(0, 3)) for i in range(4)]) == [bytes([i]) * 3 for i in range(4)]
     assert store.get("k1") == bytes([1]) * 10 and store.size("k2") == 10
     ds = aa.create_dataset(store, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None)
     ds[0:3] = 7  # a read-modify-write: conditional put

@@ -32,7 +32,7 @@ def test_a_folder_swapped_for_a_symlink_later_cannot_lead_outside(tmp_path):
     os.symlink(outside, root / "arr")  # the long-lived store's folder now leads outside
     for call in (
         lambda: s.get("arr/c/0"),
-        lambda: s.get_ranges([("arr/c/0", 0, 2), ("arr/c/1", None, None)]),
+        lambda: s.get_ranges([("arr/c/0", Range(0, 2)), ("arr/c/1", WHOLE)]),
         lambda: s.size("arr/c/0"),
         lambda: s.stat("arr/c/0"),
         lambda: s.open_reader("arr/c/0"),
@@ -94,7 +94,7 @@ def test_stale_temporary_files_are_listed_and_removed(tmp_path, kind):
     assert sorted(s.list()) == ["a/c/0", "a/c/keep.tmp"]
     stale = s.list_temporary()
     assert stale == ["a/.zarr.json.altarr-lock", "a/c/.0.0123abcd.altarr-tmp"]
-    assert s.list_temp_files("a/c") == ["a/c/.0.0123abcd.altarr-tmp"]  # the name altarr.verify uses
+    assert s.list_temporary("a/c") == ["a/c/.0.0123abcd.altarr-tmp"]
     with pytest.raises(InvalidKeyError):
         s.remove_temporary(["a/c/keep.tmp"])  # never anything but temporary files
     assert s.remove_temporary(stale) == stale

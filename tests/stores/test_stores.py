@@ -16,7 +16,19 @@ import pytest
 # --- a local S3 server: the session's ``s3_endpoint`` fixture (conftest.py) ----------------------------
 from _s3 import BUCKET, s3_options  # noqa: E402
 from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
-from altarr.stores import FsspecStore, LocalStore, MemoryStore, ObstoreStore, Store, ZipStore, store_from_url
+from altarr.stores import (
+    WHOLE,
+    FsspecStore,
+    LocalStore,
+    MemoryStore,
+    ObstoreStore,
+    Offset,
+    Range,
+    Store,
+    Suffix,
+    ZipStore,
+    store_from_url,
+)
 from store_conformance import DATA, StoreConformance
 
 
@@ -110,8 +122,8 @@ class TestZipStore(StoreConformance):
 def test_far_apart_ranges_are_separate_reads(tmp_path):
     store = MemoryStore(coalesce_gap=1000)
     store.set("shard", DATA * 100)
-    reqs = [("shard", i * 20000, i * 20000 + 10) for i in range(5)]
-    assert store.get_ranges(reqs) == [(DATA * 100)[s:e] for _, s, e in reqs]
+    reqs = [("shard", Range(i * 20000, i * 20000 + 10)) for i in range(5)]
+    assert store.get_ranges(reqs) == [(DATA * 100)[r.start : r.stop] for _, r in reqs]
     assert store.stats.reads == 5 and store.stats.bytes_read == 50
 
 
@@ -146,7 +158,7 @@ def test_local_symlink_out_of_root_is_refused(tmp_path):
     s = LocalStore(root)
     for call in (
         lambda: s.get("link"),
-        lambda: s.get_range("link", -3, None),
+        lambda: s.get_range("link", Suffix(3)),
         lambda: s.size("link"),
         lambda: s.stat("link"),
         lambda: s.get("dirlink/secret"),
@@ -166,7 +178,7 @@ def test_local_symlink_inside_root_is_followed(tmp_path):
     s.set("data/real", b"content")
     os.symlink(tmp_path / "data" / "real", tmp_path / "alias")
     assert s.get("alias") == b"content"
-    assert s.get_range("alias", 1, 3) == b"on"
+    assert s.get_range("alias", Range(1, 3)) == b"on"
     assert s.size("alias") == 7
 
 
@@ -246,14 +258,14 @@ def test_local_folder_key_is_no_object_and_reading_it_is_refused(tmp_path):
     s.set("dir/k", b"x")
     for read in (
         lambda: s.get("dir"),
-        lambda: s.get_range("dir", 0, 5),
-        lambda: s.get_range("dir", -2, None),
+        lambda: s.get_range("dir", Range(0, 5)),
+        lambda: s.get_range("dir", Suffix(2)),
     ):
         with pytest.raises(StoreError, match="folder") as info:
             read()
         assert info.value.key == "dir"
     with pytest.raises(StoreError, match="folder"):
-        s.get_ranges_versioned([("dir/k", None, None), ("dir", 0, 1)])
+        s.get_ranges_versioned([("dir/k", WHOLE), ("dir", Range(0, 1))])
     assert s.size("dir") is None and s.stat("dir") is None and not s.exists("dir")
     assert s.delete("dir") is False
     with pytest.raises(StoreError, match="folder"):  # a write never replaces a folder
@@ -264,7 +276,7 @@ def test_local_folder_key_is_no_object_and_reading_it_is_refused(tmp_path):
 def test_local_huge_range_is_clipped(tmp_path):
     s = LocalStore(tmp_path)
     s.set("k", DATA)
-    assert s.get_range("k", 10, 2**62) == DATA[10:]
+    assert s.get_range("k", Range(10, 2**62)) == DATA[10:]
 
 
 def test_local_listing_skips_temp_files(tmp_path):
@@ -279,14 +291,14 @@ def test_local_pool_is_lazy_and_single_requests_run_inline(tmp_path):
     s = LocalStore(tmp_path, max_workers=4)
     s.set_many([("x", b"1")])
     s.get("x")
-    s.get_ranges([("x", 0, 1), ("x", 0, 1)])  # merges into one request
+    s.get_ranges([("x", Range(0, 1)), ("x", Range(0, 1))])  # merges into one request
     assert s._pool is None
     s.set_many([(f"k{i}", bytes([i])) for i in range(8)])
-    assert s.get_ranges([(f"k{i}", None, None) for i in range(8)]) == [bytes([i]) for i in range(8)]
+    assert s.get_ranges([(f"k{i}", WHOLE) for i in range(8)]) == [bytes([i]) for i in range(8)]
     assert s._pool is not None
     s.close()
     assert s._pool is None
-    assert s.get_ranges([("k1", None, None), ("k2", None, None)]) == [b"\x01", b"\x02"]  # pool recreated
+    assert s.get_ranges([("k1", WHOLE), ("k2", WHOLE)]) == [b"\x01", b"\x02"]  # pool recreated
     s.close()
 
 
@@ -294,8 +306,8 @@ def test_local_few_keys_many_ranges_in_parallel(tmp_path):
     s = LocalStore(tmp_path, max_workers=4, coalesce_gap=0)
     big = os.urandom(100_000)
     s.set("shard", big)
-    reqs = [("shard", i * 1000, i * 1000 + 10) for i in range(100)]
-    assert s.get_ranges(reqs) == [big[a:b] for _, a, b in reqs]
+    reqs = [("shard", Range(i * 1000, i * 1000 + 10)) for i in range(100)]
+    assert s.get_ranges(reqs) == [big[r.start : r.stop] for _, r in reqs]
     assert s.stats.reads == 100
     s.close()
 
@@ -318,9 +330,9 @@ def test_fsspec_suffix_without_native_support_counts_both():
     s.set("k", DATA)
     s.set("e", b"")
     s.stats.reset()
-    assert s.get_ranges([("k", -10, None), ("k", -5, -2), ("e", -3, None), ("m", -3, None)]) == [
+    assert s.get_ranges([("k", Suffix(10)), ("k", Suffix(5)), ("e", Suffix(3)), ("m", Suffix(3))]) == [
         DATA[-10:],
-        DATA[-5:-2],
+        DATA[-5:],
         b"",
         None,
     ]
@@ -334,7 +346,7 @@ def test_fsspec_instance_and_path(tmp_path):
     s = FsspecStore(fs, str(tmp_path / "sub"))
     s.set("a/b", b"xyz")  # parent folders created
     assert (tmp_path / "sub" / "a" / "b").read_bytes() == b"xyz"
-    assert s.get_ranges([("a/b", -2, None), ("a/zz", None, None)]) == [b"yz", None]
+    assert s.get_ranges([("a/b", Suffix(2)), ("a/zz", WHOLE)]) == [b"yz", None]
     assert list(s.list()) == ["a/b"]
     assert s.delete("a/b") and not s.delete("a/b")
     with pytest.raises(TypeError):
@@ -367,11 +379,11 @@ def test_zip_write_then_read(tmp_path):
     z = ZipStore(path)
     assert z.read_only
     reqs = [
-        ("arr/c/0", 5, 9),
-        ("arr/c/0", -3, None),
-        ("arr/c/1", 1000, 1010),
-        ("arr/c/1", -2, None),
-        ("no", 0, 1),
+        ("arr/c/0", Range(5, 9)),
+        ("arr/c/0", Suffix(3)),
+        ("arr/c/1", Range(1000, 1010)),
+        ("arr/c/1", Suffix(2)),
+        ("no", Range(0, 1)),
     ]
     assert z.get_ranges(reqs) == [DATA[5:9], DATA[-3:], (DATA * 3)[1000:1010], (DATA * 3)[-2:], None]
     assert z.stats.reads == 5
@@ -458,22 +470,21 @@ def test_random_request_sets_match_slicing(kind, tmp_path):
             f"memory://altarr-tests/{uuid.uuid4().hex}", coalesce_gap=100, max_coalesced_size=1000
         )
     store.set_many(list(objects.items()))
-    bound = st.one_of(st.none(), st.integers(-3500, 3500))
-
-    @st.composite
-    def req(draw):
-        key = draw(st.sampled_from(["a", "b/c", "e", "missing"]))
-        start, stop = draw(bound), draw(bound)
-        if start is not None and start < 0 and stop is not None and stop >= 0:
-            stop = None
-        return key, start, stop
+    bound = st.integers(0, 3500)
+    req = st.tuples(
+        st.sampled_from(["a", "b/c", "e", "missing"]),
+        st.one_of(
+            st.builds(Range, bound, bound), st.builds(Offset, bound), st.builds(Suffix, bound), st.just(WHOLE)
+        ),
+    )
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-    @given(st.lists(req(), max_size=30))
+    @given(st.lists(req, max_size=30))
     def check(reqs):
         store.stats.reset()
         got = store.get_ranges(reqs)
-        assert got == [objects[k][s:e] if k in objects else None for k, s, e in reqs]
+        want = [objects[k][slice(*r.bounds(len(objects[k])))] if k in objects else None for k, r in reqs]
+        assert got == want
         assert store.stats.reads <= len(reqs)
 
     check()
@@ -489,7 +500,7 @@ def test_local_pool_survives_fork(tmp_path):
 
     s = LocalStore(tmp_path, max_workers=2)
     s.set_many([(f"k{i}", bytes([i])) for i in range(4)])
-    assert s.get_ranges([(f"k{i}", None, None) for i in range(4)]) == [bytes([i]) for i in range(4)]
+    assert s.get_ranges([(f"k{i}", WHOLE) for i in range(4)]) == [bytes([i]) for i in range(4)]
     assert s._pool is not None
     _FORKED["store"] = s  # inherited by the child as it is, pool included (not pickled)
     ctx = multiprocessing.get_context("fork")
@@ -509,20 +520,22 @@ def test_local_pool_survives_fork(tmp_path):
 
 def _read_four_in_child(queue):
     store = _FORKED["store"]
-    queue.put(store.get_ranges([(f"k{i}", None, None) for i in range(4)]))
+    queue.put(store.get_ranges([(f"k{i}", WHOLE) for i in range(4)]))
 
 
 def test_local_versioned_reads_in_parallel_paths(tmp_path):
     s = LocalStore(tmp_path, max_workers=3, coalesce_gap=0)
     big = os.urandom(50_000)
     s.set_many([("one", big), ("two", big[::-1])])
-    reqs = [(k, i * 1000, i * 1000 + 10) for i in range(20) for k in ("one", "two")]  # few keys, many ranges
+    reqs = [
+        (k, Range(i * 1000, i * 1000 + 10)) for i in range(20) for k in ("one", "two")
+    ]  # few keys, many ranges
     datas, versions = s.get_ranges_versioned(reqs)
-    assert datas == [(big if k == "one" else big[::-1])[a:b] for k, a, b in reqs]
-    assert versions == [s.stat(k)[1] for k, _, _ in reqs]
+    assert datas == [(big if k == "one" else big[::-1])[r.start : r.stop] for k, r in reqs]
+    assert versions == [s.stat(k)[1] for k, _ in reqs]
     many = [(f"m{i}", bytes([i])) for i in range(10)]
     s.set_many(many)
-    datas, versions = s.get_ranges_versioned([(k, None, None) for k, _ in many] + [("gone", None, None)])
+    datas, versions = s.get_ranges_versioned([(k, WHOLE) for k, _ in many] + [("gone", WHOLE)])
     assert datas == [v for _, v in many] + [None]
     assert versions == [s.stat(k)[1] for k, _ in many] + [None]
     s.close()
@@ -532,10 +545,10 @@ def test_zip_versioned_reads(tmp_path):
     path = tmp_path / "v.zip"
     with ZipStore(path, mode="w") as z:
         z.set("a", b"123")
-        datas, versions = z.get_ranges_versioned([("a", 1, None), ("b", None, None)])
+        datas, versions = z.get_ranges_versioned([("a", Offset(1)), ("b", WHOLE)])
         assert datas == [b"23", None] and versions == [z.stat("a")[1], None]
         z.set("a", b"456")
-        assert z.get_ranges_versioned([("a", None, None)]) == ([b"456"], [z.stat("a")[1]])
+        assert z.get_ranges_versioned([("a", WHOLE)]) == ([b"456"], [z.stat("a")[1]])
         assert z.stat("a")[1] != versions[0]
 
 
@@ -553,15 +566,15 @@ def test_local_file_reader_reads_one_version_and_counts(tmp_path):
     s.stats.reset()
     with s.open_reader("a/k") as r:
         assert r.version == s.stat("a/k")[1]
-        assert (r.read(2, 5), r.read(-3, None), r.read(None, None), r.read(8, 20)) == (
+        assert (r.read(Range(2, 5)), r.read(Suffix(3)), r.read(WHOLE), r.read(Range(8, 20))) == (
             b"234",
             b"789",
             b"0123456789",
             b"89",
         )
         s.set("a/k", b"replaced")  # writers replace the file: the open reader keeps its version
-        assert r.read(0, 4) == b"0123"
+        assert r.read(Range(0, 4)) == b"0123"
     assert s.stats.reads == 5 and s.stats.bytes_read == 3 + 3 + 10 + 2 + 4
     assert r.fd == -1  # closed
     with s.open_reader("a/k") as r2:
-        assert r2.read(0, 8) == b"replaced" and r2.version != r.version
+        assert r2.read(Range(0, 8)) == b"replaced" and r2.version != r.version

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from altarr.stores import FsspecStore
+from altarr.stores import WHOLE, FsspecStore, Range, Suffix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server  # noqa: E402
@@ -60,11 +60,11 @@ def test_http_ranges_suffixes_and_counts(range_server):
     store = FsspecStore(f"{url}/data", read_only=True)
     log.reset()
     reqs = [
-        ("shard", 0, 100),
-        ("shard", 500, 600),
-        ("shard", -64, None),
-        ("shard", -10, None),
-        ("missing", 0, 5),
+        ("shard", Range(0, 100)),
+        ("shard", Range(500, 600)),
+        ("shard", Suffix(64)),
+        ("shard", Suffix(10)),
+        ("missing", Range(0, 5)),
     ]
     assert store.get_ranges(reqs) == [DATA[0:100], DATA[500:600], DATA[-64:], DATA[-10:], None]
     sent = sorted((m, p, r) for m, p, r, _, _ in log.entries)
@@ -78,7 +78,7 @@ def test_http_ranges_suffixes_and_counts(range_server):
 
 def test_http_past_the_end_and_empty(range_server):
     store = FsspecStore(f"{range_server[0]}/data", read_only=True)
-    got = store.get_ranges([("shard", 200_000, 200_010), ("empty", 0, 10), ("empty", None, None)])
+    got = store.get_ranges([("shard", Range(200_000, 200_010)), ("empty", Range(0, 10)), ("empty", WHOLE)])
     assert got == [b"", b"", b""]
     assert store.size("shard") == len(DATA) and store.size("missing") is None
 
@@ -86,6 +86,11 @@ def test_http_past_the_end_and_empty(range_server):
 def test_http_server_ignoring_range_is_sliced_here(plain_server):
     store = FsspecStore(f"{plain_server}/data", read_only=True)
     got = store.get_ranges(
-        [("shard", 10, 20), ("shard", -5, None), ("shard", 90_000, 90_004), ("nope", 0, 1)]
+        [
+            ("shard", Range(10, 20)),
+            ("shard", Suffix(5)),
+            ("shard", Range(90_000, 90_004)),
+            ("nope", Range(0, 1)),
+        ]
     )
     assert got == [DATA[10:20], DATA[-5:], DATA[90_000:90_004], None]

@@ -21,16 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from .base import (
-    DEFAULT_COALESCE_GAP,
-    OpensReaders,
-    RangeRequest,
-    ReadRequest,
-    Store,
-    StoreStats,
-    normalize_key,
-)
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, coalesce_ranges, plan_reads
+from .base import OpensReaders, ReadRequest, Store, StoreStats, normalize_key
 from .fsspec_store import FsspecStore
 from .local import LocalStore
 from .memory import MemoryStore
@@ -42,7 +33,6 @@ from .zip_store import ZipStore
 __all__ = [
     "Store",
     "StoreStats",
-    "RangeRequest",
     "ReadRequest",
     "ByteRequest",
     "WHOLE",
@@ -51,7 +41,6 @@ __all__ = [
     "Offset",
     "Suffix",
     "OpensReaders",
-    "plan_reads",
     "register_scheme",
     "registered_schemes",
     "MemoryStore",
@@ -60,9 +49,5 @@ __all__ = [
     "ObstoreStore",
     "ZipStore",
     "normalize_key",
-    "coalesce_ranges",
-    "CoalescePlan",
     "store_from_url",
-    "DEFAULT_COALESCE_GAP",
-    "DEFAULT_MAX_COALESCED_SIZE",
 ]

@@ -5,16 +5,14 @@ talks to it through the methods of :class:`Store`; the dataset layer never opens
 
 Read requests are typed (:mod:`altarr.stores.ranges`): ``(key, WHOLE)``, ``(key, Range(start, stop))``,
 ``(key, Offset(start))`` and ``(key, Suffix(length))`` (the last ``length`` bytes, or the whole object if
-it is shorter). For backward compatibility the public :meth:`Store.get_ranges`, :meth:`Store.get_range`
-and :meth:`Store.get_ranges_versioned` also take the old ``(key, start, stop)`` triples with Python
-slice meaning (``(key, -n, None)`` a suffix, a negative stop counted from the end); they are converted
-in one place, :func:`~altarr.stores.ranges.normalize_requests`, before anything else sees them.
+it is shorter); their keys and types are checked once, by
+:func:`~altarr.stores.ranges.normalize_requests`, before anything else sees them.
 
 A request for a key that does not exist yields ``None`` in its slot; it never raises. Results of a batch
 come back in request order. A range past the end of an object is clipped like a Python slice; callers
 that need an exact length check it themselves and raise ``CorruptShardError``.
 
-One read path for every store: :meth:`Store.get_ranges` normalizes the batch, merges it
+One read path for every store: :meth:`Store.get_ranges` checks the batch, merges it
 (:func:`~altarr.stores.coalesce.plan_reads`), hands the merged requests to the store's one primitive
 :meth:`Store._fetch`, counts, and cuts each original result back out. A store implements only
 ``_fetch``.
@@ -38,8 +36,6 @@ Example:
     [b'23', b'789', None]
     >>> s.stats.reads  # a range and a suffix of one key cannot merge (the size is unknown): 3 requests
     3
-    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None)])  # the legacy form, converted
-    [b'23', b'789']
 """
 
 from __future__ import annotations
@@ -59,7 +55,6 @@ from .ranges import WHOLE, ByteRequest, ReadRequest, normalize_requests
 __all__ = [
     "Store",
     "StoreStats",
-    "RangeRequest",
     "ReadRequest",
     "Fetched",
     "OpensReaders",
@@ -67,10 +62,6 @@ __all__ = [
     "normalize_key",
     "DEFAULT_COALESCE_GAP",
 ]
-
-#: The legacy request form ``(key, start, stop)`` (see the module docstring); new code uses
-#: :data:`~altarr.stores.ranges.ReadRequest`.
-RangeRequest = tuple[str, int | None, int | None]
 
 
 class Fetched(NamedTuple):
@@ -178,20 +169,20 @@ class Store(ABC):
         self.stats = StoreStats()
 
     # --- reads ----------------------------------------------------------------------------------------
-    def get_ranges(self, requests: Sequence[ReadRequest | RangeRequest]) -> list[bytes | None]:
+    def get_ranges(self, requests: Sequence[ReadRequest]) -> list[bytes | None]:
         """Read many byte ranges (of one or many keys) in one call, concurrently where the backend
         allows, coalescing nearby ranges of one key. Results (``bytes``) in request order; ``None`` for a
-        missing key. Requests are typed pairs or legacy triples (see the module docstring).
+        missing key.
 
-        >>> from altarr.stores import MemoryStore, Offset
+        >>> from altarr.stores import MemoryStore, Offset, Range
         >>> s = MemoryStore(); s.set("k", b"abcdef")
-        >>> s.get_ranges([("k", Offset(4)), ("k", 1, 3)])
+        >>> s.get_ranges([("k", Offset(4)), ("k", Range(1, 3))])
         [b'ef', b'bc']
         """
         return self._read_batch(requests, False)[0]
 
     def get_ranges_versioned(
-        self, requests: Sequence[ReadRequest | RangeRequest]
+        self, requests: Sequence[ReadRequest]
     ) -> tuple[list[bytes | None], list[float | int | str | None]]:
         """:meth:`get_ranges` plus, per request, the version token (as :meth:`stat` gives it) of the object
         the bytes came from, read atomically with them; ``None`` where unknown (stores that do not
@@ -201,7 +192,7 @@ class Store(ABC):
         return datas, versions
 
     def get_ranges_sized(
-        self, requests: Sequence[ReadRequest | RangeRequest]
+        self, requests: Sequence[ReadRequest]
     ) -> tuple[list[bytes | None], list[float | int | str | None], list[int | None]]:
         """:meth:`get_ranges_versioned` plus, per request, the total size in bytes of the object its bytes
         came from, told by the backend with them (no size query, no extra request); ``None`` where the
@@ -216,7 +207,7 @@ class Store(ABC):
         return self._read_batch(requests, True)
 
     def get_ranges_as_ready(
-        self, requests: Sequence[ReadRequest | RangeRequest]
+        self, requests: Sequence[ReadRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
         """:meth:`get_ranges_sized` handed over as the answers arrive, so that a caller works on the first
         while the others are still on the way (the write path rebuilds each shard as it comes). Yields,
@@ -240,32 +231,21 @@ class Store(ABC):
         """The whole object, or ``None`` if the key does not exist."""
         return self.get_ranges([(key, WHOLE)])[0]
 
-    def get_range(self, key: str, start: ByteRequest | int | None, stop: int | None = None) -> bytes | None:
-        """One byte range, or ``None`` if the key does not exist: ``get_range(key, Range(2, 5))``, or the
-        legacy ``get_range(key, start, stop)`` (see the module docstring)."""
-        if start is None or isinstance(start, int):
-            return self.get_ranges([(key, start, stop)])[0]
-        return self.get_ranges([(key, start)])[0]
+    def get_range(self, key: str, request: ByteRequest) -> bytes | None:
+        """One byte request of one key (``get_range(key, Range(2, 5))``), or ``None`` if the key does not
+        exist."""
+        return self.get_ranges([(key, request)])[0]
 
-    def _read_batch(self, requests: Sequence, versioned: bool) -> tuple[list, list, list]:
-        """The one read path: normalize, merge, :meth:`_fetch`, count, split. Returns the data and, with
+    def _read_batch(self, requests: Sequence[ReadRequest], versioned: bool) -> tuple[list, list, list]:
+        """The one read path: check, merge, :meth:`_fetch`, count, split. Returns the data and, with
         ``versioned``, the version and object size per request (else two empty lists)."""
         if not requests:
             return [], [], []
-        typed, cuts = normalize_requests(requests)
-        return self._read_typed(typed, cuts, versioned)
-
-    def _read_typed(
-        self, requests: list[ReadRequest], cuts: list[int | None] | None, versioned: bool
-    ) -> tuple[list, list, list]:
-        """:meth:`_read_batch` after normalization (keys checked, requests typed): a store that must see the
-        batch before it is merged (FsspecStore inside :meth:`exclusive`) overrides this."""
-        return self._read_planned(
-            plan_reads(requests, self.coalesce_gap, self.max_coalesced_size, cuts), versioned
-        )
+        plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
+        return self._read_planned(plan, versioned)
 
     def _read_planned(self, plan: CoalescePlan, versioned: bool) -> tuple[list, list, list]:
-        """:meth:`_read_typed` once the requests are merged: fetch, count, split."""
+        """:meth:`_read_batch` once the requests are merged: fetch, count, split."""
         fetched = self._fetch(plan.merged, versioned)
         data = fetched.data
         self.stats.add(
@@ -378,14 +358,6 @@ class Store(ABC):
         """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
         return []
 
-    def list_temp_files(self, prefix: str = "") -> list[str]:
-        """The same as :meth:`list_temporary` (the name ``altarr.verify`` asks for)."""
-        return self.list_temporary(prefix)
-
-    def delete_temp_file(self, key: str) -> bool:
-        """Remove one leftover temporary file (see :meth:`remove_temporary`); whether it was removed."""
-        return bool(self.remove_temporary([key]))
-
     def _require_writable(self, key: str | None, operation: str) -> None:
         """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""
         if self.read_only:
@@ -431,7 +403,7 @@ class ObjectReader(ABC):
         return None
 
     @abstractmethod
-    def read(self, request: Any, stop: int | None = None) -> bytes:
+    def read(self, request: ByteRequest) -> bytes:
         """The bytes of one byte request (see :mod:`altarr.stores.ranges`)."""
 
     @abstractmethod

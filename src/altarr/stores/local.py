@@ -16,7 +16,8 @@ Example:
     >>> import tempfile
     >>> s = LocalStore(tempfile.mkdtemp())
     >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("nope", None, None)])
+    >>> from altarr.stores import WHOLE, Range, Suffix
+    >>> s.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("nope", WHOLE)])
     [b'23', b'789', None]
 """
 
@@ -47,7 +48,7 @@ from .base import (
     normalize_key,
 )
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
-from .ranges import ByteRequest, Range, legacy_bounds, normalize_requests
+from .ranges import ByteRequest, Range, legacy_bounds
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
@@ -154,17 +155,10 @@ class FileReader(ObjectReader):
     def __init__(self, fd: int, key: str, version: str, stats: Any) -> None:
         self.fd, self.key, self.version, self._stats = fd, key, version, stats
 
-    def read(self, request: ByteRequest | int | None, stop: int | None = None) -> bytes:
+    def read(self, request: ByteRequest) -> bytes:
         """The bytes of one byte request (``Range``, ``Offset``, ``Suffix``, ``WHOLE``; fewer at the end
-        of the file). The legacy ``read(start, stop)`` slice form is converted as
-        :meth:`Store.get_ranges` converts it."""
-        cut = None
-        if request is None or isinstance(request, int):
-            ((_, request),), cuts = normalize_requests([(self.key, request, stop)])
-            cut = None if cuts is None else cuts[0]
+        of the file)."""
         data = LocalStore._read_one(self.fd, self.key, request) or b""
-        if cut is not None:
-            data = data[:cut]
         self._stats.add(reads=1, bytes_read=len(data))
         return data
 
@@ -215,7 +209,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
     ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``durable`` (fsync
     each written file and its folder before returning, so a write that returned survives a power loss;
     ``fsync`` is an older name for it), ``coalesce_gap``/``max_coalesced_size`` (request merging, see
-    :func:`~altarr.stores.coalesce.coalesce_ranges`).
+    :func:`~altarr.stores.coalesce.plan_reads`).
 
     The :meth:`stat` version token is ``"<mtime_ns>:<inode>"``: every write replaces the file by a new
     inode, so the token changes even when two writes fall within the file system's timestamp granularity.
@@ -421,8 +415,9 @@ class LocalStore(VersionedReads, OpensReaders, Store):
 
         >>> import tempfile
         >>> s = LocalStore(tempfile.mkdtemp()); s.set("k", b"0123456789")
+        >>> from altarr.stores import Range
         >>> with s.open_reader("k") as r:
-        ...     r.read(2, 5), r.read(8, 10)
+        ...     r.read(Range(2, 5)), r.read(Range(8, 10))
         (b'234', b'89')
         """
         key = normalize_key(key)

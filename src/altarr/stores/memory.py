@@ -1,9 +1,10 @@
 """An in-memory, dict-backed store (thread-safe, counted like the others).
 
 Example:
+    >>> from altarr.stores import Range
     >>> s = MemoryStore()
     >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", 0, 2), ("a/b", 5, 7)])
+    >>> s.get_ranges([("a/b", Range(0, 2)), ("a/b", Range(5, 7))])
     [b'01', b'56']
     >>> s.stats.reads  # the two ranges are 3 bytes apart: one merged request
     1
@@ -38,7 +39,7 @@ class _Shared:
 class MemoryStore(VersionedReads, Store):
     """Objects kept as immutable ``bytes`` in a dict. Reads see a consistent object per key.
 
-    ``coalesce_gap``/``max_coalesced_size`` tune request merging (see :func:`coalesce_ranges`), so request
+    ``coalesce_gap``/``max_coalesced_size`` tune request merging (see :func:`~altarr.stores.coalesce.plan_reads`), so request
     counts match the other stores. The version token of :meth:`stat` is a store-wide write counter.
 
     >>> s = MemoryStore()

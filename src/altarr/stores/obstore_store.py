@@ -59,7 +59,7 @@ from typing import Any
 
 from ..errors import InvalidKeyError, StoreError, WriteConflictError
 from ._util import as_bytes, byte_length, coalesce_gap_for
-from .base import Fetched, RangeRequest, ReadRequest, Store, _one_batch, normalize_key
+from .base import Fetched, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .obstore_client import (
     ABSENT,
@@ -264,15 +264,14 @@ class ObstoreStore(VersionWatch, Store):
         return r[0], version_of(r[1]), size_of(r[1])
 
     def get_ranges_as_ready(
-        self, requests: Sequence[ReadRequest | RangeRequest]
+        self, requests: Sequence[ReadRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
         """Every merged ``GET`` sent now, all in flight together (one round); each answer handed over (as
         zero-copy views of obstore's buffer) as soon as it is in, its version recorded inside
         :meth:`exclusive` on the thread that advances the iterator (the scope is that thread's)."""
         if not requests:
             return iter([])
-        typed, cuts = normalize_requests(requests)
-        plan = plan_reads(typed, self.coalesce_gap, self.max_coalesced_size, cuts)
+        plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
         if len(plan.merged) < 2:  # one request: nothing to overlap (answered as get_ranges_sized does)
             return _one_batch(*self._read_planned(plan, True))
         pool = request_threads(self.concurrency)

@@ -9,10 +9,9 @@ types:
 * :class:`Offset` ``(start)`` - from ``start`` to the end;
 * :class:`Suffix` ``(length)`` - the last ``length`` bytes (the whole object if it is shorter).
 
-Every bound is a non-negative integer: no sign carries a meaning. The old ``(key, start, stop)`` form
-with Python slice meaning (a negative start is a suffix, a negative stop counts from the end) is still
-accepted by the public read calls; :func:`normalize_requests` is the one place that converts it (see
-:meth:`altarr.stores.Store.get_ranges`). Nothing below that point looks at a sign.
+Every bound is a non-negative integer: no sign carries a meaning. :func:`normalize_requests` checks a
+batch's keys and request types once, where the public read calls take it (see
+:meth:`altarr.stores.Store.get_ranges`).
 
 Example:
     >>> from altarr.stores import MemoryStore
@@ -29,7 +28,6 @@ from collections.abc import Sequence
 from operator import index as _index
 from typing import Union
 
-from ..errors import InvalidKeyError
 from .keys import normalize_key
 
 __all__ = [
@@ -40,7 +38,6 @@ __all__ = [
     "Suffix",
     "WHOLE",
     "Whole",
-    "byte_request",
     "legacy_bounds",
     "normalize_requests",
 ]
@@ -169,88 +166,33 @@ ReadRequest = tuple[str, ByteRequest]
 _TYPES = (Whole, Range, Offset, Suffix)
 
 
-def _bound(v: object, key: str, req: tuple) -> int:
-    try:
-        return _index(v)
-    except TypeError:
-        raise InvalidKeyError(
-            f"byte range bounds must be integers or None, got {type(v).__name__}", key=key, byte_range=req
-        ) from None
+def normalize_requests(requests: Sequence[ReadRequest]) -> list[ReadRequest]:
+    """Check every key (:func:`~altarr.stores.keys.normalize_key`) and request type of a batch: each
+    request is a ``(key, ByteRequest)`` pair.
 
-
-def byte_request(key: str, start: int | None, stop: int | None) -> tuple[ByteRequest, int | None]:
-    """The typed request for the legacy slice bounds ``(start, stop)`` of ``key``, and the number of bytes
-    to cut off the end of its result afterwards (``None``: nothing), for a negative ``stop``.
-
-    This is the only code that gives a sign a meaning: a negative ``start`` is a :class:`Suffix`, a
-    negative ``stop`` a cut at the end. A negative start with a non-negative stop cannot be served
-    without knowing the object's size and raises :class:`~altarr.errors.InvalidKeyError`.
-
-    >>> byte_request("k", -3, None), byte_request("k", 5, -2), byte_request("k", None, None)
-    ((Suffix(3), None), (Offset(5), -2), (WHOLE, None))
-    """
-    if type(start) is int and type(stop) is int and 0 < start <= stop:
-        return Range(start, stop), None  # the common case first
-    if start is not None and type(start) is not int:
-        start = _bound(start, key, (start, stop))
-    if stop is not None and type(stop) is not int:
-        stop = _bound(stop, key, (start, stop))
-    cut = None
-    if stop is not None and stop < 0:
-        cut, stop = stop, None
-    if start is None or start == 0:
-        if stop is None:
-            return WHOLE, cut
-        return Range(0, stop), None
-    if start < 0:
-        if stop is not None:
-            raise InvalidKeyError(
-                "a negative (suffix) start needs a stop that is None or negative",
-                key=key,
-                byte_range=(start, stop),
-            )
-        return Suffix(-start), cut
-    if stop is None:
-        return Offset(start), cut
-    return Range(start, stop if stop > start else start), None
-
-
-def normalize_requests(requests: Sequence) -> tuple[list[ReadRequest], list[int | None] | None]:
-    """Check every key and turn each request into a typed :data:`ReadRequest`: ``(key, ByteRequest)``
-    pairs pass through, legacy ``(key, start, stop)`` triples are converted by :func:`byte_request`.
-    Also returns, for legacy requests with a negative stop, the cut per request (else ``None``).
-
-    >>> normalize_requests([("a//b", Range(0, 4)), ("c", -2, None)])
-    ([('a/b', Range(0, 4)), ('c', Suffix(2))], None)
+    >>> normalize_requests([("a//b", Range(0, 4)), ("c", Suffix(2))])
+    [('a/b', Range(0, 4)), ('c', Suffix(2))]
+    >>> normalize_requests([("c", -2, None)])
+    Traceback (most recent call last):
+    TypeError: a read request is a (key, WHOLE | Range | Offset | Suffix) pair, got ('c', -2, None)
     """
     out: list[ReadRequest] = []
     append = out.append
-    cuts: list[int | None] | None = None
     keys: dict[str, str] = {}  # a batch names few keys many times: check each once
-    for i, r in enumerate(requests):
+    for r in requests:
+        if len(r) != 2 or type(r[1]) not in _TYPES:
+            raise TypeError(f"a read request is a (key, WHOLE | Range | Offset | Suffix) pair, got {r!r}")
         key = r[0]
         nkey = keys.get(key) if type(key) is str else None
         if nkey is None:
             nkey = keys[key] = normalize_key(key)
-        if len(r) == 2:
-            req = r[1]
-            if type(req) not in _TYPES:
-                raise TypeError(f"expected a byte request (WHOLE, Range, Offset, Suffix), got {req!r}")
-            append((nkey, req))
-            continue
-        _, start, stop = r
-        req, cut = byte_request(key, start, stop)
-        append((nkey, req))
-        if cut is not None:
-            if cuts is None:
-                cuts = [None] * len(requests)
-            cuts[i] = cut
-    return out, cuts
+        append((nkey, r[1]))
+    return out
 
 
 def legacy_bounds(req: ByteRequest) -> tuple[int | None, int | None]:
-    """``req`` as legacy ``(start, stop)`` slice bounds, for display (an error's ``byte_range``, the
-    legacy view of a coalescing plan); nothing reads a request back from them.
+    """``req`` as ``(start, stop)`` slice bounds, as an error's ``byte_range`` shows them (a suffix as
+    ``(-length, None)``) and fsspec's ``cat_ranges`` takes them; nothing reads a request back from them.
 
     >>> legacy_bounds(Range(2, 5)), legacy_bounds(Offset(4)), legacy_bounds(Suffix(3)), legacy_bounds(WHOLE)
     ((2, 5), (4, None), (-3, None), (None, None))

@@ -29,8 +29,9 @@ Example:
     >>> path = os.path.join(tempfile.mkdtemp(), "data.zip")
     >>> with ZipStore(path, mode="w") as z:
     ...     z.set("a/b", b"0123456789")
+    >>> from altarr.stores import WHOLE, Range, Suffix
     >>> z = ZipStore(path)
-    >>> z.get_ranges([("a/b", 2, 4), ("a/b", -3, None), ("nope", None, None)])
+    >>> z.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("nope", WHOLE)])
     [b'23', b'789', None]
     >>> z.close()
 """
