@@ -23,7 +23,6 @@ LONG_MODULES: dict[str, str] = {
     "lazy/array.py": "numpy",
     "lazy/reduce.py": "numpy",
     "selection/plan.py": "numpy",
-    "stores/local.py": "net",
     "codecs/n5.py": "lighten",
     "formats/zarr3.py": "lighten",
     "dataset/buffer.py": "stream",

@@ -79,7 +79,7 @@ def _checked_range(key: str, chunk: Chunk, start: int, length: int, d: Any) -> m
 @dataclass(frozen=True)
 class ChunkRange:
     """Where a chunk's bytes are in its shard, for a read deferred to the decode task, and the open file
-    (a :class:`~altarr.stores.local.FileReader`) to read them from."""
+    (a :class:`~altarr.stores.local_files.FileReader`) to read them from."""
 
     chunk: Chunk
     start: int

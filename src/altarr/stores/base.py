@@ -429,7 +429,7 @@ class OpensReaders(ABC):
     """Mixin (a declared capability) of stores that hand out an open object for many ranged reads of one
     key, all from one version of it: ``open_reader(key)`` returns ``None`` for a missing key, else an
     object with ``version``, ``read(ByteRequest)``, ``read_into(start, buffer)``, ``count_reads`` and
-    ``close()`` (see :class:`~altarr.stores.local.FileReader`). Callers test ``isinstance(store,
+    ``close()`` (see :class:`~altarr.stores.local_files.FileReader`). Callers test ``isinstance(store,
     OpensReaders)``."""
 
     @abstractmethod

@@ -494,7 +494,7 @@ class FsspecStore(Store):
         if self._local is None:
             return False
         from .filelock import LOCK_SUFFIX
-        from .local import TEMP_SUFFIX
+        from .local_files import TEMP_SUFFIX
 
         name = key.rpartition("/")[2]
         return name.startswith(".") and name.endswith((TEMP_SUFFIX, LOCK_SUFFIX))

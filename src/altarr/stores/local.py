@@ -31,7 +31,6 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from typing import Any
 
 from .._threads import get_threads
 from ..errors import InvalidKeyError, StoreError
@@ -40,7 +39,6 @@ from ._util import as_byte_view
 from .base import (
     DEFAULT_COALESCE_GAP,
     Fetched,
-    ObjectReader,
     OpensReaders,
     ReadRequest,
     Store,
@@ -48,160 +46,26 @@ from .base import (
     normalize_key,
 )
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
-from .ranges import ByteRequest, Range, legacy_bounds
+from .local_files import (
+    TEMP_FLAGS,
+    TEMP_SUFFIX,
+    FileReader,
+    file_version,
+    fstat_of,
+    oserror_message,
+    read_one,
+    require_file,
+    version_and_size,
+    write_all,
+    writev_all,
+)
+from .local_paths import RootedPaths
+from .ranges import ByteRequest
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
-#: Temporary files of in-flight writes end with this suffix; listings skip them.
-TEMP_SUFFIX = ".altarr-tmp"
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC
-# Where the kernel tells the path of an open descriptor (Linux); elsewhere the check falls back to
-# ``realpath`` before the open.
-_PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
-# Bounded reads longer than this are clipped to the file size first (one fstat), so a request such as
-# (key, 0, 2**62) does not allocate its nominal length.
-_CLIP_ABOVE = 1 << 20
-
-
-def _oserror_message(what: str, e: OSError) -> str:
-    return f"{what} failed: {e.strerror or e}"
-
-
-def _pread_all(fd: int, n: int, offset: int) -> bytes:
-    """Up to ``n`` bytes at ``offset`` (fewer only at end of file)."""
-    data = os.pread(fd, n, offset)
-    if len(data) == n or not data:
-        return data
-    parts = [data]
-    got = len(data)
-    while got < n:
-        chunk = os.pread(fd, n - got, offset + got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-def _read_fd(fd: int, req: ByteRequest) -> bytes | None:
-    """One byte request on an open descriptor.
-
-    A descriptor of a folder (the key names a folder where an object is read) raises
-    ``IsADirectoryError``, as reading a folder does on a local file system: a dataset whose chunk or
-    shard key is a folder must fail loudly, not read as missing (fill values)."""
-    if type(req) is Range:
-        n = req.stop - req.start
-        if 0 < n <= _CLIP_ABOVE:
-            return os.pread(fd, n, req.start)  # a folder: IsADirectoryError
-    st = os.fstat(fd)
-    _require_file(st)
-    off, end = req.bounds(st.st_size)
-    if end <= off:
-        return b""
-    return _pread_all(fd, end - off, off)
-
-
-def _require_file(st: os.stat_result) -> None:
-    """Refuse a folder (or another non-regular file) where an object is read."""
-    if _stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, "the key names a folder, not an object")
-    if not _stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EINVAL, "the key names a special file, not an object")
-
-
-def _version(st: os.stat_result) -> str:
-    """The version token of a file: every write replaces the file by a new inode, so this changes even
-    when two writes fall within the file system's timestamp granularity."""
-    return f"{st.st_mtime_ns}:{st.st_ino}"
-
-
-def _version_and_size(st: os.stat_result) -> tuple[str, int]:
-    """What a versioned read reports of the file it read: its version token and its size."""
-    return _version(st), st.st_size
-
-
-def _write_all(fd: int, mv: memoryview) -> None:
-    off, n = 0, mv.nbytes
-    while off < n:
-        off += os.write(fd, mv[off:])
-
-
-def _writev_all(fd: int, parts: list[memoryview]) -> None:
-    """Write ``parts`` back to back with as few ``writev`` calls as the OS allows (no joined copy)."""
-    parts = [p for p in parts if p.nbytes]
-    while parts:
-        n = os.writev(fd, parts[:1024])  # IOV_MAX
-        while parts and n >= parts[0].nbytes:
-            n -= parts[0].nbytes
-            parts.pop(0)
-        if n:
-            parts[0] = parts[0][n:]
-
-
-class FileReader(ObjectReader):
-    """An open file of a :class:`LocalStore` for ranged reads (see :meth:`LocalStore.open_reader`).
-
-    ``version`` is the file's version token (as :meth:`LocalStore.stat` gives it) taken from the open
-    descriptor. :meth:`read` is safe to call from several threads at once (``pread``); each call counts
-    as one read in the store's stats."""
-
-    __slots__ = ("fd", "key", "version", "_stats")
-
-    def __init__(self, fd: int, key: str, version: str, stats: Any) -> None:
-        self.fd, self.key, self.version, self._stats = fd, key, version, stats
-
-    def read(self, request: ByteRequest) -> bytes:
-        """The bytes of one byte request (``Range``, ``Offset``, ``Suffix``, ``WHOLE``; fewer at the end
-        of the file)."""
-        data = LocalStore._read_one(self.fd, self.key, request) or b""
-        self._stats.add(reads=1, bytes_read=len(data))
-        return data
-
-    def read_into(self, start: int, buffer: Any) -> int:
-        """Read ``len(buffer)`` bytes at ``start`` into the writable ``buffer`` (no allocation: callers
-        reuse one buffer per thread); returns how many bytes were read (fewer only at end of file)."""
-        mv = memoryview(buffer).cast("B")
-        got, n = 0, mv.nbytes
-        try:
-            while got < n:
-                k = os.preadv(self.fd, [mv[got:]], start + got)
-                if k <= 0:
-                    break
-                got += k
-        except OSError as e:
-            raise StoreError(
-                _oserror_message("reading", e), key=self.key, byte_range=(start, start + n)
-            ) from e
-        self._stats.add(reads=1, bytes_read=got)
-        return got
-
-    @property
-    def size(self) -> int | None:
-        """The size of the open file (one ``fstat``, no counted request)."""
-        if self.fd < 0:
-            return None
-        try:
-            return os.fstat(self.fd).st_size
-        except OSError:
-            return None
-
-    def count_reads(self, reads: int, nbytes: int) -> None:
-        """Count ``reads`` ranged reads of ``nbytes`` in all that were made on :attr:`fd` directly (the
-        native kernel reads chunk ranges itself), as :meth:`read_into` counts its own."""
-        self._stats.add(reads=reads, bytes_read=nbytes)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class LocalStore(VersionedReads, OpensReaders, Store):
+class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
     """Files under a root directory. See the module docstring.
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
@@ -237,8 +101,8 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         coalesce_gap: int = DEFAULT_COALESCE_GAP,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
     ) -> None:
-        super().__init__()
-        self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+        Store.__init__(self)
+        RootedPaths.__init__(self, root)
         self.read_only = bool(read_only)
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
@@ -246,9 +110,6 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         self.durable = bool(durable if fsync is None else fsync)
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
-        self._root_sep = self.root.rstrip(os.sep) + os.sep
-        self._real_root = os.path.realpath(self.root)
-        self._real_root_sep = self._real_root.rstrip(os.sep) + os.sep
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_size = 0
@@ -277,133 +138,6 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         }
         return (_rebuild, (self.root, kwargs))
 
-    # --- paths and safety -----------------------------------------------------------------------------
-    def _fspath(self, key: str) -> str:
-        if not key:
-            return self.root
-        if os.sep != "/":  # pragma: no cover - Windows
-            key = key.replace("/", os.sep)
-        return self._root_sep + key
-
-    def _inside(self, real: str) -> bool:
-        return real == self._real_root or real.startswith(self._real_root_sep)
-
-    def _check_inside(self, path: str, key: str) -> None:
-        if not self._inside(os.path.realpath(path)):
-            raise InvalidKeyError(
-                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
-            )
-
-    def _check_fd(self, fd: int, path: str, key: str) -> None:
-        """Check that the open ``fd`` (opened from ``path``) lies inside the root; closes it if not.
-
-        Where the kernel names an open descriptor's path (``/proc/self/fd``) the check is on what was
-        opened, so no swap between a check and the open can fool it; elsewhere ``realpath``."""
-        real = None
-        if _PROC_FD is not None:
-            try:
-                real = os.readlink(_PROC_FD + str(fd))
-            except OSError:  # pragma: no cover - /proc unmounted meanwhile
-                real = None
-        if real is None:  # pragma: no cover - non-Linux
-            real = os.path.realpath(path)
-        if not self._inside(real):
-            os.close(fd)
-            raise InvalidKeyError(
-                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
-            )
-
-    def _parent_fd(self, key: str, create: bool = False) -> int | None:
-        """The folder holding ``key``, open and checked to lie inside the root (at this use: nothing is
-        cached, so a folder replaced by a symlink later is caught); ``None`` if it does not exist and
-        ``create`` is false. Operations on the object then go relative to it (``dir_fd``)."""
-        parent_key = key.rpartition("/")[0]
-        path = self._fspath(parent_key)
-        try:
-            dfd = os.open(path, _DIR_FLAGS)
-        except (FileNotFoundError, NotADirectoryError):
-            if not create:
-                return None
-            return self._make_dirs(parent_key, key)
-        except OSError as e:
-            raise StoreError(_oserror_message(f"opening folder {path!r}", e), key=key) from e
-        self._check_fd(dfd, path, key)
-        return dfd
-
-    def _make_dirs(self, parent_key: str, key: str) -> int:
-        """Create the folders of ``parent_key`` one at a time, each checked before going into it (a
-        symlink leading outside is refused before anything is created there); returns the last one."""
-        try:
-            os.makedirs(self.root, exist_ok=True)
-            dfd = os.open(self.root, _DIR_FLAGS)
-        except OSError as e:
-            raise StoreError(_oserror_message(f"creating folder {self.root!r}", e), key=key) from e
-        self._check_fd(dfd, self.root, key)
-        path = self.root
-        for part in parent_key.split("/") if parent_key else ():
-            path = os.path.join(path, part)
-            try:
-                try:
-                    os.mkdir(part, dir_fd=dfd)
-                except FileExistsError:
-                    pass
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=dfd)
-            except OSError as e:
-                os.close(dfd)
-                raise StoreError(_oserror_message(f"creating folder {path!r}", e), key=key) from e
-            os.close(dfd)
-            dfd = nfd
-            self._check_fd(dfd, path, key)
-        return dfd
-
-    def _open(self, key: str) -> int | None:
-        """A read descriptor for ``key``, or ``None`` if it does not exist."""
-        dfd = self._parent_fd(key)
-        if dfd is None:
-            return None
-        name = key.rpartition("/")[2]
-        try:
-            try:
-                return os.open(name, _READ_FLAGS, dir_fd=dfd)
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            except OSError as e:
-                if e.errno != errno.ELOOP:
-                    raise StoreError(_oserror_message("opening", e), key=key) from e
-            # The last component is a symlink: follow it only if what it opens lies inside the root.
-            try:
-                fd = os.open(name, _READ_FLAGS & ~_O_NOFOLLOW, dir_fd=dfd)
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            except OSError as e:
-                raise StoreError(_oserror_message("opening", e), key=key) from e
-            self._check_fd(fd, self._fspath(key), key)
-            return fd
-        finally:
-            os.close(dfd)
-
-    def _lstat(self, key: str) -> os.stat_result | None:
-        dfd = self._parent_fd(key)
-        if dfd is None:
-            return None
-        try:
-            st = os.stat(key.rpartition("/")[2], dir_fd=dfd, follow_symlinks=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as e:
-            raise StoreError(_oserror_message("stat", e), key=key) from e
-        finally:
-            os.close(dfd)
-        if _stat.S_ISLNK(st.st_mode):  # a symlink: follow it only inside the root
-            fd = self._open(key)
-            if fd is None:
-                return None
-            try:
-                st = self._fstat(fd, key)
-            finally:
-                os.close(fd)
-        return st if _stat.S_ISREG(st.st_mode) else None
-
     def open_reader(self, key: str) -> FileReader | None:
         """One open file to read many ranges of ``key`` from (``None`` if it does not exist;
         :class:`~altarr.errors.StoreError` naming the key if it is a folder).
@@ -425,15 +159,15 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         if fd is None:
             return None
         try:
-            st = self._fstat(fd, key)
-            _require_file(st)
+            st = fstat_of(fd, key)
+            require_file(st)
         except OSError as e:
             os.close(fd)
-            raise StoreError(_oserror_message("opening", e), key=key) from e
+            raise StoreError(oserror_message("opening", e), key=key) from e
         except BaseException:
             os.close(fd)
             raise
-        return FileReader(fd, key, _version(st), self.stats)
+        return FileReader(fd, key, file_version(st), self.stats)
 
     # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:
@@ -465,30 +199,13 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             return
         try:
             if versions is not None:
-                token = _version_and_size(self._fstat(fd, key))
+                token = version_and_size(fstat_of(fd, key))
                 for m, _ in items:
                     versions[m] = token
             for m, req in items:
-                results[m] = self._read_one(fd, key, req)
+                results[m] = read_one(fd, key, req)
         finally:
             os.close(fd)
-
-    @staticmethod
-    def _fstat(fd: int, key: str) -> os.stat_result:
-        try:
-            return os.fstat(fd)
-        except OSError as e:  # pragma: no cover - fstat of an open descriptor does not fail in practice
-            raise StoreError(_oserror_message("fstat", e), key=key) from e
-
-    @staticmethod
-    def _read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
-        try:
-            return _read_fd(fd, req)
-        except IsADirectoryError as e:
-            msg = "reading failed: the key names a folder, not an object"
-            raise StoreError(msg, key=key, byte_range=legacy_bounds(req)) from e
-        except OSError as e:
-            raise StoreError(_oserror_message("reading", e), key=key, byte_range=legacy_bounds(req)) from e
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         """The merged requests, and with ``versioned`` the version token (as :meth:`stat` gives it) and
@@ -546,7 +263,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             for key, items in groups.items():
                 fd = fds[key] = self._open(key)
                 if fd is not None and versions is not None:
-                    token = _version_and_size(self._fstat(fd, key))
+                    token = version_and_size(fstat_of(fd, key))
                     for m, _ in items:
                         versions[m] = token
             work = [(fds[key], key, m, req) for key, items in groups.items() for m, req in items]
@@ -567,7 +284,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
 
     def _read_run(self, run: list, results: list) -> None:
         for fd, key, m, req in run:
-            results[m] = None if fd is None else self._read_one(fd, key, req)
+            results[m] = None if fd is None else read_one(fd, key, req)
 
     def size(self, key: str) -> int | None:
         key = normalize_key(key)
@@ -579,7 +296,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         key = normalize_key(key)
         self.stats.add(size_queries=1)
         st = self._lstat(key)
-        return None if st is None else (st.st_size, _version(st))
+        return None if st is None else (st.st_size, file_version(st))
 
     # --- writes ---------------------------------------------------------------------------------------
     #: How concurrent read-modify-writes of one object are kept from losing updates: an OS lock held
@@ -602,23 +319,23 @@ class LocalStore(VersionedReads, OpensReaders, Store):
             fd = None
             for attempt in range(3):
                 try:
-                    fd = os.open(tmp, _TEMP_FLAGS, 0o666, dir_fd=dfd)
+                    fd = os.open(tmp, TEMP_FLAGS, 0o666, dir_fd=dfd)
                     break
                 except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
                     if attempt == 2:
-                        raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+                        raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
                     os.close(dfd)
                     dfd = self._parent_fd(key, create=True)
                     assert dfd is not None
                 except OSError as e:
-                    raise StoreError(_oserror_message("creating a temporary file", e), key=key) from e
+                    raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
             assert fd is not None
             try:
                 try:
                     if len(mvs) == 1:
-                        _write_all(fd, mvs[0])
+                        write_all(fd, mvs[0])
                     else:
-                        _writev_all(fd, mvs)
+                        writev_all(fd, mvs)
                     if self.durable:
                         os.fsync(fd)
                 finally:
@@ -632,7 +349,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                 if isinstance(e, IsADirectoryError):  # rename never replaces a folder: say so
                     raise StoreError("writing failed: the key names a folder, not an object", key=key) from e
                 if isinstance(e, OSError):
-                    raise StoreError(_oserror_message("writing", e), key=key) from e
+                    raise StoreError(oserror_message("writing", e), key=key) from e
                 raise
             if self.durable:
                 self._fsync_dir(dfd, key)
@@ -645,7 +362,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         try:
             os.fsync(dfd)
         except OSError as e:  # pragma: no cover - depends on the file system
-            raise StoreError(_oserror_message("fsync of the folder", e), key=key) from e
+            raise StoreError(oserror_message("fsync of the folder", e), key=key) from e
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
         """Write many objects concurrently on the store's thread pool (each write atomic)."""
@@ -679,7 +396,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                         return False
                 except OSError:
                     pass
-            raise StoreError(_oserror_message("deleting", e), key=key) from e
+            raise StoreError(oserror_message("deleting", e), key=key) from e
         finally:
             os.close(dfd)
         self._prune(key)
@@ -729,7 +446,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                     fd = filelock.acquire(dfd, name)
                 except OSError as e:
                     os.close(dfd)
-                    raise StoreError(_oserror_message("locking", e), key=key) from e
+                    raise StoreError(oserror_message("locking", e), key=key) from e
                 except BaseException:
                     os.close(dfd)
                     raise
@@ -798,7 +515,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
                         continue
                     filelock.release(dfd, obj, fd)
             except OSError as e:
-                raise StoreError(_oserror_message("removing a temporary file", e), key=key) from e
+                raise StoreError(oserror_message("removing a temporary file", e), key=key) from e
             finally:
                 os.close(dfd)
             removed.append(key)
@@ -813,13 +530,6 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         return list(self._executor().map(self.delete, keys))
 
     # --- listing --------------------------------------------------------------------------------------
-    def _folder(self, prefix: str) -> tuple[str, str]:
-        prefix = normalize_key(prefix)
-        top = self._fspath(prefix)
-        if prefix:
-            self._check_inside(top, prefix)
-        return prefix, top
-
     def list(self, prefix: str = "") -> Iterator[str]:
         prefix, top = self._folder(prefix)
         self.stats.add(lists=1)
@@ -828,7 +538,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
     def _walk(self, prefix: str, top: str) -> Iterator[str]:
         def onerror(e: OSError) -> None:
             if not isinstance(e, FileNotFoundError | NotADirectoryError):
-                raise StoreError(_oserror_message("listing", e), key=prefix or None) from e
+                raise StoreError(oserror_message("listing", e), key=prefix or None) from e
 
         n = len(top) + 1
         for dirpath, dirnames, filenames in os.walk(top, onerror=onerror):
@@ -857,7 +567,7 @@ class LocalStore(VersionedReads, OpensReaders, Store):
         except (FileNotFoundError, NotADirectoryError):
             return [], []
         except OSError as e:
-            raise StoreError(_oserror_message("listing", e), key=prefix or None) from e
+            raise StoreError(oserror_message("listing", e), key=prefix or None) from e
         return sorted(keys), sorted(dirs)
 
     def with_read_only(self) -> LocalStore:

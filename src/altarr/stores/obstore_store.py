@@ -52,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
@@ -74,7 +75,6 @@ from .obstore_client import (
     version_of,
 )
 from .ranges import ByteRequest, Offset, Range, Suffix, Whole, legacy_bounds, normalize_requests
-from .watch import VersionWatch, WatchScope
 
 __all__ = ["ObstoreStore"]
 
@@ -86,7 +86,17 @@ __all__ = ["ObstoreStore"]
 _CONDITIONAL_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "memory")
 
 
-class ObstoreStore(VersionWatch, Store):
+class _Scope(threading.local):
+    """One thread's read-modify-write inside :meth:`ObstoreStore.exclusive`: the keys watched and the
+    versions their reads saw, ``None`` outside one. Class defaults, so that asking outside a scope raises
+    nothing inside (a ``getattr`` default on a bare ``threading.local`` raised and caught an
+    ``AttributeError`` on each of a read's requests)."""
+
+    keys: set[str] | None = None
+    versions: dict[str, Any] | None = None
+
+
+class ObstoreStore(Store):
     """A store rooted at an object-store or HTTP URL, read and written through obstore.
 
     Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
@@ -139,7 +149,7 @@ class ObstoreStore(VersionWatch, Store):
         self._rm_reports_missing = url.startswith("memory://")
         #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
-        self._scope = WatchScope()
+        self._scope = _Scope()
 
     @property
     def _store(self) -> Any:
@@ -159,19 +169,17 @@ class ObstoreStore(VersionWatch, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"ObstoreStore({self.url!r}{ro})"
 
+    def _kwargs(self) -> dict[str, Any]:
+        """The keywords this store was made with (tuning and storage options)."""
+        tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
+        return {**tuning, "concurrency": self.concurrency, **self.storage_options}
+
     def __reduce__(self):
-        kwargs = {
-            "coalesce_gap": self.coalesce_gap,
-            "max_coalesced_size": self.max_coalesced_size,
-            "concurrency": self.concurrency,
-            **self.storage_options,
-        }
-        return (_rebuild, (self.url, self.read_only, kwargs))
+        return (_rebuild, (self.url, self.read_only, self._kwargs()))
 
     def with_read_only(self) -> ObstoreStore:
         """A read-only store over the same URL."""
-        kwargs = {"coalesce_gap": self.coalesce_gap, "concurrency": self.concurrency}
-        return _rebuild(self.url, True, {**self.storage_options, **kwargs})
+        return _rebuild(self.url, True, self._kwargs())
 
     def _fail(self, what: str, key: str | None, e: BaseException, byte_range=None) -> StoreError:
         return StoreError(
@@ -393,8 +401,20 @@ class ObstoreStore(VersionWatch, Store):
         if self.concurrent_writes != "conditional" or self.read_only or self._watched() is not None:
             yield
             return
-        with self._watching(keys):
+        self._scope.keys, self._scope.versions = {normalize_key(k) for k in keys}, {}
+        try:
             yield
+        finally:
+            self._scope.keys = self._scope.versions = None
+
+    def _watched(self) -> set[str] | None:
+        """The keys of this thread's read-modify-write (:meth:`exclusive`), ``None`` outside one."""
+        return self._scope.keys
+
+    def _recorded(self) -> dict[str, Any]:
+        """The versions this thread's read-modify-write recorded (a new empty dict outside one)."""
+        versions = self._scope.versions
+        return {} if versions is None else versions
 
     def _record(self, keys: Sequence[str], outcomes: Sequence[Any]) -> None:
         """Record the versions that reads of watched keys saw (``(data, meta)`` or an exception per key).

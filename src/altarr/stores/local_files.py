@@ -1,0 +1,210 @@
+"""The file side of :class:`~altarr.stores.LocalStore`: positional reads and writes on open descriptors,
+version tokens of files, and :class:`FileReader`, the open file the engine reads a shard's chunks from.
+
+Example:
+    >>> import os, pathlib, tempfile
+    >>> from altarr.stores import Range, Suffix
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "k"); path.write_bytes(b"0123456789")
+    10
+    >>> fd = os.open(path, os.O_RDONLY)
+    >>> read_one(fd, "k", Range(2, 5)), read_one(fd, "k", Suffix(3))
+    (b'234', b'789')
+    >>> os.close(fd)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as _stat
+from typing import Any
+
+from ..errors import StoreError
+from .base import ObjectReader
+from .ranges import ByteRequest, Range, legacy_bounds
+
+__all__ = [
+    "DIR_FLAGS",
+    "O_NOFOLLOW",
+    "PROC_FD",
+    "READ_FLAGS",
+    "TEMP_FLAGS",
+    "TEMP_SUFFIX",
+    "FileReader",
+    "file_version",
+    "fstat_of",
+    "oserror_message",
+    "read_one",
+    "require_file",
+    "version_and_size",
+    "write_all",
+    "writev_all",
+]
+
+#: Temporary files of in-flight writes end with this suffix; listings skip them.
+TEMP_SUFFIX = ".altarr-tmp"
+
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
+TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC
+# Where the kernel tells the path of an open descriptor (Linux); elsewhere the check falls back to
+# ``realpath`` before the open.
+PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
+# Bounded reads longer than this are clipped to the file size first (one fstat), so a request such as
+# (key, 0, 2**62) does not allocate its nominal length.
+_CLIP_ABOVE = 1 << 20
+
+
+def oserror_message(what: str, e: OSError) -> str:
+    return f"{what} failed: {e.strerror or e}"
+
+
+def _pread_all(fd: int, n: int, offset: int) -> bytes:
+    """Up to ``n`` bytes at ``offset`` (fewer only at end of file)."""
+    data = os.pread(fd, n, offset)
+    if len(data) == n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n:
+        chunk = os.pread(fd, n - got, offset + got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _read_fd(fd: int, req: ByteRequest) -> bytes | None:
+    """One byte request on an open descriptor.
+
+    A descriptor of a folder (the key names a folder where an object is read) raises
+    ``IsADirectoryError``, as reading a folder does on a local file system: a dataset whose chunk or
+    shard key is a folder must fail loudly, not read as missing (fill values)."""
+    if type(req) is Range:
+        n = req.stop - req.start
+        if 0 < n <= _CLIP_ABOVE:
+            return os.pread(fd, n, req.start)  # a folder: IsADirectoryError
+    st = os.fstat(fd)
+    require_file(st)
+    off, end = req.bounds(st.st_size)
+    if end <= off:
+        return b""
+    return _pread_all(fd, end - off, off)
+
+
+def require_file(st: os.stat_result) -> None:
+    """Refuse a folder (or another non-regular file) where an object is read."""
+    if _stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "the key names a folder, not an object")
+    if not _stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "the key names a special file, not an object")
+
+
+def file_version(st: os.stat_result) -> str:
+    """The version token of a file: every write replaces the file by a new inode, so this changes even
+    when two writes fall within the file system's timestamp granularity."""
+    return f"{st.st_mtime_ns}:{st.st_ino}"
+
+
+def version_and_size(st: os.stat_result) -> tuple[str, int]:
+    """What a versioned read reports of the file it read: its version token and its size."""
+    return file_version(st), st.st_size
+
+
+def write_all(fd: int, mv: memoryview) -> None:
+    off, n = 0, mv.nbytes
+    while off < n:
+        off += os.write(fd, mv[off:])
+
+
+def writev_all(fd: int, parts: list[memoryview]) -> None:
+    """Write ``parts`` back to back with as few ``writev`` calls as the OS allows (no joined copy)."""
+    parts = [p for p in parts if p.nbytes]
+    while parts:
+        n = os.writev(fd, parts[:1024])  # IOV_MAX
+        while parts and n >= parts[0].nbytes:
+            n -= parts[0].nbytes
+            parts.pop(0)
+        if n:
+            parts[0] = parts[0][n:]
+
+
+def fstat_of(fd: int, key: str) -> os.stat_result:
+    """``os.fstat`` of an open descriptor of ``key``, as a :class:`~altarr.errors.StoreError` naming it."""
+    try:
+        return os.fstat(fd)
+    except OSError as e:  # pragma: no cover - fstat of an open descriptor does not fail in practice
+        raise StoreError(oserror_message("fstat", e), key=key) from e
+
+
+def read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
+    """One byte request on an open descriptor of ``key``; a folder or a failed read is a
+    :class:`~altarr.errors.StoreError` naming the key and the range."""
+    try:
+        return _read_fd(fd, req)
+    except IsADirectoryError as e:
+        msg = "reading failed: the key names a folder, not an object"
+        raise StoreError(msg, key=key, byte_range=legacy_bounds(req)) from e
+    except OSError as e:
+        raise StoreError(oserror_message("reading", e), key=key, byte_range=legacy_bounds(req)) from e
+
+
+class FileReader(ObjectReader):
+    """An open file of a :class:`LocalStore` for ranged reads (see :meth:`LocalStore.open_reader`).
+
+    ``version`` is the file's version token (as :meth:`LocalStore.stat` gives it) taken from the open
+    descriptor. :meth:`read` is safe to call from several threads at once (``pread``); each call counts
+    as one read in the store's stats."""
+
+    __slots__ = ("fd", "key", "version", "_stats")
+
+    def __init__(self, fd: int, key: str, version: str, stats: Any) -> None:
+        self.fd, self.key, self.version, self._stats = fd, key, version, stats
+
+    def read(self, request: ByteRequest) -> bytes:
+        """The bytes of one byte request (``Range``, ``Offset``, ``Suffix``, ``WHOLE``; fewer at the end
+        of the file)."""
+        data = read_one(self.fd, self.key, request) or b""
+        self._stats.add(reads=1, bytes_read=len(data))
+        return data
+
+    def read_into(self, start: int, buffer: Any) -> int:
+        """Read ``len(buffer)`` bytes at ``start`` into the writable ``buffer`` (no allocation: callers
+        reuse one buffer per thread); returns how many bytes were read (fewer only at end of file)."""
+        mv = memoryview(buffer).cast("B")
+        got, n = 0, mv.nbytes
+        try:
+            while got < n:
+                k = os.preadv(self.fd, [mv[got:]], start + got)
+                if k <= 0:
+                    break
+                got += k
+        except OSError as e:
+            raise StoreError(
+                oserror_message("reading", e), key=self.key, byte_range=(start, start + n)
+            ) from e
+        self._stats.add(reads=1, bytes_read=got)
+        return got
+
+    @property
+    def size(self) -> int | None:
+        """The size of the open file (one ``fstat``, no counted request)."""
+        if self.fd < 0:
+            return None
+        try:
+            return os.fstat(self.fd).st_size
+        except OSError:
+            return None
+
+    def count_reads(self, reads: int, nbytes: int) -> None:
+        """Count ``reads`` ranged reads of ``nbytes`` in all that were made on :attr:`fd` directly (the
+        native kernel reads chunk ranges itself), as :meth:`read_into` counts its own."""
+        self._stats.add(reads=reads, bytes_read=nbytes)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

@@ -1,0 +1,168 @@
+"""The paths of :class:`~altarr.stores.LocalStore`, confined to its root at every use: the folder of a key
+is opened and the path of the open folder (``/proc/self/fd``) checked to lie inside the root, then every
+operation on the object is relative to that open folder (``openat``-style, ``O_NOFOLLOW``), so a folder
+swapped for a symlink at any moment cannot lead outside; a symlink as the last component is followed only
+when what was opened lies inside the root. Nothing is cached.
+
+Example:
+    >>> import tempfile
+    >>> paths = RootedPaths(tempfile.mkdtemp())
+    >>> paths._open("a/b") is None, paths._fspath("a/b").endswith("/a/b")
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as _stat
+
+from ..errors import InvalidKeyError, StoreError
+from .keys import normalize_key
+from .local_files import DIR_FLAGS, O_NOFOLLOW, PROC_FD, READ_FLAGS, fstat_of, oserror_message
+
+__all__ = ["RootedPaths"]
+
+
+class RootedPaths:
+    """Mixin of :class:`~altarr.stores.LocalStore`: keys as paths under ``root``, each checked to stay
+    inside it where it is opened (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))
+        self._root_sep = self.root.rstrip(os.sep) + os.sep
+        self._real_root = os.path.realpath(self.root)
+        self._real_root_sep = self._real_root.rstrip(os.sep) + os.sep
+
+    def _fspath(self, key: str) -> str:
+        if not key:
+            return self.root
+        if os.sep != "/":  # pragma: no cover - Windows
+            key = key.replace("/", os.sep)
+        return self._root_sep + key
+
+    def _inside(self, real: str) -> bool:
+        return real == self._real_root or real.startswith(self._real_root_sep)
+
+    def _check_inside(self, path: str, key: str) -> None:
+        if not self._inside(os.path.realpath(path)):
+            raise InvalidKeyError(
+                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
+            )
+
+    def _check_fd(self, fd: int, path: str, key: str) -> None:
+        """Check that the open ``fd`` (opened from ``path``) lies inside the root; closes it if not.
+
+        Where the kernel names an open descriptor's path (``/proc/self/fd``) the check is on what was
+        opened, so no swap between a check and the open can fool it; elsewhere ``realpath``."""
+        real = None
+        if PROC_FD is not None:
+            try:
+                real = os.readlink(PROC_FD + str(fd))
+            except OSError:  # pragma: no cover - /proc unmounted meanwhile
+                real = None
+        if real is None:  # pragma: no cover - non-Linux
+            real = os.path.realpath(path)
+        if not self._inside(real):
+            os.close(fd)
+            raise InvalidKeyError(
+                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
+            )
+
+    def _parent_fd(self, key: str, create: bool = False) -> int | None:
+        """The folder holding ``key``, open and checked to lie inside the root (at this use: nothing is
+        cached, so a folder replaced by a symlink later is caught); ``None`` if it does not exist and
+        ``create`` is false. Operations on the object then go relative to it (``dir_fd``)."""
+        parent_key = key.rpartition("/")[0]
+        path = self._fspath(parent_key)
+        try:
+            dfd = os.open(path, DIR_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            if not create:
+                return None
+            return self._make_dirs(parent_key, key)
+        except OSError as e:
+            raise StoreError(oserror_message(f"opening folder {path!r}", e), key=key) from e
+        self._check_fd(dfd, path, key)
+        return dfd
+
+    def _make_dirs(self, parent_key: str, key: str) -> int:
+        """Create the folders of ``parent_key`` one at a time, each checked before going into it (a
+        symlink leading outside is refused before anything is created there); returns the last one."""
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            dfd = os.open(self.root, DIR_FLAGS)
+        except OSError as e:
+            raise StoreError(oserror_message(f"creating folder {self.root!r}", e), key=key) from e
+        self._check_fd(dfd, self.root, key)
+        path = self.root
+        for part in parent_key.split("/") if parent_key else ():
+            path = os.path.join(path, part)
+            try:
+                try:
+                    os.mkdir(part, dir_fd=dfd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(part, DIR_FLAGS, dir_fd=dfd)
+            except OSError as e:
+                os.close(dfd)
+                raise StoreError(oserror_message(f"creating folder {path!r}", e), key=key) from e
+            os.close(dfd)
+            dfd = nfd
+            self._check_fd(dfd, path, key)
+        return dfd
+
+    def _open(self, key: str) -> int | None:
+        """A read descriptor for ``key``, or ``None`` if it does not exist."""
+        dfd = self._parent_fd(key)
+        if dfd is None:
+            return None
+        name = key.rpartition("/")[2]
+        try:
+            try:
+                return os.open(name, READ_FLAGS, dir_fd=dfd)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise StoreError(oserror_message("opening", e), key=key) from e
+            # The last component is a symlink: follow it only if what it opens lies inside the root.
+            try:
+                fd = os.open(name, READ_FLAGS & ~O_NOFOLLOW, dir_fd=dfd)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as e:
+                raise StoreError(oserror_message("opening", e), key=key) from e
+            self._check_fd(fd, self._fspath(key), key)
+            return fd
+        finally:
+            os.close(dfd)
+
+    def _lstat(self, key: str) -> os.stat_result | None:
+        dfd = self._parent_fd(key)
+        if dfd is None:
+            return None
+        try:
+            st = os.stat(key.rpartition("/")[2], dir_fd=dfd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise StoreError(oserror_message("stat", e), key=key) from e
+        finally:
+            os.close(dfd)
+        if _stat.S_ISLNK(st.st_mode):  # a symlink: follow it only inside the root
+            fd = self._open(key)
+            if fd is None:
+                return None
+            try:
+                st = fstat_of(fd, key)
+            finally:
+                os.close(fd)
+        return st if _stat.S_ISREG(st.st_mode) else None
+
+    def _folder(self, prefix: str) -> tuple[str, str]:
+        prefix = normalize_key(prefix)
+        top = self._fspath(prefix)
+        if prefix:
+            self._check_inside(top, prefix)
+        return prefix, top
