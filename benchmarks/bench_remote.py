@@ -324,23 +324,32 @@ def bench_server(
                     gc.collect()  # the garbage of the previous call is not this one's (see above)
                     t = time.perf_counter()
                     fn()
-                    r["times"].append(time.perf_counter() - t)
-                    r["requests"].append(log.requests())
-                    r["rounds"].append(log.rounds())
-            for name, r in res.items():
-                row: dict[str, Any] = {"server": kind, "latency_ms": lat, "lib": name, "scenario": scen}
-                if "error" in r:
-                    row["error"] = r["error"]
-                else:
-                    row.update(
-                        ms=1000 * statistics.median(r["times"]),
-                        requests=int(statistics.median(r["requests"])),
-                        rounds=int(statistics.median(r["rounds"])),
-                        times_ms=[round(1000 * t, 3) for t in r["times"]],
-                    )
-                rows.append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+                    _record(r, time.perf_counter() - t, log)
+            rows += [_row(kind, lat, name, scen, r) for name, r in res.items()]
     return rows
+
+
+def _record(r: dict[str, Any], seconds: float, log: Any) -> None:
+    """One timed call's time and the requests and rounds the server saw for it."""
+    r["times"].append(seconds)
+    r["requests"].append(log.requests())
+    r["rounds"].append(log.rounds())
+
+
+def _row(kind: str, lat: float, lib: str, scen: str, r: dict[str, Any]) -> dict[str, Any]:
+    """The result row of one library's calls of one scenario (printed to stderr as it is made)."""
+    row: dict[str, Any] = {"server": kind, "latency_ms": lat, "lib": lib, "scenario": scen}
+    if "error" in r:
+        row["error"] = r["error"]
+    else:
+        row.update(
+            ms=1000 * statistics.median(r["times"]),
+            requests=int(statistics.median(r["requests"])),
+            rounds=int(statistics.median(r["rounds"])),
+            times_ms=[round(1000 * t, 3) for t in r["times"]],
+        )
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
 
 
 def paired_ratio(ours: list[float], theirs: list[float], draws: int = 2000) -> tuple[float, float, float]:
@@ -487,19 +496,8 @@ def bench_against(
                 for rep in range(args.repeats):
                     for w in workers if rep % 2 == 0 else workers[::-1]:
                         log.reset()
-                        res[w.name]["times"].append(w.call(scen))
-                        res[w.name]["requests"].append(log.requests())
-                        res[w.name]["rounds"].append(log.rounds())
-                for name, r in res.items():
-                    row = {"server": kind, "latency_ms": lat, "lib": name, "scenario": scen}
-                    row.update(
-                        ms=1000 * statistics.median(r["times"]),
-                        requests=int(statistics.median(r["requests"])),
-                        rounds=int(statistics.median(r["rounds"])),
-                        times_ms=[round(1000 * t, 3) for t in r["times"]],
-                    )
-                    rows.append(row)
-                    print(json.dumps(row), file=sys.stderr, flush=True)
+                        _record(res[w.name], w.call(scen), log)
+                rows += [_row(kind, lat, name, scen, r) for name, r in res.items()]
     finally:
         for w in workers:
             w.close()
