@@ -27,6 +27,8 @@ from .casting import cast_like_setitem
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
 from .members import ArrayMembers
+from .resize import append as _append
+from .resize import resize as _resize
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -302,6 +304,41 @@ class Dataset(ArrayMembers):
         ([3, 4, 5, 6, 7, 8], 2)
         """
         return WriteBuffer(self, max_bytes=max_bytes, on_error=on_error)
+
+    def resize(self, new_shape: Any) -> None:
+        """Change the shape in place (as zarr-python's ``resize``: returns ``None``). Shrinking deletes
+        the stored objects wholly past the new edge and rewrites the shards that straddle it, so values
+        past the edge read as the fill value if the array grows again; growing keeps every value, and the
+        new elements read as the fill value. The metadata is rewritten atomically under its lock (local
+        files) or conditioned on its version (object stores). Open write buffers are written out first.
+        See :mod:`altarr.dataset.resize` for what zarr-python and tensorstore do differently.
+
+        >>> import altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-ds-resize", shape=(4, 4), dtype="u1", chunks=(2, 2))
+        >>> ds[...] = 9
+        >>> ds.resize((3, 5)); ds.shape, ds[...].tolist()
+        ((3, 5), [[9, 9, 9, 9, 0], [9, 9, 9, 9, 0], [9, 9, 9, 9, 0]])
+        """
+        _resize(self, new_shape)
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Append ``data`` along ``axis`` (every other dimension must match) and return the new shape, as
+        zarr-python's ``append``. The rows are reserved first (the stored shape grown under the
+        metadata's lock or condition), then written, so concurrent appenders each get their own rows.
+
+        >>> import numpy as np, altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-ds-append", shape=(0, 3), dtype="i2", chunks=(4, 3))
+        >>> ds.append(np.ones((2, 3))), ds.append([[5, 6, 7]])
+        ((2, 3), (3, 3))
+        >>> ds[2].tolist()
+        [5, 6, 7]
+        """
+        return _append(self, data, axis)
+
+    def _set_spec(self, spec: DatasetSpec) -> None:
+        """Point this handle at a new description of its array (a resize changed the shape)."""
+        self.spec = spec
+        self._access = DatasetAccess(self.store, self.path, spec, **self._access_options)
 
     # --- regions ---------------------------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:

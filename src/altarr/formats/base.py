@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import MetadataError
+from ..errors import MetadataError, UnsupportedError
 
 if TYPE_CHECKING:  # formats may not import the store layer at run time (layering)
     from ..codecs.chain import CodecChain
@@ -119,6 +119,19 @@ class Probe:
     def root_doc(self, name: str) -> Any:
         """The store root's document ``name`` (the node's own when the node is the root)."""
         return self.doc("/" + name) if self.prefix else self.doc(name)
+
+
+#: A new shape for :meth:`Format.resize_array`: the shape, or a function of the stored one giving it.
+NewShape = tuple[int, ...] | Callable[[tuple[int, ...]], tuple[int, ...]]
+
+
+def new_shape(shape: NewShape, stored: tuple[int, ...]) -> list[int]:
+    """The shape :meth:`Format.resize_array` writes, given the ``stored`` one.
+
+    >>> new_shape((4, 5), (2, 2)), new_shape(lambda s: (s[0] + 1, s[1]), (2, 2))
+    ([4, 5], [3, 2])
+    """
+    return list(shape(stored) if callable(shape) else shape)
 
 
 class Format(ABC):
@@ -254,6 +267,16 @@ class Format(ABC):
     @abstractmethod
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write the metadata of ``new`` (its options already checked) at ``key``; return the spec."""
+
+    def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
+        """Rewrite the array metadata at ``prefix`` with ``shape`` (NumPy order; or a function of the
+        stored shape giving it), everything else as stored, and return the specs before and after. The
+        document is read again here, so a caller holding its lock or write condition
+        (:func:`altarr.dataset.locks.run_exclusive`) changes the shape of what is stored now, keeping what
+        other writers changed meanwhile (attributes)."""
+        raise UnsupportedError(
+            f"{self.title} arrays cannot be resized", key=join_key(prefix, self.metadata_key)
+        )
 
     @abstractmethod
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from ._common import (
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
 from .registry import register_format
 
 if TYPE_CHECKING:
@@ -510,6 +510,18 @@ class N5Format(Format):
         spec = parse_n5_attributes(full, key=key, root=not prefix)
         store.set(key, dump_json(full, key=key, compact=True))
         return spec
+
+    def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
+        """``attributes.json`` with new ``dimensions`` (``shape`` in NumPy order, stored reversed; see
+        :meth:`Format.resize_array`), its other keys and user attributes kept."""
+        key = join_key(prefix, ATTRIBUTES_KEY)
+        node, root = self._batch(store, prefix)
+        before = self.spec_from_documents(node, root, prefix)
+        assert node is not None  # spec_from_documents refused a missing document
+        node["dimensions"] = list(check_shape(new_shape(shape, before.shape), key=key, field="shape"))[::-1]
+        after = self.spec_from_documents(node, root, prefix)
+        store.set(key, dump_json(node, key=key, compact=True))
+        return before, after
 
     @staticmethod
     def _check_user_attributes(

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
 from ..stores.ranges import WHOLE
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
-from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
 from .registry import register_format
 
 if TYPE_CHECKING:
@@ -430,6 +430,19 @@ class Zarr2Format(Format):
             items.append((join_key(prefix, ZATTRS), dump_json(attrs, key=join_key(prefix, ZATTRS), indent=4)))
         store.set_many(items)
         return spec
+
+    def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
+        """``.zarray`` with a new ``shape`` (see :meth:`Format.resize_array`); ``.zattrs`` is kept as it
+        is, and a consolidated ``.zmetadata`` above is not updated (as for attribute writes: consolidate
+        again with :func:`consolidate_metadata`)."""
+        key = join_key(prefix, ZARRAY)
+        raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
+        docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
+        before = self.spec_from_documents(docs, prefix)
+        docs[ZARRAY]["shape"] = list(check_shape(new_shape(shape, before.shape), key=key, field="shape"))
+        after = self.spec_from_documents(docs, prefix)
+        store.set(key, dump_json(docs[ZARRAY], key=key, indent=4))
+        return before, after
 
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
         docs = fetch_documents(store, prefix, [ZATTRS, ZARRAY, ZGROUP])

@@ -42,7 +42,7 @@ from ._common import (
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, Node, Probe, join_key
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
 from .registry import register_format
 
 if TYPE_CHECKING:
@@ -607,6 +607,23 @@ class Zarr3Format(Format):
         spec = parse_array_metadata(doc, key=key)  # validates what we are about to write
         store.set(key, dump_json(doc, key=key))
         return spec
+
+    def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
+        """``zarr.json`` with a new ``shape`` (see :meth:`Format.resize_array`).
+
+        >>> from altarr.stores import MemoryStore
+        >>> s = MemoryStore(); f = Zarr3Format()
+        >>> _ = f.create_array(s, "a", shape=(4, 4), dtype="u1", chunks=(2, 2))
+        >>> [spec.shape for spec in f.resize_array(s, "a", (6, 3))]
+        [(4, 4), (6, 3)]
+        """
+        key = join_key(prefix, METADATA_KEY)
+        doc = self._require(store, prefix)
+        before = parse_array_metadata(doc, key=key)
+        doc["shape"] = list(check_shape(new_shape(shape, before.shape), key=key, field="shape"))
+        after = parse_array_metadata(doc, key=key)  # validates what we are about to write
+        store.set(key, dump_json(doc, key=key))
+        return before, after
 
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
         key = join_key(prefix, METADATA_KEY)

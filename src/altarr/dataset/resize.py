@@ -1,0 +1,249 @@
+"""Changing an array's shape: ``ds.resize(shape)`` and ``ds.append(data, axis)``, as zarr-python 3 has
+them (``resize`` returns ``None``, ``append`` the new shape), for Zarr v3, Zarr v2 and N5.
+
+The metadata document is rewritten under its lock or write condition (:func:`~altarr.dataset.locks.
+run_exclusive`): read again, only its shape changed (attributes another writer added meanwhile are kept),
+written atomically (local files: a temporary file renamed over it; object stores: conditioned on the
+version read, retried when another writer got there first).
+
+**Shrinking** deletes the stored objects wholly past the new edge (those the store lists) and rewrites
+each shard that straddles it: its chunks wholly past the edge dropped, its chunks that straddle the edge
+re-encoded at their new clipped size (fill value past the edge). So values past the edge read as the fill
+value after the array grows again. zarr-python 3.1 and tensorstore 0.1 delete only the objects wholly
+past the edge and leave straddling ones as they are, so their old values come back when the array grows
+again (zarr-python documents it); altarr removes them, as a shrink removes data, and as NumPy's
+``ndarray.resize`` fills what grows. Files written either way read the same in all three (altarr reads
+what is stored: a peer's shrink followed by a grow shows the peer's old values in altarr too). The
+metadata goes first: a crash in the middle leaves the smaller shape with values past the edge still
+stored, the state a peer's shrink leaves.
+
+**Growing** rewrites the metadata only: edge chunks were stored padded with the fill value, so the new
+elements read as the fill value and the edge keeps its values. N5 stores edge blocks truncated (their
+size in the block header); those the edge moved away from are rewritten at their new size, padded with
+0, since readers take a block smaller than its place only at the edge (z5py misreads one elsewhere).
+
+**Append** reserves its rows first: the stored shape is read and grown under the document's lock or
+condition, then the data is written into the rows it reserved, so two processes appending at once each
+get their own rows (a handle whose shape is stale appends after what is stored). A crash between the two
+leaves the grown shape with fill values in the rows not written, as zarr-python's append does.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> ds = aa.create_dataset("memory://doc-resize", shape=(2, 3), dtype="i4", chunks=(2, 2))
+    >>> ds[...] = 1
+    >>> ds.append(np.full((1, 3), 2))
+    (3, 3)
+    >>> ds.resize((3, 2)); ds.resize((3, 3)); ds[...].tolist()
+    [[1, 1, 0], [1, 1, 0], [2, 2, 0]]
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from itertools import product
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..formats.base import join_key
+from .grid import NestedGrid
+from .locks import run_exclusive, store_exclusive
+from .shard_write import Merge
+
+if TYPE_CHECKING:
+    from ..formats.base import DatasetSpec
+    from .dataset import Dataset
+    from .layout import Chunk
+
+__all__ = ["append", "resize"]
+
+#: Shards straddling a new edge are rewritten this many per engine call.
+TRIM_BATCH = 64
+
+
+def _checked_shape(shape: Any, ndim: int) -> tuple[int, ...]:
+    """``shape`` as a tuple of ``ndim`` non-negative integers (an integer for a 1-d array), else the
+    ``TypeError``/``ValueError`` NumPy gives."""
+    items = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    out = tuple(operator.index(n) for n in items)
+    if len(out) != ndim:
+        raise ValueError(f"new shape {out} must have {ndim} dimensions, as the array has")
+    if any(n < 0 for n in out):
+        raise ValueError(f"new shape {out} has a negative size")
+    return out
+
+
+def _rewrite_shape(ds: Dataset, shape: Callable[[tuple[int, ...]], tuple[int, ...]]) -> DatasetSpec:
+    """Rewrite the stored metadata with ``shape(stored shape)`` under its lock or write condition, point
+    ``ds`` at the new spec (its open buffers were written out before); returns the spec before."""
+    fmt = ds._format
+    key = _metadata_key(ds)
+    before, after = run_exclusive(ds.store, [key], lambda: fmt.resize_array(ds.store, ds.path, shape))
+    ds._set_spec(after)
+    return before
+
+
+def resize(ds: Dataset, new_shape: Any) -> None:
+    """See :meth:`Dataset.resize <altarr.Dataset.resize>` and the module docstring."""
+    ds._check_writable()
+    shape = _checked_shape(new_shape, ds.ndim)
+    for b in list(ds._buffers):
+        b.flush()
+    before = _rewrite_shape(ds, lambda stored: shape)
+    if any(n < o for n, o in zip(shape, before.shape, strict=True)):
+        _trim(ds, tuple(before.shape), shape)
+    if ds._access.codec.truncates and any(n > o for n, o in zip(shape, before.shape, strict=True)):
+        _widen(ds, tuple(before.shape), shape)
+    for b in list(ds._buffers):
+        b.regrid()
+
+
+def append(ds: Dataset, data: Any, axis: int = 0) -> tuple[int, ...]:
+    """See :meth:`Dataset.append <altarr.Dataset.append>` and the module docstring."""
+    ds._check_writable()
+    values = np.asarray(data)
+    if values.ndim != ds.ndim:
+        raise ValueError(
+            f"data to append has {values.ndim} dimensions, the array {ds.ndim}: all dimensions must match "
+            "except the one appended along"
+        )
+    axis = int(np.lib.array_utils.normalize_axis_index(operator.index(axis), ds.ndim))
+
+    def grown(stored: tuple[int, ...]) -> tuple[int, ...]:
+        other = [d for d in range(ds.ndim) if d != axis and values.shape[d] != stored[d]]
+        if other:
+            raise ValueError(
+                f"shape of data to append {values.shape} does not match the array's {stored} along "
+                f"dimension {other[0]}: all dimensions must match except the one appended along ({axis})"
+            )
+        return tuple(n + values.shape[axis] if d == axis else n for d, n in enumerate(stored))
+
+    if values.shape[axis] == 0:
+        grown(ds.shape)  # the shape check alone
+        return ds.shape
+    for b in list(ds._buffers):
+        b.flush()
+    if ds.store.concurrent_writes == "locked":  # the lock is held over the reservation and the write
+        with store_exclusive(ds.store, [_metadata_key(ds)]):
+            before, after = ds._format.resize_array(ds.store, ds.path, grown)
+            ds._set_spec(after)
+            _write_appended(ds, values, axis, before.shape[axis])
+    else:
+        start = _rewrite_shape(ds, grown).shape[axis]
+        _write_appended(ds, values, axis, start)
+    for b in list(ds._buffers):
+        b.regrid()
+    return ds.shape
+
+
+def _write_appended(ds: Dataset, values: np.ndarray, axis: int, start: int) -> None:
+    """Write the rows an append reserved, ``start`` on along ``axis``. For formats that store edge
+    chunks whole (Zarr), through a handle whose shape reaches the end of the last chunk along ``axis``:
+    its merge of the edge chunk keeps what lies past the reserved rows, where another appender may have
+    written its rows already (a handle clipped at this append's end would store the fill value there)."""
+    end = start + values.shape[axis]
+    target = ds
+    if not ds._access.codec.truncates:
+        c = ds.chunks[axis]
+        shape = tuple(-(-end // c) * c if d == axis else n for d, n in enumerate(ds.shape))
+        target = type(ds)(
+            ds.store, ds.path, replace(ds.spec, shape=shape), ds._format, mode=ds.mode, **ds._access_options
+        )
+    target[tuple(slice(start, end) if d == axis else slice(None) for d in range(ds.ndim))] = values
+
+
+def _metadata_key(ds: Dataset) -> str:
+    return join_key(ds.path, ds._format.metadata_key)
+
+
+# --- shrinking ---------------------------------------------------------------------------------------------
+def _past(old: Sequence[int], new: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Grid positions below ``old`` (blocks per dimension) with some coordinate at or past ``new``: a
+    disjoint union, one box per dimension (earlier dimensions inside ``new``)."""
+    for d in range(len(old)):
+        if new[d] >= old[d]:
+            continue
+        ranges = [
+            range(min(new[i], old[i])) if i < d else range(new[d], old[d]) if i == d else range(old[i])
+            for i in range(len(old))
+        ]
+        yield from product(*ranges)
+
+
+def _trim(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """Remove what lies past the new edge: the objects wholly past it, and the part of each shard (or
+    unsharded chunk) that straddles it."""
+    acc = ds._access
+    grid, layout = acc.grid, acc.layout
+    top = grid.nlevels - 1
+    old_grid = NestedGrid(old_shape, grid.levels)
+    past = [layout.key(p) for p in _past(old_grid.grid_shape(top), grid.grid_shape(top))]
+    if past:
+        stored = set(ds.store.list(ds.path))
+        gone = [k for k in past if k in stored]
+        if gone:
+            ds.store.delete_many(gone)
+    # the last block along each dimension cut inside a block straddles the new edge
+    cut = [d for d in range(ds.ndim) if shape[d] < old_shape[d] and shape[d] % grid.outer[d] and shape[d]]
+    straddling = list(_edge_blocks(grid.grid_shape(top), cut))
+    for i in range(0, len(straddling), TRIM_BATCH):
+        updates: dict[Chunk, Any] = {}
+        for pos in straddling[i : i + TRIM_BATCH]:
+            updates.update(_trim_updates(pos, grid, old_grid, shape))
+        if updates:
+            acc.apply(updates)
+
+
+def _edge_blocks(n: Sequence[int], cut: list[int]) -> Iterator[tuple[int, ...]]:
+    """Grid positions (``n`` blocks per dimension) in the last block along some dimension of ``cut``:
+    a disjoint union, one face per dimension."""
+    for k, d in enumerate(cut):
+        ranges = [range(n[i]) for i in range(len(n))]
+        ranges[d] = range(n[d] - 1, n[d])
+        for e in cut[:k]:  # earlier faces already hold their last block
+            ranges[e] = range(n[e] - 1)
+        yield from product(*ranges)
+
+
+def _trim_updates(
+    pos: Chunk, grid: NestedGrid, old_grid: NestedGrid, shape: tuple[int, ...]
+) -> dict[Chunk, Any]:
+    """For the object at ``pos`` (new grid): its chunks wholly past the new edge dropped (``None``;
+    positions of the old grid, past the new one), its chunks straddling the new edge rewritten as they
+    are (decoded at the old shape, re-encoded at the new: the fill value past the edge)."""
+    top = grid.nlevels - 1
+    updates: dict[Chunk, Any] = {}
+    if top:
+        for c in old_grid.chunks_in(pos, top):
+            if any(ci * n >= s for ci, n, s in zip(c, grid.chunks, shape, strict=True)):
+                updates[c] = None
+    for c in grid.chunks_in(pos, top):
+        if any(s % n and ci == (s - 1) // n for ci, n, s in zip(c, grid.chunks, shape, strict=True)):
+            updates[c] = Merge(_keep)
+    return updates
+
+
+def _widen(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """Rewrite at their new size the chunks a format stores truncated at the array edge (N5) that the
+    edge has moved away from: readers take a block smaller than its place for a block at the edge (z5py
+    misreads one elsewhere)."""
+    grid = ds._access.grid
+    old_n = NestedGrid(old_shape, grid.levels).grid_shape(0)
+    new_n = grid.grid_shape(0)
+    grown = [d for d in range(ds.ndim) if shape[d] > old_shape[d] and old_shape[d] % grid.chunks[d]]
+    inside = [min(o, n) for o, n in zip(old_n, new_n, strict=True)]  # chunks stored before and kept
+    chunks = set()
+    for d in grown:
+        ranges = [range(n) for n in inside]
+        ranges[d] = range(old_n[d] - 1, old_n[d])
+        chunks.update(product(*ranges))
+    todo = sorted(chunks)
+    for i in range(0, len(todo), TRIM_BATCH * 16):
+        ds._access.apply({c: Merge(_keep) for c in todo[i : i + TRIM_BATCH * 16]})
+
+
+def _keep(values: np.ndarray) -> np.ndarray:
+    """A merge that keeps a chunk's values (re-encoded at its new clipped shape)."""
+    return values
