@@ -491,6 +491,21 @@ class ZarrsAdapter(ZarrAdapter):
         return f"{_version('zarrs')} (on zarr {_version('zarr')})"
 
 
+def tensorstore_context() -> Any:
+    """tensorstore's context for a fair comparison: 2 threads for copies and file I/O, no fsync (nobody
+    else syncs), no cache (its default)."""
+    import tensorstore as ts
+
+    return ts.Context(
+        {
+            "cache_pool": {"total_bytes_limit": 0},
+            "data_copy_concurrency": {"limit": THREADS},
+            "file_io_concurrency": {"limit": THREADS},
+            "file_io_sync": False,
+        }
+    )
+
+
 class TensorstoreAdapter(Adapter):
     name = "tensorstore"
     note = "chunk batch: ts.Batch; chunk writes: futures in one ts.Transaction"
@@ -500,14 +515,7 @@ class TensorstoreAdapter(Adapter):
         import tensorstore as ts
 
         self.ts = ts
-        self.ctx = ts.Context(
-            {
-                "cache_pool": {"total_bytes_limit": 0},
-                "data_copy_concurrency": {"limit": THREADS},
-                "file_io_concurrency": {"limit": THREADS},
-                "file_io_sync": False,
-            }
-        )
+        self.ctx = tensorstore_context()
 
     def _codec_json(self) -> dict[str, Any]:
         if self.codec == "zstd":

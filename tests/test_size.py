@@ -25,7 +25,6 @@ LONG_MODULES: dict[str, str] = {
     "selection/plan.py": "numpy",
     "codecs/n5.py": "lighten",
     "formats/zarr3.py": "lighten",
-    "dataset/buffer.py": "stream",
 }
 
 # "module:qualified name" -> owner of its split
