@@ -8,24 +8,31 @@
   nesting level), verifies its checksum, and checks every entry (inside the object's data region, not
   overlapping another entry or the index, no half-empty "sentinel" pairs); then it decodes every chunk,
   which verifies chunk checksums and sizes;
+* counts, per array, the chunks whose stored bytes carry a checksum that decoding verifies (``crc32c``
+  in the chain, zstd's frame checksum, gzip's CRC-32, ...) and the chunks that could only be decoded:
+  a byte flipped inside a chunk without a checksum can decode to wrong values that no check sees;
+* reports an unfinished copy (the journal ``altarr copy`` keeps while it runs) as incomplete;
 * lists the temporary files that interrupted writes left behind (``*.altarr-tmp``), and removes them
   when ``repair=True``.
 
 It never stops at the first problem: each is a :class:`Problem` naming the store key, the kind of
-problem, a message and (where known) the chunk coordinates. Memory stays bounded by one stored object
-(a shard is read whole, then its chunks are decoded one at a time).
+problem, a message and (where known) the chunk coordinates; an error in one stored object is reported
+with its key and the others are still checked. Memory stays bounded by one stored object (a shard is
+read whole, then its chunks are decoded one at a time).
 
 Example:
     >>> import numpy as np, altarr as aa
     >>> ds = aa.create_dataset("memory://doc-verify", shape=(4, 4), dtype="u1", chunks=(2, 2), shards=(4, 4))
     >>> ds[...] = np.arange(16, dtype="u1").reshape(4, 4)
     >>> report = aa.verify("memory://doc-verify")
-    >>> report.ok, report.checked["chunks"]
-    (True, 4)
+    >>> report.ok, report.checked["chunks"], report.arrays[0].by_checksum
+    (True, 4, 4)
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -39,7 +46,7 @@ if TYPE_CHECKING:
     from .dataset.dataset import Dataset
     from .stores.base import Store
 
-__all__ = ["verify", "VerifyReport", "Problem", "TEMP_SUFFIX", "METADATA_NAMES"]
+__all__ = ["verify", "VerifyReport", "Problem", "ArrayCheck", "chunk_checksum", "TEMP_SUFFIX", "METADATA_NAMES"]
 
 #: The suffix of the temporary files a local write creates before its rename (see ``stores/local.py``).
 TEMP_SUFFIX = ".altarr-tmp"
@@ -47,6 +54,10 @@ TEMP_SUFFIX = ".altarr-tmp"
 #: Names of the metadata documents of every format (a folder holding one of them is a node).
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata", "attributes.json")
 _NODE_NAMES = ("zarr.json", ".zarray", ".zgroup", "attributes.json")
+
+#: The journal an unfinished ``altarr copy`` leaves beside the destination's metadata
+#: (:data:`altarr.transfer.JOURNAL`; spelled here so verify needs nothing of the copy machinery).
+COPY_JOURNAL = ".altarr-copy.json"
 
 _EMPTY = 2**64 - 1
 
@@ -58,7 +69,8 @@ class Problem:
     ``kind`` is one of ``"metadata"``, ``"attributes"``, ``"read"``, ``"truncated"``,
     ``"index-checksum"``, ``"index"``, ``"index-bounds"``, ``"index-overlap"``, ``"index-sentinel"``,
     ``"checksum"``, ``"chunk"``, ``"unexpected-key"`` (an object in an array's folder that is none of its
-    chunks or shards), ``"unexpected"`` (an error that is not an ``altarr.errors`` one).
+    chunks or shards), ``"incomplete"`` (an unfinished copy's journal), ``"unexpected"`` (an error that is
+    not an ``altarr.errors`` one).
     """
 
     key: str
@@ -72,15 +84,44 @@ class Problem:
 
 
 @dataclass
+class ArrayCheck:
+    """What :func:`verify` checked of one array: its stored objects and chunks, split into the chunks
+    whose checksum was verified (``by_checksum``, naming the checksums seen in ``checksums``) and those
+    that could only be decoded (``decoded_only``)."""
+
+    path: str
+    format: str
+    objects: int = 0
+    shards: int = 0
+    by_checksum: int = 0
+    decoded_only: int = 0
+    checksums: list[str] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> int:
+        return self.by_checksum + self.decoded_only
+
+    def __str__(self) -> str:
+        names = f" ({', '.join(self.checksums)})" if self.checksums else ""
+        shards = f", {self.shards} shards" if self.shards else ""
+        return (
+            f"{self.path or '/'} ({self.format}{shards}): {self.chunks} chunks, {self.by_checksum} checked "
+            f"by checksum{names}, {self.decoded_only} only by decoding"
+        )
+
+
+@dataclass
 class VerifyReport:
     """What :func:`verify` found. ``ok`` is true when there are no problems (stale temporary files are
-    listed separately and do not count as problems: they are the normal leftovers of killed writers)."""
+    listed separately and do not count as problems: they are the normal leftovers of killed writers).
+    ``arrays`` holds one :class:`ArrayCheck` per array checked."""
 
     path: str
     problems: list[Problem] = field(default_factory=list)
     stale_temp_files: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=lambda: {"metadata": 0, "shards": 0, "chunks": 0})
+    arrays: list[ArrayCheck] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,13 +131,42 @@ class VerifyReport:
         chunk = None if chunk is None else tuple(int(c) for c in chunk)
         self.problems.append(Problem(key, kind, message, chunk))
 
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-able data (what ``altarr verify --json`` prints)."""
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "checked": dict(self.checked),
+            "arrays": [
+                {
+                    "path": a.path or "/",
+                    "format": a.format,
+                    "objects": a.objects,
+                    "shards": a.shards,
+                    "chunks": a.chunks,
+                    "by_checksum": a.by_checksum,
+                    "decoded_only": a.decoded_only,
+                    "checksums": list(a.checksums),
+                }
+                for a in self.arrays
+            ],
+            "problems": [
+                {"key": p.key, "kind": p.kind, "message": p.message, "chunk": p.chunk} for p in self.problems
+            ],
+            "stale_temp_files": list(self.stale_temp_files),
+            "removed": list(self.removed),
+        }
+
     def __str__(self) -> str:
         c = self.checked
+        by_checksum = sum(a.by_checksum for a in self.arrays)
         lines = [
             f"altarr verify {self.path}: {'OK' if self.ok else f'{len(self.problems)} problem(s)'} "
-            f"({c['metadata']} metadata documents, {c['shards']} shards, {c['chunks']} chunks checked)"
+            f"({c['metadata']} metadata documents, {c['shards']} shards, {c['chunks']} chunks checked: "
+            f"{by_checksum} by checksum, {c['chunks'] - by_checksum} only by decoding)"
         ]
         lines += [f"  {p}" for p in self.problems]
+        lines += [f"  {a}" for a in self.arrays]
         if self.stale_temp_files:
             verb = "removed" if self.removed else "found"
             lines.append(f"  {len(self.stale_temp_files)} stale temporary file(s) {verb}:")
@@ -113,8 +183,10 @@ def verify(path_or_url: str | Store, *, repair: bool = False, **storage_options:
 
     >>> import altarr as aa
     >>> _ = aa.create_dataset("memory://doc-verify2", shape=(3,), dtype="f4", chunks=(2,))
-    >>> print(aa.verify("memory://doc-verify2"))
-    altarr verify memory://doc-verify2: OK (1 metadata documents, 0 shards, 0 chunks checked)
+    >>> print(aa.verify("memory://doc-verify2"))  # doctest: +NORMALIZE_WHITESPACE
+    altarr verify memory://doc-verify2: OK (1 metadata documents, 0 shards, 0 chunks checked: 0 by checksum,
+    0 only by decoding)
+      / (zarr3): 0 chunks, 0 checked by checksum, 0 only by decoding
     """
     from .stores import store_from_url
 
@@ -132,6 +204,7 @@ def verify(path_or_url: str | Store, *, repair: bool = False, **storage_options:
         report.add(prefix or "/", "read", f"cannot list the store: {e}")
         return report
     keys = [k for k in keys if not k.endswith(TEMP_SUFFIX)]
+    _check_journals(store, keys, report)
     nodes = _node_prefixes(keys, prefix)
     if not nodes:
         report.add(prefix or "/", "metadata", "no N5, Zarr v2 or Zarr v3 metadata found")
@@ -152,6 +225,28 @@ def _parent(key: str) -> str:
 def _node_prefixes(keys: list[str], prefix: str) -> list[str]:
     found = {_parent(k) for k in keys if k.rpartition("/")[2] in _NODE_NAMES}
     return sorted(p for p in found if not prefix or p == prefix or p.startswith(prefix + "/"))
+
+
+def _check_journals(store: Store, keys: list[str], report: VerifyReport) -> None:
+    """An unfinished copy's journal makes the node it sits in incomplete (a problem: the copy stopped
+    before every value was written, whatever the written objects look like)."""
+    for key in keys:
+        if key.rpartition("/")[2] != COPY_JOURNAL:
+            continue
+        what = "an unfinished copy"
+        try:
+            doc = json.loads(bytes(store.get(key) or b"{}"))
+            done, total = len(doc.get("done", [])), doc.get("units")
+            if isinstance(total, int):
+                what += f": {done} of {total} units written"
+        except (ValueError, TypeError, AttributeError):
+            what += " (its journal is unreadable)"
+        report.add(
+            key,
+            "incomplete",
+            f"{what}; the copy's journal is still there: run the same copy again with --resume "
+            "(resume=True) to finish it",
+        )
 
 
 def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], report: VerifyReport) -> None:
@@ -192,7 +287,9 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
         and k.rpartition("/")[2] not in METADATA_NAMES
         and not any(k.startswith(n + "/") for n in inner)
     }
-    _check_array(ds, data_keys, report)
+    check = ArrayCheck(node, ds.format)
+    report.arrays.append(check)
+    _check_array(ds, data_keys, report, check)
 
 
 # --- arrays -------------------------------------------------------------------------------------------
@@ -202,8 +299,6 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
     Each key is parsed (its integers, in order or reversed, as N5 writes them) and accepted when the
     dataset's own key function gives it back for that position inside the grid: the cost follows the
     stored objects, not the grid (which may be astronomically large and sparse)."""
-    import re
-
     acc = ds._access
     top = acc.grid.nlevels - 1
     grid = acc.grid.grid_shape(top)
@@ -227,14 +322,15 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
     return found, unknown
 
 
-def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport) -> None:
+def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport, check: ArrayCheck) -> None:
     acc = ds._access
     top = acc.grid.nlevels - 1
     found, unknown = _positions(ds, data_keys)
     for key in unknown:
         if key.rpartition("/")[2].startswith("."):
-            continue  # hidden files (.DS_Store, editors' files) are no chunk of any format: not reported
+            continue  # hidden files (.DS_Store, editors' files, a copy's journal) are no chunk: not reported
         report.add(key, "unexpected-key", "an object inside the array that is no chunk or shard of its grid")
+    walker = _Walker(acc, report, check)
     for key, pos in found:
         try:
             data = acc.store.get(key)
@@ -243,94 +339,189 @@ def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport) -> None
             continue
         if data is None:  # removed since the listing
             continue
+        check.objects += 1
         mv = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
-        if top == 0:
-            _check_chunk(acc, mv, pos, key, report)
+        try:
+            if top == 0:
+                walker.chunk(mv, pos, key)
+            else:
+                report.checked["shards"] += 1
+                check.shards += 1
+                walker.shard(mv, top, pos, key)
+        except Exception as e:  # noqa: BLE001 - one object's surprise must not stop the others' checks
+            report.add(key, "unexpected", f"{type(e).__name__}: {e}")
+
+
+class _Walker:
+    """Checks the stored objects of one array: shard indexes level by level, then every chunk."""
+
+    def __init__(self, acc: Any, report: VerifyReport, check: ArrayCheck) -> None:
+        self.acc = acc
+        self.grid = acc.grid
+        self.report = report
+        self.check = check
+        self.chain = acc.codec.chain
+
+    def chunk(self, data: Any, chunk: tuple[int, ...], key: str) -> None:
+        report, check = self.report, self.check
+        report.checked["chunks"] += 1
+        name = chunk_checksum(self.chain, data)
+        if name is None:
+            check.decoded_only += 1
         else:
-            report.checked["shards"] += 1
-            _check_shard(acc, mv, top, pos, key, report)
+            check.by_checksum += 1
+            if name not in check.checksums:
+                check.checksums.append(name)
+        try:
+            self.acc.decode_chunk(data, chunk, key)
+        except ChecksumError as e:
+            report.add(key, "checksum", e.message, chunk)
+        except AltarrError as e:
+            report.add(key, "chunk", e.message, chunk)
+        except Exception as e:  # noqa: BLE001
+            report.add(key, "unexpected", f"{type(e).__name__}: {e}", chunk)
+
+    def _index(self, mv: memoryview, level: int, key: str, where: tuple[int, ...]) -> tuple[Any, int, int]:
+        """The decoded index of a level-``level`` block and its data region, or ``None`` (reported)."""
+        sc = self.acc.sharding[level]
+        cps = self.grid.per_block(level)
+        n_idx = sc.index_nbytes(cps)
+        size = len(mv)
+        if size < n_idx:
+            self.report.add(key, "truncated", f"{size} bytes, shorter than the {n_idx}-byte shard index", where)
+            return None, 0, 0
+        start_index = sc.index_location == "start"
+        raw = mv[:n_idx] if start_index else mv[size - n_idx :]
+        try:
+            index = np.array(sc.index_codecs.decode(raw, (*cps, 2), np.dtype(np.uint64)), dtype=np.uint64)
+        except ChecksumError as e:
+            self.report.add(key, "index-checksum", f"shard index: {e.message}", where)
+            return None, 0, 0
+        except AltarrError as e:
+            self.report.add(key, "index", f"shard index: {e.message}", where)
+            return None, 0, 0
+        lo, hi = (n_idx, size) if start_index else (0, size - n_idx)
+        return index, lo, hi
+
+    def shard(self, mv: memoryview, level: int, pos: tuple[int, ...], key: str) -> None:
+        """Check the level-``level`` block at grid position ``pos`` whose bytes are ``mv``, then its
+        children. Chunks are named by their level-0 coordinates (the first chunk of a child block)."""
+        grid = self.grid
+        index, lo, hi = self._index(mv, level, key, grid.first_chunk(pos, level))
+        if index is None:
+            return
+        cps = grid.per_block(level)
+        first = tuple(p * k for p, k in zip(pos, cps, strict=True))  # level-(level-1) position of entry 0
+        inside = grid.grid_shape(level - 1)
+        spans: list[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = []
+        for rel in np.ndindex(*cps):
+            off, nb = (int(v) for v in index[rel])
+            if off == _EMPTY and nb == _EMPTY:
+                continue
+            child = tuple(f + r for f, r in zip(first, rel, strict=True))
+            label = grid.first_chunk(child, level - 1)
+            if off == _EMPTY or nb == _EMPTY:
+                msg = f"entry {rel} ({off}, {nb}) has one word 2**64-1: neither empty nor a valid range"
+                self.report.add(key, "index-sentinel", msg, label)
+            elif off < lo or off + nb > hi:
+                msg = f"entry {rel} points at bytes [{off}, {off + nb}), outside the data region [{lo}, {hi})"
+                self.report.add(key, "index-bounds", msg, label)
+            else:
+                spans.append((off, off + nb, label, child))
+        spans.sort()
+        for (s0, e0, c0, _), (s1, e1, c1, _) in zip(spans, spans[1:], strict=False):
+            if s1 < e0:
+                msg = f"bytes [{s1}, {e1}) of chunk {c1} overlap [{s0}, {e0}) of chunk {c0}"
+                self.report.add(key, "index-overlap", msg, c1)
+        for off, end, _, child in spans:
+            if any(c >= n for c, n in zip(child, inside, strict=True)):
+                continue  # a padded position past the array's edge: never read
+            if level == 1:
+                self.chunk(mv[off:end], child, key)
+            else:
+                self.shard(mv[off:end], level - 1, child, key)
 
 
-def _check_chunk(acc: Any, data: Any, chunk: tuple[int, ...], key: str, report: VerifyReport) -> None:
-    report.checked["chunks"] += 1
-    try:
-        acc.decode_chunk(data, chunk, key)
-    except ChecksumError as e:
-        report.add(key, "checksum", e.message, chunk)
-    except AltarrError as e:
-        report.add(key, "chunk", e.message, chunk)
-    except Exception as e:  # noqa: BLE001
-        report.add(key, "unexpected", f"{type(e).__name__}: {e}", chunk)
+# --- checksums ------------------------------------------------------------------------------------------
+#: Codecs whose stored form always carries a checksum their decoder verifies, by codec name (Zarr v3,
+#: N5 and numcodecs' ``codec_id``): gzip's CRC-32, zlib's Adler-32, bzip2's block and stream CRCs, xz's
+#: check, N5 lz4's per-block xxHash32 (lz4-java's block stream), and numcodecs' checksum filters.
+_ALWAYS = {
+    "crc32c": "crc32c",
+    "gzip": "gzip CRC-32",
+    "zlib": "zlib Adler-32",
+    "bz2": "bzip2 CRC",
+    "bzip2": "bzip2 CRC",
+    "xz": "xz check",
+    "crc32": "CRC-32",
+    "adler32": "Adler-32",
+    "fletcher32": "Fletcher-32",
+    "jenkins_lookup3": "lookup3",
+}
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def _check_shard(
-    acc: Any, mv: memoryview, level: int, pos: tuple[int, ...], key: str, report: VerifyReport
-) -> None:
-    """Check the level-``level`` block at grid position ``pos`` whose bytes are ``mv``, then its children."""
-    grid = acc.grid
-    sc = acc.sharding[level]
-    cps = grid.per_block(level)
-    first = tuple(p * k for p, k in zip(pos, cps, strict=True))  # level-(level-1) position of entry 0
-    where = tuple(int(p) for p in grid.chunks_in(pos, level)[0]) if level else pos
-    n_idx = sc.index_nbytes(cps)
-    size = len(mv)
-    if size < n_idx:
-        report.add(key, "truncated", f"{size} bytes, shorter than the {n_idx}-byte shard index", where)
-        return
-    start_index = sc.index_location == "start"
-    raw = mv[:n_idx] if start_index else mv[size - n_idx :]
-    try:
-        index = np.array(sc.index_codecs.decode(raw, (*cps, 2), np.dtype(np.uint64)), dtype=np.uint64)
-    except ChecksumError as e:
-        report.add(key, "index-checksum", f"shard index: {e.message}", where)
-        return
-    except AltarrError as e:
-        report.add(key, "index", f"shard index: {e.message}", where)
-        return
-    lo, hi = (n_idx, size) if start_index else (0, size - n_idx)
-    spans: list[tuple[int, int, tuple[int, ...]]] = []
-    for rel in np.ndindex(*cps):
-        off, nb = (int(v) for v in index[rel])
-        child = tuple(f + r for f, r in zip(first, rel, strict=True))
-        label = child if level == 1 else tuple(int(c) for c in grid.chunks_in(child, level - 1)[0])
-        if off == _EMPTY and nb == _EMPTY:
-            continue
-        if off == _EMPTY or nb == _EMPTY:
-            report.add(
-                key,
-                "index-sentinel",
-                f"entry {rel} ({off}, {nb}) has one word 2**64-1: neither empty nor a valid range",
-                label,
-            )
-            continue
-        if off < lo or off + nb > hi:
-            report.add(
-                key,
-                "index-bounds",
-                f"entry {rel} points at bytes [{off}, {off + nb}), outside the data region [{lo}, {hi})",
-                label,
-            )
-            continue
-        spans.append((off, off + nb, label))
-    spans.sort()
-    for (s0, e0, c0), (s1, e1, c1) in zip(spans, spans[1:], strict=False):
-        if s1 < e0:
-            report.add(
-                key,
-                "index-overlap",
-                f"bytes [{s1}, {e1}) of chunk {c1} overlap [{s0}, {e0}) of chunk {c0}",
-                c1,
-            )
-    for off, end, label in spans:
-        child_level = level - 1
-        # the child's own grid position at its level
-        child = grid.position(label, child_level)
-        if any(c >= n for c, n in zip(child, grid.grid_shape(child_level), strict=True)):
-            continue  # a padded position past the array's edge: never read
-        if child_level == 0:
-            _check_chunk(acc, mv[off:end], child, key, report)
-        else:
-            _check_shard(acc, mv[off:end], child_level, child, key, report)
+def _zstd_frame_checksum(data: Any) -> bool:
+    """Whether the zstd frame at the start of ``data`` carries a content checksum (its frame header
+    descriptor's bit 2, RFC 8878 section 3.1.1.1.1), which every zstd decoder verifies."""
+    mv = memoryview(data).cast("B")
+    return len(mv) >= 5 and mv[:4] == _ZSTD_MAGIC and bool(mv[4] & 0x04)
+
+
+def _chain_codecs(chain: Any) -> list[tuple[str, Any]]:
+    """(name, codec) of the bytes stages of a chunk chain, outermost (stored side) first: the bytes->bytes
+    codecs, then those inside the array->bytes codec (a Zarr v2 chunk's compressor and filters, an N5
+    block's compressions, which follow its header: the stored bytes do not start with them)."""
+    out: list[tuple[str, Any]] = [(c.name, c) for c in reversed(chain.bytes_bytes)]
+    ab = chain.array_bytes
+    inside: list[Any] = []
+    if ab.name == "zarr2_chunk":
+        inside = ([ab.compressor] if ab.compressor is not None else []) + list(reversed(ab.filters))
+    elif ab.name == "n5bytes":
+        inside = [None, *reversed(ab.data_codecs)]  # None: the block header comes first
+    out += [(str(getattr(c, "codec_id", getattr(c, "name", ""))), c) for c in inside]
+    return out
+
+
+def chunk_checksum(chain: Any, data: Any) -> str | None:
+    """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
+    (``None``: the chunk can only be decoded, and a flipped byte may decode to wrong values).
+
+    >>> from altarr.codecs import CodecChain
+    >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}},
+    ...                               {"name": "zstd", "configuration": {"level": 1, "checksum": True}}])
+    >>> chunk_checksum(chain, chain.encode(np.zeros(4, "u1")))
+    'zstd frame checksum'
+    """
+    for i, (name, codec) in enumerate(_chain_codecs(chain)):
+        found = _stage_checksum(name, codec, data if i == 0 else None)
+        if found is not None:
+            return found
+    return None
+
+
+def _stage_checksum(name: str, codec: Any, data: Any) -> str | None:
+    """The checksum one stage verifies; ``data`` is its input when it is the stored side (a zstd frame
+    says itself whether it carries a checksum), else ``None`` (the codec's configuration says)."""
+    if name == "gzip" and getattr(codec, "use_zlib", False):  # N5 gzip with useZlib: a zlib stream
+        return _ALWAYS["zlib"]
+    if name == "lzma":
+        return "xz check" if _lzma_checks(codec) else None
+    if name == "lz4":  # N5's lz4-java block stream checks each block; numcodecs' LZ4 has no checksum
+        return "lz4 xxHash32" if hasattr(codec, "to_n5_json") else None
+    if name == "zstd":
+        has = _zstd_frame_checksum(data) if data is not None else bool(getattr(codec, "checksum", False))
+        return "zstd frame checksum" if has else None
+    return _ALWAYS.get(name)
+
+
+def _lzma_checks(codec: Any) -> bool:
+    """Whether a numcodecs LZMA codec writes an .xz container with an integrity check."""
+    import lzma
+
+    fmt = getattr(codec, "format", lzma.FORMAT_XZ)
+    check = getattr(codec, "check", -1)
+    return fmt == lzma.FORMAT_XZ and check != lzma.CHECK_NONE
 
 
 # --- temporary files ----------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def test_corrupt_shard_index_is_reported_with_its_key(tmp_path):
 
 
 def test_corrupt_chunk_bytes_are_reported_with_key_and_chunk(tmp_path):
-    _make(tmp_path / "a", checksum=True)
+    _make(tmp_path / "a", compressor="blosc")  # with a crc32c after it (checksum=True, the default)
     shard = tmp_path / "a" / "c" / "0" / "1"
     raw = bytearray(shard.read_bytes())
     index = np.frombuffer(bytes(raw[-68:-4]), dtype="<u8").reshape(4, 2)
@@ -206,3 +206,140 @@ def test_fsspec_and_zip_stores(tmp_path):
     ds.store.close()
     report = aa.verify(zpath)
     assert report.ok and report.checked == {"metadata": 1, "shards": 4, "chunks": 16}
+
+
+# --- nested shards, edge shards, surprises (issue 34) ------------------------------------------------------
+def test_nested_shards_with_edge_shards_are_clean(tmp_path):
+    """The outer shard (16, 24) does not divide the shape (40, 48): the edge shards' indexes have entries
+    for inner shards wholly outside the array (empty), which verify must not try to name by a chunk."""
+    p = str(tmp_path / "n")
+    ds = aa.create_dataset(p, shape=(40, 48), dtype="f4", chunks=(4, 4), shards=[(8, 8), (16, 24)])
+    ds[...] = np.arange(40 * 48, dtype="f4").reshape(40, 48)
+    report = aa.verify(p)
+    assert report.ok, str(report)
+    assert report.checked == {"metadata": 1, "shards": 6, "chunks": 120}
+    assert [(a.chunks, a.shards) for a in report.arrays] == [(120, 6)]
+
+
+def test_an_unexpected_error_in_one_shard_names_it_and_the_others_are_checked(tmp_path, monkeypatch):
+    p = str(tmp_path / "n")
+    ds = aa.create_dataset(p, shape=(40, 48), dtype="f4", chunks=(4, 4), shards=[(8, 8), (16, 24)])
+    ds[...] = 1
+    import altarr.verify as verify_module
+
+    real = verify_module._Walker.shard
+
+    def shard(self, mv, level, pos, key):
+        if key == "c/1/0" and level == 2:
+            raise IndexError("a surprise")
+        return real(self, mv, level, pos, key)
+
+    monkeypatch.setattr(verify_module._Walker, "shard", shard)
+    report = aa.verify(p)
+    assert [(x.key, x.kind) for x in report.problems] == [("c/1/0", "unexpected")]
+    assert "IndexError: a surprise" in report.problems[0].message
+    # the shard (16:32, 0:24) holds 4 x 6 chunks; the other five shards were still checked
+    assert report.checked["chunks"] == 120 - 24 and report.checked["shards"] == 6
+
+
+# --- checksums: what verify counts as checked ------------------------------------------------------------
+_CHECKSUMMED = [
+    ("zarr3", "zstd", {}, "zstd frame checksum"),  # the default: zstd's frame checksum
+    ("zarr3", "blosc", {}, "crc32c"),
+    ("zarr3", None, {}, "crc32c"),
+    ("zarr3", "gzip", {"checksum": False}, "gzip CRC-32"),
+    ("zarr2", {"id": "zlib", "level": 5}, {}, "zlib Adler-32"),
+    ("zarr2", {"id": "gzip", "level": 5}, {}, "gzip CRC-32"),
+    ("zarr2", {"id": "bz2", "level": 5}, {}, "bzip2 CRC"),
+    ("zarr2", {"id": "lzma"}, {}, "xz check"),
+    ("zarr2", {"id": "zstd", "level": 3, "checksum": True}, {}, "zstd frame checksum"),
+    ("n5", {"type": "gzip", "level": 6}, {}, "gzip CRC-32"),
+    ("n5", {"type": "gzip", "useZlib": True, "level": 6}, {}, "zlib Adler-32"),
+    ("n5", {"type": "bzip2"}, {}, "bzip2 CRC"),
+    ("n5", {"type": "xz"}, {}, "xz check"),
+    ("n5", {"type": "lz4"}, {}, "lz4 xxHash32"),
+]
+
+
+def _one_chunk(fmt, compressor, kw):
+    url = f"memory://verify-flip-{fmt}-{abs(hash(repr((compressor, kw))))}"
+    ds = aa.create_dataset(
+        url, shape=(48,), dtype="u2", chunks=(48,), format=fmt, compressor=compressor, overwrite=True, **kw
+    )
+    values = (np.arange(48) // 3 * 7).astype("u2")
+    ds[...] = values
+    key = ds._access.key((0,))
+    return ds, key, bytes(ds.store.get(key)), values
+
+
+def _flips(ds, key, stored, values):
+    """Every single-byte flip of the stored chunk: (decoded the same or failed, decoded wrong)."""
+    from altarr.verify import chunk_checksum
+
+    wrong = 0
+    for i in range(len(stored)):
+        flipped = bytearray(stored)
+        flipped[i] ^= 0x5A
+        try:
+            got = ds._access.decode_chunk(memoryview(bytes(flipped)), (0,), key)
+        except aa.errors.AltarrError:
+            continue
+        wrong += not np.array_equal(got, values)
+    return chunk_checksum(ds._access.codec.chain, stored), wrong
+
+
+@pytest.mark.parametrize("fmt,compressor,kw,name", _CHECKSUMMED)
+def test_a_checksummed_chunk_never_decodes_a_flipped_byte_to_wrong_values(fmt, compressor, kw, name):
+    """What verify counts as 'checked by checksum' is true: no single flipped byte of such a chunk
+    decodes to other values."""
+    ds, key, stored, values = _one_chunk(fmt, compressor, kw)
+    checksum, wrong = _flips(ds, key, stored, values)
+    assert checksum == name
+    assert wrong == 0
+
+
+@pytest.mark.parametrize(
+    "fmt,compressor,kw",
+    [("zarr3", "zstd", {"checksum": False}), ("zarr3", "blosc", {"checksum": False}), ("n5", "raw", {})],
+)
+def test_a_chunk_without_checksum_can_decode_a_flipped_byte_to_wrong_values(fmt, compressor, kw):
+    """The other side (and the proof that the flip test above can fail): these chunks are counted as
+    'only decoded', because some flips decode to wrong values without any error."""
+    ds, key, stored, values = _one_chunk(fmt, compressor, kw)
+    checksum, wrong = _flips(ds, key, stored, values)
+    assert checksum is None
+    assert wrong > 0
+
+
+def test_verify_counts_chunks_by_checksum_and_by_decoding_per_array(tmp_path):
+    g = aa.create_group(str(tmp_path / "g"))
+    g.create_dataset("sum", shape=(8,), dtype="u2", chunks=(2,))[...] = 1
+    g.create_dataset("plain", shape=(8,), dtype="u2", chunks=(2,), checksum=False)[...] = 1
+    report = aa.verify(str(tmp_path / "g"))
+    rows = {a.path: (a.by_checksum, a.decoded_only, a.checksums) for a in report.arrays}
+    assert rows == {"plain": (0, 4, []), "sum": (4, 0, ["zstd frame checksum"])}
+    text = str(report)
+    assert "8 chunks checked: 4 by checksum, 4 only by decoding" in text
+    assert "plain (zarr3): 4 chunks, 0 checked by checksum, 4 only by decoding" in text
+
+
+def test_a_flipped_byte_in_a_default_dataset_is_named(tmp_path):
+    """Issue 32's first friction: one byte flipped inside a zstd chunk of a new dataset."""
+    p = tmp_path / "a"
+    ds = aa.create_dataset(str(p), shape=(64, 64), dtype="f4", chunks=(16, 16), shards=(32, 32))
+    ds[...] = np.linspace(0, 1, 64 * 64, dtype="f4").reshape(64, 64)
+    shard = p / "c" / "1" / "0"
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) // 3] ^= 0x01
+    shard.write_bytes(bytes(raw))
+    report = aa.verify(str(p))
+    assert not report.ok
+    assert {(x.key, x.kind) for x in report.problems} == {("c/1/0", "checksum")}
+
+
+def test_an_unfinished_copy_is_incomplete(tmp_path):
+    _make(tmp_path / "a")
+    (tmp_path / "a" / ".altarr-copy.json").write_text(json.dumps({"altarr_copy": 1, "units": 16, "done": []}))
+    report = aa.verify(str(tmp_path / "a"))
+    assert [(x.key, x.kind) for x in report.problems] == [(".altarr-copy.json", "incomplete")]
+    assert "0 of 16 units written" in report.problems[0].message

@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CorruptChunkError
+from ..errors import ChecksumError, CorruptChunkError
 
 __all__ = [
     "inflate",
@@ -187,7 +187,8 @@ def unzstd(data: Any, max_size: int, *, codec: str = "zstd") -> bytes:
     except CorruptChunkError:
         raise
     except (zstandard.ZstdError, ValueError) as e:
-        raise CorruptChunkError(f"{codec} decompression failed: {e}", codec=codec) from e
+        cls = ChecksumError if "checksum" in str(e) else CorruptChunkError  # the frame's content checksum
+        raise cls(f"{codec} decompression failed: {e}", codec=codec) from e
     return bytes(out)
 
 

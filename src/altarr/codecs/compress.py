@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - a declared dependency; numcodecs compr
     _zstandard = None
 
 from .. import native
-from ..errors import AltarrError, CodecError, CorruptChunkError, MetadataError
+from ..errors import AltarrError, ChecksumError, CodecError, CorruptChunkError, MetadataError
 from ._config import as_byte_view, check_bool, check_choice, check_int, check_keys
 from .base import BytesBytesCodec, BytesLike
 from .bounded import check_announced, inflate, unzstd, zstd_content_size
@@ -109,7 +109,9 @@ class _NumcodecsCodec(BytesBytesCodec):
         try:
             return self._impl.decode(mv)
         except Exception as e:
-            raise CorruptChunkError(f"{self.name} decompression failed: {e}", codec=self.name) from e
+            # zstd's frame checksum ("Restored data doesn't match checksum") is a checksum failure
+            cls = ChecksumError if "checksum" in str(e) else CorruptChunkError
+            raise cls(f"{self.name} decompression failed: {e}", codec=self.name) from e
 
 
 @register_codec

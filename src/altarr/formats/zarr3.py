@@ -448,6 +448,27 @@ def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
     return [codec.to_json()]
 
 
+def with_checksum(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The bytes->bytes codecs ``codecs`` made to carry a checksum of every chunk (``checksum=True``, the
+    default): zstd's own frame checksum when zstd is the last codec (free: the native kernel computes it
+    while compressing; measured in ``benchmarks/bench_engine.py --checksums``), nothing more when a
+    ``crc32c`` or gzip (whose members carry a CRC-32) is there already, else a ``crc32c`` codec appended.
+    zarr-python and tensorstore verify all three.
+
+    >>> with_checksum([{"name": "zstd", "configuration": {"level": 3, "checksum": False}}])
+    [{'name': 'zstd', 'configuration': {'level': 3, 'checksum': True}}]
+    >>> with_checksum([])
+    [{'name': 'crc32c'}]
+    """
+    names = [c.get("name") for c in codecs]
+    if "crc32c" in names or "gzip" in names:
+        return list(codecs)
+    if names and names[-1] == "zstd":
+        last = codecs[-1]
+        return [*codecs[:-1], {**last, "configuration": {**last.get("configuration", {}), "checksum": True}}]
+    return [*codecs, {"name": "crc32c"}]
+
+
 #: Zarr v3 shard indexes: little-endian offsets and sizes with a crc32c, as zarr-python and tensorstore
 #: write them.
 _INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
@@ -548,7 +569,7 @@ class Zarr3Format(Format):
         )
         index_location = new.options.get("index_location", "end")
         chunk_key_separator = new.options.get("chunk_key_separator", "/")
-        checksum = new.options.get("checksum", False)
+        checksum = new.options.get("checksum", True)
         if not isinstance(checksum, bool):
             raise MetadataError(f"checksum must be True or False, got {checksum!r}", key=key)
 
@@ -565,10 +586,10 @@ class Zarr3Format(Format):
             {"name": "default", "configuration": {"separator": chunk_key_separator}}, key=key
         )
         try:
+            compression = compressor_json(compressor, dt)
             inner = [
                 {"name": "bytes", "configuration": {"endian": "little"}},
-                *compressor_json(compressor, dt),
-                *([{"name": "crc32c"}] if checksum else []),  # a crc32c of every chunk's stored bytes
+                *(with_checksum(compression) if checksum else compression),
             ]
         except AltarrError as e:
             raise e.with_context(key=key) from e
@@ -594,8 +615,8 @@ class Zarr3Format(Format):
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``zarr.json`` for a new array (options ``index_location`` "end", ``chunk_key_separator``
-        "/", ``checksum`` False: True appends a ``crc32c`` codec to the chunk chain, so every chunk's
-        stored bytes are verified on read) and return its spec.
+        "/", ``checksum`` True: every chunk carries a checksum, see :func:`with_checksum`; False adds
+        none) and return its spec.
 
         >>> from altarr.formats.zarr3 import Zarr3Format
         >>> from altarr.formats.base import NewArray
