@@ -307,6 +307,7 @@ class AltarrAdapter(Adapter):
             chunks=(g.chunk,) * 3,
             shards=(g.shard,) * 3,
             compressor=self._compressor(),
+            checksum=False,  # like every peer here (the default's cost: --checksums)
             overwrite=True,
         )
 
@@ -1102,6 +1103,71 @@ def bench_codec(
     }
 
 
+# --- the cost of a chunk checksum (altarr only) ---------------------------------------------------------------
+#: (label, create_dataset keywords) per codec: no checksum, the default (checksum=True: zstd's frame checksum,
+#: a crc32c codec after blosc), and a crc32c codec after zstd for comparison.
+CHECKSUM_VARIANTS = {
+    "zstd": [
+        ("none", {"checksum": False}),
+        ("default: zstd frame checksum", {}),
+        ("crc32c codec", {"extra": [{"name": "crc32c"}], "checksum": False}),
+    ],
+    "blosc": [("none", {"checksum": False}), ("default: crc32c codec", {})],
+}
+
+
+def checksum_cost(
+    data: np.ndarray, geo: Geometry, codec: str, repeats: int, workdir: str
+) -> tuple[str, dict[str, Any]]:
+    """Write and read the whole array with each checksum variant of ``codec`` (interleaved repetitions,
+    each result verified once); a table with the ratio of every variant to no checksum."""
+    ad = AltarrAdapter(geo, codec)
+    jobs: list[Job] = []
+    for label, kw in CHECKSUM_VARIANTS[codec]:
+        kw = dict(kw)
+        path = os.path.join(workdir, "checksum", f"{codec}-{len(jobs)}.zarr")
+        h = ad.aa.create_dataset(
+            path,
+            shape=geo.shape,
+            dtype="uint16",
+            chunks=(geo.chunk,) * 3,
+            shards=(geo.shard,) * 3,
+            compressor=[ad._compressor(), *kw.pop("extra", [])],
+            overwrite=True,
+            **kw,
+        )
+        h[...] = data
+
+        def write(keep: bool, h: Any = h) -> None:
+            h[...] = data
+
+        def read(keep: bool, h: Any = h) -> np.ndarray:
+            return h[...]
+
+        with open(os.path.join(path, "zarr.json")) as f:
+            inner = json.load(f)["codecs"][0]["configuration"]["codecs"]
+        codecs = "+".join(
+            c["name"] + ("(checksum)" if c.get("configuration", {}).get("checksum") else "") for c in inner
+        )
+        jobs.append(Job(f"write|{label}|{codecs}", write, nbytes=data.nbytes))
+        jobs.append(
+            Job(f"read|{label}|{codecs}", read, verify=lambda out: _eq(out, data, "read"), nbytes=data.nbytes)
+        )
+    res = run_jobs(jobs, repeats)
+    rows = []
+    for op in ("write", "read"):
+        base = next(r for k, r in res.items() if k.startswith(f"{op}|none|"))
+        for key, r in res.items():
+            if key.startswith(op + "|"):
+                _, label, chain = key.split("|")
+                rows.append([op, label, chain, fmt_time(r.median), f"{r.median / base.median:.2f}"])
+    text = f"Chunk checksum cost, {codec} (altarr, whole array, median of {repeats}):\n" + _md(
+        ["", "checksum", "chunk codecs", "time", "vs none"], rows
+    )
+    shutil.rmtree(os.path.join(workdir, "checksum"), ignore_errors=True)
+    return text, {k: r.as_dict() for k, r in res.items()}
+
+
 def profile_one(
     profile_dir: str, codec: str, key: str, fn: Callable[[bool], Any], before: Callable[[], None] | None
 ) -> None:
@@ -1293,6 +1359,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--json", default=None, help="also write every measurement to this JSON file")
     p.add_argument("--profile", default=None, help="directory for cProfile dumps of altarr's scenarios")
+    p.add_argument(
+        "--checksums",
+        action="store_true",
+        help="only measure what a chunk checksum costs altarr (whole write and read, per --codec)",
+    )
     a = p.parse_args(argv)
     a.libs = [s.strip() for s in a.libs.split(",") if s.strip()]
     a.scenarios = [s.strip() for s in a.scenarios.split(",") if s.strip()]
@@ -1350,7 +1421,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     tables = [header]
     try:
-        for codec in codecs:
+        for codec in codecs if args.checksums else []:
+            log(f"checksum cost, {codec}")
+            text, rows = checksum_cost(data, geo, codec, args.repeats, workdir)
+            tables.append(text)
+            report["codecs"][codec] = {"checksum_cost": rows}
+        for codec in codecs if not args.checksums else []:
             log(f"codec {codec}")
             floor_res = {}
             if {"read", "write"} & set(args.scenarios):

@@ -46,7 +46,15 @@ if TYPE_CHECKING:
     from .dataset.dataset import Dataset
     from .stores.base import Store
 
-__all__ = ["verify", "VerifyReport", "Problem", "ArrayCheck", "chunk_checksum", "TEMP_SUFFIX", "METADATA_NAMES"]
+__all__ = [
+    "verify",
+    "VerifyReport",
+    "Problem",
+    "ArrayCheck",
+    "chunk_checksum",
+    "TEMP_SUFFIX",
+    "METADATA_NAMES",
+]
 
 #: The suffix of the temporary files a local write creates before its rename (see ``stores/local.py``).
 TEMP_SUFFIX = ".altarr-tmp"
@@ -388,7 +396,9 @@ class _Walker:
         n_idx = sc.index_nbytes(cps)
         size = len(mv)
         if size < n_idx:
-            self.report.add(key, "truncated", f"{size} bytes, shorter than the {n_idx}-byte shard index", where)
+            self.report.add(
+                key, "truncated", f"{size} bytes, shorter than the {n_idx}-byte shard index", where
+            )
             return None, 0, 0
         start_index = sc.index_location == "start"
         raw = mv[:n_idx] if start_index else mv[size - n_idx :]

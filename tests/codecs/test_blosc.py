@@ -133,6 +133,7 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(
             chunks=(16, 16, 16),
             shards=(32, 32, 16),
             compressor="blosc",
+            checksum=False,  # [bytes, blosc]: the chain the arena serves
         )
         if slot == "fresh":
             ds._access.encode_slot = None

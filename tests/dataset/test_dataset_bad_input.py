@@ -31,7 +31,14 @@ pytestmark = pytest.mark.usefixtures("engine_path")
 def sharded(store=None, compressor=None, **kw):
     store = store or MemoryStore()
     ds = aa.create_dataset(
-        store, shape=(8, 8), dtype="uint16", chunks=(4, 4), shards=(8, 8), compressor=compressor, **kw
+        store,
+        shape=(8, 8),
+        dtype="uint16",
+        chunks=(4, 4),
+        shards=(8, 8),
+        compressor=compressor,
+        checksum=False,
+        **kw,
     )
     ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
     return ds
@@ -302,7 +309,13 @@ def test_an_index_error_names_the_dataset_chunk_not_its_place_in_the_shard(whole
     """The entry of inner chunk (1, 1) of shard (1, 0) is dataset chunk (3, 1): ``chunk`` says so, the
     message keeps the place inside the shard, ``key`` names the shard."""
     ds = aa.create_dataset(
-        MemoryStore(), shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=None
+        MemoryStore(),
+        shape=(8, 8),
+        dtype="uint16",
+        chunks=(2, 2),
+        shards=(4, 4),
+        compressor=None,
+        checksum=False,
     )
     ds[...] = 1
     key = ds.chunk_key((3, 1))  # the shard holding chunk (3, 1): c/1/0
@@ -327,6 +340,7 @@ def nested(store=None):
         chunks=(2, 2),
         shards=[(4, 4), (8, 8)],
         compressor=None,
+        checksum=False,
     )
     ds[...] = np.arange(64, dtype="uint16").reshape(8, 8) + 1
     return ds
@@ -373,7 +387,9 @@ def test_a_corrupt_shard_index_met_by_a_merging_write_names_the_shard(nested):
     is written."""
     store = MemoryStore()
     shards = [(4,), (8,)] if nested else (4,)
-    ds = aa.create_dataset(store, shape=(8,), dtype="u2", chunks=(2,), shards=shards, compressor=None)
+    ds = aa.create_dataset(
+        store, shape=(8,), dtype="u2", chunks=(2,), shards=shards, compressor=None, checksum=False
+    )
     ds[...] = np.arange(8, dtype="u2") + 1
     blob = bytearray(store.get("c/0"))
     if nested:  # the last byte of the first nested shard: its index checksum (the outer index is intact)
@@ -479,7 +495,9 @@ def test_an_outer_index_entry_longer_than_a_nested_shard_can_be_is_refused_at_th
     """Nested sharding: an outer entry may be as long as a full nested shard (its chunks at their
     largest and its index), not a byte longer."""
     store = MemoryStore()
-    ds = aa.create_dataset(store, shape=(16,), dtype="u2", chunks=(2,), shards=[(8,), (16,)], compressor=None)
+    ds = aa.create_dataset(
+        store, shape=(16,), dtype="u2", chunks=(2,), shards=[(8,), (16,)], compressor=None, checksum=False
+    )
     values = np.arange(16, dtype="u2") + 1
     ds[...] = values
     blob = store.get("c/0")

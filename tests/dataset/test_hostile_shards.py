@@ -120,7 +120,13 @@ def test_an_overlong_entry_in_a_nested_block_of_a_shard_read_whole():
 
     store = MemoryStore()
     ds = aa.create_dataset(
-        store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=[(4, 4), (8, 8)], compressor=None
+        store,
+        shape=(8, 8),
+        dtype="uint16",
+        chunks=(2, 2),
+        shards=[(4, 4), (8, 8)],
+        compressor=None,
+        checksum=False,
     )
     ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
     raw = bytearray(store.get("c/0/0"))
@@ -138,7 +144,13 @@ def test_an_overlong_entry_in_a_nested_block_of_a_shard_read_whole():
 
 def _patched_in(store, compressor):
     ds = aa.create_dataset(
-        store, shape=(8, 8), dtype="uint16", chunks=(2, 2), shards=(4, 4), compressor=compressor
+        store,
+        shape=(8, 8),
+        dtype="uint16",
+        chunks=(2, 2),
+        shards=(4, 4),
+        compressor=compressor,
+        checksum=False,
     )
     ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
     raw = bytearray(store.get("c/0/0"))
@@ -215,7 +227,9 @@ def test_entry_pointing_into_the_index_of_a_one_dimensional_shard():
     from altarr.stores import MemoryStore
 
     s = MemoryStore()
-    ds = aa.create_dataset(s, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None)
+    ds = aa.create_dataset(
+        s, shape=(8,), dtype="u1", chunks=(2,), shards=(8,), compressor=None, checksum=False
+    )
     ds[:] = np.arange(8, dtype="u1") + 10
     raw = bytearray(s.get("c/0"))
     idx = bytearray(raw[8:72])

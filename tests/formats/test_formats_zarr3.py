@@ -296,11 +296,11 @@ def test_create_unsharded():
         "fill_value": "NaN",
         "codecs": [
             {"name": "bytes", "configuration": {"endian": "little"}},
-            {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+            {"name": "zstd", "configuration": {"level": 3, "checksum": True}},  # checksum=True by default
         ],
         "attributes": {"a": 1},
     }
-    assert spec.codecs.codecs == (BytesCodec("little"), ZstdCodec(level=3))
+    assert spec.codecs.codecs == (BytesCodec("little"), ZstdCodec(level=3, checksum=True))
     assert np.isnan(spec.fill_value) and spec.metadata == {"zarr.json": doc}
 
 
@@ -363,16 +363,17 @@ def test_create_bad_grids(chunks, shards):
 @pytest.mark.parametrize(
     "compressor, expected",
     [
-        (None, []),
-        ("none", []),
-        ("zstd", [{"name": "zstd", "configuration": {"level": 3, "checksum": False}}]),
-        ("gzip", [{"name": "gzip", "configuration": {"level": 5}}]),
+        (None, [{"name": "crc32c"}]),  # every chunk carries a checksum unless checksum=False
+        ("none", [{"name": "crc32c"}]),
+        ("zstd", [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]),
+        ("gzip", [{"name": "gzip", "configuration": {"level": 5}}]),  # a gzip member has its CRC-32
         (
             "blosc",
-            [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 8, "blocksize": 0}}],
+            [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 8, "blocksize": 0}},
+             {"name": "crc32c"}],
         ),
         ({"name": "gzip", "configuration": {"level": 1}}, [{"name": "gzip", "configuration": {"level": 1}}]),
-        (ZstdCodec(level=7), [{"name": "zstd", "configuration": {"level": 7, "checksum": False}}]),
+        (ZstdCodec(level=7), [{"name": "zstd", "configuration": {"level": 7, "checksum": True}}]),
     ],
 )  # fmt: skip
 def test_create_compressors(compressor, expected):
@@ -606,7 +607,9 @@ def test_generic_compressor_names_become_zarr3_codec_objects(name, expected):
     obj = Z3.compressor_json(name, 4, "zlib", np.dtype("float32"))
     assert obj == expected
     store = MemoryStore()
-    spec = Z3.create_array(store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj)
+    spec = Z3.create_array(
+        store, "a", shape=(4,), dtype="float32", chunks=(2,), compressor=obj, checksum=False
+    )
     assert json.loads(store.get("a/zarr.json"))["codecs"] == [
         {"name": "bytes", "configuration": {"endian": "little"}},
         expected,
@@ -949,18 +952,38 @@ def test_a_missing_node_names_its_document():
     assert store.get(KEY) is None
 
 
-def test_checksum_option_appends_crc32c_to_the_chunk_codecs(tmp_path):
+@pytest.mark.parametrize(
+    "compressor, checksum, codecs",
+    [
+        ("zstd", True, [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]),
+        ("blosc", True, [{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+                                                             "typesize": 2, "blocksize": 0}}, {"name": "crc32c"}]),
+        (None, True, [{"name": "crc32c"}]),
+        ([{"name": "zstd", "configuration": {"level": 3, "checksum": False}}, {"name": "crc32c"}], True,
+         [{"name": "zstd", "configuration": {"level": 3, "checksum": False}}, {"name": "crc32c"}]),
+        ("zstd", False, [{"name": "zstd", "configuration": {"level": 3, "checksum": False}}]),
+    ],
+)  # fmt: skip
+def test_the_checksum_option_gives_every_chunk_a_checksum_zarr_python_verifies(
+    tmp_path, compressor, checksum, codecs
+):
+    """checksum=True (the default): zstd's frame checksum, else a crc32c codec (none added where the
+    chain has one); zarr-python reads each chain and verifies the checksum of a chunk altarr wrote."""
     store = LocalStore(tmp_path)
-    spec = Z3.create_array(store, "arr", shape=(4,), dtype="u2", chunks=(2,), checksum=True)
+    spec = Z3.create_array(
+        store, "arr", shape=(4,), dtype="u2", chunks=(2,), compressor=compressor, checksum=checksum
+    )
     assert json.loads(store.get(KEY))["codecs"] == [
         {"name": "bytes", "configuration": {"endian": "little"}},
-        {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
-        {"name": "crc32c"},
+        *codecs,
     ]
-    assert spec.codecs.codecs == (BytesCodec("little"), ZstdCodec(level=3), Crc32cCodec())
-    # zarr-python reads the chain and verifies the checksum of a chunk we wrote
-    store.set("arr/" + spec.chunk_key((1,)), bytes(spec.codecs.encode(np.array([7, 9], dtype="u2"))))
+    good = bytes(spec.codecs.encode(np.array([7, 9], dtype="u2")))
+    store.set("arr/" + spec.chunk_key((1,)), good)
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "arr"), mode="r")[:], [0, 0, 7, 9])
+    if checksum:  # the last byte is the checksum's (crc32c, or the zstd frame's): zarr-python refuses it
+        store.set("arr/" + spec.chunk_key((1,)), good[:-1] + bytes([good[-1] ^ 1]))
+        with pytest.raises(Exception, match="(?i)checksum"):
+            zarr.open_array(str(tmp_path / "arr"), mode="r")[:]
 
 
 _CREATE_OK = {"shape": (4, 4), "dtype": "u1", "chunks": (2, 2)}
