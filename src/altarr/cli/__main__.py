@@ -1,0 +1,5 @@
+"""``python -m altarr.cli``: the ``altarr`` command."""
+
+from .app import main
+
+main()

@@ -1,0 +1,154 @@
+"""The ``altarr`` command's application: the typer ``app`` every command module registers with, the consoles,
+the one-line errors and exit codes (:func:`main`), and opening the node a command is given.
+
+Example:
+    >>> from altarr.cli.app import UsageProblem
+    >>> str(UsageProblem("--chunks must be ..."))
+    '--chunks must be ...'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="altarr: chunked, compressed N-D arrays (N5, Zarr v2, Zarr v3 sharded) from the command line.",
+)
+console = Console(width=140, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+_state = {"debug": False}
+
+
+class UsageProblem(Exception):
+    """A bad argument found after parsing (exit code 2, one line)."""
+
+
+def _version(value: bool) -> None:
+    """``--version``: the version, and whether the native kernel is active and, if not, why."""
+    if value:
+        import altarr
+
+        print(f"altarr {altarr.__version__}\n{altarr.native_status()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show the full traceback of an error")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="print the version and the native kernel's state",
+        ),
+    ] = False,
+) -> None:
+    """altarr: chunked, compressed N-D arrays (N5, Zarr v2, Zarr v3 sharded) from the command line.
+
+    Example: altarr info data.zarr --json
+    """
+    _state["debug"] = debug or _state["debug"]
+
+
+# --- opening ---------------------------------------------------------------------------------------------
+def _open_node(path: str, mode: str = "r") -> Any:
+    """The dataset or group at ``path``; a one-line error when there is none."""
+    import altarr as aa
+    from altarr.errors import AltarrError
+
+    if "://" not in path and not Path(path).exists():
+        raise FileNotFoundError(f"no such file or directory: {path}")
+    try:
+        return aa.open_dataset(path, mode=mode)
+    except AltarrError as e:
+        try:
+            return aa.open_group(path, mode=mode)
+        except AltarrError:
+            raise e from None
+
+
+def _pyramid(group: Any) -> Any:
+    """The pyramid a group holds (:func:`altarr.open_multiscale`), or ``None``; also ``None`` for a
+    BigDataViewer container of several setups or timepoints, which commands treat as the hierarchy it is
+    (a copy copies every view's arrays and attributes)."""
+    from altarr.multiscale import is_multiscale, open_multiscale
+
+    ms = open_multiscale(group) if is_multiscale(group) else None
+    return ms if ms is not None and ms.views == 1 else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+# --- entry point -----------------------------------------------------------------------------------------
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    first = text.splitlines()[0]
+    return first if isinstance(e, UsageProblem | FileNotFoundError) else f"{type(e).__name__}: {first}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``altarr`` console script: one-line errors, a traceback only with ``--debug``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _state["debug"] = "--debug" in args or os.environ.get("ALTARR_DEBUG", "") not in ("", "0")
+    try:
+        code = app(args=args, prog_name="altarr", standalone_mode=False)
+    except (KeyboardInterrupt, _click_exception("Abort")):
+        err_console.print("interrupted (a copy can continue with --resume)", markup=False)
+        code = 130
+    except _click_exception("ClickException") as e:  # bad arguments, as parsed by typer (click)
+        message = e.format_message()
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare `altarr`: the help is what was asked for
+            print(message)
+            code = 0
+        else:
+            err_console.print(f"error: {message.splitlines()[0]} (see altarr --help)", markup=False)
+            code = e.exit_code
+    except UsageProblem as e:
+        if _state["debug"]:
+            raise
+        err_console.print(f"error: {_one_line(e)}", markup=False)
+        code = 2
+    except Exception as e:
+        if _state["debug"]:
+            raise
+        err_console.print(f"error: {_one_line(e)}", markup=False)
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exception(name: str) -> type[BaseException]:
+    """The click exception class ``name`` that typer raises (typer bundles its own click)."""
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            return getattr(__import__(module, fromlist=[name]), name)
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError(f"no click exception class {name}")

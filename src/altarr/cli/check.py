@@ -1,0 +1,45 @@
+"""``altarr verify``: every metadata document, shard index and chunk checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import _jsonable, app
+
+
+# --- verify ----------------------------------------------------------------------------------------------
+@app.command()
+def verify(
+    path: Annotated[str, typer.Argument(help="a dataset or group")],
+    repair: Annotated[bool, typer.Option(help="remove temporary files left by interrupted writes")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Check every metadata document, shard index and chunk; print each problem with its key and a
+    summary. Exit code 0 only when clean.
+
+    Example: altarr verify data.zarr
+    """
+    import altarr as aa
+
+    if "://" not in path and not Path(path).exists():
+        raise FileNotFoundError(f"no such file or directory: {path}")
+    report = aa.verify(path, repair=repair)
+    if as_json:
+        doc = {
+            "ok": report.ok,
+            "checked": report.checked,
+            "problems": [
+                {"key": p.key, "kind": p.kind, "message": p.message, "chunk": p.chunk}
+                for p in report.problems
+            ],
+            "stale_temp_files": list(report.stale_temp_files),
+        }
+        print(json.dumps(_jsonable(doc), indent=2))
+    else:
+        print(str(report))
+    if not report.ok:
+        raise typer.Exit(code=1)
