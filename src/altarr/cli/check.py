@@ -11,15 +11,15 @@ import typer
 from .app import _jsonable, app
 
 
-# --- verify ----------------------------------------------------------------------------------------------
 @app.command()
 def verify(
     path: Annotated[str, typer.Argument(help="a dataset or group")],
     repair: Annotated[bool, typer.Option(help="remove temporary files left by interrupted writes")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
-    """Check every metadata document, shard index and chunk; print each problem with its key and a
-    summary. Exit code 0 only when clean.
+    """Check every metadata document, shard index and chunk; print each problem with its key, and per
+    array how many chunks a checksum verified and how many could only be decoded. An unfinished copy is a
+    problem. Exit code 0 only when clean.
 
     Example: altarr verify data.zarr
     """
@@ -29,16 +29,7 @@ def verify(
         raise FileNotFoundError(f"no such file or directory: {path}")
     report = aa.verify(path, repair=repair)
     if as_json:
-        doc = {
-            "ok": report.ok,
-            "checked": report.checked,
-            "problems": [
-                {"key": p.key, "kind": p.kind, "message": p.message, "chunk": p.chunk}
-                for p in report.problems
-            ],
-            "stale_temp_files": list(report.stale_temp_files),
-        }
-        print(json.dumps(_jsonable(doc), indent=2))
+        print(json.dumps(_jsonable(report.as_dict()), indent=2))
     else:
         print(str(report))
     if not report.ok:
