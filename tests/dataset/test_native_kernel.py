@@ -406,7 +406,7 @@ def test_whole_chunk_writes_leave_nothing_to_the_python_path(monkeypatch, comp):
     for on in (True, False):
         ds = aa.create_dataset(
             MemoryStore(), shape=data.shape, dtype="u2", chunks=(4, 4, 4), shards=(8, 8, 8),
-            compressor=COMPRESSORS[comp],
+            compressor=COMPRESSORS[comp], checksum=False,
         )  # fmt: skip
         with use_native(on):
             ds[...] = data

@@ -25,9 +25,9 @@ INDEX = f"bytes=-{16 * 16 + 4}"
 
 @pytest.fixture(params=[False, True], ids=["no-etag", "etag"])
 def served(request, tmp_path):
-    aa.create_dataset(str(tmp_path / "a.zarr"), shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS)[
-        ...
-    ] = VALUES
+    aa.create_dataset(
+        str(tmp_path / "a.zarr"), shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS, checksum=False
+    )[...] = VALUES
     with http_server(tmp_path, etag=request.param) as (url, log):
         yield f"{url}/a.zarr", log, request.param, tmp_path / "a.zarr"
 
