@@ -11,7 +11,7 @@ Example:
     ...                        shards=(50, 50), compressor="zstd:5")
     >>> ds[:10, :10] = 1
     >>> ds.nchunks, ds.nchunks_initialized, ds.compressors
-    (100, 25, (ZstdCodec({'level': 5, 'checksum': False}),))
+    (100, 25, (ZstdCodec({'level': 5, 'checksum': True}),))
 """
 
 from __future__ import annotations
