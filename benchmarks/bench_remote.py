@@ -26,7 +26,8 @@ the median of the per-repetition ratios to that peer with its 95 % bootstrap int
 processes (their Python must not take the client's GIL).
 
 ``--against TREE`` compares altarr with another version of itself (``TREE``: a checkout whose ``src``
-holds it, the C kernel built): each version runs in its own worker process, a child that imports
+holds it, the C kernel built; ``--other-options`` adds options of ``open_dataset`` for that version
+only): each version runs in its own worker process, a child that imports
 altarr from its tree and this script's code, and the two take turns repetition by repetition (in
 alternating order) against the same servers; the table gives each one's median, the requests and rounds
 the server saw, and the paired ratio of this tree to the other with its interval (:func:`paired_ratio`).
@@ -126,6 +127,9 @@ class Lib:
 
 
 class Altarr(Lib):
+    #: more options of ``open_dataset`` (``--other-options``: the other tree's, in an A/B)
+    options: dict[str, Any] = {}
+
     def __init__(self, *a: Any):
         super().__init__(*a)
         import altarr as aa
@@ -136,7 +140,7 @@ class Altarr(Lib):
 
     def _open(self, mode: str = "r") -> Any:
         opts = {"endpoint_url": self.endpoint} if self.kind == "s3" else {}
-        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", **opts)
+        return self.aa.open_dataset(self.base, mode=mode, format="zarr3", **opts, **self.options)
 
     def read(self, sels):
         ds = self._open()
@@ -404,11 +408,13 @@ class Worker:
     """altarr of one tree in a child process (this script with ``--worker``, ``PYTHONPATH`` the tree's
     ``src``), which times the scenarios it is asked for, one at a time, and answers with the time."""
 
-    def __init__(self, name: str, src: Path, kind: str, base: str, endpoint: str | None, size: int):
+    def __init__(
+        self, name: str, src: Path, kind: str, base: str, endpoint: str | None, size: int, options: str = "{}"
+    ):
         import subprocess
 
         self.name = name
-        cmd = [sys.executable, __file__, "--worker", kind, base, endpoint or "-", str(size)]
+        cmd = [sys.executable, __file__, "--worker", kind, base, endpoint or "-", str(size), options]
         env = {**os.environ, "PYTHONPATH": str(src)}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.altarr = self._reply()["altarr"]  # where it imported altarr from: the tree's, checked
@@ -435,11 +441,14 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def worker_main(kind: str, base: str, endpoint: str, size: int) -> None:
+def worker_main(kind: str, base: str, endpoint: str, size: int, options: str) -> None:
     """The child of :class:`Worker`: times the scenario named on each line of stdin (a full garbage
     collection first, outside the time, as :func:`bench_server`), checks its result when asked, and
-    writes ``{"t": seconds}`` (or ``{"error": ...}``) to stdout."""
+    writes ``{"t": seconds}`` (or ``{"error": ...}``) to stdout. ``options``: JSON, more options of
+    ``open_dataset``."""
     import altarr
+
+    Altarr.options = json.loads(options)
 
     geo = Geometry(size, size // 2, size // 8)
     data = make_volume(geo.n)
@@ -479,8 +488,11 @@ def bench_against(
     other repetition; each call checked on its warm-up (the workers make their own copy of ``data``)."""
     here = Path(__file__).resolve().parents[1] / "src"
     workers = [
-        Worker(name, src, kind, base, endpoint, geo.n)
-        for name, src in (("altarr", here), ("altarr@other", Path(args.against) / "src"))
+        Worker(name, src, kind, base, endpoint, geo.n, options)
+        for name, src, options in (
+            ("altarr", here, "{}"),
+            ("altarr@other", Path(args.against) / "src", args.other_options),
+        )
     ]
     print(f"# {workers[0].altarr} against {workers[1].altarr}", file=sys.stderr)
     rows = []
@@ -534,11 +546,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="64**3, 5 ms, one repeat")
     p.add_argument("--json", help="write every row here")
     p.add_argument("--against", help="another altarr tree (a checkout, kernel built): this one against it")
-    p.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--other-options",
+        default="{}",
+        help='JSON: more open_dataset options of the other tree ("--against")',
+    )
+    p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        kind, base, endpoint, size = args.worker
-        worker_main(kind, base, endpoint, int(size))
+        kind, base, endpoint, size, options = args.worker
+        worker_main(kind, base, endpoint, int(size), options)
         return 0
     if args.quick:
         args.size, args.latencies, args.repeats = 64, "5", 1
