@@ -520,6 +520,22 @@ def test_bench_clients_smoke():
     assert all(r.count(" req)") == 2 for r in rows)  # obstore and fsspec each
 
 
+def test_bench_bodies_smoke():
+    """A tiny run of the whole-body comparison below the stores: it prints one row per client."""
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_bodies.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--objects", "2", "--mib", "0.1", "--repeats", "2"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ") and " ms |" in ln]
+    assert [r.split(" |")[0] for r in rows] == [
+        "| obstore get().bytes()", "| obstore get_range()", "| http.client readinto"
+    ]  # fmt: skip
+
+
 def test_s3_nested_cached_outer_index_of_a_deleted_shard_reads_as_missing(s3_endpoint):
     url = _s3_url()
     _write(url, s3_endpoint, shards=[(8, 8), (16, 16)])
