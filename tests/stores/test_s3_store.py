@@ -181,3 +181,18 @@ def test_sharded_dataset_on_s3_one_round_per_level(s3_endpoint):
         np.testing.assert_array_equal(a, values[c[0] * 4 : c[0] * 4 + 4, c[1] * 4 : c[1] * 4 + 4])
     x = aa.open(url, **s3_options(s3_endpoint))
     np.testing.assert_array_equal(x[3:29, ::3], values[3:29, ::3])
+
+
+def test_no_secret_in_what_a_store_shows_or_keys_its_client_by(s3_endpoint):
+    """The obstore clients shared per URL and configuration are keyed by a digest of the configuration,
+    not by a string holding the credentials; the store's repr and identity hold none either."""
+    from altarr.stores import obstore_client
+
+    secret = "s3cr3t-" + uuid.uuid4().hex
+    store = ObstoreStore(
+        f"s3://{BUCKET}/{uuid.uuid4().hex}", key="testing", secret=secret, endpoint_url=s3_endpoint
+    )
+    store.set("k", b"1")  # the credentials are used: moto takes any secret
+    shown = [repr(store), repr(store.identity), repr(list(obstore_client._clients))]
+    assert not any(secret in text for text in shown)
+    assert store.get("k") == b"1"
