@@ -10,9 +10,9 @@ import pytest
 
 from altarr.codecs import compress, get_codec_class, registered_codecs
 from altarr.codecs.compress import BloscCodec, ZstdCodec
-from altarr.codecs.n5 import (
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.codecs.n5_compressions import (
     BloscCompression,
-    N5BlockCodec,
     ZstdCompression,
     compression_from_n5_json,
     register_n5_compression,

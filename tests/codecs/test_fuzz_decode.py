@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import altarr as aa
 from altarr.codecs.crc32c import crc32c_value
-from altarr.codecs.n5 import N5BlockCodec, compression_from_n5_json
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.codecs.n5_compressions import compression_from_n5_json
 from altarr.errors import AltarrError
 from altarr.stores import MemoryStore
 

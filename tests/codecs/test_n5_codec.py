@@ -12,20 +12,18 @@ import numpy as np
 import pytest
 import xxhash
 
-from altarr.codecs.n5 import (
-    N5_DATA_TYPES,
+from altarr.codecs.n5 import N5_DATA_TYPES, N5BlockCodec, parse_block_header
+from altarr.codecs.n5_compressions import (
     BloscCompression,
     Bzip2Compression,
     GzipCompression,
     IdentityCodec,
     Lz4Compression,
-    N5BlockCodec,
     RawCompression,
     XzCompression,
     ZstdCompression,
     compression_from_n5_json,
     n5_codec_from_json,
-    parse_block_header,
 )
 from altarr.errors import (
     ChecksumError,

@@ -17,7 +17,8 @@ import pytest
 
 import altarr as aa
 from altarr.codecs import BytesCodec, CodecChain, GzipCodec
-from altarr.codecs.n5 import IdentityCodec, N5BlockCodec
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.codecs.n5_compressions import IdentityCodec
 from altarr.dataset.access import DatasetAccess
 from altarr.dataset.chunk_codec import SCRATCH_KEEP_BYTES, ChunkCodec, scratch_array, scratch_bytes
 from altarr.dataset.index_cache import IndexCache

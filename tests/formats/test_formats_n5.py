@@ -10,7 +10,8 @@ import pytest
 
 from _batch_counting_store import CountingStore
 from altarr.codecs import BytesCodec, Crc32cCodec, ShardingCodec
-from altarr.codecs.n5 import GzipCompression, N5BlockCodec, RawCompression, XzCompression
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.codecs.n5_compressions import GzipCompression, RawCompression, XzCompression
 from altarr.errors import (
     AltarrError,
     GridError,
@@ -723,7 +724,7 @@ def test_create_chunks_of_another_rank_names_the_key():
 
 
 def test_a_compression_altarr_cannot_read_back_is_refused_before_the_dataset_is_written():
-    from altarr.codecs.n5 import N5Compression
+    from altarr.codecs.n5_compressions import N5Compression
 
     class Unregistered(N5Compression):  # a user's compression never registered with altarr
         name = "not-registered"

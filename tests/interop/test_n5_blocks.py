@@ -14,7 +14,8 @@ import pytest
 import tensorstore as ts
 import z5py
 
-from altarr.codecs.n5 import Lz4Compression, N5BlockCodec
+from altarr.codecs.n5 import N5BlockCodec
+from altarr.codecs.n5_compressions import Lz4Compression
 from altarr.errors import CorruptChunkError, MetadataError
 from altarr.formats import detect_format, get_format
 from altarr.stores import LocalStore

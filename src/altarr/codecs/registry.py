@@ -40,7 +40,7 @@ _NAMESPACES: dict[str, dict[str, type[Codec]]] = {"": _REGISTRY}
 _LOCK = threading.Lock()
 #: Modules of this package written separately that register further codecs; imported on the first lookup
 #: of a name that is not registered yet (keeps ``import altarr.codecs`` free of import cycles).
-_PLUGIN_MODULES = ("altarr.codecs.zarr2", "altarr.codecs.n5")
+_PLUGIN_MODULES = ("altarr.codecs.zarr2", "altarr.codecs.n5_compressions")
 _plugins_loaded = False
 _ALLOWED_KEYS = frozenset({"name", "configuration", "must_understand"})
 

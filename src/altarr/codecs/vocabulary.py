@@ -136,7 +136,7 @@ def to_numcodecs_config(value: Any, argument: str = "compressor") -> dict[str, A
     ({'id': 'gzip', 'level': 2}, {'id': 'lzma', 'preset': 4})
     """
     from .base import Codec
-    from .n5 import N5Compression
+    from .n5_compressions import N5Compression
 
     if value is None:
         return None
@@ -264,7 +264,7 @@ def _parse_native(item: Any, fmt: str, argument: str) -> None:
 
             numcodec_from_config(dict(item))
         else:
-            from .n5 import compression_from_n5_json
+            from .n5_compressions import compression_from_n5_json
 
             compression_from_n5_json(dict(item))
     except AltarrError as e:

@@ -67,7 +67,7 @@ from .registry import register_format
 if TYPE_CHECKING:
     from ..codecs.base import BytesBytesCodec
     from ..codecs.chain import CodecChain
-    from ..codecs.n5 import N5Compression
+    from ..codecs.n5_compressions import N5Compression
     from ..stores.base import Store
 
 __all__ = [
@@ -135,7 +135,12 @@ def n5_compression(compressor: Any) -> N5Compression:
     >>> n5_compression("gzip").to_n5_json()  # Java N5 4.x's default level
     {'type': 'gzip', 'useZlib': False, 'level': 6}
     """
-    from ..codecs.n5 import N5Compression, RawCompression, compression_from_n5_json, n5_codec_from_json
+    from ..codecs.n5_compressions import (
+        N5Compression,
+        RawCompression,
+        compression_from_n5_json,
+        n5_codec_from_json,
+    )
 
     if compressor is None or compressor == "none":
         return RawCompression()
@@ -173,7 +178,8 @@ def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
     """An N5 4.x codec list (block codec first, then data codecs) as a CodecChain in NumPy order."""
     from ..codecs.bytes import BytesCodec
     from ..codecs.chain import CodecChain
-    from ..codecs.n5 import N5BlockCodec, n5_codec_from_json
+    from ..codecs.n5 import N5BlockCodec
+    from ..codecs.n5_compressions import n5_codec_from_json
     from ..codecs.sharding import ShardingCodec
 
     if not isinstance(value, list) or not value:
@@ -220,13 +226,13 @@ def _codecs_json(
     ``raw-bytes`` (+ ``crc32c``), and inside ``n5bytes`` followed by the compression (``raw`` is dropped,
     as Java does).
 
-    >>> from altarr.codecs.n5 import RawCompression
+    >>> from altarr.codecs.n5_compressions import RawCompression
     >>> _codecs_json([(2, 3), (4, 6)], RawCompression(), IndexOptions())[0]["configuration"]
     ... # doctest: +NORMALIZE_WHITESPACE
     {'chunk_shape': [2, 3], 'index_codecs': [{'name': 'raw-bytes', 'configuration': {'endian': 'big'}},
      {'name': 'crc32c'}], 'index_location': 'end', 'codecs': [{'name': 'n5bytes'}]}
     """
-    from ..codecs.n5 import RawCompression
+    from ..codecs.n5_compressions import RawCompression
 
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
@@ -287,7 +293,8 @@ def parse_n5_attributes(doc: dict[str, Any], *, key: str = ATTRIBUTES_KEY, root:
     """Validate a dataset's ``attributes.json`` and build the spec (NumPy order; see the module docstring).
     ``root`` marks the container root, whose ``"n5"`` version key is not a user attribute."""
     from ..codecs.chain import CodecChain
-    from ..codecs.n5 import N5BlockCodec, compression_from_n5_json, n5_dtype
+    from ..codecs.n5 import N5BlockCodec, n5_dtype
+    from ..codecs.n5_compressions import compression_from_n5_json
 
     missing = [f for f in _ARRAY_MARKERS if f not in doc]
     if missing:

@@ -1,0 +1,572 @@
+"""The N5 compressions: bytes->bytes codecs with two JSON forms, the N5 ``compression`` object
+(``{"type": "gzip", "useZlib": false, "level": 6}``, :meth:`N5Compression.to_n5_json`,
+:func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (``{"name": "gzip", "configuration":
+{...}}``, :meth:`~altarr.codecs.base.Codec.to_json`, :func:`n5_codec_from_json`). They live in their own
+namespace of the codec registry, separate from the Zarr v3 names (N5's ``gzip`` is not Zarr's ``gzip``).
+:class:`~altarr.codecs.n5.N5BlockCodec` applies them to a block's payload.
+
+``lz4`` is the lz4-java ``LZ4BlockOutputStream`` stream format, not the LZ4 frame format: a sequence of
+blocks, each ``"LZ4Block"`` magic, a token byte (method ``0x10`` raw / ``0x20`` LZ4, or-ed with the
+compression level ``max(0, ceil(log2(blockSize)) - 10)``), the compressed length, the decompressed
+length and an xxhash32 checksum (seed ``0x9747b28c``, masked with ``0x0FFFFFFF``) as little-endian
+int32, then the data; the stream ends with an empty block (lengths and checksum 0).
+
+Example:
+    >>> from altarr.codecs.n5_compressions import compression_from_n5_json
+    >>> gzip = compression_from_n5_json({"type": "gzip", "level": 6})
+    >>> bytes(gzip.decode(gzip.encode(b"n5" * 8))), gzip.to_json()
+    (b'n5n5n5n5n5n5n5n5', {'name': 'gzip', 'configuration': {'level': 6}})
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError
+from . import bounded
+from .base import BytesBytesCodec, BytesLike, Codec
+from .compress import BloscCodec, ZstdCodec
+from .registry import register_codec, registered_codecs
+
+__all__ = [
+    "N5_NAMESPACE",
+    "N5Compression",
+    "RawCompression",
+    "GzipCompression",
+    "Bzip2Compression",
+    "XzCompression",
+    "Lz4Compression",
+    "ZstdCompression",
+    "BloscCompression",
+    "IdentityCodec",
+    "register_n5_compression",
+    "compression_from_n5_json",
+    "n5_codec_from_json",
+]
+
+#: The namespace of the shared codec registry (:mod:`altarr.codecs.registry`) holding N5 compressions.
+N5_NAMESPACE = "n5"
+
+
+def register_n5_compression(cls: type[N5Compression]) -> type[N5Compression]:
+    """Class decorator: make an :class:`N5Compression` known to :func:`compression_from_n5_json` (it is
+    registered in the shared codec registry, namespace ``"n5"``)."""
+    return register_codec(cls, namespace=N5_NAMESPACE)
+
+
+def _n5_compressions() -> dict[str, type[Codec]]:
+    return registered_codecs(N5_NAMESPACE)
+
+
+def _check_int(params: dict[str, Any], name: str, default: int, lo: int, hi: int, type_: str) -> int:
+    value = params.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise MetadataError(
+            f"N5 {type_} compression: {name!r} must be an integer in [{lo}, {hi}], got {value!r}"
+        )
+    return value
+
+
+class N5Compression(BytesBytesCodec):
+    """An N5 compression: a bytes->bytes codec with an N5 JSON form ``{"type": name, **params}``."""
+
+    #: The N5 ``type`` (also the N5 4.x codec ``name``).
+    name: ClassVar[str]
+
+    def params(self) -> dict[str, Any]:
+        """The N5 parameters (everything of the JSON object but ``type``)."""
+        return {}
+
+    def configuration(self) -> dict[str, Any] | None:
+        return self.params() or None
+
+    def to_n5_json(self) -> dict[str, Any]:
+        """The N5 ``compression`` object.
+
+        >>> GzipCompression(level=6).to_n5_json()
+        {'type': 'gzip', 'useZlib': False, 'level': 6}
+        """
+        return {"type": self.name, **self.params()}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        """Build from the N5 parameters (unknown parameters are ignored, as the Java library does)."""
+        return cls()
+
+    @classmethod
+    def from_config(cls, configuration: dict[str, Any] | None) -> Codec:
+        return cls.from_params(dict(configuration or {}))
+
+    def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
+        """Encode a payload of elements of ``typesize`` bytes (blosc shuffles by element size)."""
+        return self.encode(data)
+
+    def _fail(self, what: str, err: BaseException | None = None) -> CorruptChunkError:
+        detail = f": {err}" if err is not None else ""
+        return CorruptChunkError(f"N5 {self.name} decompression failed ({what}){detail}", codec=self.name)
+
+
+@register_n5_compression
+class RawCompression(N5Compression):
+    """N5 ``raw``: no compression."""
+
+    name = "raw"
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def encoded_size(self, decoded_size: int) -> int | None:
+        return decoded_size
+
+
+_GZIP_OS_BYTE = 9  # offset of the OS field in a gzip member header (RFC 1952)
+
+
+@register_n5_compression
+class GzipCompression(N5Compression):
+    """N5 ``gzip``: a gzip member (or, with ``useZlib``, a zlib stream); ``level`` 6 by default (Java N5
+    4.x's default; the -1 of older files means zlib's default, which is also 6).
+
+    The decoder accepts concatenated gzip members, as Java's commons-compress does. In the N5 4.x
+    ``codecs`` form Java describes gzip by its ``level`` alone (``useZlib`` is no ``@NameConfig.Parameter``
+    there), so :meth:`configuration` writes ``useZlib`` only when it is set.
+
+    >>> GzipCompression().to_json()
+    {'name': 'gzip', 'configuration': {'level': 6}}
+    """
+
+    name = "gzip"
+
+    def __init__(self, level: int = 6, use_zlib: bool = False) -> None:
+        if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
+            raise MetadataError(f"N5 gzip compression: 'level' must be an integer in [-1, 9], got {level!r}")
+        if not isinstance(use_zlib, bool):
+            raise MetadataError(f"N5 gzip compression: 'useZlib' must be a boolean, got {use_zlib!r}")
+        self.level = level
+        self.use_zlib = use_zlib
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(level=params.get("level", 6), use_zlib=params.get("useZlib", False))
+
+    def params(self) -> dict[str, Any]:
+        return {"useZlib": self.use_zlib, "level": self.level}  # the order Java N5 writes them in
+
+    def configuration(self) -> dict[str, Any] | None:
+        config: dict[str, Any] = {"level": self.level}
+        if self.use_zlib:  # not in Java's codecs form: the faithful extension (see docs/n5.md)
+            config["useZlib"] = True
+        return config
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        level = 6 if self.level == -1 else self.level
+        wbits = 15 if self.use_zlib else 31  # 31 = gzip container (mtime 0, no file name)
+        c = zlib.compressobj(level, zlib.DEFLATED, wbits)
+        out = c.compress(data) + c.flush()
+        if not self.use_zlib:
+            # the header's OS byte: 0xff ("unknown") as Java's commons-compress writes it, so the member is
+            # byte for byte Java's (zlib would write its build's OS, e.g. 3 for Unix)
+            out = out[:_GZIP_OS_BYTE] + b"\xff" + out[_GZIP_OS_BYTE + 1 :]
+        return out
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            if self.use_zlib:
+                return zlib.decompress(data)
+            return gzip.decompress(bytes(data))  # handles concatenated members
+        except (OSError, EOFError, zlib.error) as e:
+            raise self._fail("useZlib" if self.use_zlib else "gzip member", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.inflate(data, max_size, wbits=15 if self.use_zlib else 31, codec=self.name)
+
+
+@register_n5_compression
+class Bzip2Compression(N5Compression):
+    """N5 ``bzip2`` (``blockSize`` 1-9, default 9)."""
+
+    name = "bzip2"
+
+    def __init__(self, block_size: int = 9) -> None:
+        self.block_size = _check_int({"blockSize": block_size}, "blockSize", 9, 1, 9, "bzip2")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(block_size=params.get("blockSize", 9))
+
+    def params(self) -> dict[str, Any]:
+        return {"blockSize": self.block_size}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return bz2.compress(data, self.block_size)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return bz2.decompress(data)
+        except (OSError, EOFError, ValueError) as e:
+            raise self._fail("bzip2 stream", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.bunzip2(data, max_size, codec=self.name)
+
+
+@register_n5_compression
+class XzCompression(N5Compression):
+    """N5 ``xz`` (``preset`` 0-9, default 6): an .xz container with a CRC64 check."""
+
+    name = "xz"
+
+    def __init__(self, preset: int = 6) -> None:
+        self.preset = _check_int({"preset": preset}, "preset", 6, 0, 9, "xz")
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(preset=params.get("preset", 6))
+
+    def params(self) -> dict[str, Any]:
+        return {"preset": self.preset}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        try:
+            return lzma.decompress(data, format=lzma.FORMAT_XZ)
+        except (lzma.LZMAError, EOFError) as e:
+            raise self._fail("xz stream", e) from e
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return bounded.unxz(data, max_size, codec=self.name)
+
+
+# lz4-java LZ4BlockOutputStream constants
+_LZ4_MAGIC = b"LZ4Block"
+_LZ4_HEADER = struct.Struct("<8sBiii")  # magic, token, compressed length, decompressed length, checksum
+_LZ4_LEVEL_BASE = 10
+_LZ4_METHOD_RAW = 0x10
+_LZ4_METHOD_LZ4 = 0x20
+_LZ4_SEED = 0x9747B28C
+_LZ4_CHECKSUM_MASK = 0x0FFFFFFF
+_LZ4_MIN_BLOCK = 64
+_LZ4_MAX_BLOCK = 1 << (_LZ4_LEVEL_BASE + 0x0F)
+
+
+def _lz4_checksum(block: BytesLike) -> int:
+    import xxhash
+
+    return xxhash.xxh32_intdigest(block, seed=_LZ4_SEED) & _LZ4_CHECKSUM_MASK
+
+
+@register_n5_compression
+class Lz4Compression(N5Compression):
+    """N5 ``lz4`` (``blockSize`` default 65536) in the lz4-java ``LZ4BlockOutputStream`` format.
+
+    >>> c = Lz4Compression()
+    >>> stream = bytes(c.encode(bytes(range(30))))  # incompressible: stored raw (method 0x10, level 6)
+    >>> stream[:8], hex(stream[8]), len(stream) - 21 - 30 - 21   # header + data + end mark
+    (b'LZ4Block', '0x16', 0)
+    """
+
+    name = "lz4"
+
+    def __init__(self, block_size: int = 65536) -> None:
+        self.block_size = _check_int(
+            {"blockSize": block_size}, "blockSize", 65536, _LZ4_MIN_BLOCK, _LZ4_MAX_BLOCK, "lz4"
+        )
+        self.level = max(0, (self.block_size - 1).bit_length() - _LZ4_LEVEL_BASE)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(block_size=params.get("blockSize", 65536))
+
+    def params(self) -> dict[str, Any]:
+        return {"blockSize": self.block_size}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        import lz4.block
+
+        view = memoryview(data).cast("B")
+        out = bytearray()
+        for start in range(0, len(view), self.block_size):
+            block = view[start : start + self.block_size]
+            check = _lz4_checksum(block)
+            compressed = lz4.block.compress(block, store_size=False)
+            if len(compressed) >= len(block):
+                method, payload = _LZ4_METHOD_RAW, bytes(block)
+            else:
+                method, payload = _LZ4_METHOD_LZ4, compressed
+            out += _LZ4_HEADER.pack(_LZ4_MAGIC, method | self.level, len(payload), len(block), _signed(check))
+            out += payload
+        out += _LZ4_HEADER.pack(_LZ4_MAGIC, _LZ4_METHOD_RAW | self.level, 0, 0, 0)  # end mark
+        return bytes(out)
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return self.decode(data, max_size=max_size)
+
+    def decode(self, data: BytesLike, *, max_size: int | None = None) -> BytesLike:
+        """Decode the stream; with ``max_size`` a block that would take the output past it is refused
+        before it is decompressed (``CorruptChunkError``)."""
+        import lz4.block
+
+        view = memoryview(data).cast("B")
+        out = bytearray()
+        pos = 0
+        ended = False
+        while pos < len(view) or not ended:
+            if pos + _LZ4_HEADER.size > len(view):
+                raise self._fail(f"stream truncated at byte {pos}: missing block header or end mark")
+            magic, token, clen, dlen, check = _LZ4_HEADER.unpack_from(view, pos)
+            if magic != _LZ4_MAGIC:
+                raise self._fail(f"bad magic {bytes(magic)!r} at byte {pos}")
+            method = token & 0xF0
+            max_len = 1 << (_LZ4_LEVEL_BASE + (token & 0x0F))
+            if method not in (_LZ4_METHOD_RAW, _LZ4_METHOD_LZ4) or not 0 <= dlen <= max_len or clen < 0:
+                raise self._fail(
+                    f"bad block header at byte {pos} (token {token:#04x}, lengths {clen}/{dlen})"
+                )
+            if method == _LZ4_METHOD_RAW and clen != dlen:
+                raise self._fail(f"raw block at byte {pos} has compressed length {clen} != {dlen}")
+            pos += _LZ4_HEADER.size
+            if clen == 0 and dlen == 0:
+                if check != 0:
+                    raise self._fail(f"end mark at byte {pos - _LZ4_HEADER.size} has a non-zero checksum")
+                ended = True  # a following stream (concatenation) may start here
+                continue
+            ended = False
+            if pos + clen > len(view):
+                raise self._fail(f"block at byte {pos} needs {clen} bytes, only {len(view) - pos} left")
+            if max_size is not None and len(out) + dlen > max_size:
+                raise bounded.too_large(self.name, max_size)
+            payload = view[pos : pos + clen]
+            pos += clen
+            if method == _LZ4_METHOD_RAW:
+                block = bytes(payload)
+            else:
+                try:
+                    block = lz4.block.decompress(payload, uncompressed_size=dlen)
+                except Exception as e:  # lz4.block.LZ4BlockError
+                    raise self._fail(f"LZ4 block ending at byte {pos}", e) from e
+                if len(block) != dlen:
+                    raise self._fail(
+                        f"LZ4 block ending at byte {pos} decoded to {len(block)} != {dlen} bytes"
+                    )
+            if _lz4_checksum(block) != (check & 0xFFFFFFFF):
+                raise ChecksumError(
+                    f"N5 lz4 block checksum mismatch (xxhash32) in block ending at byte {pos}",
+                    codec=self.name,
+                )
+            out += block
+        return bytes(out)
+
+
+def _signed(u32: int) -> int:
+    return u32 - (1 << 32) if u32 >= 1 << 31 else u32
+
+
+@register_n5_compression
+class ZstdCompression(N5Compression):
+    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): a zstd frame with the content size in its header.
+
+    A thin adapter over the shared :class:`~altarr.codecs.compress.ZstdCodec` (the same frames: no
+    checksum, the content size written), so N5 blocks take its paths: decoding straight into the
+    caller's buffer and the bounded decoder (the announced size checked before anything is allocated,
+    frames without one inflated incrementally up to the cap).
+
+    >>> z = ZstdCompression(level=5)
+    >>> bytes(z.decode(z.encode(b"abc" * 100)))[:6], z.to_n5_json()
+    (b'abcabc', {'type': 'zstd', 'level': 5})
+    """
+
+    name = "zstd"
+
+    def __init__(self, level: int = 3) -> None:
+        self.level = _check_int({"level": level}, "level", 3, -131072, 22, "zstd")
+        self._shared = ZstdCodec(level=self.level)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(level=params.get("level", 3))
+
+    def params(self) -> dict[str, Any]:
+        return {"level": self.level}
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return self._shared.encode(data)
+
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        return self._shared.decode(data, out)
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return self._shared.decode_capped(data, max_size, out)
+
+
+_N5_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+_BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
+
+
+@register_n5_compression
+class BloscCompression(N5Compression):
+    """N5 ``blosc`` (n5-blosc): ``cname`` "blosclz", ``clevel`` 6, ``shuffle`` 0/1/2/-1 (int), ``blocksize``
+    0, ``nthreads`` 1. A c-blosc frame; the element size of the block is used as blosc's typesize."""
+
+    name = "blosc"
+
+    def __init__(
+        self, cname: str = "blosclz", clevel: int = 6, shuffle: int = 0, blocksize: int = 0, nthreads: int = 1
+    ) -> None:
+        if cname not in _BLOSC_CNAMES:
+            raise MetadataError(
+                f"N5 blosc compression: unknown 'cname' {cname!r}; expected one of {_BLOSC_CNAMES}"
+            )
+        self.cname = cname
+        self.clevel = _check_int({"clevel": clevel}, "clevel", 6, 0, 9, "blosc")
+        self.shuffle = _check_int({"shuffle": shuffle}, "shuffle", 0, -1, 2, "blosc")
+        self.blocksize = _check_int({"blocksize": blocksize}, "blocksize", 0, 0, 2**31 - 1, "blosc")
+        self.nthreads = _check_int({"nthreads": nthreads}, "nthreads", 1, 1, 1024, "blosc")
+        self._by_typesize: dict[int, BloscCodec] = {}
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+        return cls(
+            cname=params.get("cname", "blosclz"),
+            clevel=params.get("clevel", 6),
+            shuffle=params.get("shuffle", 0),
+            blocksize=params.get("blocksize", 0),
+            nthreads=params.get("nthreads", 1),
+        )
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "cname": self.cname,
+            "clevel": self.clevel,
+            "shuffle": self.shuffle,
+            "blocksize": self.blocksize,
+        }
+        # ``nthreads`` is a run-time setting, not part of the data format; it is written only when it is not
+        # n5-blosc's default (1), because tensorstore's n5 driver refuses metadata that carries it.
+        if self.nthreads != 1:
+            params["nthreads"] = self.nthreads
+        return params
+
+    def _shared(self, typesize: int) -> BloscCodec:
+        """The shared :class:`~altarr.codecs.compress.BloscCodec` for elements of ``typesize`` bytes
+        (n5-blosc's ``shuffle`` -1, blosc's auto-shuffle, is bit-shuffle for 1-byte elements, else byte
+        shuffle). One per element size, made once."""
+        codec = self._by_typesize.get(typesize)
+        if codec is None:
+            shuffle = self.shuffle if self.shuffle >= 0 else (2 if typesize == 1 else 1)
+            codec = self._by_typesize[typesize] = BloscCodec(
+                cname=self.cname,
+                clevel=self.clevel,
+                shuffle=_N5_SHUFFLES[shuffle],
+                typesize=typesize,
+                blocksize=self.blocksize,
+            )
+        return codec
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return self.encode_typed(data, 1)
+
+    def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
+        """A blosc frame of ``data`` shuffled by elements of ``typesize`` bytes (1 when the payload is not
+        a whole number of them), through the shared compressor (the frames numcodecs writes)."""
+        n = len(memoryview(data).cast("B"))
+        return self._shared(typesize if typesize > 1 and n % typesize == 0 else 1).encode(data)
+
+    def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
+        # decoding does not depend on the element size (the frame header records it)
+        return self._shared(1).decode(data, out)
+
+    def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
+        return self._shared(1).decode_capped(data, max_size, out)
+
+
+class IdentityCodec(BytesBytesCodec):
+    """N5 4.x ``id`` data codec: passes bytes through unchanged."""
+
+    name = "id"
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        return data
+
+    def encoded_size(self, decoded_size: int) -> int | None:
+        return decoded_size
+
+
+def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compression:
+    """An N5 compression from its ``compression`` JSON object, or from a legacy ``compressionType`` string.
+
+    Unknown ``type`` -> :class:`~altarr.errors.UnknownCodecError` naming ``key``; bad parameters ->
+    :class:`~altarr.errors.MetadataError`.
+
+    >>> compression_from_n5_json({"type": "xz", "preset": 3}).params()
+    {'preset': 3}
+    >>> compression_from_n5_json("bzip2").params()
+    {'blockSize': 9}
+    """
+    if isinstance(obj, str):
+        obj = {"type": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise MetadataError(f"N5 'compression' must be an object with a string 'type', got {obj!r}", key=key)
+    known = _n5_compressions()
+    cls = known.get(obj["type"])
+    if cls is None or not issubclass(cls, N5Compression):
+        raise UnknownCodecError(
+            f"unknown N5 compression type {obj['type']!r}; known: {sorted(known)}",
+            key=key,
+            codec=obj["type"],
+        )
+    params = {k: v for k, v in obj.items() if k != "type"}
+    try:
+        return cls.from_params(params)
+    except MetadataError as e:
+        raise e.with_context(key=key, codec=cls.name) from e
+
+
+def _crc32c_codec() -> BytesBytesCodec:
+    from .crc32c import Crc32cCodec  # the Zarr v3 crc32c codec: N5 4.x uses the same wire format
+
+    return Crc32cCodec()
+
+
+#: Non-compression data codecs of N5 4.x ``codecs`` lists.
+_DATA_CODECS: dict[str, Callable[[], BytesBytesCodec]] = {"crc32c": _crc32c_codec, "id": IdentityCodec}
+
+
+def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
+    """An N5 4.x data (bytes->bytes) codec from its ``{"name": ..., "configuration": {...}}`` form:
+    the compressions (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``, ``blosc``) with their N5
+    parameters as configuration, plus ``crc32c`` and ``id``.
+
+    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": True}}).to_n5_json()
+    {'type': 'gzip', 'useZlib': True, 'level': 6}
+    """
+    if isinstance(obj, str):
+        obj = {"name": obj}
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise MetadataError(f"an N5 codec must be an object with a string 'name', got {obj!r}", key=key)
+    name, config = obj["name"], obj.get("configuration") or {}
+    if not isinstance(config, dict):
+        raise MetadataError(f"N5 codec {name!r}: 'configuration' must be an object", key=key, codec=name)
+    if name in _DATA_CODECS:
+        return _DATA_CODECS[name]()
+    known = _n5_compressions()
+    if name in known:
+        return compression_from_n5_json({**config, "type": name}, key=key)
+    raise UnknownCodecError(
+        f"unknown N5 data codec {name!r}; known: {sorted([*known, *_DATA_CODECS])}", key=key, codec=name
+    )
