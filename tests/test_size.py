@@ -22,7 +22,6 @@ LONG_MODULES: dict[str, str] = {
     "lazy/array.py": "numpy",
     "lazy/reduce.py": "numpy",
     "selection/plan.py": "numpy",
-    "formats/zarr3.py": "lighten",
 }
 
 # "module:qualified name" -> owner of its split

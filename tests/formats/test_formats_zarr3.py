@@ -17,7 +17,8 @@ from altarr.codecs.registry import registered_codecs
 from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import get_format, open_node
 from altarr.formats.base import NewArray
-from altarr.formats.zarr3 import data_type_name, decode_fill_value, encode_fill_value, parse_array_metadata
+from altarr.formats.zarr3 import parse_array_metadata
+from altarr.formats.zarr3_types import data_type_name, decode_fill_value, encode_fill_value
 from altarr.stores import LocalStore, MemoryStore
 
 Z3 = get_format("zarr3")

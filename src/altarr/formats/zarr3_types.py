@@ -1,0 +1,180 @@
+"""Zarr v3 data types and fill values: every core data type (``bool``, ``int8``-``int64``,
+``uint8``-``uint64``, ``float16/32/64``, ``complex64/128``) and ``r<N>`` raw bits as NumPy void, fill values
+in all their JSON forms (numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, hex bit patterns such as
+``"0x7fc00000"``, complex numbers as 2-element arrays, raw bits as byte lists), both ways.
+
+Example:
+    >>> import numpy as np
+    >>> from altarr.formats.zarr3_types import decode_fill_value, dtype_from_data_type
+    >>> dtype = dtype_from_data_type("float32")
+    >>> decode_fill_value("0x7fc00000", dtype)
+    np.float32(nan)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import MetadataError, UnknownCodecError, UnsupportedError
+from ._common import decode_float_fill, encode_float_fill
+
+__all__ = ["dtype_from_data_type", "data_type_name", "decode_fill_value", "encode_fill_value"]
+
+_CORE_TYPES = {
+    name: np.dtype(name)
+    for name in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    )
+}
+#: The widest raw data type (``r<N>``) accepted: 64 KiB per element.
+_MAX_RAW_BITS = 8 * 65536
+
+
+def dtype_from_data_type(value: Any, *, key: str = "zarr.json") -> np.dtype:
+    """The NumPy dtype of a Zarr v3 ``data_type`` (a core name, ``r<N>``, or ``{"name": ...}``).
+
+    >>> dtype_from_data_type("r16")
+    dtype('V2')
+    """
+    name = value
+    if isinstance(value, dict):
+        name = value.get("name")
+        if value.get("configuration") not in (None, {}):
+            raise UnknownCodecError(
+                f"field 'data_type': data type {name!r} with a configuration is not supported", key=key
+            )
+    if not isinstance(name, str):
+        raise MetadataError(f"field 'data_type' must be a string, got {value!r}", key=key)
+    if name in _CORE_TYPES:
+        return _CORE_TYPES[name]
+    if name.startswith("r") and name[1:].isdigit():
+        bits = int(name[1:])
+        if bits <= 0 or bits % 8 or bits > _MAX_RAW_BITS:
+            raise MetadataError(
+                f"field 'data_type': raw type {name!r} needs a positive multiple of 8 bits, at most "
+                f"{_MAX_RAW_BITS}",
+                key=key,
+            )
+        return np.dtype(f"V{bits // 8}")
+    if name in ("string", "bytes", "variable_length_bytes", "variable_length_utf8"):
+        raise UnsupportedError(f"field 'data_type': variable-length type {name!r} is not supported", key=key)
+    raise UnknownCodecError(f"field 'data_type': unknown data type {name!r}", key=key, codec=name)
+
+
+def data_type_name(dtype: Any) -> str:
+    """The Zarr v3 ``data_type`` of a NumPy dtype (any byte order).
+
+    >>> data_type_name(">f4"), data_type_name("V3")
+    ('float32', 'r24')
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "V" and dt.fields is None and dt.subdtype is None:
+        return f"r{dt.itemsize * 8}"
+    for name, candidate in _CORE_TYPES.items():
+        if dt.kind == candidate.kind and dt.itemsize == candidate.itemsize:
+            return name
+    raise UnsupportedError(
+        f"Zarr v3 has no core data type for {dt} (supported: {', '.join(_CORE_TYPES)}, r<N>)"
+    )
+
+
+def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = "zarr.json") -> Any:
+    """A NumPy scalar of ``dtype`` from the JSON ``fill_value``.
+
+    >>> decode_fill_value([1.0, "-Infinity"], np.dtype("complex64"))
+    np.complex64(1-infj)
+    """
+    dtype = np.dtype(dtype)
+    if value is None:
+        raise MetadataError("field 'fill_value' is required (null is not allowed in Zarr v3)", key=key)
+    kind = dtype.kind
+    if kind == "b":
+        if not isinstance(value, bool):
+            raise MetadataError(f"field 'fill_value' must be true or false for bool, got {value!r}", key=key)
+        return np.bool_(value)
+    if kind in "iu":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MetadataError(f"field 'fill_value' must be an integer for {dtype}, got {value!r}", key=key)
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise MetadataError(f"field 'fill_value' {value} is out of range for {dtype}", key=key)
+        return dtype.type(value)
+    if kind == "f":
+        if isinstance(value, bool):
+            raise MetadataError(f"field 'fill_value' must be a number for {dtype}, got {value!r}", key=key)
+        return decode_float_fill(value, dtype, key=key)
+    if kind == "c":
+        if not isinstance(value, list) or len(value) != 2:
+            raise MetadataError(
+                f"field 'fill_value' must be a [real, imaginary] pair for {dtype}, got {value!r}", key=key
+            )
+        part = np.dtype(f"f{dtype.itemsize // 2}")
+        re, im = (decode_float_fill(v, part, key=key) for v in value)
+        out = np.zeros((), dtype=dtype)
+        out.real, out.imag = re, im
+        return out[()]
+    if kind == "V":
+        if (
+            not isinstance(value, list)
+            or len(value) != dtype.itemsize
+            or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        ):
+            raise MetadataError(
+                f"field 'fill_value' must be a list of {dtype.itemsize} byte values for r{dtype.itemsize * 8}, "
+                f"got {value!r}",
+                key=key,
+            )
+        return np.frombuffer(bytes(value), dtype=dtype)[0]
+    raise UnsupportedError(f"fill values of {dtype} are not supported", key=key)  # pragma: no cover
+
+
+def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
+    """The JSON form of a fill value for ``dtype`` (``None`` means the type's zero).
+
+    >>> encode_fill_value(float("nan"), np.dtype("float64")), encode_fill_value(1 + 2j, np.dtype("complex64"))
+    ('NaN', [1.0, 2.0])
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind == "V":
+        if value is None or (isinstance(value, int | np.integer) and value == 0):
+            return [0] * dtype.itemsize
+        raw = bytes(value) if isinstance(value, bytes | bytearray | list | tuple) else None
+        if raw is None and isinstance(value, np.void):
+            raw = value.tobytes()
+        if raw is None or len(raw) != dtype.itemsize:
+            raise MetadataError(f"fill value for {dtype} must be {dtype.itemsize} bytes, got {value!r}")
+        return list(raw)
+    if value is None:
+        value = np.zeros((), dtype=dtype)[()]
+    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
+        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
+    try:
+        scalar = np.asarray(value, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
+    if scalar.shape != ():
+        raise MetadataError(f"fill value must be a scalar, got {value!r}")
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind == "f":
+        return encode_float_fill(scalar)
+    if dtype.kind == "c":
+        return [encode_float_fill(scalar.real), encode_float_fill(scalar.imag)]
+    raise UnsupportedError(f"fill values of {dtype} are not supported")
