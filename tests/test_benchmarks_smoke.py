@@ -88,3 +88,18 @@ def test_bench_trees_pairs_two_arms(tmp_path: Path) -> None:
     assert runs["off-0.json"]["machine"]["altarr_native_kernel"].endswith("switched off by ALTARR_NATIVE=0")
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "round 0" not in again.stderr and again.stdout == proc.stdout
+
+
+def test_bench_touch_pairs_altarr_with_and_without_page_touching() -> None:
+    """A tiny run over the HTTP server: both altarr lines read, and the paired ratio is printed."""
+    script = SCRIPT.with_name("bench_touch.py")
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick", "--servers", "http", "--scenarios", "whole,slab"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| http | 5 ms |")]
+    assert sorted(r.split("|")[3].strip() for r in rows) == ["slab", "whole"], proc.stdout
+    assert all(r.count("[") == 1 for r in rows)
