@@ -55,7 +55,7 @@ def parse_threads(value: object, source: str) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{source} must be a whole number >= 1, got {value!r}")
     try:
-        n = int(str(value).strip()) if isinstance(value, str) else int(value)  # type: ignore[call-overload]
+        n = int(str(value).strip()) if isinstance(value, str) else int(value)  # type: ignore[call-overload]  # any object: TypeError caught below
     except (TypeError, ValueError):
         n = None
     if n is None or (not isinstance(value, str) and n != value) or n < 1:

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
@@ -95,7 +95,11 @@ class AltarrError(Exception):
                 merged[name] = value
         return type(self)(self.message, **merged)
 
-    def __reduce__(self):  # keep context through pickling (dask, multiprocessing)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., AltarrError], tuple[object, ...]
+    ]:  # keep context through pickling (dask, multiprocessing)
         return (_rebuild, (type(self), self.message, self._context()))
 
 

@@ -298,9 +298,10 @@ def copy_array(
                     f"{chunks}, shards {shards})",
                     key=dst.path,
                 )
-            done = read_journal(dst)
-            if done is None:  # no journal: that copy finished
+            journal = read_journal(dst)
+            if journal is None:  # no journal: that copy finished
                 return CopyResult(dst, skipped=len(copy_units(dst)), notes=[*notes, "already complete"])
+            done = journal
     else:
         dst = None
     if dst is None:

@@ -278,7 +278,7 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
         report.add(e.key or meta_key, "attributes", e.message)
     except Exception as e:  # noqa: BLE001
         report.add(meta_key, "unexpected", f"attributes: {type(e).__name__}: {e}")
-    if opened.kind != "array":
+    if opened.kind != "array" or opened.spec is None:
         return
     try:
         ds = Dataset(store, node, opened.spec, opened.format, mode="r")

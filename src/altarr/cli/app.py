@@ -13,7 +13,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -144,11 +144,22 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _click_exception(name: str) -> type[BaseException]:
+if TYPE_CHECKING:
+
+    class _ClickException(Exception):
+        """What main() uses of click's exceptions."""
+
+        exit_code: int
+
+        def format_message(self) -> str: ...
+
+
+def _click_exception(name: str) -> type[_ClickException]:
     """The click exception class ``name`` that typer raises (typer bundles its own click)."""
     for module in ("typer._click.exceptions", "click.exceptions"):
         try:
-            return getattr(__import__(module, fromlist=[name]), name)
+            cls: type[_ClickException] = getattr(__import__(module, fromlist=[name]), name)
+            return cls
         except (ImportError, AttributeError):
             continue
     raise ImportError(f"no click exception class {name}")

@@ -96,7 +96,12 @@ def copy(
                 from altarr.multiscale.convert import layout_for_format
 
                 layout = layout_for_format(format, pyramid.layout)
-                options = {"chunks": chunks, "shards": shards, "codec": codec, "overwrite": overwrite}
+                options: dict[str, Any] = {
+                    "chunks": chunks,
+                    "shards": shards,
+                    "codec": codec,
+                    "overwrite": overwrite,
+                }
                 options |= {
                     "resume": resume,
                     "workers": workers,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -82,7 +82,7 @@ def demo(
             note,
         )
 
-    def chunks_equal(wanted: list[tuple[int, ...]]) -> Callable[[list], str]:
+    def chunks_equal(wanted: Sequence[tuple[int, ...]]) -> Callable[[list], str]:
         def check(got: list) -> str:
             ok = all(
                 a is not None and np.array_equal(a, values[_chunk_region(w, chunks)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 
 import typer
 
@@ -46,6 +46,12 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
     return CopyResult(out.group, written=moved["units"], bytes=moved["bytes"])
 
 
+@overload
+def _numbers(text: str, ndim: int, what: str, kind: type = float) -> tuple[Any, ...]: ...
+@overload
+def _numbers(text: None, ndim: int, what: str, kind: type = float) -> None: ...
+@overload
+def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tuple[Any, ...] | None: ...
 def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tuple[Any, ...] | None:
     if text is None:
         return None

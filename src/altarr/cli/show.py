@@ -53,7 +53,7 @@ def render_png(values: np.ndarray, out: str | Path, *, cmap: str = "viridis", ti
     from matplotlib.figure import Figure
 
     rows, cols = values.shape
-    scale = max(1, min(-(-256 // max(rows, 1)), 4096 // max(cols, 1)))
+    scale: int = max(1, min(-(-256 // max(rows, 1)), 4096 // max(cols, 1)))
     data = np.ma.masked_invalid(values.astype(np.float64))
     finite = data.compressed()
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)

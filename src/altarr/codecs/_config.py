@@ -56,13 +56,13 @@ def check_int(codec: str, field: str, value: Any, *, lo: int | None = None, hi: 
         raise MetadataError(
             f"codec {codec!r}: field {field!r} must be an integer, got {value!r}", codec=codec
         )
-    value = int(value)
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+    n = int(value)
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
         raise MetadataError(
-            f"codec {codec!r}: field {field!r} must be in [{lo}, {hi}], got {value}",
+            f"codec {codec!r}: field {field!r} must be in [{lo}, {hi}], got {n}",
             codec=codec,
         )
-    return value
+    return n
 
 
 def check_bool(codec: str, field: str, value: Any) -> bool:

@@ -53,7 +53,7 @@ class Codec(ABC):
         return f"{type(self).__name__}({self.configuration() or ''})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.to_json() == self.to_json()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.to_json() == self.to_json()
 
     def __hash__(self) -> int:
         return hash(repr(self.to_json()))
@@ -136,7 +136,7 @@ class BytesBytesCodec(Codec):
         from ._config import nbytes_of
         from .bounded import too_large
 
-        got = self.decode(data) if out is None else self.decode(data, out=out)  # type: ignore[call-arg]
+        got = self.decode(data) if out is None else self.decode(data, out=out)  # type: ignore[call-arg]  # out is given only to the compressors, whose decode takes it
         if nbytes_of(got) > max_size:
             raise too_large(self.name, max_size)
         return got

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .registry import register_codec
 __all__ = ["BytesCodec", "native_dtype"]
 
 _ENDIANS = ("little", "big")
-_ORDER_CHAR = {"little": "<", "big": ">"}
+_ORDER_CHAR: dict[str, Literal["<", ">"]] = {"little": "<", "big": ">"}
 
 
 def native_dtype(dtype: Any) -> np.dtype:
@@ -37,8 +37,8 @@ def native_dtype(dtype: Any) -> np.dtype:
     >>> native_dtype(">u4") == np.dtype("uint32")
     True
     """
-    dtype = np.dtype(dtype)
-    return dtype if dtype.isnative else dtype.newbyteorder("=")
+    dt: np.dtype = np.dtype(dtype)
+    return dt if dt.isnative else dt.newbyteorder("=")
 
 
 def _needs_endian(dtype: np.dtype) -> bool:
@@ -65,7 +65,7 @@ class BytesCodec(ArrayBytesCodec):
         if endian is not None:
             check_choice(self.name, "endian", endian, _ENDIANS)
         self.endian = endian
-        self._order = _ORDER_CHAR.get(endian or "", "=")
+        self._order: Literal["<", ">", "="] = _ORDER_CHAR.get(endian or "", "=")
 
     @classmethod
     def from_config(cls, configuration: dict[str, Any] | None) -> BytesCodec:
@@ -96,8 +96,8 @@ class BytesCodec(ArrayBytesCodec):
 
     def is_native(self, dtype: Any) -> bool:
         """True when chunks of ``dtype`` are stored in the machine's byte order (decoding needs no swap)."""
-        dtype = native_dtype(dtype)
-        return self._stored(dtype) == dtype
+        native = native_dtype(dtype)
+        return bool(self._stored(native) == native)
 
     # --- codec ----------------------------------------------------------------------------------------
     def encode(self, array: np.ndarray) -> memoryview:
@@ -154,4 +154,4 @@ class BytesCodec(ArrayBytesCodec):
         return out
 
     def encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int:
-        return math.prod(shape) * np.dtype(dtype).itemsize
+        return math.prod(shape) * int(np.dtype(dtype).itemsize)

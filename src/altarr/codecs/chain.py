@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ __all__ = ["CodecChain"]
 
 #: The most values :meth:`CodecChain.derive` keeps per chain.
 DERIVED_ENTRIES = 32
+_T = TypeVar("_T")
 
 
 def _accepts(fn: Callable[..., Any], param: str) -> bool:
@@ -132,7 +133,7 @@ class CodecChain:
         #: serves every open of a memoized metadata parse (``altarr.formats.registry``).
         self.derived: dict[Any, Any] = {}
 
-    def derive(self, key: Any, make: Callable[[], Any]) -> Any:
+    def derive(self, key: Hashable, make: Callable[[], _T]) -> _T:
         """``make()``, memoized in :attr:`derived` under ``key`` (a hashable that names the deriving layer
         and every input besides this chain). At most :data:`DERIVED_ENTRIES` are kept (then all are
         dropped): the keys of one array differ only when it is opened at many prefixes.
@@ -141,7 +142,7 @@ class CodecChain:
         >>> chain.derive(("doc", 1), lambda: [1]) is chain.derive(("doc", 1), lambda: [2])
         True
         """
-        got = self.derived.get(key)
+        got: _T | None = self.derived.get(key)
         if got is None:
             got = make()
             if len(self.derived) >= DERIVED_ENTRIES:
@@ -328,7 +329,7 @@ class CodecChain:
             last = len(self.bytes_bytes) - 1
             for i, codec in enumerate(self.bytes_bytes):
                 if i == last and out is not None and codec.encode_bound(nbytes_of(data)) is not None:
-                    data = codec.encode(data, out=out)  # type: ignore[call-arg]
+                    data = codec.encode(data, out=out)  # type: ignore[call-arg]  # a codec with an encode_bound takes out=
                 else:
                     data = codec.encode(data)
             return data

@@ -23,7 +23,8 @@ Example:
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from types import ModuleType
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from numcodecs import GZip as _NGZip
@@ -31,7 +32,9 @@ from numcodecs import Zstd as _NZstd
 from numcodecs.blosc import Blosc as _NBlosc
 
 try:
-    import zstandard as _zstandard
+    import zstandard
+
+    _zstandard: ModuleType | None = zstandard
 except ImportError:  # pragma: no cover - a declared dependency; numcodecs compresses without it
     _zstandard = None
 
@@ -46,11 +49,17 @@ from .registry import register_codec
 __all__ = ["GzipCodec", "ZstdCodec", "BloscCodec"]
 
 
+def _as_bytes_like(array: np.ndarray) -> BytesLike:
+    """``array`` (uint8, C-contiguous) as the bytes-like object it is: NumPy's type stubs give arrays the
+    buffer protocol only from Python 3.12 on (a cast: nothing is converted)."""
+    return cast(BytesLike, array)
+
+
 def _into(data: bytes, out: np.ndarray | None) -> BytesLike:
     """``data`` copied into ``out`` when the sizes match (callers then get ``out`` back), else ``data``."""
     if out is not None and out.flags.c_contiguous and len(data) == out.nbytes:
         out.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
-        return out
+        return _as_bytes_like(out)
     return data
 
 
@@ -68,7 +77,8 @@ class _NumcodecsCodec(BytesBytesCodec):
 
     def encode(self, data: BytesLike) -> BytesLike:
         try:
-            return self._impl.encode(as_byte_view(data))
+            encoded: BytesLike = self._impl.encode(as_byte_view(data))
+            return encoded
         except AltarrError:
             raise
         except Exception as e:
@@ -103,11 +113,12 @@ class _NumcodecsCodec(BytesBytesCodec):
         if out is not None and out.flags.c_contiguous and self._content_size(mv) == out.nbytes:
             try:
                 self._impl.decode(mv, out=out.reshape(-1).view(np.uint8))
-                return out
+                return _as_bytes_like(out)
             except Exception:  # fall through: the plain decode reports the problem precisely
                 pass
         try:
-            return self._impl.decode(mv)
+            decoded: BytesLike = self._impl.decode(mv)
+            return decoded
         except Exception as e:
             # zstd's frame checksum ("Restored data doesn't match checksum") is a checksum failure
             cls = ChecksumError if "checksum" in str(e) else CorruptChunkError
@@ -188,7 +199,8 @@ class ZstdCodec(_NumcodecsCodec):
             except Exception:  # a level this build refuses: numcodecs reports it
                 return super().encode(data)
         try:
-            return comp.compress(as_byte_view(data))
+            compressed: bytes = comp.compress(as_byte_view(data))
+            return compressed
         except Exception as e:
             raise CodecError(f"{self.name} compression failed: {e}", codec=self.name) from e
 
@@ -281,7 +293,7 @@ class BloscCodec(_NumcodecsCodec):
         src = as_byte_view(data)
         cap = src.nbytes + ext.BLOSC_MAX_OVERHEAD
         usable = out is not None and out.dtype == np.uint8 and out.ndim == 1 and out.flags.c_contiguous
-        dest = out[:cap] if usable and out.size >= cap else np.empty(cap, dtype=np.uint8)
+        dest = out[:cap] if out is not None and usable and out.size >= cap else np.empty(cap, dtype=np.uint8)
         try:
             n = ext.blosc_compress(
                 src, dest, self.clevel, self.shuffle_code, self.typesize or 1, self.cname, self.blocksize
@@ -290,8 +302,8 @@ class BloscCodec(_NumcodecsCodec):
             return super().encode(data)
         if dest.base is None:  # a fresh buffer, not a view of ``out``
             dest.resize(n, refcheck=False)  # realloc: shrinks in place, no copy
-            return dest
-        return dest[:n]
+            return _as_bytes_like(dest)
+        return _as_bytes_like(dest[:n])
 
     def _decode(self, mv: memoryview, out: np.ndarray | None) -> BytesLike:
         # called with the announced size already checked against the cap (decode_capped)
@@ -301,5 +313,5 @@ class BloscCodec(_NumcodecsCodec):
                 size = ext.blosc_nbytes(mv)
                 out = None if size is None else np.empty(size, dtype=np.uint8)
             if out is not None and ext.blosc_decompress(mv, out):
-                return out
+                return _as_bytes_like(out)
         return super()._decode(mv, out)

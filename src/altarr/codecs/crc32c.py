@@ -32,7 +32,8 @@ def crc32c_value(data: BytesLike) -> int:
     """
     # google-crc32c takes read-only bytes-like objects only (no memoryview, no bytearray): a NumPy view
     # of the bytes passes without a copy
-    return google_crc32c.value(np.frombuffer(as_byte_view(data), dtype=np.uint8))
+    value: int = google_crc32c.value(np.frombuffer(as_byte_view(data), dtype=np.uint8))
+    return value
 
 
 @register_codec

@@ -182,7 +182,7 @@ class N5BlockCodec(ArrayBytesCodec):
         return [self.to_json(), *(c.to_json() for c in self.data_codecs)]
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.codecs_json() == self.codecs_json()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.codecs_json() == self.codecs_json()
 
     def __hash__(self) -> int:
         return hash(repr(self.codecs_json()))
@@ -227,7 +227,7 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         header = struct.pack(f">HH{array.ndim}I", MODE_DEFAULT, array.ndim, *size)
         payload = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder(">"))
-        compressed = self._compress(memoryview(payload.reshape(-1).view(np.uint8)), array.dtype.itemsize)
+        compressed = self._compress(payload.reshape(-1).view(np.uint8).data, array.dtype.itemsize)
         return header + bytes(compressed)
 
     def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -132,9 +132,10 @@ def codec_from_json(obj: Any) -> Codec:
     if isinstance(obj, str):
         name, configuration = obj, None
     elif isinstance(obj, Mapping):
-        name = obj.get("name")
-        if not isinstance(name, str):
+        given = obj.get("name")
+        if not isinstance(given, str):
             raise MetadataError(f"a codec description needs a string 'name', got {dict(obj)!r}")
+        name = given
         extra = sorted(str(k) for k in obj if k not in _ALLOWED_KEYS)
         if extra:
             raise MetadataError(

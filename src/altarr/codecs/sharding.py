@@ -272,7 +272,7 @@ class ShardingCodec(ArrayBytesCodec):
         scalar = self._plain_index and math.prod(cps) <= SCALAR_INDEX_ENTRIES
         try:
             if scalar:
-                payload = as_byte_view(data)
+                payload: BytesLike = as_byte_view(data)
                 for codec in self.index_codecs.bytes_bytes:  # crc32c: the checksum checked, bytes dropped
                     payload = codec.decode(payload)
                 words = bytearray(payload)  # the index's own copy (the caller may keep or change it)

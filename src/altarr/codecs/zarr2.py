@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def check_zarr2_dtype(dtype: Any, *, key: str | None = None) -> np.dtype:
     if isinstance(dtype, list):
         raise UnsupportedError(f"Zarr v2 structured dtype {dtype!r} is not supported", key=key)
     try:
-        dt = np.dtype(dtype)
+        dt: np.dtype = np.dtype(dtype)
     except (TypeError, ValueError) as e:
         raise MetadataError(f"invalid Zarr v2 dtype {dtype!r}", key=key) from e
     if dt.kind not in _SUPPORTED_KINDS or dt.fields is not None or dt.subdtype is not None:
@@ -140,7 +140,7 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         self.dtype = check_zarr2_dtype(dtype)
         if order not in ("C", "F"):
             raise MetadataError(f"Zarr v2 'order' must be 'C' or 'F', got {order!r}")
-        self.order = order
+        self.order: Literal["C", "F"] = "F" if order == "F" else "C"
         self.filters = tuple(numcodec_from_config(f, role="filter") for f in (filters or ()))
         self.compressor = None if compressor is None else numcodec_from_config(compressor)
 
@@ -176,7 +176,8 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         if isinstance(chunk, np.ndarray):
             # an uncompressed chunk is its buffer in the array's order
             chunk = chunk.reshape(-1, order="A")
-        return ensure_bytes(chunk)
+        encoded: bytes = ensure_bytes(chunk)
+        return encoded
 
     def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         from numcodecs.compat import ensure_ndarray_like

@@ -290,7 +290,9 @@ class DatasetAccess:
         wanted, _ = self._unique(coords)
         if len(values) != len(wanted):
             raise GridError(f"write_chunks got {len(wanted)} coordinates but {len(values)} arrays")
-        updates = {c: self.codec.coerce(c, v) for c, v in zip(wanted, values, strict=True)}
+        updates: dict[Chunk, np.ndarray | Merge | None] = {
+            c: self.codec.coerce(c, v) for c, v in zip(wanted, values, strict=True)
+        }
         self.writer.apply(updates)
 
     def delete_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[bool]:

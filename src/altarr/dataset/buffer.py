@@ -57,6 +57,7 @@ from .written import Pending, box_mask, box_of, simple_box
 if TYPE_CHECKING:
     from ..selection import Plan
     from .dataset import Dataset
+    from .grid import NestedGrid
     from .layout import Chunk
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "ON_ERROR", "WriteBuffer"]
@@ -116,7 +117,7 @@ class WriteBuffer:
         return self.dataset._access
 
     def _object_shape(self, pos: Chunk) -> tuple[int, ...]:
-        grid = self._access.grid
+        grid: NestedGrid = self._access.grid
         return grid.block_clipped_shape(pos, grid.nlevels - 1)
 
     def _write_out_geometry(self) -> tuple[int, int, int]:

@@ -22,11 +22,12 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .. import native
+from ..codecs.bytes import BytesCodec
 from ..errors import AltarrError, CorruptShardError, GridError
 from . import kernel
 from .layout import Chunk, ShardLayout
@@ -140,7 +141,9 @@ class ChunkCodec:
                 if self.direct is not None:  # [bytes, compressor]: no per-codec steps in between
                     a = self.direct.decode(data, out=buf)
                     if a is not buf:  # the stream did not announce its size: copy (and size-check) it
-                        a = self.chain.array_bytes.decode(a, full, self.dtype, out=buf)
+                        # direct is set only for [bytes, compressor] chains: the bytes codec takes out=
+                        ab = cast(BytesCodec, self.chain.array_bytes)
+                        a = ab.decode(a, full, self.dtype, out=buf)
                 else:
                     a = self.chain.decode(data, full, self.dtype, out=buf)
         except AltarrError as e:  # name where the bad bytes are (the README's promise)

@@ -134,7 +134,7 @@ class Dataset(ArrayMembers):
         self._format = fmt
         self.mode = mode
         self.read_only = mode == "r"
-        self._access_options = {"write_empty_chunks": write_empty_chunks, "recheck": recheck}
+        self._access_options: dict[str, Any] = {"write_empty_chunks": write_empty_chunks, "recheck": recheck}
         self._access = DatasetAccess(store, path, spec, **self._access_options)
         self.attrs = Attributes(store, path, fmt, self.read_only, spec.attributes)
         #: The open write buffers of this handle (a resize writes them out first).
@@ -513,7 +513,7 @@ class Dataset(ArrayMembers):
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:
             raise ValueError("a Dataset's values live in its store: np.asarray needs copy=None or True")
-        a = self[...]
+        a: np.ndarray = self[...]
         return a if dtype is None else a.astype(dtype, copy=False)
 
     # --- convenience -----------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ def _node_object(
     store: Store, prefix: str, node: Node, mode: str, consolidated: Any = None
 ) -> Dataset | Group:
     if node.kind == "array":
+        assert node.spec is not None  # an array's node carries its metadata
         return Dataset(store, prefix, node.spec, node.format, mode=mode)
     return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
 

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING", "IndexCache", "ShardChanged", "check_versions"]
 
+#: A shard's decoded index as the read path keeps it (see ``ShardingCodec.index_words``).
+IndexWords = np.ndarray | memoryview
+
 #: The version reported (``read_chunks(..., versions=)``) for a shard that does not exist.
 MISSING = "missing"
 
@@ -86,7 +89,7 @@ class IndexCache:
         self.enabled = recheck is not True and (self.cheap or self.optimistic)
         self.max_bytes = max_bytes
         # (version, index): an array or the words ShardingCodec.index_words gives (both have nbytes)
-        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, Any]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int, int], tuple[Any, IndexWords]] = OrderedDict()
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
         self._nbytes = 0
         self._lock = threading.Lock()
@@ -136,7 +139,7 @@ class IndexCache:
         answers = self.read_sized_as_ready(requests, on_sent)
         return ([(i, d, v) for i, d, v, _ in answered] for answered in answers)
 
-    def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> np.ndarray | None:
+    def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> IndexWords | None:
         if not self.enabled:
             return None
         with self._lock:
@@ -158,7 +161,7 @@ class IndexCache:
             self.hits += 1
         return entry[1]
 
-    def put(self, key: str, level: int, start: int, version: Any, index: np.ndarray) -> None:
+    def put(self, key: str, level: int, start: int, version: Any, index: IndexWords) -> None:
         if version is None and self.trusted:
             version = "trusted"
         if not self.enabled or version is None:

@@ -44,7 +44,7 @@ import math
 import mmap
 import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,7 +171,11 @@ def _nbytes_in_memory(data: Any) -> int | None:
 
 
 def read_into(
-    plan: KernelPlan | None, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
+    plan: KernelPlan | None,
+    raw: Mapping[Any, Any],
+    chunks: Sequence[Any],
+    out: np.ndarray,
+    geometry: Geometry,
 ) -> list[Any]:
     """Decode the chunks of a region read into ``out`` with the kernel; returns the chunks (in the order
     of ``chunks``) left to the pure-Python path.
@@ -272,7 +276,7 @@ class ReadInto:
             wait, self._touching = self._touching, None
             wait(skip_unstarted=True)
 
-    def add(self, raw: dict[Any, Any]) -> None:
+    def add(self, raw: Mapping[Any, Any]) -> None:
         """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives). A part
         of one chunk of at most :data:`INLINE_DECODE_BYTES` is decoded here and now: handing it to a
         pool thread (a wake-up, then the two threads taking turns with the GIL) cost more than the
@@ -297,7 +301,7 @@ class ReadInto:
         done = False
         try:
             for job, _, wait in jobs:
-                if wait is not None:
+                if wait is not None and job is not None:  # a job waited for is a job
                     job.call()  # takes the tasks no pool thread has taken yet
             done = True
         finally:
@@ -362,7 +366,11 @@ class _Job:
 
 
 def _job(
-    plan: KernelPlan | None, raw: dict[Any, Any], chunks: Sequence[Any], out: np.ndarray, geometry: Geometry
+    plan: KernelPlan | None,
+    raw: Mapping[Any, Any],
+    chunks: Sequence[Any],
+    out: np.ndarray,
+    geometry: Geometry,
 ) -> _Job | None:
     """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none.
 
@@ -441,8 +449,11 @@ def encode(
         rows[i] = r
     k = len(mine)
     slot = plan.encode_slot
+    assert slot is not None  # a blosc plan has its encode slot
     usable = arena is not None and arena.shape[0] >= n and arena.shape[1] >= slot
-    block = np.ascontiguousarray(arena[:k] if usable else np.empty((k, slot), dtype=np.uint8))
+    block = np.ascontiguousarray(
+        arena[:k] if arena is not None and usable else np.empty((k, slot), dtype=np.uint8)
+    )
     arrays = [items[i][1] for i in mine]
     status = np.full(k, 1, dtype=np.int32)
     lengths = np.zeros(k, dtype=np.int64)

@@ -92,13 +92,22 @@ class ArrayMembers(NodeNames):
     spec: DatasetSpec
     _format: Format
     read_only: bool
-    shape: tuple[int, ...]
-    chunks: tuple[int, ...]
-    shards: tuple[int, ...] | None
-    grid_shape: tuple[int, ...]
-    nbytes: int
     fill_value: Any
-    format: str
+
+    if TYPE_CHECKING:  # the read-only properties Dataset defines
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def chunks(self) -> tuple[int, ...]: ...
+        @property
+        def shards(self) -> tuple[int, ...] | None: ...
+        @property
+        def grid_shape(self) -> tuple[int, ...]: ...
+        @property
+        def nbytes(self) -> int: ...
+        @property
+        def format(self) -> str: ...
 
     def stored_chunks(self) -> Iterator[tuple[int, ...]]:  # pragma: no cover - Dataset defines it
         raise NotImplementedError

@@ -81,7 +81,7 @@ def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
             results.append(fn(x))
         except Exception as e:
             first = first or e
-            results.append(None)  # type: ignore[arg-type]
+            results.append(None)  # type: ignore[arg-type]  # never returned: the first error is raised below
     if first is not None:
         raise first
     return results
@@ -113,7 +113,7 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     workers = get_threads()
     if workers == 1:
         return _inline(fn, items)
-    results: list[R] = [None] * n  # type: ignore[list-item]
+    results: list[R] = [None] * n  # type: ignore[list-item]  # every slot is filled before it is returned
     errors: list[tuple[int, BaseException]] = []
     counter = itertools.count()  # next() on it is atomic under the GIL
 

@@ -234,7 +234,7 @@ def _widen(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> N
     new_n = grid.grid_shape(0)
     grown = [d for d in range(ds.ndim) if shape[d] > old_shape[d] and old_shape[d] % grid.chunks[d]]
     inside = [min(o, n) for o, n in zip(old_n, new_n, strict=True)]  # chunks stored before and kept
-    chunks = set()
+    chunks: set[tuple[int, ...]] = set()
     for d in grown:
         ranges = [range(n) for n in inside]
         ranges[d] = range(old_n[d] - 1, old_n[d])

@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import AltarrError, CorruptShardError
 from ..stores.base import ObjectReader, OpensReaders
-from ..stores.ranges import WHOLE, Range, Suffix, legacy_bounds
+from ..stores.ranges import WHOLE, ByteRequest, Range, Suffix, legacy_bounds
 from .chunk_codec import scratch_bytes
 from .index_cache import MISSING, IndexCache, ShardChanged, check_versions
 from .layout import Chunk, ShardLayout
@@ -98,9 +98,15 @@ class _Node:
     length: int | None = None  # None: the whole object, length unknown
     mem: memoryview | None = None
 
+    @property
+    def size(self) -> int:
+        """``length`` of a node found in its parent's index (every chunk's node), where it is known."""
+        assert self.length is not None, "a node read whole has no length yet"
+        return self.length
+
 
 def _span(n: _Node) -> tuple[int, int]:
-    return (n.start, n.start + cast(int, n.length))
+    return (n.start, n.start + n.size)
 
 
 #: Up to this many children of one node are looked up in its index on Python integers, more with one
@@ -129,7 +135,8 @@ def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> li
         return found
     where = np.array(positions, dtype=np.intp) % np.array(cps, dtype=np.intp)
     pairs = np.frombuffer(index, dtype=np.uint64).reshape(-1, 2)
-    return pairs[np.ravel_multi_index(tuple(where.T), cps)].tolist()
+    entries: list[Any] = pairs[np.ravel_multi_index(tuple(where.T), cps)].tolist()
+    return entries
 
 
 def _slots(nodes: list[_Node]) -> dict[Chunk, tuple[Any, ...]]:
@@ -182,7 +189,7 @@ class ShardReader:
         *,
         versions: dict[str, Any] | None = None,
         on_sent: Callable[[], None] | None = None,
-    ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
+    ) -> Iterator[Mapping[Chunk, tuple[Any, ...] | None] | None]:
         """:meth:`read_raw` (without open readers) handed over in parts as the store's answers arrive, so
         that the caller decodes the chunks of one shard while the others are still on the way: each
         part maps some of ``chunks`` to their slots, and together the parts cover every chunk once. On
@@ -207,7 +214,7 @@ class ShardReader:
         *,
         as_ready: bool,
         on_sent: Callable[[], None] | None = None,
-    ) -> Iterator[dict[Chunk, tuple[Any, ...] | None] | None]:
+    ) -> Iterator[Mapping[Chunk, tuple[Any, ...] | None] | None]:
         """:meth:`_read_sharded`'s parts, then one of the chunks it found no bytes for (missing shards,
         empty entries); a shard replaced between its index read and its chunks' reads makes the read
         start over (a ``None`` part first), at most :data:`READ_ATTEMPTS` times."""
@@ -281,12 +288,11 @@ class ShardReader:
                 seen[key] = tokens.get(key)
         if pending and readers is not None:  # each range read by its decode task, from the open file
             yield _slots(done) | {
-                n.pos: (n.key, ChunkRange(n.pos, n.start, n.length, readers[n.key]), _span(n))
-                for n in pending
+                n.pos: (n.key, ChunkRange(n.pos, n.start, n.size, readers[n.key]), _span(n)) for n in pending
             }
             return
         if pending:
-            requests = [(n.key, Range(n.start, n.start + n.length)) for n in pending]
+            requests = [(n.key, Range(*_span(n))) for n in pending]
             if as_ready:
                 answers = self.index_cache.read_as_ready(requests, on_sent)
             else:
@@ -300,7 +306,7 @@ class ShardReader:
                     if gone:  # a shard deleted since its index was cached: read the index again
                         raise ShardChanged(gone)
                 for n, (_, d, _) in zip(ns, answered, strict=True):
-                    n.mem = _checked_range(n.key, n.pos, n.start, n.length, d)
+                    n.mem = _checked_range(n.key, n.pos, n.start, n.size, d)
                 done += ns
                 if as_ready:
                     yield _slots(done)
@@ -421,6 +427,7 @@ class ShardReader:
             whole = readers is None and len(n.chunks) >= WHOLE_SHARD_FRACTION * self.grid.n_chunks_in(
                 n.pos, level
             )
+            rng: ByteRequest
             if whole:
                 rng = WHOLE if n.length is None else Range(n.start, n.start + n.length)
             elif n.length is None:  # the index of a whole object: at its start or its end

@@ -70,7 +70,9 @@ def simple_box(key: Any, values: Any, ds: Dataset) -> tuple[list[int], list[int]
     raw = key if type(key) is tuple else (key,)
     if len(raw) > len(shape):
         return None
-    starts, counts, view = [], [], []
+    starts: list[int] = []
+    counts: list[int] = []
+    view: list[slice | None] = []
     for k, size in zip(raw, shape, strict=False):
         if type(k) is int:
             i = k + size if k < 0 else k

@@ -189,11 +189,11 @@ def normalize_levels(
     chunk = _shape_arg(chunks, ndim, key=key, what="chunks")
     if shards is None:
         return [chunk]
-    shards = list(shards)
-    if shards and all(_is_int(s) for s in shards):
-        shard_levels: list[Any] = [shards]
+    given = list(shards)
+    if given and all(_is_int(s) for s in given):
+        shard_levels: list[Any] = [given]
     else:
-        shard_levels = shards
+        shard_levels = given
     if not shard_levels:
         raise GridError("'shards' must be a shape or a non-empty list of shapes", key=key)
     levels = [chunk]

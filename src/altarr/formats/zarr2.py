@@ -229,7 +229,7 @@ def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None
                 codec=compressor,
             )
         compressor = presets[compressor]
-    config = numcodec_from_config(compressor).get_config()
+    config: dict[str, Any] = numcodec_from_config(compressor).get_config()
     if config.get("id") == "zstd" and config.get("checksum") is False:
         # numcodecs' default; leaving it out lets tensorstore's zarr driver, which refuses members it
         # does not know, read the array (zarr-python and numcodecs read both forms)
@@ -439,9 +439,11 @@ class Zarr2Format(Format):
         raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
         docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
         before = self.spec_from_documents(docs, prefix)
-        docs[ZARRAY]["shape"] = list(check_shape(new_shape(shape, before.shape), key=key, field="shape"))
+        meta = docs[ZARRAY]
+        assert meta is not None  # spec_from_documents raised NodeNotFoundError without it
+        meta["shape"] = list(check_shape(new_shape(shape, before.shape), key=key, field="shape"))
         after = self.spec_from_documents(docs, prefix)
-        store.set(key, dump_json(docs[ZARRAY], key=key, indent=4))
+        store.set(key, dump_json(meta, key=key, indent=4))
         return before, after
 
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
@@ -450,9 +452,10 @@ class Zarr2Format(Format):
             raise NodeNotFoundError(
                 "no Zarr v2 node here (.zarray/.zgroup missing)", key=join_key(prefix, ZARRAY)
             )
-        if docs[ZATTRS] is None:
+        attrs = docs[ZATTRS]
+        if attrs is None:
             return {}
-        return parse_json(docs[ZATTRS], join_key(prefix, ZATTRS))
+        return parse_json(attrs, join_key(prefix, ZATTRS))
 
     def write_attributes(self, store: Store, prefix: str, attributes: dict[str, Any]) -> None:
         key = join_key(prefix, ZATTRS)

@@ -142,7 +142,7 @@ def _check_common(doc: dict[str, Any], key: str, node_type: str | None = None) -
     attrs = doc.get("attributes", {})
     if not isinstance(attrs, dict):
         raise MetadataError(f"field 'attributes' must be an object, got {type(attrs).__name__}", key=key)
-    return kind
+    return str(kind)  # "array" or "group"
 
 
 def _codec_chain(value: Any, key: str) -> CodecChain:
@@ -305,7 +305,10 @@ def with_checksum(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: Zarr v3 shard indexes: little-endian offsets and sizes with a crc32c, as zarr-python and tensorstore
 #: write them.
-_INDEX_CODECS = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+_INDEX_CODECS: list[dict[str, Any]] = [
+    {"name": "bytes", "configuration": {"endian": "little"}},
+    {"name": "crc32c"},
+]
 
 
 class Zarr3Format(Format):

@@ -78,7 +78,8 @@ class _DatasetReader:
             import altarr as aa
 
             self._ds = aa.open_dataset(self.store, path=self.path)
-        return self._ds[key]
+        values: np.ndarray = self._ds[key]
+        return values
 
 
 def to_dask(x: Any, chunks: Any = None) -> Any:

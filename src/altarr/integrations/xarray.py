@@ -284,7 +284,7 @@ def open_groups_as_dict(
     import altarr as aa
 
     location = str(location)
-    options = {"storage_options": storage_options, "consolidated": consolidated}
+    options: dict[str, Any] = {"storage_options": storage_options, "consolidated": consolidated}
     root = _open_node(location, dict(storage_options or {}), consolidated)
     if isinstance(root, aa.Dataset):
         return {"/": open_altarr_dataset(location, **options, **kwargs)}

@@ -43,7 +43,7 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         "consolidated",
     )
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj: Any,
         *,
@@ -89,14 +89,14 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
             return False
         return isinstance(path, str) and path.rstrip("/").endswith(".n5")
 
-    def open_groups_as_dict(self, filename_or_obj: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def open_groups_as_dict(self, filename_or_obj: Any, **kwargs: Any) -> dict[str, Any]:
         drop = kwargs.pop("drop_variables", None)
         kwargs.pop("group", None)
         where = {k: kwargs.pop(k, None) for k in ("storage_options", "consolidated")}
         groups = open_groups_as_dict(os.fspath(filename_or_obj), drop_variables=drop, **where)
         return {path: _decode(ds, **kwargs) for path, ds in groups.items()}
 
-    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> Any:
         import xarray as xr
 
         return xr.DataTree.from_dict(self.open_groups_as_dict(filename_or_obj, **kwargs))

@@ -25,7 +25,7 @@ import copy as _copy
 import itertools
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
@@ -45,6 +45,8 @@ from .views import ravel, transpose
 
 __all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
 
+_S = TypeVar("_S")
+
 #: Version of the pickled recipe layout (bumped when it changes; old versions keep loading).
 
 
@@ -57,7 +59,7 @@ def _format_bytes(n: float) -> str:
 
 
 def _check_dtype(dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
+    dt: np.dtype = np.dtype(dtype)
     if dt.kind not in "biufc":
         raise TypeError(f"altarr arrays hold bool or numeric values; dtype {dt} is not supported")
     return dt
@@ -151,7 +153,8 @@ def _adapter(library: str, name: str) -> Callable[..., Any]:
     is asked for, and does not import their code (nor dask or xarray) otherwise."""
     import importlib
 
-    return getattr(importlib.import_module(f"altarr.integrations.{library}"), name)
+    adapter: Callable[..., Any] = getattr(importlib.import_module(f"altarr.integrations.{library}"), name)
+    return adapter
 
 
 @register_lazy_type
@@ -278,7 +281,8 @@ class LazyArray(NDArrayOperatorsMixin):
 
     # --- internals ---------------------------------------------------------------------------------------
     def _leaves(self) -> list[FetchSource]:
-        return self._source.leaves()
+        leaves: list[FetchSource] = self._source.leaves()
+        return leaves
 
     def _count(self, name: str, amount: int = 1) -> None:
         for leaf in self._leaves():
@@ -565,9 +569,10 @@ class LazyArray(NDArrayOperatorsMixin):
     def transpose(self, *axes: Any) -> LazyArray:
         """A lazy view with permuted axes (NumPy's signature: ``x.transpose(1, 0)`` or ``((1, 0))``)."""
 
+        given: Sequence[Any] | None = axes
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
-            axes = axes[0]
-        return transpose(self, None if axes is None or axes == () else tuple(axes))
+            given = axes[0]
+        return transpose(self, None if given is None or len(given) == 0 else tuple(given))
 
     def swapaxes(self, axis1: int, axis2: int) -> LazyArray:
         """A lazy view with two axes interchanged."""
@@ -578,7 +583,7 @@ class LazyArray(NDArrayOperatorsMixin):
         perm[a], perm[b] = perm[b], perm[a]
         return transpose(self, perm)
 
-    def ravel(self, order: str = "C") -> Any:
+    def ravel(self, order: Literal["C", "F", "A", "K"] = "C") -> Any:
         """C-order flattening: lazy when every chunk spans the whole trailing dimensions (a chunk of the
         result is then one chunk, flattened), else NumPy data through the guarded materialization."""
 
@@ -586,7 +591,7 @@ class LazyArray(NDArrayOperatorsMixin):
             return np.ravel(self._materialize(), order=order)
         return ravel(self)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: Literal["C", "F", "A", "K"] = "C") -> Any:
         """As :meth:`ravel` (lazy arrays are read-only, so a view serves as the copy)."""
         return self.ravel(order)
 
@@ -656,7 +661,7 @@ class LazyArray(NDArrayOperatorsMixin):
     def __contains__(self, value: Any) -> bool:
         return bool((self == value).any())
 
-    def _scalar(self, kind: Callable[[Any], Any]) -> Any:
+    def _scalar(self, kind: Callable[[Any], _S]) -> _S:
         if self.size != 1:
             raise TypeError(
                 f"only arrays of one element can be converted to Python scalars (size {self.size})"

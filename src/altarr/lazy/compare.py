@@ -90,7 +90,7 @@ def all_chunks(ref: Any, other: Any, shape: tuple[int, ...], test: Callable[...,
 def _streamable(a: Any, b: Any, shape: tuple[int, ...]) -> bool:
     """One lazy operand (the other NumPy data) or two lazy operands of the broadcast shape."""
     if _lazy(a) and _lazy(b):
-        return a.shape == b.shape == shape
+        return bool(a.shape == b.shape == shape)
     return True
 
 

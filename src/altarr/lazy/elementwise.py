@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .array import LazyArray
 
 __all__ = ["ElementwiseSource", "make_elementwise", "cast"]
 
@@ -230,7 +233,7 @@ def _astype(chunk: np.ndarray, dtype: str) -> np.ndarray:
     return chunk.astype(dtype)
 
 
-def cast(x: Any, dtype: np.dtype) -> Any:
+def cast(x: LazyArray, dtype: np.dtype) -> LazyArray:
     """A lazy ``x.astype(dtype)``."""
     if dtype == x.dtype:
         return type(x)(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)

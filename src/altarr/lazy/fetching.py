@@ -27,7 +27,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -98,6 +98,16 @@ def _describe_chunks(coords: np.ndarray, limit: int = 4) -> str:
     return ", ".join(map(str, rows)) + more
 
 
+class GroupedFetch(Protocol):
+    """A fetch that names the group (shard) of each chunk, as :class:`~altarr.lazy.sources.DatasetFetch`
+    does; a read that must not mix two versions of one group goes through these methods."""
+
+    def chunk_groups(self, chunks: np.ndarray) -> Sequence[Hashable] | None: ...
+    def current_versions(self, groups: Sequence[Any]) -> dict[Any, Any] | None: ...
+    def visit(self, chunks: np.ndarray, fn: Any, versions: dict[Any, Any] | None = None) -> None: ...
+    def fetch_versioned(self, chunks: np.ndarray) -> tuple[list[np.ndarray], dict[Any, Any]]: ...
+
+
 class FetchSource:
     """The leaf of a lazy array: ``fetch``, geometry, counters and the cache owner token.
 
@@ -145,7 +155,8 @@ class FetchSource:
     def extents(self, coords: np.ndarray) -> np.ndarray:
         """Clipped chunk shapes, ``(n, ndim)``."""
         start = coords * self._chunks_arr
-        return np.minimum(self._chunks_arr, self._shape_arr - start)
+        clipped: np.ndarray = np.minimum(self._chunks_arr, self._shape_arr - start)
+        return clipped
 
     def keys(self, coords: np.ndarray) -> list[tuple[Hashable, tuple[int, ...]]]:
         tok = self.token
@@ -216,7 +227,7 @@ class FetchSource:
                 )
             for i, v in zip(retry, values, strict=True):
                 out[i] = v
-        return out  # type: ignore[return-value]
+        return cast(list[np.ndarray], out)  # every slot was filled above
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
         """``fn(i, chunk)`` for every row of ``coords``, caching nothing (the streaming path).
@@ -272,6 +283,10 @@ class FetchSource:
     # or, where it cannot tell (object stores), when every requested chunk of that shard is cached from
     # one read. Anything else is read again together with the rest of its shard's chunks, in one call
     # of the engine, which reads all chunks of one shard from one version.
+    def _grouped(self) -> GroupedFetch:
+        """``fetch`` as the fetch with groups it is where :meth:`_groups` found its ``chunk_groups``."""
+        return cast(GroupedFetch, self.fetch)
+
     def _groups(self, coords: np.ndarray) -> list[Hashable] | None:
         fn = getattr(self.fetch, "chunk_groups", None)
         return fn(coords) if callable(fn) else None
@@ -283,7 +298,7 @@ class FetchSource:
         by_group: dict[Hashable, list[int]] = {}
         for i, g in enumerate(groups):
             by_group.setdefault(g, []).append(i)
-        current = self.fetch.current_versions(list(by_group))
+        current = self._grouped().current_versions(list(by_group))
         use: list[Any] = [None] * len(coords)
         hit_version: dict[Hashable, Any] = {}
         for g, rows in by_group.items():
@@ -295,14 +310,14 @@ class FetchSource:
                     for i, c in zip(rows, got, strict=True)
                     if c is not None and now is not None and c[1] == now
                 ]
-            elif all(c is not None for c in got) and len({c[1] for c in got}) == 1:  # type: ignore[index]
+            elif all(c is not None for c in got) and len({c[1] for c in got if c is not None}) == 1:
                 ok = rows
             else:
                 ok = []
             for i in ok:
                 use[i] = cached[i]
             if ok:
-                hit_version[g] = cached[ok[0]][1]  # type: ignore[index]
+                hit_version[g] = use[ok[0]][1]
         return use, hit_version
 
     def _get_consistent(self, coords: np.ndarray, groups: list[Hashable], *, store: bool) -> list[np.ndarray]:
@@ -387,7 +402,7 @@ class FetchSource:
             fn(int(rows[j]), arr)
 
         try:
-            self.fetch.visit(request, checked, versions=versions)
+            self._grouped().visit(request, checked, versions=versions)
         except Exception as e:
             e.add_note(f"altarr: raised by fetch.visit() asked for chunks {_describe_chunks(request)}")
             raise
@@ -400,7 +415,7 @@ class FetchSource:
         request = np.array(coords, dtype=np.int64, order="C", copy=True)
         self.counters.add("fetch_calls")
         try:
-            result, versions = self.fetch.fetch_versioned(request)
+            result, versions = self._grouped().fetch_versioned(request)
         except Exception as e:
             e.add_note(f"altarr: raised by fetch() asked for chunks {_describe_chunks(coords)}")
             raise
@@ -428,11 +443,11 @@ class FetchSource:
 def _compact(arr: np.ndarray) -> np.ndarray:
     """A chunk to keep in the cache: copied when it is a small view of a much larger buffer (a slice of
     a block the fetch read at once), so the cache's byte count is the memory it really holds."""
-    base: Any = arr
+    if arr.base is None:
+        return arr
+    base: Any = arr.base
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
-    if base is arr:
-        return arr
     try:
         held = base.nbytes if isinstance(base, np.ndarray) else memoryview(base).nbytes
     except TypeError:

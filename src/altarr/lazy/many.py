@@ -41,7 +41,8 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     ((2, 2), (4,))
     """
     if hasattr(x, "read_regions") and not getattr(x, "_is_lazy_array", False):
-        return x.read_regions(selections, mode=mode)
+        values: list[Any] = x.read_regions(selections, mode=mode)
+        return values
     if not getattr(x, "_is_lazy_array", False):
         raise TypeError(f"read_many takes a lazy array or a Dataset, got {type(x).__name__}")
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections

@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,6 +63,9 @@ def _to_numpy(v: Any) -> Any:
         return type(v)(_to_numpy(e) for e in v)
     return v
 
+
+#: NumPy's casting rules (``np.can_cast``'s ``casting``).
+_Casting = Literal["no", "equiv", "safe", "same_kind", "same_value", "unsafe"]
 
 _LAZY_UFUNC_KWARGS = {"dtype", "casting", "signature", "order", "subok"}
 
@@ -412,11 +415,11 @@ def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
 
 
 @_implements(np.ravel, kind="lazy")
-def _ravel(a: Any, order: str = "C") -> Any:
+def _ravel(a: Any, order: Literal["C", "F", "A", "K"] = "C") -> Any:
     return a.ravel(order) if _lazy(a) else NotImplemented
 
 
-def _join_dtype(arrays: Any, dtype: Any, casting: str) -> Any:
+def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:
     dts = [np.dtype(a.dtype) for a in arrays]
     dt = np.result_type(*dts) if dtype is None else np.dtype(dtype)
     if any(not np.can_cast(d, dt, casting=casting) for d in dts):
@@ -424,7 +427,7 @@ def _join_dtype(arrays: Any, dtype: Any, casting: str) -> Any:
     return dt
 
 
-def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: str) -> Any:
+def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: _Casting) -> Any:
 
     arrays = list(arrays) if isinstance(arrays, list | tuple) else None
     if arrays is None or out is not None or not arrays or not all(_lazy(a) for a in arrays):
@@ -441,14 +444,14 @@ def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: str
 
 @_implements(np.concatenate, kind="lazy")
 def _concatenate(
-    arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+    arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind"
 ) -> Any:
     return _join("concatenate", arrays, axis, out, dtype, casting)
 
 
 @_implements(np.stack, kind="lazy")
 def _stack(
-    arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind"
+    arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind"
 ) -> Any:
     return _join("stack", arrays, axis, out, dtype, casting)
 

@@ -21,11 +21,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -42,7 +44,8 @@ def _warn_caller(message: str) -> None:
     """NumPy's ``RuntimeWarning`` ``message``, attributed to the user's line: the first frame outside
     altarr. (A fixed ``stacklevel`` is right for ``x.mean()`` but names a line of altarr for
     ``np.mean(x)``, which arrives through ``__array_function__``; NumPy names the caller in both.)"""
-    level, frame = 2, sys._getframe(1)
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1
@@ -215,7 +218,8 @@ def stream(
         absorb(coords, arrays, mask_parts)
         if early is not None and len(state["seen"]) == n_regions and early(state["acc"]):
             break
-    return state["acc"]
+    acc: list[np.ndarray] = state["acc"]
+    return acc
 
 
 def _finish(result: Any, x: Any, red: tuple[int, ...], out: Any, keepdims: bool) -> Any:
@@ -413,7 +417,8 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
 def _float_calc_dtype(dt: np.dtype, dtype: Any) -> np.dtype:
     """The dtype NumPy's mean/var compute in."""
     if dtype is not None:
-        return np.dtype(dtype)
+        calc: np.dtype = np.dtype(dtype)
+        return calc
     if dt.kind in "biu":
         return np.dtype(np.float64)
     if dt == np.float16:
@@ -461,7 +466,7 @@ def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *,
     # np.nanmean divides quietly; np.mean (and nanmean of a type without NaN) warns "invalid value" for
     # the 0/0 of a slice that where= leaves empty, under the caller's errstate (0-d accumulators divide
     # as NumPy scalars, as NumPy's whole-array mean does: "invalid value encountered in scalar divide")
-    with np.errstate(**({"invalid": "ignore", "divide": "ignore"} if nan_capable else {})):
+    with np.errstate(invalid="ignore", divide="ignore") if nan_capable else contextlib.nullcontext():
         res = np.asarray(acc[0])[()] / np.asarray(count)[()]
     return _finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
 
@@ -517,7 +522,8 @@ def var(
     nan_capable = nan and x.dtype.kind in "fc"
 
     def sq(d: np.ndarray) -> np.ndarray:
-        return (d * np.conj(d)).real if complex_ else d * d
+        squared: np.ndarray = (d * np.conj(d)).real if complex_ else d * d
+        return squared
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
         c = chunk.astype(calc, copy=False)
@@ -662,7 +668,8 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
     total = int(np.prod(grid, dtype=np.int64))
     batch = options._get("batch_chunks")
     kept_shape = tuple(x.shape[d] for d in range(x.ndim) if d not in red)
-    acc_v = acc_i = None
+    acc_v: np.ndarray | None = None
+    acc_i: np.ndarray | None = None
     seen: set[tuple[int, ...]] = set()
     for start in range(0, total, batch):
         coords = _grid_batch(grid, start, min(start + batch, total))
@@ -670,7 +677,7 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
             chunk = np.asarray(chunk)
             origin = c * chunk_arr
             v, i = partial(chunk, red, origin)
-            if acc_v is None:
+            if acc_v is None or acc_i is None:
                 acc_v = np.empty(kept_shape, dtype=v.dtype)
                 acc_i = np.empty(kept_shape, dtype=np.intp)
             region = tuple(

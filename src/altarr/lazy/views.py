@@ -21,10 +21,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
+
+if TYPE_CHECKING:
+    from .array import LazyArray
+    from .fetching import FetchSource
 
 __all__ = ["TransposeSource", "JoinSource", "transpose", "concatenate", "stack"]
 
@@ -48,8 +52,9 @@ class TransposeSource:
     def __reduce__(self) -> tuple[Any, ...]:
         return (TransposeSource, (self.base, self.axes))
 
-    def leaves(self) -> list[Any]:
-        return self.base._source.leaves()
+    def leaves(self) -> list[FetchSource]:
+        leaves: list[FetchSource] = self.base._source.leaves()
+        return leaves
 
     def describe(self) -> str:
         return f"transpose{self.axes} of {self.base._source.describe()}"
@@ -61,7 +66,8 @@ class TransposeSource:
         return np.ascontiguousarray(coords[:, list(self._inverse)]) if len(coords) else coords
 
     def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
-        return self.base._source.row_missing_nbytes(self._base_coords(coords))
+        nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
+        return nbytes
 
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
         chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
@@ -147,7 +153,7 @@ def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: 
     return type(template)(tuple(shape), tuple(chunks), np.dtype(dtype), source, None, None)
 
 
-def transpose(x: Any, axes: Sequence[int] | None = None) -> Any:
+def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
     """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
     LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
 
@@ -217,8 +223,9 @@ class RavelSource:
     def __reduce__(self) -> tuple[Any, ...]:
         return (RavelSource, (self.base,))
 
-    def leaves(self) -> list[Any]:
-        return self.base._source.leaves()
+    def leaves(self) -> list[FetchSource]:
+        leaves: list[FetchSource] = self.base._source.leaves()
+        return leaves
 
     def describe(self) -> str:
         return f"ravel of {self.base._source.describe()}"
@@ -232,7 +239,8 @@ class RavelSource:
         return out
 
     def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
-        return self.base._source.row_missing_nbytes(self._base_coords(coords))
+        nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
+        return nbytes
 
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
         return [

@@ -277,7 +277,12 @@ def build_pyramid(
         above = src if i == 1 and isinstance(src, np.ndarray) else previous
         return Downsampled(above, steps[i - 1], method)
 
-    options = {"overwrite": overwrite, "resume": resume, "workers": workers, "progress": progress}
+    options: dict[str, Any] = {
+        "overwrite": overwrite,
+        "resume": resume,
+        "workers": workers,
+        "progress": progress,
+    }
     return write_pyramid(
         destination,
         fmt,

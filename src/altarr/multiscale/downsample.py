@@ -98,7 +98,8 @@ def _mean(values: np.ndarray, factors: Sequence[int]) -> np.ndarray:
         quotient += view // n
         remainder += view % n
     two = dtype.type(2)
-    return quotient + (two * remainder + n) // (two * n)
+    rounded: np.ndarray = quotient + (two * remainder + n) // (two * n)
+    return rounded
 
 
 def _mode(values: np.ndarray, factors: Sequence[int]) -> np.ndarray:

@@ -184,7 +184,7 @@ def _child_attrs(group: Any, path: str) -> dict[str, Any]:
 
 
 def _levels_named_s(group: Any, prefix: str = "") -> list[Any]:
-    out = []
+    out: list[Any] = []
     while f"{prefix}s{len(out)}" in group:
         node = group[f"{prefix}s{len(out)}"]
         if not hasattr(node, "shape"):

@@ -306,7 +306,8 @@ def _numpy_dims(kind: str, val: Any) -> int:
     if kind in ("slice", "int", "intarr"):
         return 1
     if kind == "boolarr":
-        return val.ndim
+        ndim: int = val.ndim
+        return ndim
     return 0
 
 
@@ -446,7 +447,10 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     raw = _as_tuple(key)
     if len(raw) > 1:
         raise SelectionError(_too_many_flat(len(raw)))
-    kind, val = _classify(raw[0], _VALID_FLAT) if raw else ("ellipsis", None)
+    if raw:
+        kind, val = _classify(raw[0], _VALID_FLAT)
+    else:
+        kind, val = "ellipsis", None
     src = raw[0] if raw else key
     if kind == "int":
         item = Item("int", (0,), DimSelection(_norm_int(val, size, None), 1, 1, drop=True), 0, src)

@@ -432,7 +432,7 @@ class Plan:
             return outs, chunk, ins
         # Point dimensions: every orthogonal dimension is a slice here (NumPy advanced indexing and
         # .vindex combine index arrays as points), so one fancy take per group does it.
-        g = self._row_group[i]  # type: ignore[index]
+        g = self._row_group[i]  # type: ignore[index]  # set wherever points is (__init__)
         pts = self.points
         blk = chunk if self._pt_perm is None else chunk.transpose(self._pt_perm)
         return (pts.pidx[g],) + outs, blk, pts.offsets[g] + ins
@@ -514,7 +514,7 @@ def _build_points(
         if ds:
             dims.append(ds[0])
             pos.append(np.broadcast_to(a, bshape).reshape(-1))
-    order = np.argsort(dims, kind="stable") if dims else []
+    order: np.ndarray | list[int] = np.argsort(dims, kind="stable") if dims else []
     dims_sorted = tuple(dims[i] for i in order)
     pos_sorted = [pos[i] for i in order]
     return _points(dims_sorted, pos_sorted, bshape, chunks, grid)

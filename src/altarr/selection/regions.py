@@ -50,7 +50,7 @@ def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
     ]
 
 
-def flip_reversed(array: Any, dims: Sequence[DimSelection]) -> Any:
+def flip_reversed(array: np.ndarray, dims: Sequence[DimSelection]) -> np.ndarray:
     """A view of ``array`` flipped along every dimension selected with a negative step (its own inverse:
     it maps the forward-read working array to the selection's order and back)."""
     if not any(d.reverse for d in dims):

@@ -37,7 +37,7 @@ def as_byte_view(value: object) -> memoryview:
     """
     if isinstance(value, list | tuple):
         return memoryview(b"".join(value))
-    mv = memoryview(value)  # type: ignore[arg-type]
+    mv = memoryview(value)  # type: ignore[arg-type]  # any object: one without a buffer raises TypeError
     if not mv.c_contiguous:
         mv = memoryview(mv.tobytes())
     if mv.format != "B" or mv.ndim != 1:
@@ -66,4 +66,4 @@ def byte_length(value: object) -> int:
         return len(value)
     if isinstance(value, list | tuple):
         return sum(memoryview(v).nbytes for v in value)
-    return memoryview(value).nbytes  # type: ignore[arg-type]
+    return memoryview(value).nbytes  # type: ignore[arg-type]  # any object, as in as_byte_view

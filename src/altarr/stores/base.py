@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -329,7 +330,7 @@ class Store(ABC):
         """Every key under ``prefix`` (recursively), as full keys. ``prefix`` is a folder path."""
 
     @abstractmethod
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it."""
 
     # --- concurrent writers ----------------------------------------------------------------------------
@@ -348,13 +349,13 @@ class Store(ABC):
         default (``"single-writer"`` stores) does nothing."""
         yield
 
-    def list_temporary(self, prefix: str = "") -> list[str]:
+    def list_temporary(self, prefix: str = "") -> builtins.list[str]:
         """Leftover temporary files of writers that were killed (``.altarr-tmp`` files of unfinished
         writes, ``.altarr-lock`` files of killed lock holders) under ``prefix``; other listings skip
         them. Stores that write objects whole, without temporary objects, have none (this default)."""
         return []
 
-    def remove_temporary(self, keys: Iterable[str]) -> list[str]:
+    def remove_temporary(self, keys: Iterable[str]) -> builtins.list[str]:
         """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
         return []
 

@@ -33,7 +33,7 @@ import os
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl module here: AVAILABLE says so to every caller
 
 __all__ = ["LOCK_SUFFIX", "AVAILABLE", "lock_name", "acquire", "release"]
 

@@ -37,10 +37,11 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import datetime
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -50,6 +51,9 @@ from ._util import as_bytes, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
+
+if TYPE_CHECKING:
+    from .local import LocalStore
 
 __all__ = ["FsspecStore"]
 
@@ -117,7 +121,7 @@ class FsspecStore(Store):
         super().__init__()
         if isinstance(url_or_fs, str):
             fs, root = url_to_fs(url_or_fs, **storage_options)
-            self.url = url_or_fs
+            self.url: str | None = url_or_fs
             if path:
                 root = f"{root.rstrip('/')}/{normalize_key(path)}"
         elif isinstance(url_or_fs, fsspec.AbstractFileSystem):
@@ -142,7 +146,7 @@ class FsspecStore(Store):
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
         self.durable = bool(durable)
-        self._local: Any = None
+        self._local: LocalStore | None = None
         self._set_write_mode()
 
     def _set_write_mode(self) -> None:
@@ -164,7 +168,7 @@ class FsspecStore(Store):
         where = self.url or f"{type(self.fs).__name__}:{self._root}"
         return f"FsspecStore({where!r}{ro})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
         kwargs = {
             "read_only": self.read_only,
             "coalesce_gap": self.coalesce_gap,
@@ -188,7 +192,13 @@ class FsspecStore(Store):
             return path[len(self._root_sep) :] if path.startswith(self._root_sep) else None
         return path.lstrip("/")
 
-    def _fail(self, what: str, key: str | None, e: BaseException, byte_range=None) -> StoreError:
+    def _fail(
+        self,
+        what: str,
+        key: str | None,
+        e: BaseException,
+        byte_range: tuple[int | None, int | None] | None = None,
+    ) -> StoreError:
         return StoreError(f"{what} failed: {type(e).__name__}: {e}", key=key, byte_range=byte_range)
 
     # --- concurrency helper ---------------------------------------------------------------------------
@@ -216,7 +226,8 @@ class FsspecStore(Store):
 
             return await asyncio.gather(*(one(fn, args) for fn, args in calls), return_exceptions=True)
 
-        return sync(self.fs.loop, runner)
+        got: list[Any] = sync(self.fs.loop, runner)
+        return got
 
     def _info_call(self, path: str) -> tuple[Callable[..., Any], tuple]:
         return (self.fs._info if self.fs.async_impl else self.fs.info), (path,)
@@ -328,13 +339,12 @@ class FsspecStore(Store):
     def _cut(r: Any, start: int | None, end: int | None) -> bytes:
         """The answer to one ``cat_ranges`` request with the bounds it was sent with: a server that
         ignores ``Range`` sends the whole object, and the range is cut out of it here."""
-        if not isinstance(r, bytes):
-            r = as_bytes(r)
-        if start is not None and start >= 0 and end is not None and len(r) > end - start:
-            r = r[start:end]
-        elif start is not None and start < 0 and len(r) > -start:
-            r = r[start:]
-        return r
+        data = r if isinstance(r, bytes) else as_bytes(r)
+        if start is not None and start >= 0 and end is not None and len(data) > end - start:
+            data = data[start:end]
+        elif start is not None and start < 0 and len(data) > -start:
+            data = data[start:]
+        return data
 
     def _size_from_info(self, info: Any, key: str) -> int | None:
         if isinstance(info, BaseException):
@@ -499,7 +509,7 @@ class FsspecStore(Store):
         name = key.rpartition("/")[2]
         return name.startswith(".") and name.endswith((TEMP_SUFFIX, LOCK_SUFFIX))
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         prefix = normalize_key(prefix)
         base = self._path(prefix)
         self.stats.add(lists=1)

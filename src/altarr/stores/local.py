@@ -23,12 +23,13 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 import secrets
 import stat as _stat
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
@@ -128,7 +129,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"LocalStore({self.root!r}{ro})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., LocalStore], tuple[object, ...]]:
         kwargs = {
             "read_only": self.read_only,
             "max_workers": self._max_workers,
@@ -325,8 +326,9 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
                     if attempt == 2:
                         raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
                     os.close(dfd)
-                    dfd = self._parent_fd(key, create=True)
-                    assert dfd is not None
+                    again = self._parent_fd(key, create=True)
+                    assert again is not None
+                    dfd = again
                 except OSError as e:
                     raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
             assert fd is not None
@@ -552,7 +554,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
                 if not f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
                     yield base + f
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         prefix, top = self._folder(prefix)
         self.stats.add(lists=1)
         keys: list[str] = []

@@ -160,6 +160,7 @@ class FileReader(ObjectReader):
     as one read in the store's stats."""
 
     __slots__ = ("fd", "key", "version", "_stats")
+    fd: int
 
     def __init__(self, fd: int, key: str, version: str, stats: Any) -> None:
         self.fd, self.key, self.version, self._stats = fd, key, version, stats

@@ -12,9 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import InvalidKeyError
 from ._util import as_bytes
@@ -69,7 +70,11 @@ class MemoryStore(VersionedReads, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"MemoryStore(<{len(self._shared.data)} objects>{ro})"
 
-    def __reduce__(self):  # pickles a snapshot of the objects (a copy, not a shared view)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., MemoryStore], tuple[object, ...]
+    ]:  # pickles a snapshot of the objects (a copy, not a shared view)
         sh = self._shared
         with sh.lock:
             state = (dict(sh.data), dict(sh.versions), next(sh.counter))
@@ -168,7 +173,7 @@ class MemoryStore(VersionedReads, Store):
         self.stats.add(lists=1)
         return iter(self._keys_under(prefix))
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         self.stats.add(lists=1)
         prefix = normalize_key(prefix)
         n = len(prefix) + 1 if prefix else 0

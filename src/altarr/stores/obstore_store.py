@@ -51,6 +51,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -174,14 +175,20 @@ class ObstoreStore(Store):
         tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
         return {**tuning, "concurrency": self.concurrency, **self.storage_options}
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., ObstoreStore], tuple[object, ...]]:
         return (_rebuild, (self.url, self.read_only, self._kwargs()))
 
     def with_read_only(self) -> ObstoreStore:
         """A read-only store over the same URL."""
         return _rebuild(self.url, True, self._kwargs())
 
-    def _fail(self, what: str, key: str | None, e: BaseException, byte_range=None) -> StoreError:
+    def _fail(
+        self,
+        what: str,
+        key: str | None,
+        e: BaseException,
+        byte_range: tuple[int | None, int | None] | None = None,
+    ) -> StoreError:
         return StoreError(
             f"{what} failed: {type(e).__name__}: {str(e)[:500]}", key=key, byte_range=byte_range
         )
@@ -407,7 +414,7 @@ class ObstoreStore(Store):
         finally:
             self._scope.keys = self._scope.versions = None
 
-    def _watched(self) -> set[str] | None:
+    def _watched(self) -> builtins.set[str] | None:
         """The keys of this thread's read-modify-write (:meth:`exclusive`), ``None`` outside one."""
         return self._scope.keys
 
@@ -421,6 +428,8 @@ class ObstoreStore(Store):
         Two reads of one object in one update that saw different versions are a conflict, raised before
         anything is written: it names every watched key, so the caller does the whole update again."""
         watched, versions = self._scope.keys, self._scope.versions
+        if watched is None or versions is None:  # not inside exclusive(): nothing to record
+            return
         for key, r in zip(keys, outcomes, strict=True):
             key = normalize_key(key)
             if key not in watched:
@@ -496,7 +505,7 @@ class ObstoreStore(Store):
             raise self._fail("listing", prefix or None, e) from e
         return iter(sorted(k for k in keys if k.startswith(pre) and k != prefix))
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         prefix = normalize_key(prefix)
         self.stats.add(lists=1, rounds=1)
         pre = prefix + "/" if prefix else ""

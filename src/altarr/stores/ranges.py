@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import index as _index
-from typing import Union
+from typing import SupportsIndex, Union, cast, final
 
 from .keys import normalize_key
 
@@ -47,14 +47,16 @@ _set = object.__setattr__
 
 
 def _check(value: object, what: str) -> int:
-    if type(value) is not int:
+    if type(value) is int:
+        n = value
+    else:
         try:
-            value = _index(value)
+            n = _index(cast(SupportsIndex, value))  # operator.index raises TypeError for the rest
         except TypeError:
             raise TypeError(f"{what} must be an integer, got {type(value).__name__}") from None
-    if value < 0:
-        raise ValueError(f"{what} must be >= 0, got {value}")
-    return value
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0, got {n}")
+    return n
 
 
 class _Request:
@@ -64,7 +66,8 @@ class _Request:
     __slots__ = ()
 
     def _fields(self) -> tuple[int, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        names: tuple[str, ...] = self.__slots__
+        return tuple(getattr(self, name) for name in names)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("byte requests are immutable")
@@ -78,10 +81,11 @@ class _Request:
     def __hash__(self) -> int:
         return hash((type(self), *self._fields()))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[_Request], tuple[int, ...]]:
         return (type(self), self._fields())
 
 
+@final
 class Whole(_Request):
     """The whole object (use the constant :data:`WHOLE`)."""
 
@@ -99,6 +103,7 @@ class Whole(_Request):
 WHOLE = Whole()
 
 
+@final
 class Range(_Request):
     """Bytes ``[start, stop)`` (clipped at the end of the object; empty when ``stop <= start``).
 
@@ -121,6 +126,7 @@ class Range(_Request):
         return off, max(off, min(self.stop, size))
 
 
+@final
 class Offset(_Request):
     """From byte ``start`` to the end of the object.
 
@@ -139,6 +145,7 @@ class Offset(_Request):
         return off, size
 
 
+@final
 class Suffix(_Request):
     """The last ``length`` bytes of the object (all of it when it is shorter): an HTTP suffix range.
 
@@ -197,11 +204,10 @@ def legacy_bounds(req: ByteRequest) -> tuple[int | None, int | None]:
     >>> legacy_bounds(Range(2, 5)), legacy_bounds(Offset(4)), legacy_bounds(Suffix(3)), legacy_bounds(WHOLE)
     ((2, 5), (4, None), (-3, None), (None, None))
     """
-    t = type(req)
-    if t is Range:
-        return req.start, req.stop  # type: ignore[union-attr]
-    if t is Offset:
-        return req.start, None  # type: ignore[union-attr]
-    if t is Suffix:
-        return -req.length, None  # type: ignore[union-attr]
+    if type(req) is Range:
+        return req.start, req.stop
+    if type(req) is Offset:
+        return req.start, None
+    if type(req) is Suffix:
+        return -req.length, None
     return None, None

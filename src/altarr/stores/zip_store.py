@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import shutil
@@ -46,7 +47,7 @@ import warnings
 import weakref
 import zipfile
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import InvalidKeyError, ReadOnlyError, StoreError
 from . import filelock
@@ -114,7 +115,7 @@ class _Session:
     def _new_staging(self) -> str:
         return os.path.join(self.folder, f".{self.name}.{secrets.token_hex(6)}{_TEMP_SUFFIX}")
 
-    def _open(self, path: str, mode: str) -> zipfile.ZipFile:
+    def _open(self, path: str, mode: Literal["w", "a"]) -> zipfile.ZipFile:
         try:
             return zipfile.ZipFile(
                 path, mode, compression=self.compression, compresslevel=self.compresslevel, allowZip64=True
@@ -357,13 +358,13 @@ class ZipStore(Store):
             if len(data) != end - off:
                 raise StoreError("zip member truncated", key=key, byte_range=legacy_bounds(req))
             return data
-        data = inflated.get(key)
-        if data is None:
-            data = inflated[key] = self._zf.read(info)
+        whole = inflated.get(key)
+        if whole is None:
+            whole = inflated[key] = self._zf.read(info)
         if type(req) is Whole:
-            return data
-        off, end = req.bounds(len(data))
-        return data[off:end]
+            return whole
+        off, end = req.bounds(len(whole))
+        return whole[off:end]
 
     def _check_open(self) -> None:
         if self._session is not None:
@@ -405,7 +406,8 @@ class ZipStore(Store):
                 dead, live = session.dead_bytes()
                 if dead > max(live, COMPACT_MIN_BYTES):
                     session.compact()
-                    self._zf = session.zf  # type: ignore[assignment]
+                    assert session.zf is not None  # compact() opened the new archive
+                    self._zf = session.zf
                     self._offsets.clear()
             except (OSError, ValueError) as e:
                 raise StoreError(f"writing to zip archive failed: {e}", key=key) from e
@@ -480,7 +482,7 @@ class ZipStore(Store):
         self.stats.add(lists=1)
         return iter(self._names(prefix))
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         prefix = normalize_key(prefix)
         self.stats.add(lists=1)
         n = len(prefix) + 1 if prefix else 0
