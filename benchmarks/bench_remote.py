@@ -32,6 +32,9 @@ altarr from its tree and this script's code, and the two take turns repetition b
 alternating order) against the same servers; the table gives each one's median, the requests and rounds
 the server saw, and the paired ratio of this tree to the other with its interval (:func:`paired_ratio`).
 
+``--no-etag``: the HTTP server sends no ``ETag`` (a plain static file server): each library's requests
+for the same reads, none sent twice.
+
 Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
 zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
 ``data_copy_concurrency`` 2 and ``cache_pool`` 0, zarr-python ``threading.max_workers`` 2); network
@@ -551,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         default="{}",
         help='JSON: more open_dataset options of the other tree ("--against")',
     )
+    p.add_argument("--no-etag", action="store_true", help="the HTTP server sends no ETag (a plain one)")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
@@ -579,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     if "http" in servers:
         with tempfile.TemporaryDirectory() as d:
             write(f"{d}/a.zarr")
-            with server_process("http", d) as (url, log):
+            with server_process("http", d, etag=not args.no_etag) as (url, log):
                 run = bench_against if args.against else bench_server
                 rows += run("http", f"{url}/a.zarr", None, log, geo, data, args)
     if "s3" in servers:

@@ -303,14 +303,17 @@ class RemoteLog(RequestLog):
 
 
 @contextmanager
-def server_process(kind: str, root: str | None = None) -> Iterator[tuple[str, RemoteLog]]:
-    """Run :func:`http_server` (``kind="http"``, serving ``root``) or :func:`s3_server` (``"s3"``) in a
-    child process, so the server's Python does not compete with the client's for one GIL; yields
-    ``(url, log)`` as they do. The AWS test credentials are set in this process meanwhile."""
+def server_process(
+    kind: str, root: str | None = None, *, etag: bool = True
+) -> Iterator[tuple[str, RemoteLog]]:
+    """Run :func:`http_server` (``kind="http"``, serving ``root``; ``etag=False``: no ``ETag``) or
+    :func:`s3_server` (``"s3"``) in a child process, so the server's Python does not compete with the
+    client's for one GIL; yields ``(url, log)`` as they do. The AWS test credentials are set in this
+    process meanwhile."""
     import subprocess
     import sys
 
-    cmd = [sys.executable, __file__, kind] + ([str(root)] if root else [])
+    cmd = [sys.executable, __file__, kind] + ([str(root)] if root else []) + ([] if etag else ["no-etag"])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     saved = {k: os.environ.get(k) for k in AWS_ENV}
     os.environ.update(AWS_ENV)
@@ -336,7 +339,7 @@ def _main() -> None:
 
     logging.disable(logging.CRITICAL)
     kind = sys.argv[1]
-    ctx = http_server(sys.argv[2]) if kind == "http" else s3_server()
+    ctx = http_server(sys.argv[2], etag="no-etag" not in sys.argv) if kind == "http" else s3_server()
     with ctx as (url, _log):
         # what the server holds after its start (moto's and botocore's models: a full collection of
         # them took 66-78 ms) is never garbage: frozen, the collector does not walk it again during a
