@@ -55,6 +55,19 @@ def pytest_runtest_protocol(item, nextitem):
             f.write(item.nodeid + "\n")
 
 
+def pytest_configure(config):
+    """One seed for the run's differential fuzz (tests/_numpy_differential.py): ``ALTARR_FUZZ_SEED`` if set,
+    else a fresh one, in the environment before pytest-xdist starts its workers, so all of them use it."""
+    if not os.environ.get("ALTARR_FUZZ_SEED"):
+        import random
+
+        os.environ["ALTARR_FUZZ_SEED"] = str(random.SystemRandom().randrange(2**32))
+
+
+def pytest_report_header(config):
+    return f"differential fuzz seed: ALTARR_FUZZ_SEED={os.environ['ALTARR_FUZZ_SEED']}"
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)

@@ -21,7 +21,6 @@ FUNCTION_LINES = 80
 LONG_MODULES: dict[str, str] = {
     "lazy/array.py": "numpy",
     "lazy/reduce.py": "numpy",
-    "selection/plan.py": "numpy",
 }
 
 # "module:qualified name" -> owner of its split
@@ -31,7 +30,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "cli/pyramid.py:pyramid": "cli",
     "dataset/shard_read.py:ShardReader._descend": "lighten",
     "lazy/reduce.py:var": "numpy",
-    "selection/plan.py:Plan.__init__": "numpy",
     "multiscale/build.py:build_pyramid": "lighten",
 }
 

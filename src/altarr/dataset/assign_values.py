@@ -7,8 +7,8 @@ fail alike.
 Example:
     >>> import numpy as np
     >>> from altarr.selection import normalize, plan_region
-    >>> r = plan_region(normalize(np.s_[::-1, 1], (3, 4)), (2, 2))
-    >>> region_values(r, [1, 2, 3], np.dtype("u1")).tolist()  # forward order, one axis per dimension
+    >>> sel = normalize(np.s_[::-1, 1], (3, 4))
+    >>> region_values(sel, plan_region(sel, (2, 2)), [1, 2, 3], np.dtype("u1")).tolist()  # forward, one axis per dimension
     [[3], [2], [1]]
 """
 
@@ -18,36 +18,29 @@ from typing import Any
 
 import numpy as np
 
-from ..selection import Plan, RegionPlan
-from .casting import cast_like_setitem
+from ..selection import RegionPlan, Selection, SelectionPlan
+from .casting import cast_for_selection
 
-__all__ = ["Paste", "PasteWhere", "Scatter", "plan_values", "region_values"]
-
-
-def region_values(r: RegionPlan, values: Any, dtype: np.dtype) -> np.ndarray:
-    """``values`` for the basic selection ``r``: cast to ``dtype``, broadcast to the selection's shape and
-    laid out as its forward work array (a view where no cast was needed)."""
-    vals = cast_like_setitem(values, dtype)
-    try:
-        vals = np.broadcast_to(vals, r.shape)
-    except ValueError as e:
-        raise ValueError(
-            f"could not broadcast values of shape {np.shape(values)} to the selection's shape {r.shape}"
-        ) from e
-    return r.unfinish(vals)
+__all__ = ["Paste", "PasteWhere", "Scatter", "plan_values", "region_values", "selection_values"]
 
 
-def plan_values(p: Plan, vals: np.ndarray) -> np.ndarray:
-    """Values already cast for an advanced assignment (``cast_like_setitem(..., advanced=True)``, which
-    NumPy does before it checks the index arrays' bounds, so before the plan is made) laid out as the
-    plan's work array."""
-    try:
-        return p.unfinish(vals)
-    except ValueError:
-        raise ValueError(
-            f"shape mismatch: value array of shape {np.shape(vals)} could not be broadcast to indexing "
-            f"result of shape {p.result_shape}"
-        ) from None
+def region_values(sel: Selection, r: RegionPlan, values: Any, dtype: np.dtype) -> np.ndarray:
+    """``values`` for the basic selection ``sel`` (its region plan ``r``): cast and broadcast as
+    ``a[key] = values`` does (:func:`~altarr.dataset.casting.cast_for_selection`) and laid out as the
+    selection's forward work array (a view where no cast was needed)."""
+    return r.unfinish(cast_for_selection(values, dtype, sel))
+
+
+def selection_values(sel: Selection, values: Any, dtype: np.dtype) -> np.ndarray:
+    """``values`` for an advanced selection ``sel`` (normalized with ``resolve=False``), cast and broadcast
+    to its result's shape as ``a[key] = values`` does: NumPy converts and broadcasts the values before it
+    checks the index arrays' bounds, so before the plan is made."""
+    return cast_for_selection(values, dtype, sel)
+
+
+def plan_values(p: SelectionPlan, vals: np.ndarray) -> np.ndarray:
+    """Values of the result's shape (:func:`selection_values`) laid out as the plan's work array."""
+    return p.unfinish(vals)
 
 
 # --- merge functions: how a partial write edits a chunk's current values (see shard_write.Merge) ------------
@@ -56,7 +49,7 @@ class Scatter:
 
     __slots__ = ("plan", "row", "work")
 
-    def __init__(self, plan: Plan, row: int, work: np.ndarray):
+    def __init__(self, plan: SelectionPlan, row: int, work: np.ndarray):
         self.plan, self.row, self.work = plan, row, work
 
     def __call__(self, old: np.ndarray) -> np.ndarray:

@@ -49,13 +49,12 @@ import numpy as np
 
 from ..errors import AltarrError
 from ..selection import DimSelection, normalize, plan, plan_dim, plan_region
-from .assign_values import Paste, PasteWhere, Scatter, plan_values, region_values
-from .casting import cast_like_setitem
+from .assign_values import Paste, PasteWhere, Scatter, plan_values, region_values, selection_values
 from .shard_write import Merge
 from .written import Pending, box_mask, box_of, simple_box
 
 if TYPE_CHECKING:
-    from ..selection import Plan
+    from ..selection import SelectionPlan
     from .dataset import Dataset
     from .grid import NestedGrid
     from .layout import Chunk
@@ -174,12 +173,12 @@ class WriteBuffer:
                 return
             sel = normalize(selection, ds.shape, resolve=False)
             if not sel.basic:  # NumPy's order: the values are cast before the index arrays are checked
-                vals = cast_like_setitem(values, ds.dtype, advanced=True)
+                vals = selection_values(sel, values, ds.dtype)
                 p = plan(sel, ds.chunks)
                 self._scatter(p, plan_values(p, vals))
             else:
                 r = plan_region(sel, self._access.grid.outer)
-                vals = region_values(r, values, ds.dtype)
+                vals = region_values(sel, r, values, ds.dtype)
                 if vals.size:
                     for piece in product(*r.per_dim):
                         pos = tuple(q[0] for q in piece)
@@ -258,7 +257,7 @@ class WriteBuffer:
         if p.complete:
             self._ready[pos] = None
 
-    def _scatter(self, pl: Plan, work: np.ndarray) -> None:
+    def _scatter(self, pl: SelectionPlan, work: np.ndarray) -> None:
         """Write a planned (advanced) selection's values: per touched chunk, scattered into its object's
         values and mask."""
         grid = self._access.grid
@@ -443,7 +442,7 @@ class WriteBuffer:
                 self._access.visit_chunks(pl.coords[stored], place)
         return pl.finish(work)
 
-    def _parts(self, pl: Plan) -> Iterator[tuple[int, Pending | None, Any]]:
+    def _parts(self, pl: SelectionPlan) -> Iterator[tuple[int, Pending | None, Any]]:
         """Per row of ``pl``: the pending object holding its chunk (or ``None``) and the chunk's region
         in it."""
         grid = self._access.grid

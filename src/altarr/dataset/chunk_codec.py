@@ -165,19 +165,16 @@ class ChunkCodec:
         return out
 
     def is_fill(self, a: np.ndarray) -> bool:
-        """Whether every value equals the fill value (NaN matches a NaN fill). Looks at the corners
-        first, so a chunk holding data is usually told apart without a full scan."""
-        fv = self.fill_value
-        nan_fill = self.dtype.kind in "fc" and bool(np.isnan(fv))
+        """Whether every value is the fill value: compared as values, a NaN matching a NaN fill and a zero
+        only the zero of its sign; a complex value matches when both of its parts do (``1+nanj`` is not a
+        ``nan+0j`` fill). Looks at the corners first, so a chunk holding data is usually told apart
+        without a full scan."""
         if a.size == 0:
             return True
-        for corner in ((0,) * a.ndim, tuple(s - 1 for s in a.shape)):
-            v = a[corner]
-            if not (np.isnan(v) if nan_fill else v == fv):
-                return False
-        if nan_fill:
-            return bool(np.isnan(a).all())
-        return bool((a == fv).all())
+        if self.dtype.kind == "c":  # each part compared on its own, with its own NaN rule
+            fv = self.fill_array
+            return _all_equal(a.real, fv.real) and _all_equal(a.imag, fv.imag)
+        return _all_equal(a, self.fill_value)
 
     def encode_chunk(self, a: np.ndarray, chunk: Chunk, out: np.ndarray | None = None) -> Any:
         """Encode one chunk of its clipped shape (``None`` when it equals the fill value and empty chunks
@@ -223,3 +220,20 @@ class ChunkCodec:
         if a.dtype != self.dtype:
             a = a.astype(self.dtype)
         return a
+
+
+def _all_equal(a: np.ndarray, fv: Any) -> bool:
+    """Whether every value of the real or integer array ``a`` is ``fv``: a NaN matches a NaN ``fv``, and a
+    float zero only the zero of its sign (a chunk of ``-0.0`` is no ``0.0`` fill: read back as the fill,
+    it would lose its sign). The corners are compared first."""
+    nan_fill = a.dtype.kind == "f" and bool(np.isnan(fv))
+    signed = a.dtype.kind == "f" and not nan_fill
+    for corner in ((0,) * a.ndim, tuple(s - 1 for s in a.shape)):
+        v = a[corner]
+        if not (np.isnan(v) if nan_fill else v == fv and (not signed or np.signbit(v) == np.signbit(fv))):
+            return False
+    if nan_fill:
+        return bool(np.isnan(a).all())
+    if signed:
+        return bool(((a == fv) & (np.signbit(a) == np.signbit(fv))).all())
+    return bool((a == fv).all())

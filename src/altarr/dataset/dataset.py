@@ -19,9 +19,9 @@ import numpy as np
 
 from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
-from ..selection import Plan, RegionPlan, normalize, plan, plan_outer, plan_region, plan_vector
+from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
 from .access import DatasetAccess, Merge
-from .assign_values import Paste, Scatter, plan_values, region_values
+from .assign_values import Paste, Scatter, plan_values, region_values, selection_values
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_like_setitem
 from .locks import run_exclusive
@@ -393,21 +393,33 @@ class Dataset(ArrayMembers):
         OverflowError: Python integer 300 out of bounds for uint8
         """
         self._check_writable()
-        # NumPy's order: index types and integer bounds, then the values, then array bounds and shapes
-        sel = normalize(selection, self.shape, resolve=False)
-        if not sel.basic:
-            vals = cast_like_setitem(values, self.dtype, advanced=True)
-            self._write_plan(plan(sel, self.chunks), vals)
-            return
-        updates: dict[tuple[int, ...], Any] = {}
-        self._region_updates(plan_region(sel, self.chunks), values, updates)
-        if updates:
-            self._access.apply(updates)
+        self._write_selection(normalize(selection, self.shape, resolve=False), values)
 
-    def _region_updates(self, r: RegionPlan, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
-        """Add the chunk updates that write ``values`` into the region ``r`` to ``updates`` (on top of what
-        earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts them."""
-        vals = region_values(r, values, self.dtype)
+    def _write_selection(self, sel: Selection, values: Any) -> None:
+        """Write ``values`` into a selection of any form (``ds[...]``, ``ds.oindex``, ``ds.vindex``), normalized
+        with ``resolve=False``: its index types, integer bounds and mask shapes are checked. The rest in
+        NumPy's order (:func:`~altarr.dataset.assign_values.selection_values`): the values are cast (NumPy's
+        scalar rules where the selection is basic, its array cast for advanced indices), the indices
+        broadcast, the values broadcast to the selection, then the index arrays' bounds."""
+        if sel.basic:  # integers and slices, in whichever form: a region, as ``ndarray[...] = `` writes it
+            updates: dict[tuple[int, ...], Any] = {}
+            self._region_updates(sel, values, updates)
+            if updates:
+                self._access.apply(updates)
+            return
+        vals = selection_values(sel, values, self.dtype)
+        p = plan(sel, self.chunks)
+        work = plan_values(p, vals)
+        if not len(p.coords) or work.size == 0:
+            return
+        self._access.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
+
+    def _region_updates(self, sel: Selection, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
+        """Add the chunk updates that write ``values`` into the basic selection ``sel`` to ``updates`` (on
+        top of what earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts
+        them."""
+        r = plan_region(sel, self.chunks)
+        vals = region_values(sel, r, values, self.dtype)
         if vals.size == 0:
             return
         acc = self._access
@@ -463,27 +475,17 @@ class Dataset(ArrayMembers):
             raise ValueError(f"write_regions got {len(selections)} selections but {len(values)} values")
         updates: dict[tuple[int, ...], Any] = {}
         for sel, vals in zip(selections, values, strict=True):
-            self._region_updates(
-                plan_region(normalize(sel, self.shape, resolve=False), self.chunks), vals, updates
-            )
+            self._region_updates(normalize(sel, self.shape, resolve=False), vals, updates)
         if updates:
             self._access.apply(updates)
 
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
-    def _read_plan(self, p: Plan) -> Any:
+    def _read_plan(self, p: SelectionPlan) -> Any:
         """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
         work = p.new_work(self.dtype)
         if len(p.coords):  # a plan's rows are distinct chunks: row i of the visit is row i of the plan
             self._access.visit_chunks(p.coords, lambda i, values: p.place(work, i, values))
         return p.finish(work)
-
-    def _write_plan(self, p: Plan, values: Any) -> None:
-        """Write a planned selection: values cast and broadcast first, then each touched chunk read and
-        rewritten once (one batched call)."""
-        work = plan_values(p, cast_like_setitem(values, self.dtype, advanced=True))
-        if not len(p.coords) or work.size == 0:
-            return
-        self._access.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
 
     @property
     def oindex(self) -> _DatasetIndexer:
@@ -496,7 +498,7 @@ class Dataset(ArrayMembers):
         >>> ds.oindex[[0, 3], [4, 0]].tolist()
         [[4, 0], [19, 15]]
         """
-        return _DatasetIndexer(self, plan_outer)
+        return _DatasetIndexer(self, "outer")
 
     @property
     def vindex(self) -> _DatasetIndexer:
@@ -508,7 +510,7 @@ class Dataset(ArrayMembers):
         >>> ds.vindex[[0, 3], [4, 0]].tolist()
         [4, 15]
         """
-        return _DatasetIndexer(self, plan_vector)
+        return _DatasetIndexer(self, "vector")
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:
@@ -529,16 +531,17 @@ class Dataset(ArrayMembers):
 
 
 class _DatasetIndexer:
-    """``ds.oindex`` / ``ds.vindex``: ``[...]`` plans one indexing form and reads or writes it."""
+    """``ds.oindex`` / ``ds.vindex``: ``[...]`` reads or writes a selection of one indexing form."""
 
-    __slots__ = ("_ds", "_planner")
+    __slots__ = ("_ds", "_form")
 
-    def __init__(self, ds: Dataset, planner: Callable[..., Any]) -> None:
-        self._ds, self._planner = ds, planner
+    def __init__(self, ds: Dataset, form: str) -> None:
+        self._ds, self._form = ds, form
 
     def __getitem__(self, selection: Any) -> Any:
-        return self._ds._read_plan(self._planner(selection, self._ds.shape, self._ds.chunks))
+        ds = self._ds
+        return ds._read_plan(plan(normalize(selection, ds.shape, self._form), ds.chunks))
 
     def __setitem__(self, selection: Any, values: Any) -> None:
         self._ds._check_writable()
-        self._ds._write_plan(self._planner(selection, self._ds.shape, self._ds.chunks), values)
+        self._ds._write_selection(normalize(selection, self._ds.shape, self._form, resolve=False), values)

@@ -112,6 +112,8 @@ def _fill_test(dtype: np.dtype, fill: bytes | None, write_empty_chunks: bool) ->
     if dtype.kind in "biu":
         return _FILL_BYTES
     if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        if not np.isnan(np.frombuffer(fill, dtype=dtype)[0]):
+            return _FILL_BYTES  # a zero fill is no fill for the zero of the other sign (ChunkCodec.is_fill)
         return _FILL_F4 if dtype.itemsize == 4 else _FILL_F8
     return -1
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..selection import MODES, Plan, chunk_users, plan_selections
+from ..selection import MODES, SelectionPlan, chunk_users, plan_selections
 from .access import Merge
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ __all__ = ["MODES", "plan_selections", "read_plans", "merge_update", "Chain"]
 Chunk = tuple[int, ...]
 
 
-def read_plans(access: DatasetAccess, plans: Sequence[Plan]) -> list[Any]:
+def read_plans(access: DatasetAccess, plans: Sequence[SelectionPlan]) -> list[Any]:
     """The results of ``plans`` from one batched read of the union of their chunks (each decoded once)."""
     works = [p.new_work(access.dtype) for p in plans]
     by_chunk = chunk_users(plans)

@@ -32,7 +32,15 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..dataset.parallel import pmap
 from ..errors import GridError, MaterializeError, ReadOnlyError
-from ..selection import Plan, hyperslab_key, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
+from ..selection import (
+    SelectionPlan,
+    hyperslab_key,
+    nchunks_of,
+    plan_flat,
+    plan_numpy,
+    plan_outer,
+    plan_vector,
+)
 from . import batch as _batch
 from . import options, reduce
 from .cache import CACHE
@@ -130,7 +138,7 @@ class _IndexerProxy:
 
     __slots__ = ("_array", "_planner")
 
-    def __init__(self, array: LazyArray, planner: Callable[..., Plan]) -> None:
+    def __init__(self, array: LazyArray, planner: Callable[..., SelectionPlan]) -> None:
         self._array = array
         self._planner = planner
 
@@ -296,7 +304,7 @@ class LazyArray(NDArrayOperatorsMixin):
             return key
         return key._materialize() if isinstance(key, LazyArray) else key
 
-    def _execute(self, p: Plan) -> Any:
+    def _execute(self, p: SelectionPlan) -> Any:
         """Fetch the plan's missing chunks and assemble the result.
 
         When the missing chunks fit the cache budget they are fetched in one call and cached. Otherwise

@@ -91,7 +91,7 @@ class Batch:
         return sum(len(plans) for _, plans, _ in self._reads.values())
 
     def add(self, x: Any, plan: Any) -> BatchResult:
-        """Defer the read of ``plan`` (an :class:`altarr.selection.Plan` of lazy array ``x``)."""
+        """Defer the read of ``plan`` (an :class:`altarr.selection.SelectionPlan` of lazy array ``x``)."""
         out = BatchResult()
         entry = self._reads.setdefault(id(x), (x, [], []))
         entry[1].append(plan)

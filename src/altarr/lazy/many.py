@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..selection import Plan, chunk_users, plan_selections
+from ..selection import SelectionPlan, chunk_users, plan_selections
 from . import options
 
 __all__ = ["read_many"]
@@ -46,12 +46,12 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     if not getattr(x, "_is_lazy_array", False):
         raise TypeError(f"read_many takes a lazy array or a Dataset, got {type(x).__name__}")
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections
-    plans: list[Plan] = plan_selections(keys, x.shape, x.chunks, mode)
+    plans: list[SelectionPlan] = plan_selections(keys, x.shape, x.chunks, mode)
     x._count("extract_subset", len(plans))
     return _read_plans(x, plans)
 
 
-def _read_plans(x: Any, plans: list[Plan]) -> list[Any]:
+def _read_plans(x: Any, plans: list[SelectionPlan]) -> list[Any]:
     """The results of ``plans`` (of lazy array ``x``), their missing chunks fetched in one call."""
     works = [p.new_work(x.dtype) for p in plans]
     users = chunk_users(plans)

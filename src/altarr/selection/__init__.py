@@ -6,9 +6,11 @@ which index through it alike. Two steps, one module each:
 * :mod:`~altarr.selection.normalize`: an index expression (``x[key]``, ``.oindex``, ``.vindex``,
   ``.flat``: integers, slices of any step, ``...``, ``None``, lists and nested lists, integer arrays,
   boolean masks, 0-d arrays) -> one canonical :class:`Selection`, with NumPy's errors;
-* :mod:`~altarr.selection.plan`: a :class:`Selection` -> a :class:`Plan`, the chunks it touches and, per
-  chunk, the in-chunk and output selectors (:mod:`~altarr.selection.regions`: the strided-copy plan of a
-  basic selection that the engine's region reads and writes use).
+* :mod:`~altarr.selection.planners`: a :class:`Selection` -> a :class:`SelectionPlan`
+  (:mod:`~altarr.selection.plan`), the chunks it touches and, per chunk, the in-chunk and output
+  selectors, built from per-dimension tables and point groups (:mod:`~altarr.selection.tables`);
+  :mod:`~altarr.selection.regions`: the strided-copy plan of a basic selection that the engine's region
+  reads and writes use.
 
 Example:
     >>> import numpy as np
@@ -29,14 +31,10 @@ from .normalize import (
     is_basic_selection,
     normalize,
 )
-from .plan import (
+from .plan import SelectionPlan
+from .planners import (
     MODES,
-    DimTable,
-    Plan,
-    Points,
     chunk_users,
-    forward_pieces,
-    nchunks_of,
     plan,
     plan_flat,
     plan_numpy,
@@ -45,6 +43,7 @@ from .plan import (
     plan_vector,
 )
 from .regions import RegionPlan, flip_reversed, normalize_selection, plan_dim, plan_region
+from .tables import DimTable, Points, forward_pieces, nchunks_of
 
 __all__ = [
     "FORMS",
@@ -52,10 +51,10 @@ __all__ = [
     "DimSelection",
     "DimTable",
     "Item",
-    "Plan",
     "Points",
     "RegionPlan",
     "Selection",
+    "SelectionPlan",
     "check_index_types",
     "chunk_users",
     "flip_reversed",

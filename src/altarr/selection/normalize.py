@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -159,15 +160,70 @@ class Selection:
         """One :class:`DimSelection` per array dimension (basic selections only)."""
         return [i.value for i in self.items if i.kind in ("slice", "int")]
 
+    @functools.cached_property
+    def index_shape(self) -> tuple[int, ...]:
+        """The shape NumPy's advanced indices broadcast to (its "index result"): integer arrays their
+        shape, a mask ``(selected,)``, a 0-d boolean ``(1,)`` or ``(0,)``, an integer ``()`` (in an advanced
+        selection); ``SelectionError`` where they do not broadcast. ``()`` for a basic selection; the
+        orthogonal form combines its arrays as a cartesian product instead (their shapes in turn).
+
+        >>> normalize(([[0], [1]], slice(None), [2, 0, 1]), (2, 3, 4)).index_shape
+        (2, 3)
+        """
+        shapes = [_index_shape(i) for i in self.items if i.advanced or (i.kind == "int" and not self.basic)]
+        if self.form == "outer":
+            return tuple(n for s in shapes for n in s)
+        return broadcast_index_shapes(shapes)
+
+    @property
+    def points_first(self) -> bool:
+        """Whether the broadcast dimensions of NumPy's advanced indices go first (the advanced items are
+        not next to each other) rather than in place of the first of them."""
+        if self.form != "numpy":
+            return self.form == "vector"
+        numbers = [i.number for i in self.items if i.advanced or (i.kind == "int" and not self.basic)]
+        return bool(numbers) and numbers[-1] - numbers[0] != len(set(numbers)) - 1
+
+    @property
+    def lone_mask(self) -> bool:
+        """Whether the key is one boolean array over every dimension (``x[mask]``, ``x[True]`` of a 0-d
+        array; not ``x[..., mask]``): NumPy assigns to it by its boolean assignment rule."""
+        return (
+            self.form == "numpy"
+            and not self.ellipsis
+            and len(self.items) == 1
+            and self.items[0].kind in ("mask", "bool0")
+            and self.items[0].dims == tuple(range(len(self.shape)))
+        )
+
     @property
     def result_shape(self) -> tuple[int, ...]:
-        """The shape of a basic selection's result (``None`` axes inserted, integer axes dropped)."""
-        out: list[int] = []
+        """The shape of the selection's result (``None`` axes inserted, integer axes dropped, the
+        broadcast dimensions of advanced indices where NumPy puts them), known before any bound of an
+        index array is checked.
+
+        >>> normalize((slice(1, 3), [[0], [1]], None), (4, 5), resolve=False).result_shape
+        (2, 2, 1, 1)
+        """
+        if self.form == "flat":
+            (item,) = self.items
+            return item.value.shape if item.kind == "array" else () if item.kind == "int" else (item.value.n,)
+        if self.basic and self.form != "vector":
+            return tuple(
+                1 if i.kind == "new" else i.value.n for i in self.items if i.kind in ("new", "slice")
+            )
+        out: list[int] = list(self.index_shape) if self.points_first else []
+        placed = self.points_first
         for i in self.items:
             if i.kind == "new":
                 out.append(1)
             elif i.kind == "slice":
                 out.append(i.value.n)
+            elif self.form == "outer":
+                out.extend(_index_shape(i) if i.kind != "int" else ())
+            elif not placed:
+                out.extend(self.index_shape)
+                placed = True
         return tuple(out)
 
     @property
@@ -187,12 +243,44 @@ class Selection:
         return self
 
     def resolve(self) -> Selection:
-        """Check and normalize the arrays and masks of a selection made with ``resolve=False``."""
+        """Check and normalize the arrays and masks of a selection made with ``resolve=False``.
+
+        Index arrays are bounds-checked only when the indices select something: NumPy checks none of
+        them when its advanced indices broadcast to an empty shape (``x[[5], []]`` is empty, not an
+        ``IndexError``), nor does the orthogonal form when one of its arrays is empty. The broadcast itself
+        is checked first (``SelectionError``, NumPy's "shape mismatch").
+        """
         if self.resolved:
             return self
-        return replace(
-            self, items=tuple(_resolve_item(i, self.shape, self.form) for i in self.items), resolved=True
-        )
+        check = all(self.index_shape) if self.form != "flat" else True
+        items = tuple(_resolve_item(i, self.shape, self.form, check=check) for i in self.items)
+        return replace(self, items=items, resolved=True)
+
+
+def _index_shape(item: Item) -> tuple[int, ...]:
+    """The shape an advanced item's positions take in NumPy's broadcast of the indices."""
+    if item.kind == "array":
+        return tuple(item.value.shape)
+    if item.kind == "mask":
+        return (int(np.count_nonzero(item.value)),)
+    if item.kind == "bool0":
+        return (int(item.value),)
+    return ()
+
+
+def broadcast_index_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The shape index arrays of ``shapes`` broadcast to; NumPy's ``IndexError`` when they do not.
+
+    >>> broadcast_index_shapes([(2, 1), (3,)])
+    (2, 3)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        listed = " ".join(str(tuple(s)) for s in shapes)
+        raise SelectionError(
+            f"shape mismatch: indexing arrays could not be broadcast together with shapes {listed}"
+        ) from None
 
 
 # --- classification of index items ---------------------------------------------------------------------
@@ -208,10 +296,7 @@ def _classify(item: Any, valid: str = _VALID) -> tuple[str, Any]:
     if isinstance(item, np.ndarray):
         arr = item
     elif isinstance(item, list | tuple | range):
-        try:
-            arr = np.asarray(item)
-        except ValueError:  # a ragged nested list
-            raise SelectionError(valid) from None
+        arr = np.asarray(item)  # a ragged nested list: NumPy's ValueError ("inhomogeneous shape")
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.intp)
         elif arr.dtype.kind not in "biu":  # NumPy names a list of floats (or strings) as any bad item
@@ -269,12 +354,14 @@ def _first_out_of_bounds(a: np.ndarray, n: int, axis: int | None) -> SelectionEr
     return _out_of_bounds(int(flat[int(np.argmax((flat >= n) | (flat < -n)))]), n, axis)
 
 
-def _norm_array(arr: np.ndarray, n: int, axis: int | None) -> np.ndarray:
+def _norm_array(arr: np.ndarray, n: int, axis: int | None, *, check: bool = True) -> np.ndarray:
+    """``arr`` as non-negative ``int64`` positions along a dimension of ``n`` (bounds checked unless
+    ``check`` is false: then the positions must not be read, as nothing is selected)."""
     if arr.size == 0:
         return arr.astype(np.int64)
     a = arr.astype(np.int64, copy=False)  # as NumPy casts: uint64 past 2**63 wraps to negative
     lo, hi = int(a.min()), int(a.max())
-    if lo < -n or hi >= n:
+    if check and (lo < -n or hi >= n):
         raise _first_out_of_bounds(a, n, axis)
     if lo < 0:
         a = np.where(a < 0, a + n, a)
@@ -292,10 +379,10 @@ def _bool_check(arr: np.ndarray, dims: Sequence[int], shape: Sequence[int], *, n
             )
 
 
-def _resolve_item(item: Item, shape: Sequence[int], form: str) -> Item:
+def _resolve_item(item: Item, shape: Sequence[int], form: str, *, check: bool = True) -> Item:
     if item.kind == "array":
         d = item.dims[0]
-        return replace(item, value=_norm_array(item.value, shape[d], d))
+        return replace(item, value=_norm_array(item.value, shape[d], d, check=check))
     if item.kind == "mask":
         _bool_check(item.value, item.dims, shape, numpy_rule=form == "numpy")
     return item
@@ -412,8 +499,9 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             item = Item("mask" if kind == "boolarr" else "array", dims, val, item_no, src)
             # a mask's shape is checked at once even unresolved: NumPy checks it before an assignment's
             # values (``a[..., [False]] = 128`` into int8 of 0 columns: IndexError, not OverflowError)
-            items.append(_resolve_item(item, shape, form) if resolve or item.kind == "mask" else item)
-    return Selection(shape, form, tuple(items), had_ellipsis, resolve)
+            items.append(_resolve_item(item, shape, form) if item.kind == "mask" else item)
+    sel = Selection(shape, form, tuple(items), had_ellipsis, resolved=False)
+    return sel.resolve() if resolve else sel
 
 
 def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Selection | None:

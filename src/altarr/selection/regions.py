@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import SelectionError
 from .normalize import DimSelection, Selection, normalize
-from .plan import piece_rows
+from .tables import piece_rows
 
 __all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
 
@@ -39,7 +39,7 @@ Geometry = list[dict[int, tuple[int, int, int, int]]]
 
 def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
     """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
-    both slices forwards (see :func:`~altarr.selection.plan.forward_pieces`).
+    both slices forwards (see :func:`~altarr.selection.tables.forward_pieces`).
 
     >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
     [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]

@@ -1,0 +1,243 @@
+"""Where a selection's elements lie in the chunk grid: per-dimension tables and point groups.
+
+The planner (:mod:`~altarr.selection.planners`) splits an array's dimensions into two kinds:
+
+* *orthogonal* dimensions (slices, integers of basic indexing, ``.oindex`` arrays): for each one a
+  :class:`DimTable` lists the touched chunk indices and, per chunk, the output positions and in-chunk
+  offsets (slices whenever possible). Their touched chunks combine as a cartesian product.
+* *point* dimensions (NumPy advanced indexing, ``.vindex``, ``.flat``): the index arrays broadcast to a
+  shape ``B`` of ``P`` points; :class:`Points` groups them by the chunk that holds them (a sort of their
+  raveled chunk ids, no per-point Python objects).
+
+:func:`forward_pieces` is the one piece of chunk arithmetic every planner shares, the region plans of
+the engine (:mod:`~altarr.selection.regions`) included.
+
+Example:
+    >>> t = slice_table(0, DimSelection.of_slice(slice(2, 9), 10), 10, 4)
+    >>> t.chunk_ids.tolist(), t.out_sel, t.in_sel
+    ([0, 1, 2], [slice(0, 2, None), slice(2, 6, None), slice(6, 7, None)], [slice(2, 4, 1), slice(0, 4, 1), slice(0, 1, 1)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .normalize import DimSelection
+
+__all__ = [
+    "DimTable",
+    "Points",
+    "array_table",
+    "forward_pieces",
+    "nchunks_of",
+    "piece_rows",
+    "group_points",
+    "slice_table",
+]
+
+
+def nchunks_of(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
+    """Chunks along each dimension (0 for an empty dimension).
+
+    >>> nchunks_of((10, 0, 7), (4, 2, 7))
+    (3, 0, 1)
+    """
+    return tuple(-(-int(s) // int(c)) for s, c in zip(shape, chunks, strict=True))
+
+
+# --- per-dimension tables --------------------------------------------------------------------------------
+@dataclass
+class DimTable:
+    """One orthogonal dimension: touched chunks and, per chunk, where its selected part goes."""
+
+    dim: int
+    chunk_ids: np.ndarray  # (m,) ascending
+    out_sel: list[Any]  # per chunk: slice (step 1) or int64 array of positions along the work axis
+    in_sel: list[Any]  # per chunk: slice or int64 array of offsets inside the chunk
+    counts: np.ndarray  # (m,) selected elements per chunk
+    length: int  # elements along the work axis
+    has_array: bool
+
+
+def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+    return -((-a) // b)
+
+
+def forward_pieces(
+    d: DimSelection, c: int, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks of ``c`` elements that the forward progression ``d`` touches on a dimension of ``size``:
+    ``(chunk ids, k0, k1, first)``, ascending, where the chunk holds the progression's elements
+    ``k0 <= k < k1`` and ``first`` is the offset of element ``k0`` inside the chunk. The one piece of chunk
+    arithmetic both planners share (``d.reverse`` is ignored here: callers flip).
+
+    >>> list(zip(*(a.tolist() for a in forward_pieces(DimSelection(1, 2, 5), 4, 10))))  # (id, k0, k1, first)
+    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
+    """
+    if d.n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    j = np.arange(d.start // c, d.last // c + 1, dtype=np.int64)
+    lo = j * c
+    hi = np.minimum(lo + c, size)
+    k0 = np.maximum(_ceil_div(lo - d.start, d.step), 0)
+    k1 = np.minimum(_ceil_div(hi - d.start, d.step), d.n)
+    keep = k1 > k0
+    j, lo, k0, k1 = j[keep], lo[keep], k0[keep], k1[keep]
+    return j, k0, k1, d.start + d.step * k0 - lo
+
+
+#: Up to this many chunks along a dimension, :func:`piece_rows` walks them with Python integers: NumPy's
+#: per-call overhead (~10 us an operation) dominated small reads (a few elements in one chunk).
+_SMALL_WALK = 64
+
+
+def piece_rows(d: DimSelection, c: int, size: int) -> list[tuple[int, int, int, int]]:
+    """:func:`forward_pieces` as rows ``(chunk id, k0, k1, first)`` of Python integers, for the planners
+    that build slices from them (the same arithmetic; NumPy only when many chunks are touched).
+
+    >>> piece_rows(DimSelection(1, 2, 5), 4, 10)
+    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
+    """
+    if d.n == 0:
+        return []
+    start, step, n = d.start, d.step, d.n
+    j0, j1 = start // c, d.last // c
+    if j1 - j0 >= _SMALL_WALK:
+        return list(zip(*(a.tolist() for a in forward_pieces(d, c, size)), strict=True))
+    rows = []
+    for j in range(j0, j1 + 1):
+        lo = j * c
+        hi = min(lo + c, size)
+        k0 = max(-((start - lo) // step), 0)
+        k1 = min(-((start - hi) // step), n)
+        if k1 > k0:
+            rows.append((j, k0, k1, start + step * k0 - lo))
+    return rows
+
+
+def slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
+    """A slice (or an integer, as a one-element progression) along one dimension; a backwards one reads
+    each chunk backwards into the mirrored output positions."""
+    rows = piece_rows(d, c, n)
+    j = np.array([r[0] for r in rows], dtype=np.int64)
+    counts = np.array([r[2] - r[1] for r in rows], dtype=np.int64)
+    out_sel: list[Any] = []
+    in_sel: list[Any] = []
+    step = d.step
+    for _, a, b, i0 in rows:
+        cnt = b - a
+        if not d.reverse:
+            out_sel.append(slice(a, b))
+            in_sel.append(slice(i0, i0 + step * (cnt - 1) + 1, step))
+        else:
+            out_sel.append(slice(d.n - b, d.n - a))
+            in_sel.append(slice(i0 + step * (cnt - 1), i0 - 1 if i0 >= 1 else None, -step))
+    return DimTable(dim, j, out_sel, in_sel, counts, d.n, False)
+
+
+def _runs(keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal ``keys`` (chunk ids of selected points): ``(order, sorted keys, starts, ends)``, where
+    ``order`` is the stable sort (``None`` when the keys are already ascending) and each run of equal
+    sorted keys is ``[starts[i], ends[i])``.
+
+    >>> [a.tolist() for a in _runs(np.array([2, 0, 2]))]
+    [[1, 0, 2], [0, 2, 2], [0, 1], [1, 3]]
+    """
+    n = len(keys)
+    if n == 1 or bool(np.all(keys[1:] >= keys[:-1])):
+        order, skeys = None, keys
+    else:
+        order = np.argsort(keys, kind="stable")
+        skeys = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], skeys[1:] != skeys[:-1])))
+    return order, skeys, starts, np.append(starts[1:], n)
+
+
+def array_table(dim: int, pos: np.ndarray, c: int) -> DimTable:
+    """``pos``: 1-D int64 positions, already bounds-checked and non-negative."""
+    total = len(pos)
+    if total == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return DimTable(dim, empty, [], [], empty, 0, False)
+    cid = pos // c
+    order, scid, starts, ends = _runs(cid)
+    ids = scid[starts]
+    out_sel: list[Any] = []
+    in_sel: list[Any] = []
+    has_array = False
+    for s, e, j in zip(starts.tolist(), ends.tolist(), ids.tolist(), strict=True):
+        outs = np.arange(s, e, dtype=np.int64) if order is None else order[s:e]
+        offs = pos[outs] - j * c
+        n_here = e - s
+        contiguous_out = order is None or int(outs[-1]) - int(outs[0]) == n_here - 1
+        if contiguous_out and n_here > 1 and order is not None:
+            contiguous_out = bool(np.all(np.diff(outs) == 1))
+        step_one = n_here == 1 or bool(np.all(np.diff(offs) == 1))
+        if contiguous_out and step_one:
+            o0, i0 = int(outs[0]), int(offs[0])
+            out_sel.append(slice(o0, o0 + n_here))
+            in_sel.append(slice(i0, i0 + n_here))
+        else:
+            has_array = True
+            out_sel.append(slice(int(outs[0]), int(outs[0]) + n_here) if contiguous_out else outs)
+            in_sel.append(offs)
+    return DimTable(dim, ids, out_sel, in_sel, (ends - starts).astype(np.int64), total, has_array)
+
+
+# --- point groups ----------------------------------------------------------------------------------------
+@dataclass
+class Points:
+    """Point (vectorised) dimensions: ``P`` points grouped by the chunk that holds them."""
+
+    dims: tuple[int, ...]
+    bshape: tuple[int, ...]
+    npoints: int
+    chunk_ids: np.ndarray  # (G, k)
+    pidx: list[Any]  # per group: slice or int64 array of point numbers
+    offsets: list[tuple[np.ndarray, ...]]  # per group: in-chunk offsets along each point dimension
+    sizes: np.ndarray  # (G,) points per group
+
+
+def group_points(
+    dims: tuple[int, ...],
+    pos: list[np.ndarray],
+    bshape: tuple[int, ...],
+    chunks: Sequence[int],
+    grid: Sequence[int],
+) -> Points:
+    npts = int(np.prod(bshape, dtype=np.int64))
+    k = len(dims)
+    if npts == 0:
+        return Points(dims, bshape, 0, np.zeros((0, k), np.int64), [], [], np.zeros(0, np.int64))
+    if k == 0:  # only 0-d boolean indices: every point takes the whole remaining selection
+        return Points(
+            dims, bshape, npts, np.zeros((1, 0), np.int64), [slice(0, npts)], [()], np.array([npts], np.int64)
+        )
+    csz = [int(chunks[d]) for d in dims]
+    cids = [p // c for p, c in zip(pos, csz, strict=True)]
+    sub_grid = [int(grid[d]) for d in dims]
+    if float(np.prod(sub_grid, dtype=np.float64)) < 2.0**62:
+        lin = np.ravel_multi_index(cids, sub_grid) if k > 1 else cids[0]
+    else:  # astronomically large grids: group by unique rows instead of raveled ids
+        _, lin = np.unique(np.stack(cids, axis=1), axis=0, return_inverse=True)
+        lin = lin.reshape(-1)
+    order, slin, starts, ends = _runs(lin)
+    first = starts if order is None else order[starts]
+    group_ids = np.stack([c[first] for c in cids], axis=1).astype(np.int64)
+    pidx: list[Any] = []
+    offsets: list[tuple[np.ndarray, ...]] = []
+    for g, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if order is None:
+            sel: Any = slice(s, e)
+            offs = tuple(p[s:e] - int(group_ids[g, a]) * csz[a] for a, p in enumerate(pos))
+        else:
+            sel = order[s:e]
+            offs = tuple(p[sel] - int(group_ids[g, a]) * csz[a] for a, p in enumerate(pos))
+        pidx.append(sel)
+        offsets.append(offs)
+    return Points(dims, bshape, npts, group_ids, pidx, offsets, (ends - starts).astype(np.int64))
