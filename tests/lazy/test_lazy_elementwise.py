@@ -139,7 +139,8 @@ def test_array_protocol_details():
     with pytest.raises(ValueError, match="ambiguous"):
         bool(x > 0)
     one, _ = lazy(np.array([[3.0]]), 1)
-    assert float(one) == 3.0 and int(one) == 3 and bool(one)
+    zero_d, _ = lazy(np.array(3.0), ())
+    assert float(zero_d) == 3.0 and int(zero_d) == 3 and bool(one)  # float(one): see test_numpy_regressions
     with pytest.raises(ReadOnlyError):
         x[0, 0] = 1
     with pytest.raises(ReadOnlyError):

@@ -7,6 +7,7 @@ is compared with NumPy's own on the same values (dtype, shape, scalar or array, 
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -115,6 +116,76 @@ def test_oindex_and_vindex_writes_cast_scalars_as_numpy_does(fmt):
         check("i2", write, np.array([1, 2]), np.uint16(40000))
 
 
+# --- 3. ``**`` takes NumPy's fast paths -----------------------------------------------------------------
+def test_power_operator_takes_numpys_fast_paths():
+    cases = [
+        (np.array([True, False]), 2),  # int8 (np.square), not int64
+        (np.array([1e200 + 1e200j]), 2),  # -inf+infj
+        (np.array([inf + 0j]), -1),  # 0-0j (np.reciprocal)
+        (np.array([4.0, 2.0], "f2"), 0.5),  # np.sqrt
+        (np.array([4.0, -1.0]), 0.5),
+        (np.array([-1 + 0j, 4j]), 0.5),
+        (np.array([3, 4], "u1"), 2),
+        (np.array([3, 4], "i8"), -1),  # integers: no fast path (ValueError from np.power)
+        (np.array([3.0, 0.0], "f4"), -1),
+        (np.array([3.0, 2.0]), 2.0),  # a float 2.0 is no fast path: np.power
+        (np.array([3.0, 2.0]), np.int64(2)),  # nor a NumPy integer
+        (np.array([3.0, 2.0]), True),
+        (np.array([3, 2]), 0.5),  # sqrt only for inexact arrays
+        (np.array([3.0, 2.0]), 2**70),  # too big for a C long: np.power
+    ]
+    for data, exponent in cases:
+        x = L(data, (1,))
+        same(outcome(lambda x=x, e=exponent: (x**e)[...]), outcome(lambda d=data, e=exponent: d**e))
+        # the reflected form and the function never take the fast path, in NumPy as here
+        same(
+            outcome(lambda x=x, e=exponent: np.power(x, e)[...]),
+            outcome(lambda d=data, e=exponent: np.power(d, e)),
+        )
+    x = L(np.array([2.0, 3.0]), (1,))
+    same((2**x)[...], 2 ** np.array([2.0, 3.0]))
+    same(operator.pow(x, x)[...], np.array([4.0, 27.0]))
+
+
+# --- 4. products in NumPy's order -----------------------------------------------------------------------
+def test_products_at_extreme_values_are_numpys():
+    cases = [
+        (np.array([1e-30, 1e-30, 1e30, 1e30], "f4"), (2,), {}),  # 0.0, not nan
+        (np.array([3.4e38, 3.0], "f4"), (2,), {"initial": 0}),  # 0.0, not nan
+        (np.array([1e30, 1e30, 1e-30, 1e-30], "f4"), (1,), {}),  # inf
+        (np.array([1e-30, 1e30, 1e30, 1e-30], "f4"), (3,), {}),  # 1.0
+        (np.array([1e-30, 1e-30, 1e30, 1e30], "f4"), (1,), {}),  # 0.0 (a finite product of partials: 1)
+        (np.array([1e300, 1e300, 1e-300, 0.0]), (2,), {}),  # nan
+        (np.array([[1e30, 1e-30], [1e30, 1e-30], [1e-30, 1e30]], "f4"), (1, 1), {"axis": 0}),
+        (np.array([[1e30, 1e30, 1e-30], [1e-30, 1e30, 1e30]], "f4"), (1, 2), {"axis": 1}),
+        (np.array([[1e30, 1e30], [1e-30, 1e-30]], "f4"), (1, 1), {"axis": None}),  # C order: inf
+        (np.array([1e30, 2.0, 1e30, 1e-30], "f4"), (2,), {"where": np.array([True, False, True, True])}),
+    ]
+    for data, chunks, kw in cases:
+        for fn in (np.prod, np.nanprod):
+            same(
+                outcome(lambda f=fn, d=data, c=chunks, k=kw: f(L(d, c), **k)),
+                outcome(lambda f=fn, d=data, k=kw: f(d, **k)),
+            )
+
+
+# --- 5. nan-reductions cast ``initial`` to the reduction's dtype -------------------------------------------
+def test_nan_reductions_cast_initial_as_numpy_does():
+    data = np.array([1.0, nan, 2.0], "f2")
+    cases = [
+        (np.nansum, {"initial": np.float64(1)}),  # float16, not float64
+        (np.nansum, {"initial": 0, "dtype": bool}),  # np.True_, not np.int64(1)
+        (np.nansum, {"initial": nan, "dtype": "u1"}),  # ValueError, not nan
+        (np.nanprod, {"initial": np.float64(3)}),
+        (np.nanprod, {"initial": 2, "dtype": "i2"}),
+        (np.nanmin, {"initial": np.float64(-1)}),
+        (np.nanmax, {"initial": np.float64(7)}),
+        (np.nanmax, {"initial": 7, "where": np.array([True, False, False])}),
+    ]
+    for fn, kw in cases:
+        same(outcome(lambda f=fn, k=kw: f(L(data, (2,)), **k)), outcome(lambda f=fn, k=kw: f(data, **k)))
+
+
 # --- 6. 0-d boolean indices in writes ----------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["zarr2", "zarr3"])
 def test_zero_d_boolean_writes_assign_as_numpy_does(fmt):
@@ -160,3 +231,48 @@ def test_empty_selections_are_not_bounds_checked():
         np.testing.assert_array_equal(ds[...], ref)
     for key in ([5], []), ([[5]], [[]]):  # vindex: NumPy's rule too
         same(outcome(lambda k=key: L(data, (1, 1)).vindex[k]), data[key])
+
+
+# --- the missing methods and exception classes ------------------------------------------------------------
+def test_reshape_and_tolist():
+    data = np.arange(24.0).reshape(4, 6)
+    x = L(data, (3, 4))
+    for shape in ((6, 4), (24,), (-1, 3), ((2, 3, 4),), (2, -1, 2), ()):
+        args = shape if shape else ((),)
+        same(outcome(lambda a=args: np.asarray(x.reshape(*a))), outcome(lambda a=args: data.reshape(*a)))
+    same(outcome(lambda: x.reshape(5, 5)), ValueError)
+    same(outcome(lambda: x.reshape(6, 4, order="F")[...]), data.reshape(6, 4, order="F"))
+    assert np.reshape(x, (24,)).tolist() == data.reshape(24).tolist()
+    assert x.tolist() == data.tolist()
+    assert type(L(np.array(3), ()).tolist()) is int and L(np.array(3.5), ()).tolist() == 3.5
+
+
+def test_ufunc_reductions_of_a_0d_array_take_axis_0_and_minus_1():
+    data = np.array(3.0)
+    for name in ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax", "mean", "var", "std"):
+        for axis in (0, -1, 1, (0,), None):
+            want = outcome(lambda n=name, a=axis: getattr(data, n)(axis=a))
+            same(outcome(lambda n=name, a=axis: getattr(L(data, ()), n)(axis=a)), want)
+    for name in ("nansum", "nanprod", "nanmin", "nanmax", "nanmean", "count_nonzero"):
+        for axis in (0, -1, 1):
+            want = outcome(lambda n=name, a=axis: getattr(np, n)(data, axis=a))
+            same(outcome(lambda n=name, a=axis: getattr(np, n)(L(data, ()), axis=a)), want)
+
+
+def test_a_ragged_index_raises_valueerror_as_in_numpy():
+    data = np.arange(6.0)
+    for key in ([0, [1, 2]], ([0, [1, 2]],), [[0], [1, 2]]):
+        want = outcome(lambda k=key: data[k])
+        assert want is ValueError
+        same(outcome(lambda k=key: L(data, (4,))[k]), want)
+        same(outcome(lambda k=key: D(data, (4,))[k]), want)
+
+
+def test_scalar_conversions_follow_the_installed_numpy():
+    for data in (np.array([2.0]), np.array([[2]]), np.array(2.0), np.array([1 + 1j]), np.array([True])):
+        x = L(data, (1,) * data.ndim)
+        for conv in (float, int, complex, bool, operator.index):
+            same(outcome(lambda c=conv, x=x: c(x)), outcome(lambda c=conv, d=data: c(d)))
+    if np.lib.NumpyVersion(np.__version__) >= "2.4.0":  # NumPy 2.4 made float() of ndim > 0 a TypeError
+        with pytest.raises(TypeError, match="only 0-dimensional arrays"):
+            float(L(np.array([2.0]), (1,)))

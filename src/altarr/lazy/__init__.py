@@ -4,10 +4,13 @@ Public names (re-exported by :mod:`altarr`): :func:`altarr`, :class:`LazyArray`,
 :func:`plan`, :func:`stats`, :func:`reset`, :func:`is_altarr`, :func:`set_options`,
 :func:`get_options`, :func:`open`, :func:`zarr_v2`, :func:`example_zarr`.
 
-Modules: ``array`` (LazyArray and the public functions), ``indexing`` (selection planning), ``cache``
-(byte-budget LRU, single flight), ``fetching`` (fetch contract), ``reduce`` (streamed reductions),
-``elementwise`` (lazy ufunc expressions), ``numpy_api`` (NEP 13/18 dispatch), ``options``, ``sources``
-(datasets, Zarr v2 demo, CF unpacking), ``recipes`` (pickling).
+Modules: ``array`` (LazyArray), ``functions`` (the public functions), ``geometry`` (a recipe's shape,
+chunks, dtype, dims, coords checked), ``cache`` (byte-budget LRU, single flight), ``fetching`` (fetch
+contract), ``streaming`` (the chunk walk of every reduction), ``reduce`` (ufunc reductions), ``products``
+(NumPy's order of products), ``moments`` (mean, var, std), ``positions`` (argmin, argmax, nonzero),
+``reduction_methods`` (the reductions as methods), ``elementwise`` (lazy ufunc expressions), ``views``
+(transposes, joins, reshapes), ``numpy_api`` (NEP 13/18 dispatch), ``compare`` (streamed comparisons),
+``options``, ``sources`` (datasets, Zarr v2 demo, CF unpacking), ``recipes`` (pickling).
 
 Example:
     >>> import numpy as np
@@ -17,7 +20,8 @@ Example:
     (4.0, 1)
 """
 
-from .array import LazyArray, altarr, extract, is_altarr, plan, reset, stats
+from .array import LazyArray
+from .functions import altarr, extract, is_altarr, plan, reset, stats
 from .options import get_options, set_options
 from .sources import example_zarr, zarr_v2
 from .sources import open as open  # public (altarr.open), kept out of __all__

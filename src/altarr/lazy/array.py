@@ -1,4 +1,5 @@
-"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand, and its constructor.
+"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand (made by
+:func:`~altarr.lazy.functions.altarr`).
 
 A lazy array is a *recipe* (shape, chunk shape, dtype, dims, coords and a source: a user ``fetch`` or a
 lazy elementwise expression over other lazy arrays). Indexing plans the touched chunks first and
@@ -24,6 +25,7 @@ from __future__ import annotations
 import copy as _copy
 import itertools
 import operator
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -31,31 +33,26 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..dataset.parallel import pmap
-from ..errors import GridError, MaterializeError, ReadOnlyError
-from ..selection import (
-    SelectionPlan,
-    hyperslab_key,
-    nchunks_of,
-    plan_flat,
-    plan_numpy,
-    plan_outer,
-    plan_vector,
-)
+from ..errors import MaterializeError, ReadOnlyError
+from ..selection import SelectionPlan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import batch as _batch
-from . import options, reduce
+from . import options
 from .cache import CACHE
 from .elementwise import cast
-from .fetching import COUNTER_NAMES, FetchSource
+from .fetching import FetchSource
+from .geometry import check_dtype
 from .many import read_many
-from .numpy_api import array_function, array_ufunc
+from .numpy_api import array_function, array_ufunc, power
 from .recipes import RECIPE_VERSION, rebuild_lazy_array, register_lazy_type
-from .views import ravel, transpose
+from .reduction_methods import ReductionMethods
+from .views import ravel, reshape, transpose
 
-__all__ = ["LazyArray", "altarr", "extract", "plan", "stats", "reset", "is_altarr"]
+__all__ = ["LazyArray"]
 
 _S = TypeVar("_S")
 
-#: Version of the pickled recipe layout (bumped when it changes; old versions keep loading).
+#: NumPy 2.4 converts only 0-d arrays to Python scalars (``float(x)``); altarr follows the installed NumPy.
+_ONLY_0D_TO_SCALAR = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
 
 
 def _format_bytes(n: float) -> str:
@@ -64,73 +61,6 @@ def _format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
-
-
-def _check_dtype(dtype: Any) -> np.dtype:
-    dt: np.dtype = np.dtype(dtype)
-    if dt.kind not in "biufc":
-        raise TypeError(f"altarr arrays hold bool or numeric values; dtype {dt} is not supported")
-    return dt
-
-
-def _normalize_geometry(shape: Any, chunks: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    if isinstance(shape, int | np.integer):
-        shape = (shape,)
-    try:
-        shp = tuple(int(s) for s in shape)
-    except TypeError as e:
-        raise GridError(f"shape must be an int or a sequence of ints, got {shape!r}") from e
-    if any(s < 0 for s in shp):
-        raise GridError(f"shape must not be negative, got {shp}")
-    if isinstance(chunks, int | np.integer):
-        chk = (int(chunks),) * len(shp)
-    else:
-        try:
-            chk = tuple(int(c) for c in chunks)
-        except TypeError as e:
-            raise GridError(f"chunks must be an int or a sequence of ints, got {chunks!r}") from e
-        if len(chk) == 1 and len(shp) != 1:
-            chk = chk * len(shp)
-    if len(chk) != len(shp):
-        raise GridError(f"chunks {chk} do not match the {len(shp)} dimensions of shape {shp}")
-    if any(c < 1 for c in chk):
-        raise GridError(f"chunk sizes must be >= 1, got {chk}")
-    return shp, chk
-
-
-def _normalize_dims(dims: Any, ndim: int) -> tuple[str, ...] | None:
-    if dims is None:
-        return None
-    if isinstance(dims, str):
-        dims = (dims,)
-    out = tuple(str(d) for d in dims)
-    if len(out) != ndim:
-        raise ValueError(f"dims {out} must name each of the {ndim} dimensions")
-    if len(set(out)) != ndim:
-        raise ValueError(f"dims must be unique, got {out}")
-    return out
-
-
-def _normalize_coords(
-    coords: Any, dims: tuple[str, ...] | None, shape: tuple[int, ...]
-) -> dict[str, Any] | None:
-    if coords is None:
-        return None
-    if not isinstance(coords, Mapping):
-        if dims is None or len(coords) != len(dims):
-            raise ValueError("coords must be a mapping {dim: values} or one sequence per dimension")
-        coords = dict(zip(dims, coords, strict=True))
-    out: dict[str, Any] = {}
-    for name, values in coords.items():
-        if dims is not None and name in dims:
-            arr = np.asarray(values)
-            n = shape[dims.index(name)]
-            if arr.ndim != 1 or len(arr) != n:
-                raise ValueError(f"coordinate {name!r} must be 1-D with {n} values, got shape {arr.shape}")
-            out[str(name)] = arr
-        else:
-            out[str(name)] = values
-    return out
 
 
 class _IndexerProxy:
@@ -166,7 +96,7 @@ def _adapter(library: str, name: str) -> Callable[..., Any]:
 
 
 @register_lazy_type
-class LazyArray(NDArrayOperatorsMixin):
+class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
     """A read-only, NumPy-compatible array whose values are fetched chunk by chunk on demand.
 
     Build one with :func:`altarr` (any ``fetch`` function) or :func:`altarr.open` (a dataset). Attributes:
@@ -376,154 +306,15 @@ class LazyArray(NDArrayOperatorsMixin):
 
         return array_function(func, types, args, kwargs)
 
+    def __pow__(self, exponent: Any) -> Any:
+        """``x ** e``: NumPy's operator, with its fast paths for ``2``, ``-1`` and ``0.5``."""
+        return power(self, exponent)
+
     def to_numpy(self) -> np.ndarray:
         """The whole array as NumPy (guarded by ``max_materialize``, bytes)."""
         return self._materialize()
 
-    # --- reductions (streamed) --------------------------------------------------------------------------
-    def sum(
-        self,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: bool = False,
-        initial: Any = np._NoValue,
-        where: Any = True,
-    ) -> Any:
-        """Streamed sum (NumPy signature): ``batch_chunks`` chunks per fetch call, nothing cached.
-
-        Example:
-            >>> import numpy as np, altarr as aa
-            >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
-            >>> float(x.sum()), x.sum(axis=0).tolist()
-            (16.0, [4.0, 4.0, 4.0, 4.0])
-        """
-
-        return reduce.ufunc_reduce(self, np.add, axis, dtype, out, keepdims, initial, where)
-
-    def prod(
-        self,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: bool = False,
-        initial: Any = np._NoValue,
-        where: Any = True,
-    ) -> Any:
-        """Streamed product (NumPy signature)."""
-
-        return reduce.ufunc_reduce(self, np.multiply, axis, dtype, out, keepdims, initial, where)
-
-    def min(
-        self,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: bool = False,
-        initial: Any = np._NoValue,
-        where: Any = True,
-    ) -> Any:
-        """Streamed minimum (NumPy signature)."""
-
-        return reduce.ufunc_reduce(self, np.minimum, axis, None, out, keepdims, initial, where)
-
-    def max(
-        self,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: bool = False,
-        initial: Any = np._NoValue,
-        where: Any = True,
-    ) -> Any:
-        """Streamed maximum (NumPy signature)."""
-
-        return reduce.ufunc_reduce(self, np.maximum, axis, None, out, keepdims, initial, where)
-
-    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
-        """Streamed ``any``; stops at the first batch that decides it.
-
-        Example:
-            >>> import numpy as np, altarr as aa
-            >>> x = aa.altarr(100, 10, lambda c: [np.ones(10)] * len(c))
-            >>> with aa.set_options(batch_chunks=2):
-            ...     bool(x.any())
-            True
-            >>> aa.stats(x)["chunks_fetched"]  # the first batch decided it
-            2
-        """
-
-        return reduce.any_all(self, "any", axis, out, keepdims, where)
-
-    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
-        """Streamed ``all``; stops at the first batch that decides it."""
-
-        return reduce.any_all(self, "all", axis, out, keepdims, where)
-
-    def mean(
-        self,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: bool = False,
-        *,
-        where: Any = True,
-    ) -> Any:
-        """Streamed mean (NumPy signature)."""
-
-        return reduce.mean(self, axis, dtype, out, keepdims, where, nan=False)
-
-    def var(
-        self,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        ddof: float = 0,
-        keepdims: bool = False,
-        *,
-        where: Any = True,
-        mean: Any = np._NoValue,
-        correction: Any = np._NoValue,
-    ) -> Any:
-        """Streamed variance (Chan et al. pairwise merge; NumPy signature).
-
-        Example:
-            >>> import numpy as np, altarr as aa
-            >>> x = aa.altarr(4, 2, lambda c: [np.array([1.0, 3.0])] * len(c))
-            >>> float(x.var()), float(x.var(ddof=1))
-            (1.0, 1.3333333333333333)
-        """
-
-        return reduce.var(
-            self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=False
-        )
-
-    def std(
-        self,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        ddof: float = 0,
-        keepdims: bool = False,
-        *,
-        where: Any = True,
-        mean: Any = np._NoValue,
-        correction: Any = np._NoValue,
-    ) -> Any:
-        """Streamed standard deviation (NumPy signature)."""
-
-        return reduce.var(
-            self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=True
-        )
-
-    def count_nonzero(self, axis: Any = None, *, keepdims: bool = False) -> Any:
-        """Streamed count of non-zero values."""
-
-        return reduce.count_nonzero(self, axis, keepdims)
-
-    def nonzero(self) -> tuple[np.ndarray, ...]:
-        """Indices of the non-zero values, streamed (C order, like NumPy)."""
-
-        return reduce.nonzero(self)
-
+    # --- casts and views ----------------------------------------------------------------------------
     def astype(self, dtype: Any, copy: bool = True) -> LazyArray:
         """A lazy cast to ``dtype`` (values converted chunk by chunk when read).
 
@@ -534,26 +325,8 @@ class LazyArray(NDArrayOperatorsMixin):
             array([0, 1, 2], dtype=int8)
         """
 
-        return cast(self, _check_dtype(dtype))
+        return cast(self, check_dtype(dtype))
 
-    def argmin(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
-        """Streamed index of the minimum (NumPy's rules: first occurrence, a NaN wins).
-
-        Example:
-            >>> import numpy as np, altarr as aa
-            >>> x = aa.altarr((3, 4), 2, lambda c: [np.array([[5.0, 1.0], [0.0, 7.0]])[: 3 - 2 * i] for i, j in c])
-            >>> int(x.argmin()), x.argmin(axis=0).tolist()
-            (4, [1, 0, 1, 0])
-        """
-
-        return reduce.arg_reduce(self, "argmin", axis, out, keepdims)
-
-    def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
-        """Streamed index of the maximum (NumPy's rules: first occurrence, a NaN wins)."""
-
-        return reduce.arg_reduce(self, "argmax", axis, out, keepdims)
-
-    # --- views ------------------------------------------------------------------------------------------
     @property
     def T(self) -> LazyArray:  # noqa: N802 - NumPy's name
         """The lazy transpose (reversed axes).
@@ -602,6 +375,38 @@ class LazyArray(NDArrayOperatorsMixin):
     def flatten(self, order: Literal["C", "F", "A", "K"] = "C") -> Any:
         """As :meth:`ravel` (lazy arrays are read-only, so a view serves as the copy)."""
         return self.ravel(order)
+
+    def reshape(self, *shape: Any, order: Literal["C", "F", "A"] = "C", copy: bool | None = None) -> Any:
+        """NumPy's ``reshape`` (``x.reshape(2, 3)``, ``x.reshape((2, -1))``): a lazy view in C order when
+        every chunk of the result is one chunk of ``x`` reshaped (the chunks split only the first axis
+        of each group of axes the reshape joins or splits, as ``ravel`` needs; adding or removing axes of
+        length 1 always is), else NumPy data through the guarded materialization.
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> x = aa.altarr((4, 6), (2, 6), lambda c: [np.arange(12.0).reshape(2, 6)] * len(c))
+            >>> y = x.reshape(8, 3)
+            >>> aa.is_altarr(y), y.chunks, y[3].tolist()
+            (True, (4, 3), [9.0, 10.0, 11.0])
+        """
+        if len(shape) == 1 and not isinstance(shape[0], int | np.integer):
+            shape = shape[0]
+        # NumPy's own checks and -1 inference, on an array of the same shape that holds no bytes
+        new = np.empty(self._shape, dtype=[]).reshape(shape, order=order).shape
+        if order not in ("C", "A"):
+            return self._materialize().reshape(new, order=order)
+        return reshape(self, new)
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (a Python scalar for a 0-d array), through the guarded
+        materialization.
+
+        Example:
+            >>> import numpy as np, altarr as aa
+            >>> aa.altarr((2, 2), 1, lambda c: [np.ones((1, 1))] * len(c), dtype="i2").tolist()
+            [[1, 1], [1, 1]]
+        """
+        return self._materialize().tolist()
 
     def item(self, *args: Any) -> Any:
         """One element as a Python scalar (NumPy's ``item``: no argument for a one-element array, a flat
@@ -670,9 +475,19 @@ class LazyArray(NDArrayOperatorsMixin):
         return bool((self == value).any())
 
     def _scalar(self, kind: Callable[[Any], _S]) -> _S:
+        """``float(x)``, ``int(x)``, ``complex(x)`` as the installed NumPy converts an array: a 0-d one
+        only from NumPy 2.4 (an array of one element before, deprecated from 1.25)."""
+        if self.ndim and _ONLY_0D_TO_SCALAR:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         if self.size != 1:
-            raise TypeError(
-                f"only arrays of one element can be converted to Python scalars (size {self.size})"
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        if self.ndim:
+            warnings.warn(
+                "Conversion of an array with ndim > 0 to a scalar is deprecated, and will error in future. "
+                "Ensure you extract a single element from your array before performing this operation. "
+                "(Deprecated NumPy 1.25.)",
+                DeprecationWarning,
+                stacklevel=3,
             )
         return kind(self._materialize().reshape(()))
 
@@ -693,8 +508,8 @@ class LazyArray(NDArrayOperatorsMixin):
         return self._scalar(complex)
 
     def __index__(self) -> int:
-        if self._dtype.kind not in "iu":
-            raise TypeError("only integer arrays with one element can be converted to an index")
+        if self._dtype.kind not in "iu" or self.ndim:
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
         return self._scalar(int)
 
     # --- repr, copies, pickling -------------------------------------------------------------------------
@@ -768,172 +583,3 @@ def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> It
     starts.append(len(missing))
     for lo, hi in itertools.pairwise(starts):
         yield np.arange(lo, hi)
-
-
-# --- public functions --------------------------------------------------------------------------------------
-def altarr(
-    shape: int | Sequence[int],
-    chunks: int | Sequence[int],
-    fetch: Callable[[np.ndarray], Any],
-    dtype: Any = "float64",
-    dims: Sequence[str] | None = None,
-    coords: Mapping[str, Any] | Sequence[Any] | None = None,
-) -> LazyArray:
-    """A lazy array whose chunks come from ``fetch``.
-
-    Args:
-        shape: the array shape.
-        chunks: the chunk shape; an int is used for every dimension.
-        fetch: ``fetch(chunks)`` gets an ``int64`` array ``(n, ndim)`` of 0-based chunk coordinates and
-            returns ``n`` array-likes in row order, each the chunk's values clipped at the array edge (in
-            the clipped shape or flat in C order). May be ``async def``. See the fetch contract in
-            ``docs/lazy-arrays.md``.
-        dtype: any NumPy bool or numeric dtype.
-        dims: optional dimension names.
-        coords: optional coordinates, ``{dim: 1-D values}``.
-
-    Example:
-        >>> import numpy as np, altarr as aa
-        >>> def fetch(chunks):
-        ...     return [np.full(3, float(i)) for (i,) in chunks]
-        >>> x = aa.altarr(9, 3, fetch, dims=["t"])
-        >>> x[[0, 4, 8]]
-        array([0., 1., 2.])
-    """
-    if not callable(fetch):
-        raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
-    shp, chk = _normalize_geometry(shape, chunks)
-    dt = _check_dtype(dtype)
-    dm = _normalize_dims(dims, len(shp))
-    cd = _normalize_coords(coords, dm, shp)
-    return LazyArray(shp, chk, dt, FetchSource(fetch, shp, chk, dt), dm, cd)
-
-
-def _require(x: Any) -> LazyArray:
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"expected a lazy array (altarr.LazyArray), got {type(x).__name__}")
-    return x
-
-
-def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
-    """A hyperslab: the cartesian product of per-dimension subscripts, read with one planned fetch.
-
-    Each subscript is an int, a slice, an integer array or a boolean mask; a missing subscript (or
-    ``None``) means the whole dimension. With ``drop=True`` an integer subscript drops its dimension
-    (NumPy style); with ``drop=False`` every dimension is kept.
-
-    Example:
-        >>> import numpy as np, altarr as aa
-        >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
-        >>> aa.extract(x, [0, 3], 1).shape, aa.extract(x, [0, 3], 1, drop=False).shape
-        ((2,), (2, 1))
-    """
-    x = _require(x)
-    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
-    p = plan_outer(key, x.shape, x.chunks, keep_dims=not drop)
-    x._count("hyperslab")
-    return np.asarray(x._execute(p))
-
-
-def plan(x: LazyArray, *subscripts: Any) -> Any:
-    """The chunks a hyperslab would touch, as a pandas DataFrame, computed without reading anything
-    (pandas is the optional dependency ``altarr[pandas]``).
-
-    One row per touched chunk (C order) with columns ``chunk_<d>`` (chunk coordinates), ``start_<d>``
-    (0-based first element) and ``extent_<d>`` (clipped chunk length) for every dimension ``<d>`` (its
-    name when the array has ``dims``, else its number), then ``elements`` (selected elements in that
-    chunk), ``nbytes`` (decoded chunk bytes) and ``cached``. Subscripts as in :func:`extract`.
-
-    Example:
-        >>> import numpy as np, altarr as aa
-        >>> x = aa.altarr((10, 7), (4, 3), lambda c: [np.zeros(12)] * len(c))
-        >>> aa.plan(x, slice(3, 5), 1)[["chunk_0", "chunk_1", "start_0", "extent_0"]].values.tolist()
-        [[0, 0, 0, 4], [1, 0, 4, 4]]
-    """
-    try:
-        import pandas as pd
-    except ImportError as e:
-        raise ImportError(
-            "altarr.plan returns a pandas DataFrame and needs the optional dependency pandas: "
-            "pip install pandas (or pip install 'altarr[pandas]')"
-        ) from e
-
-    x = _require(x)
-    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
-    p = plan_outer(key, x.shape, x.chunks)
-    names = list(x.dims) if x.dims else [str(d) for d in range(x.ndim)]
-    coords = p.coords
-    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
-    start = coords * chunk_arr
-    extent = np.minimum(chunk_arr, np.asarray(x.shape, dtype=np.int64) - start)
-    cols: dict[str, Any] = {}
-    for d, name in enumerate(names):
-        cols[f"chunk_{name}"] = coords[:, d]
-    for d, name in enumerate(names):
-        cols[f"start_{name}"] = start[:, d]
-    for d, name in enumerate(names):
-        cols[f"extent_{name}"] = extent[:, d]
-    cols["elements"] = p.row_elements()
-    cols["nbytes"] = extent.prod(axis=1) * x.dtype.itemsize
-    leaves = x._leaves()
-    cached = np.ones(len(coords), dtype=bool)
-    for leaf in leaves:
-        cached &= np.asarray(CACHE.contains(leaf.keys(coords)), dtype=bool) if len(coords) else cached
-    cols["cached"] = cached
-    return pd.DataFrame(cols)
-
-
-def stats(x: LazyArray) -> dict[str, int]:
-    """Counters of a lazy array (shared with its copies).
-
-    Keys: ``extract_subset`` (planned index calls), ``hyperslab`` (:func:`extract` calls), ``reduce``
-    (streamed reductions), ``materialize``, ``fetch_calls``, ``chunks_fetched``, ``bytes_fetched``,
-    ``cache_hits``, ``cache_misses``, ``chunks_cached``, ``cache_bytes``, ``cache_budget``, ``evictions``.
-    For a lazy expression over several arrays the counts are summed over its sources.
-
-    Example:
-        >>> import numpy as np, altarr as aa
-        >>> x = aa.altarr(8, 4, lambda c: [np.zeros(4)] * len(c))
-        >>> _ = x[0]; _ = x[1]
-        >>> s = aa.stats(x); s["extract_subset"], s["fetch_calls"], s["chunks_cached"]
-        (2, 1, 1)
-    """
-    x = _require(x)
-    out = dict.fromkeys(COUNTER_NAMES, 0)
-    out.update(chunks_cached=0, cache_bytes=0, evictions=0)
-    for leaf in x._leaves():
-        for name, value in leaf.counters.snapshot().items():
-            out[name] += value
-        for name, value in CACHE.owner_stats(leaf.token).items():
-            out[name] += value
-    out["cache_budget"] = options._get("cache_bytes")
-    return out
-
-
-def reset(x: LazyArray, cache: bool = True) -> None:
-    """Zero the counters of ``x`` (and its copies); with ``cache`` also drop its cached chunks.
-
-    Example:
-        >>> import numpy as np, altarr as aa
-        >>> x = aa.altarr(8, 4, lambda c: [np.zeros(4)] * len(c))
-        >>> _ = x[0]; aa.reset(x)
-        >>> aa.stats(x)["fetch_calls"], aa.stats(x)["chunks_cached"]
-        (0, 0)
-    """
-    x = _require(x)
-    for leaf in x._leaves():
-        leaf.counters.reset()
-        CACHE.reset_evictions(leaf.token)
-        if cache:
-            CACHE.drop_owner(leaf.token)
-
-
-def is_altarr(x: Any) -> bool:
-    """Whether ``x`` is a lazy array (a subset result, being NumPy data, is not).
-
-    Example:
-        >>> import altarr as aa
-        >>> aa.is_altarr([1, 2])
-        False
-    """
-    return isinstance(x, LazyArray)

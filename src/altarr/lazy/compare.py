@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import options
-from .reduce import _grid_batch, chunk_regions
+from .streaming import chunk_regions, grid_batch
 
 __all__ = ["array_equal", "array_equiv", "allclose", "all_chunks"]
 
@@ -78,7 +78,7 @@ def all_chunks(ref: Any, other: Any, shape: tuple[int, ...], test: Callable[...,
     batch = options._get("batch_chunks")
     read_other = _reader(ref, other, shape)
     for start in range(0, total, batch):
-        coords = _grid_batch(grid, start, min(start + batch, total))
+        coords = grid_batch(grid, start, min(start + batch, total))
         mine = ref._source.get_chunks(coords, store=False)
         theirs = read_other(coords)
         for chunk, part in zip(mine, theirs, strict=True):

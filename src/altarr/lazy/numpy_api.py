@@ -31,7 +31,7 @@ from . import reduce, views
 from .compare import allclose, array_equal, array_equiv
 from .elementwise import make_elementwise
 
-__all__ = ["array_ufunc", "array_function", "HANDLED_FUNCTIONS"]
+__all__ = ["array_ufunc", "array_function", "power", "HANDLED_FUNCTIONS"]
 
 HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
 
@@ -105,6 +105,28 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     converted = tuple(_to_numpy(v) for v in inputs)
     kw = {k: _to_numpy(v) for k, v in kwargs.items()}
     return getattr(ufunc, method)(*converted, **kw)
+
+
+def power(base: Any, exponent: Any) -> Any:
+    """``base ** exponent`` (``LazyArray.__pow__``) as ``ndarray.__pow__`` computes it: NumPy takes a
+    unary ufunc for three exponents given as exact Python numbers, ``2`` (``np.square``, any dtype: a
+    boolean array squares to int8), ``-1`` (``np.reciprocal``) and ``0.5`` (``np.sqrt``), the last two for
+    inexact arrays only; everything else is ``np.power``. The results differ (dtypes, and complex values
+    at infinities: ``(inf+0j) ** -1`` is ``0-0j``, ``np.power`` gives ``nan+nanj``).
+
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr(2, 1, lambda c: [np.array([True]) for _ in c], dtype=bool)
+    >>> (x**2).dtype, np.power(x, 2).dtype
+    (dtype('int8'), dtype('int64'))
+    """
+    fast: np.ufunc | None = None
+    if type(exponent) is int and exponent in (2, -1):
+        fast = np.square if exponent == 2 else np.reciprocal
+    elif type(exponent) is float and exponent == 0.5:
+        fast = np.sqrt
+    if fast is None or (fast is not np.square and base.dtype.kind not in "fc"):
+        return np.power(base, exponent)
+    return fast(base)
 
 
 def array_function(func: Any, types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -412,6 +434,15 @@ def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
     return a.transpose(order)
+
+
+@_implements(np.reshape, kind="lazy")
+def _reshape(
+    a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: bool | None = None
+) -> Any:
+    if not _lazy(a):
+        return NotImplemented
+    return a.reshape(newshape if shape is None else shape, order=order)
 
 
 @_implements(np.ravel, kind="lazy")

@@ -32,7 +32,7 @@ import numpy as np
 from ..dataset import create_dataset, open_dataset
 from ..dataset.index_cache import MISSING
 from ..errors import MetadataError
-from .array import altarr
+from .functions import altarr
 
 __all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_decoder"]
 

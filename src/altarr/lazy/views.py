@@ -30,7 +30,17 @@ if TYPE_CHECKING:
     from .array import LazyArray
     from .fetching import FetchSource
 
-__all__ = ["TransposeSource", "JoinSource", "transpose", "concatenate", "stack"]
+__all__ = [
+    "JoinSource",
+    "ReshapeSource",
+    "TransposeSource",
+    "concatenate",
+    "ravel",
+    "reshape",
+    "reshape_chunks",
+    "stack",
+    "transpose",
+]
 
 
 def _distinct_leaves(arrays: Sequence[Any]) -> list[Any]:
@@ -213,55 +223,133 @@ def stack(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
     return _new(ref, shape, chunks, dtype, JoinSource(arrays, axis, True, list(range(len(arrays)))))
 
 
-class RavelSource:
-    """Chunks of ``base.ravel()`` when every chunk of ``base`` spans its trailing dimensions whole: chunk
-    ``(i,)`` of the result is ``base``'s chunk ``(i, 0, ..., 0)`` flattened."""
+def _groups(shape: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
+    """The axes of ``shape`` and ``new`` (lengths 1 left out) in groups of equal products, in order: a C-order
+    reshape maps each group of ``shape``'s axes onto the matching group of ``new``'s (``None`` when the
+    products do not line up, which a valid reshape of a non-empty array never gives)."""
+    a = [d for d, n in enumerate(shape) if n != 1]
+    b = [d for d, n in enumerate(new) if n != 1]
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        ga, gb = [a[i]], [b[j]]
+        pa, pb = shape[a[i]], new[b[j]]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb and i < len(a):
+                ga.append(a[i])
+                pa *= shape[a[i]]
+                i += 1
+            elif pb < pa and j < len(b):
+                gb.append(b[j])
+                pb *= new[b[j]]
+                j += 1
+            else:
+                return None
+        groups.append((ga, gb))
+    return groups if i == len(a) and j == len(b) else None
 
-    def __init__(self, base: Any) -> None:
+
+def reshape_chunks(x: Any, new: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, int]]] | None:
+    """The chunk shape of a lazy ``x.reshape(new)`` whose every chunk is one chunk of ``x`` reshaped, and
+    the pairs ``(axis of new, axis of x)`` whose chunk coordinates are equal (every other chunk coordinate
+    is 0); ``None`` when the chunk grid does not allow it.
+
+    That is the case when, in each group of axes the reshape maps onto each other (lengths 1 aside), the
+    chunks of ``x`` split the first axis only and span the others whole, and each chunk's run of elements
+    (and the shorter last one) fills whole rows of the new group's trailing axes. Adding or removing axes
+    of length 1 is always such a view; so is :func:`ravel` of row chunks.
+
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((4, 6), (2, 6), lambda c: [np.zeros((2, 6))] * len(c))
+    >>> reshape_chunks(x, (2, 2, 3, 2)), reshape_chunks(x, (4, 1, 6)), reshape_chunks(x, (3, 8))
+    (((1, 2, 3, 2), [(0, 0), (2, 1)]), ((2, 1, 6), [(0, 0), (2, 1)]), None)
+    """
+    groups = _groups(x.shape, new)
+    if groups is None or x.size == 0:
+        return None
+    chunks = [1] * len(new)
+    pairs = []
+    for ga, gb in groups:
+        first, rest = ga[0], ga[1:]
+        if any(x.chunks[d] < x.shape[d] for d in rest):
+            return None
+        per_row = int(np.prod([x.shape[d] for d in rest], dtype=np.int64))
+        tail = int(np.prod([new[d] for d in gb[1:]], dtype=np.int64))
+        run = min(x.chunks[first], x.shape[first]) * per_row
+        last = (x.shape[first] % x.chunks[first]) * per_row
+        if run % tail or last % tail:
+            return None
+        chunks[gb[0]] = run // tail
+        for d in gb[1:]:
+            chunks[d] = new[d]
+        pairs.append((gb[0], first))
+    return tuple(chunks), pairs
+
+
+class ReshapeSource:
+    """Chunks of ``base.reshape(shape)`` in C order (see :func:`reshape_chunks`): chunk ``c`` of the result
+    is the chunk of ``base`` whose coordinates are ``c``'s along the paired axes (0 elsewhere), its
+    values reshaped to ``c``'s clipped extent."""
+
+    def __init__(
+        self, base: Any, shape: tuple[int, ...], chunks: tuple[int, ...], pairs: Sequence[Any]
+    ) -> None:
         self.base = base
+        self.shape, self.chunks = tuple(shape), tuple(chunks)
+        self.pairs = [(int(a), int(b)) for a, b in pairs]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (RavelSource, (self.base,))
+        return (ReshapeSource, (self.base, self.shape, self.chunks, self.pairs))
 
     def leaves(self) -> list[FetchSource]:
         leaves: list[FetchSource] = self.base._source.leaves()
         return leaves
 
     def describe(self) -> str:
-        return f"ravel of {self.base._source.describe()}"
+        return f"reshape{self.shape} of {self.base._source.describe()}"
 
     def dask_token(self) -> Any:
-        return ("altarr-ravel", self.base.__dask_tokenize__())
+        return ("altarr-reshape", self.shape, self.base.__dask_tokenize__())
 
     def _base_coords(self, coords: np.ndarray) -> np.ndarray:
         out = np.zeros((len(coords), self.base.ndim), dtype=np.int64)
-        out[:, 0] = coords[:, 0]
+        for new_axis, base_axis in self.pairs:
+            out[:, base_axis] = coords[:, new_axis]
         return out
+
+    def _extent(self, c: np.ndarray) -> tuple[int, ...]:
+        return tuple(min(k, n - int(i) * k) for i, k, n in zip(c, self.chunks, self.shape, strict=True))
 
     def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
         nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
         return nbytes
 
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
-        return [
-            np.asarray(c).reshape(-1)
-            for c in self.base._source.get_chunks(self._base_coords(coords), store=store)
-        ]
+        chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
+        return [np.asarray(v).reshape(self._extent(c)) for c, v in zip(coords, chunks, strict=True)]
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        self.base._source.visit_chunks(self._base_coords(coords), lambda i, c: fn(i, c.reshape(-1)))
+        self.base._source.visit_chunks(
+            self._base_coords(coords), lambda i, v: fn(i, np.asarray(v).reshape(self._extent(coords[i])))
+        )
+
+
+def reshape(x: Any, new: tuple[int, ...]) -> Any:
+    """A lazy C-order ``x.reshape(new)`` (``new`` already checked, ``-1`` resolved) when the chunks allow it
+    (:func:`reshape_chunks`), else NumPy data through the guarded materialization."""
+    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
+
+    if new == x.shape:
+        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
+    found = reshape_chunks(x, new)
+    if found is None:
+        return x._materialize().reshape(new)
+    chunks, pairs = found
+    return LazyArray(new, chunks, x.dtype, ReshapeSource(x, new, chunks, pairs), None, None)
 
 
 def ravel(x: Any) -> Any:
-    """A lazy ``x.ravel()`` when the chunks allow it (see :class:`RavelSource`), else NumPy data through
-    the guarded materialization."""
-    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
-
-    if x.ndim == 1:
-        return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
-    if x.ndim == 0:
-        return x._materialize().ravel()
-    if any(c < n for c, n in zip(x.chunks[1:], x.shape[1:], strict=True)) or x.size == 0:
-        return x._materialize().ravel()
-    per_row = int(np.prod(x.shape[1:], dtype=np.int64))
-    return LazyArray((x.size,), (x.chunks[0] * per_row,), x.dtype, RavelSource(x), None, None)
+    """A lazy ``x.ravel()`` when the chunks allow it (a :func:`reshape` to one dimension: every chunk spans
+    the trailing dimensions whole), else NumPy data through the guarded materialization."""
+    return reshape(x, (x.size,))

@@ -1,0 +1,210 @@
+"""Streamed ``mean``, ``var`` and ``std`` (and their ``nan*`` variants): moments merged chunk by chunk.
+
+``mean`` merges sums (and counts, where ``where=`` or NaNs leave some out); ``var``/``std`` merge
+``(count, mean, M2)`` per output element with the pairwise update of Chan, Golub and LeVeque
+(numerically stable, honours ``ddof``). A float16 array's moments are computed in float32, integers'
+in float64, as NumPy's ``mean`` does; an integer or boolean ``dtype=`` of ``var``/``std`` computes in
+float64 and casts the result (NumPy's own answer there depends on its intermediate integer casts).
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((4, 6), (2, 3), lambda c: [np.arange(6.0).reshape(2, 3)] * len(c))
+    >>> float(np.std(x)), float(np.arange(6.0).reshape(2, 3).std())
+    (1.707825127659933, 1.707825127659933)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from .streaming import axes, count_of, finish, numpy_empty_call, stream, ufunc_axes, warn_caller, where_mask
+
+__all__ = ["mean", "var"]
+
+
+def _float_calc_dtype(dt: np.dtype, dtype: Any) -> np.dtype:
+    """The dtype NumPy's mean/var compute in."""
+    if dtype is not None:
+        calc: np.dtype = np.dtype(dtype)
+        return calc
+    if dt.kind in "biu":
+        return np.dtype(np.float64)
+    if dt == np.float16:
+        return np.dtype(np.float32)
+    return dt
+
+
+def _moment_axes(x: Any, axis: Any, nan: bool, where: Any) -> tuple[int, ...]:
+    """The reduced axes. NumPy counts the elements of ``mean``/``var`` with a ufunc reduction when ``where``
+    is given (anything but ``True`` itself) and its ``nan*`` moments of inexact values sum with them: those
+    let an axis of 0 or -1 through for a 0-d array, the plain count does not."""
+    if where is not True or (nan and x.dtype.kind in "fc"):
+        return ufunc_axes(x, axis)
+    return axes(x, axis)
+
+
+def _prepare(
+    x: Any, axis: Any, dtype: Any, where: Any, nan: bool, numpy_fn: Any, probe: int
+) -> tuple[Any, tuple[int, ...], np.dtype]:
+    """``(where mask, reduced axes, result dtype)``, with NumPy's errors in NumPy's order: its ``nan*``
+    moments of inexact values refuse a ``dtype`` before they look at ``where`` and the axes, ``mean`` and
+    ``var`` check the axes first. The result dtype is NumPy's own on ``probe`` ones."""
+    dtype_first = nan and x.dtype.kind in "fc"
+    if dtype_first:
+        res_dtype = numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
+    mask = where_mask(x, where)
+    red = _moment_axes(x, axis, nan, mask)
+    if not dtype_first:
+        res_dtype = numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
+    return mask, red, res_dtype
+
+
+def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *, nan: bool) -> Any:
+    """Streamed ``mean`` / ``nanmean`` (with NumPy's ``where=``)."""
+    numpy_fn = np.nanmean if nan else np.mean
+    where, red, res_dtype = _prepare(x, axis, dtype, where, nan, numpy_fn, 1)
+    if x.size == 0 or count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
+        return numpy_empty_call(numpy_fn, x, out, where, axis=axis, dtype=dtype, keepdims=keepdims)
+    calc = _float_calc_dtype(x.dtype, dtype)
+    nan_capable = nan and x.dtype.kind in "fc"
+    counted = nan_capable or where is not True
+
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        valid = mask
+        if nan_capable:
+            valid = ~np.isnan(chunk) if valid is None else valid & ~np.isnan(chunk)
+        if valid is not None:
+            return (np.sum(chunk, axis=red, dtype=calc, where=valid), np.sum(valid, axis=red))
+        return (np.sum(chunk, axis=red, dtype=calc),)
+
+    def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(np.add(p, q) for p, q in zip(a, b, strict=True))
+
+    acc = stream(x, red, partial, combine, where=where)
+    count = acc[1] if counted else count_of(x, red)
+    if counted and np.any(np.asarray(count) == 0):
+        warn_caller("Mean of empty slice")
+    # np.nanmean divides quietly; np.mean (and nanmean of a type without NaN) warns "invalid value" for
+    # the 0/0 of a slice that where= leaves empty, under the caller's errstate (0-d accumulators divide
+    # as NumPy scalars, as NumPy's whole-array mean does: "invalid value encountered in scalar divide")
+    with np.errstate(invalid="ignore", divide="ignore") if nan_capable else contextlib.nullcontext():
+        res = np.asarray(acc[0])[()] / np.asarray(count)[()]
+    return finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
+
+
+def _resolve_ddof(ddof: Any, correction: Any) -> Any:
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        return correction
+    return ddof
+
+
+def var(
+    x: Any,
+    axis: Any,
+    dtype: Any,
+    out: Any,
+    ddof: Any,
+    keepdims: bool,
+    where: Any,
+    mean_: Any,
+    correction: Any,
+    *,
+    nan: bool,
+    sqrt: bool,
+) -> Any:
+    """Streamed ``var``/``std`` (and ``nanvar``/``nanstd``): Chan et al. merge of (count, mean, M2).
+
+    Degrees of freedom as NumPy: ``var``/``std`` divide by ``max(n - ddof, 0)`` (so ``inf`` or ``nan``
+    where ``ddof >= n``), ``nanvar``/``nanstd`` give ``nan`` there; both warn.
+    """
+    if mean_ is not np._NoValue:
+        raise UnsupportedError("lazy var/std do not support mean=; it is computed while streaming")
+    ddof = _resolve_ddof(ddof, correction)
+    numpy_fn = {
+        (False, False): np.var,
+        (False, True): np.std,
+        (True, False): np.nanvar,
+        (True, True): np.nanstd,
+    }[(nan, sqrt)]
+    where, red, res_dtype = _prepare(x, axis, dtype, where, nan, numpy_fn, 2)
+    if x.size == 0 or count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
+        return numpy_empty_call(numpy_fn, x, out, where, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    calc = _float_calc_dtype(x.dtype, dtype)
+    if calc.kind in "biu":  # an integer or boolean dtype=: computed in float64, the result cast to it
+        calc = np.dtype(np.float64)
+    # complex deviations only from complex data in a complex dtype: NumPy squares real data's deviations
+    # (d * d) even in a complex dtype (an inf gives nan+nanj). Complex data in a real dtype: altarr drops
+    # the imaginary parts; NumPy's var(real) + mean(imag**2) there is not followed (docs/lazy-arrays.md)
+    complex_ = calc.kind == "c" and x.dtype.kind == "c"
+    nan_capable = nan and x.dtype.kind in "fc"
+    partial, combine = _moment_merge(calc, complex_, nan_capable)
+    n, _, m2 = stream(x, red, partial, combine, where=where)
+    res = _divide_by_dof(n, m2, ddof, nan_capable)
+    if sqrt:
+        res = np.sqrt(res)
+    return finish(np.asarray(res).astype(res_dtype, copy=False), x, red, out, keepdims)
+
+
+def _moment_merge(calc: np.dtype, complex_: bool, nan_capable: bool) -> tuple[Any, Any]:
+    """``(partial, combine)`` of :func:`~altarr.lazy.streaming.stream` for ``(count, mean, M2)`` computed in
+    ``calc``: a chunk's moments, and Chan et al.'s pairwise merge of two (``complex_``: squared magnitudes
+    of complex deviations; ``nan_capable``: NaNs not counted)."""
+
+    def sq(d: np.ndarray) -> np.ndarray:
+        squared: np.ndarray = (d * np.conj(d)).real if complex_ else d * d
+        return squared
+
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+        c = chunk.astype(calc, copy=False)
+        valid = mask
+        if nan_capable:
+            valid = ~np.isnan(c) if valid is None else valid & ~np.isnan(c)
+        if valid is not None:
+            n = np.sum(valid, axis=red, keepdims=True).astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = np.sum(c, axis=red, keepdims=True, where=valid) / n
+            m = np.where(n > 0, m, 0)
+            m2 = np.sum(sq(c - m), axis=red, where=valid)
+        else:
+            n = np.full((1,) * c.ndim, float(np.prod([c.shape[d] for d in red])))
+            m = np.sum(c, axis=red, keepdims=True) / n
+            m2 = np.sum(sq(c - m), axis=red)
+        kept_shape = m2.shape
+        return (np.broadcast_to(n.reshape(n.shape), m.shape).reshape(kept_shape), m.reshape(kept_shape), m2)
+
+    def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        na, ma, qa = a
+        nb, mb, qb = b
+        n = na + nb
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(n > 0, nb / n, 0.0)
+        delta = mb - ma
+        m = ma + delta * w
+        q = qa + qb + sq(delta) * na * w
+        return (n, m, q)
+
+    return partial, combine
+
+
+def _divide_by_dof(n: Any, m2: Any, ddof: Any, nan_capable: bool) -> Any:
+    """The variance ``m2 / (n - ddof)`` with NumPy's degrees of freedom and warnings: ``nanvar`` gives
+    ``nan`` where they are not positive, ``var`` divides by ``max(n - ddof, 0)``."""
+    if nan_capable:  # NumPy's nanvar: nan where the degrees of freedom are not positive
+        if np.any(ddof >= n):
+            warn_caller("Degrees of freedom <= 0 for slice.")
+        dof = n - ddof
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(dof > 0, m2 / np.where(dof > 0, dof, 1), np.nan)
+    # NumPy's var words it without the period, and its division by 0 then warns under the caller's
+    # errstate ("divide by zero" or, for 0/0, "invalid value"; "in scalar divide" for the whole array)
+    if np.any(ddof >= n):
+        warn_caller("Degrees of freedom <= 0 for slice")
+    if np.any(n == 0):  # where= left a slice empty: NumPy's mean step (kept dims) divides 0 by 0 first
+        np.true_divide(np.zeros(1), np.zeros(1))
+    return np.asarray(m2)[()] / np.maximum(np.asarray(n)[()] - ddof, 0)

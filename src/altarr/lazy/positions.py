@@ -1,0 +1,120 @@
+"""Streamed positions: ``argmin``/``argmax`` (whole array or along an axis) and ``nonzero``.
+
+Each walks the chunk grid in C order, ``batch_chunks`` chunks per fetch, caching nothing: ``argmin`` /
+``argmax`` keep per output element the winning value and its index, merged with NumPy's rules (the
+first occurrence wins a tie; a NaN beats every number, and the first NaN wins); ``nonzero`` collects
+each chunk's flat positions and sorts them into C order.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((3, 4), 2, lambda c: [np.array([[5.0, 1.0], [0.0, 7.0]])[: 3 - 2 * i] for i, j in c])
+    >>> int(arg_reduce(x, "argmin", None, None, False)), [a.tolist() for a in nonzero(x > 6)]
+    (4, [[1, 1], [1, 3]])
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+from . import options
+from .streaming import empty_case, grid_batch
+
+__all__ = ["arg_reduce", "nonzero"]
+
+
+def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
+    """Streamed ``argmin``/``argmax``: per chunk the local winner and its index, merged keeping NumPy's
+    rules (the first occurrence wins a tie; a NaN beats every number, and the first NaN wins)."""
+    fn = np.argmin if which == "argmin" else np.argmax
+    if x.ndim == 0:  # one element: an explicit read of it, not a materialization (NumPy's axis rules)
+        return fn(np.asarray(x[...]), axis=axis, out=out, keepdims=keepdims)
+    if axis is not None:
+        axis = normalize_axis_index(operator.index(axis), x.ndim)
+    if x.size == 0 or (axis is not None and x.shape[axis] == 0):
+        return fn(empty_case(x), axis=axis, out=out, keepdims=keepdims)
+    red = tuple(range(x.ndim)) if axis is None else (axis,)
+    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
+
+    def partial(chunk: np.ndarray, red: tuple[int, ...], origin: np.ndarray) -> tuple[Any, ...]:
+        if axis is None:
+            k = int(fn(chunk))
+            local = np.unravel_index(k, chunk.shape)
+            glob = int(np.ravel_multi_index(tuple(int(v) for v in np.add(local, origin)), x.shape))
+            return (np.asarray(chunk.reshape(-1)[k]), np.asarray(glob, dtype=np.intp))
+        k = fn(chunk, axis=axis, keepdims=True)
+        vals = np.take_along_axis(chunk, k, axis=axis)
+        return (np.squeeze(vals, axis=axis), np.squeeze(k, axis=axis).astype(np.intp) + int(origin[axis]))
+
+    def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        va, ia = (np.asarray(v) for v in a)
+        vb, ib = (np.asarray(v) for v in b)
+        pick_b = fn(np.stack([va, vb]), axis=0).astype(bool)  # NumPy's own order, NaN rules included
+        tie = (va == vb) | (np.isnan(va) & np.isnan(vb)) if va.dtype.kind in "fc" else va == vb
+        pick_b = np.where(tie, ib < ia, pick_b)
+        return (np.where(pick_b, vb, va), np.where(pick_b, ib, ia))
+
+    x._count("reduce")
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    kept_shape = tuple(x.shape[d] for d in range(x.ndim) if d not in red)
+    acc_v: np.ndarray | None = None
+    acc_i: np.ndarray | None = None
+    seen: set[tuple[int, ...]] = set()
+    for start in range(0, total, batch):
+        coords = grid_batch(grid, start, min(start + batch, total))
+        for c, chunk in zip(coords, x._source.get_chunks(coords, store=False), strict=True):
+            chunk = np.asarray(chunk)
+            origin = c * chunk_arr
+            v, i = partial(chunk, red, origin)
+            if acc_v is None or acc_i is None:
+                acc_v = np.empty(kept_shape, dtype=v.dtype)
+                acc_i = np.empty(kept_shape, dtype=np.intp)
+            region = tuple(
+                slice(int(origin[d]), int(origin[d]) + chunk.shape[d]) for d in range(x.ndim) if d not in red
+            )
+            key = tuple(int(c[d]) for d in range(x.ndim) if d not in red)
+            if key in seen:
+                v, i = combine((acc_v[region], acc_i[region]), (v, i))
+            else:
+                seen.add(key)
+            acc_v[region] = v
+            acc_i[region] = i
+    res = np.asarray(acc_i)
+    if keepdims:
+        res = res.reshape(tuple(1 if d in red else x.shape[d] for d in range(x.ndim)))
+    if out is not None:
+        out[...] = res
+        return out
+    return res[()] if res.ndim == 0 else res
+
+
+def nonzero(x: Any) -> tuple[np.ndarray, ...]:
+    """Streamed ``np.nonzero``: indices of non-zero values in C order."""
+    if x.ndim == 0:
+        raise ValueError(
+            "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead."
+        )
+    x._count("reduce")
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
+    parts: list[np.ndarray] = []
+
+    def absorb(coords: np.ndarray, arrays: list[np.ndarray]) -> None:
+        for c, chunk in zip(coords, arrays, strict=True):
+            nz = np.nonzero(chunk)
+            if len(nz[0]):
+                local = np.stack(nz, axis=1).astype(np.int64) + c * chunk_arr
+                parts.append(np.ravel_multi_index(local.T, x.shape).astype(np.int64))
+
+    for start in range(0, total, batch):
+        coords = grid_batch(grid, start, min(start + batch, total))
+        absorb(coords, x._source.get_chunks(coords, store=False))
+    flat = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+    return tuple(a.astype(np.intp) for a in np.unravel_index(flat, x.shape))

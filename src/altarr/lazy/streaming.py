@@ -1,0 +1,256 @@
+"""The walk every streamed reduction takes: the chunk grid in C order, ``batch_chunks`` chunks per fetch.
+
+:func:`stream` takes the chunks already cached, fetches the missing ones of each batch in one call
+*without* inserting them into the cache, reduces each chunk to a partial result over the reduced axes
+and merges it into accumulators of the output shape. Memory stays within one batch plus the output, the
+cache is neither filled nor churned, and an ``early`` test can stop the walk (``any``/``all``). The
+helpers here are shared by the reductions (:mod:`~altarr.lazy.reduce`, :mod:`~altarr.lazy.moments`,
+:mod:`~altarr.lazy.positions`, :mod:`~altarr.lazy.products`) and the streamed comparisons.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((4, 6), (2, 3), lambda c: [np.arange(6.0).reshape(2, 3)] * len(c))
+    >>> [a.tolist() for a in stream(x, (0,), lambda c, red: (c.sum(axis=red),), lambda a, b: (a[0] + b[0],))]
+    [[6.0, 10.0, 14.0, 6.0, 10.0, 14.0]]
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from . import options
+
+__all__ = [
+    "Combine",
+    "axes",
+    "chunk_regions",
+    "count_of",
+    "empty_case",
+    "finish",
+    "grid_batch",
+    "no_identity_error",
+    "numpy_empty_call",
+    "numpy_where",
+    "part_reader",
+    "stream",
+    "ufunc_axes",
+    "warn_caller",
+    "where_mask",
+]
+
+#: altarr's own source folder: a warning is attributed to the first frame outside it
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+
+
+def warn_caller(message: str) -> None:
+    """NumPy's ``RuntimeWarning`` ``message``, attributed to the user's line: the first frame outside
+    altarr. (A fixed ``stacklevel`` is right for ``x.mean()`` but names a line of altarr for
+    ``np.mean(x)``, which arrives through ``__array_function__``; NumPy names the caller in both.)"""
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
+
+
+Partial = Callable[[np.ndarray, tuple[int, ...]], tuple[Any, ...]]
+Combine = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]
+
+
+def axes(x: Any, axis: Any) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.ndim))
+    return tuple(sorted(normalize_axis_tuple(axis, x.ndim)))
+
+
+def grid_batch(grid: tuple[int, ...], start: int, stop: int) -> np.ndarray:
+    if not grid:
+        return np.zeros((stop - start, 0), dtype=np.int64)
+    flat = np.arange(start, stop, dtype=np.int64)
+    return np.stack(np.unravel_index(flat, grid), axis=1).astype(np.int64)
+
+
+def ufunc_axes(x: Any, axis: Any) -> tuple[int, ...]:
+    """The reduced axes of a ufunc reduction (``np.add.reduce``, ``x.sum``, ``any``, ...): NumPy lets an
+    integer axis of 0 or -1 through for a 0-d array, reducing nothing (a tuple is held to the bounds).
+
+    >>> import numpy as np, altarr as aa
+    >>> ufunc_axes(aa.altarr((), (), lambda c: [np.zeros(())]), -1)
+    ()
+    """
+    if x.ndim == 0 and axis is not None and not isinstance(axis, tuple):
+        try:
+            if operator.index(axis) in (0, -1):
+                return ()
+        except TypeError:
+            pass
+    return axes(x, axis)
+
+
+def _lazy(v: Any) -> bool:
+    return getattr(type(v), "_is_lazy_array", False)
+
+
+def chunk_regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
+    """The regions of ``x`` covered by the chunks at ``coords``."""
+    chunks = np.asarray(x.chunks, dtype=np.int64)
+    start = coords * chunks
+    stop = np.minimum(start + chunks, np.asarray(x.shape, dtype=np.int64))
+    return [
+        tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))
+        for lo, hi in zip(start.tolist(), stop.tolist(), strict=True)
+    ]
+
+
+def part_reader(x: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, ...]]], list[Any]]:
+    """How to read the part of ``other`` matching each chunk of a batch of ``x``'s chunks.
+
+    ``other`` broadcasts to ``x.shape``: a NumPy array or scalar (views of it), or a lazy array of the
+    same shape (its chunks of the same grid in one fetch call; on another grid one planned read of the
+    batch's bounding box). ``None`` parts mean "the same values as ``x``'s chunk" (same source).
+    """
+    if not _lazy(other):
+        full = np.broadcast_to(other, x.shape)
+        return lambda coords, regions: [full[r] for r in regions]
+    if other.chunks == x.chunks:
+        if other._source is x._source:
+            return lambda coords, regions: [None] * len(regions)
+        return lambda coords, regions: other._source.get_chunks(coords, store=False)
+
+    def bbox(coords: np.ndarray, regions: list[tuple[slice, ...]]) -> list[Any]:
+        lo = [min(r[d].start for r in regions) for d in range(x.ndim)]
+        hi = [max(r[d].stop for r in regions) for d in range(x.ndim)]
+        block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
+        return [
+            block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))] for r in regions
+        ]
+
+    return bbox
+
+
+def where_mask(x: Any, where: Any) -> Any:
+    """``where=`` of a reduction, checked as NumPy checks it: ``True``, or a boolean array (NumPy or
+    lazy; a lazy one of another shape is materialized under the guard) that broadcasts to ``x.shape``."""
+    if where is True:
+        return True
+    if not (_lazy(where) or isinstance(where, np.ndarray)):
+        # NumPy converts anything but an array by value (a list of 0/1, a 0.5, a NumPy scalar, None)
+        return np.broadcast_to(np.asarray(where, dtype=np.bool_), x.shape)
+    if where.dtype != np.bool_:  # an array, NumPy or lazy, is held to the 'safe' cast: only bool passes
+        raise TypeError(
+            f"Cannot cast array data from {where.dtype!r} to dtype('bool') according to the rule 'safe'"
+        )
+    if _lazy(where):
+        if where.shape == x.shape:
+            return where
+        where = where._materialize()
+    return np.broadcast_to(where, x.shape)  # ValueError as NumPy's when it does not broadcast
+
+
+def stream(
+    x: Any,
+    red: tuple[int, ...],
+    partial: Any,
+    combine: Combine,
+    early: Callable[[list[np.ndarray]], bool] | None = None,
+    where: Any = True,
+) -> list[np.ndarray]:
+    """Reduce ``x`` over the axes ``red``; returns accumulators of the kept shape.
+
+    ``partial(chunk, red)`` (or ``partial(chunk, red, mask)`` when ``where`` is not ``True``: the
+    boolean mask of the chunk's region) gives a tuple of arrays shaped like the chunk's kept extents;
+    ``combine(acc, part)`` merges two such tuples. ``early(acc)`` may stop the walk once every output
+    element has been visited.
+    """
+    x._count("reduce")
+    kept = tuple(d for d in range(x.ndim) if d not in red)
+    kept_shape = tuple(x.shape[d] for d in kept)
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    n_regions = int(np.prod([grid[d] for d in kept], dtype=np.int64))
+    batch = options._get("batch_chunks")
+    chunks_ = x.chunks
+    src = x._source
+    masks = None if where is True else part_reader(x, where)
+    state: dict[str, Any] = {"acc": None, "seen": set()}
+
+    def absorb(coords: np.ndarray, arrays: list[np.ndarray], mask_parts: list[Any] | None) -> None:
+        seen = state["seen"]
+        for n, (c, chunk) in enumerate(zip(coords.tolist(), arrays, strict=True)):
+            if mask_parts is None:
+                got = partial(chunk, red)
+            else:
+                m = mask_parts[n]
+                got = partial(chunk, red, chunk if m is None else np.asarray(m, dtype=bool))
+            parts = tuple(np.asarray(p) for p in got)
+            if state["acc"] is None:
+                state["acc"] = [np.empty(kept_shape, dtype=p.dtype) for p in parts]
+            acc = state["acc"]
+            region = tuple(slice(c[d] * chunks_[d], c[d] * chunks_[d] + chunk.shape[d]) for d in kept)
+            key = tuple(c[d] for d in kept)
+            if key in seen:
+                merged = combine(tuple(a[region] for a in acc), parts)
+                for a, v in zip(acc, merged, strict=True):
+                    a[region] = v
+            else:
+                for a, v in zip(acc, parts, strict=True):
+                    a[region] = v
+                seen.add(key)
+
+    for start in range(0, total, batch):
+        coords = grid_batch(grid, start, min(start + batch, total))
+        arrays = src.get_chunks(coords, store=False)
+        mask_parts = None if masks is None else masks(coords, chunk_regions(x, coords))
+        absorb(coords, arrays, mask_parts)
+        if early is not None and len(state["seen"]) == n_regions and early(state["acc"]):
+            break
+    acc: list[np.ndarray] = state["acc"]
+    return acc
+
+
+def finish(result: Any, x: Any, red: tuple[int, ...], out: Any, keepdims: bool) -> Any:
+    result = np.asarray(result)
+    if keepdims:
+        result = result.reshape(tuple(1 if d in red else x.shape[d] for d in range(x.ndim)))
+    if out is not None:
+        if isinstance(out, tuple):  # np.sum(x, out=(o,)) and the methods: NumPy refuses the tuple form
+            raise TypeError("return arrays must be of ArrayType")
+        out[...] = result
+        return out
+    return result[()] if result.ndim == 0 else result
+
+
+def empty_case(x: Any) -> np.ndarray:
+    return np.empty(x.shape, dtype=x.dtype)
+
+
+def numpy_where(where: Any) -> Any:
+    """``where`` for a call of NumPy's own function (only on empty arrays: cheap)."""
+    return where._materialize() if _lazy(where) else where
+
+
+def no_identity_error(ufunc: np.ufunc) -> ValueError:
+    return ValueError(
+        f"reduction operation '{ufunc.__name__}' does not have an identity, so to use a where mask one "
+        "has to specify 'initial'"
+    )
+
+
+def count_of(x: Any, red: tuple[int, ...]) -> int:
+    return int(np.prod([x.shape[d] for d in red], dtype=np.int64))
+
+
+def numpy_empty_call(numpy_fn: Any, x: Any, out: Any, where: Any, **kw: Any) -> Any:
+    if where is not True:
+        kw["where"] = numpy_where(where)
+    return finish(numpy_fn(empty_case(x), **kw), x, (), out, False)
