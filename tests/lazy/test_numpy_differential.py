@@ -1,223 +1,325 @@
-"""Differential tests (issue 12): NumPy's answer, or NumPy's exception type, from LazyArray and Dataset.
+"""Differential tests against NumPy (issues 12 and 33): NumPy's answer, or NumPy's exception type, from
+lazy arrays and datasets, over every axis of variation at once.
 
-Every example builds a NumPy array of a random shape, dtype and values (NaN and inf included for the
-inexact types), a LazyArray over it (random chunks) and a Dataset holding the same values (random format
-that supports the dtype), then runs the same thing on each: index expressions of every form NumPy
-accepts (and some it refuses), reductions with axis / keepdims / where / initial / ddof, the comparison
-functions, random sequences of views and elementwise calls, and casting writes. The results must be
-identical (dtype, shape, scalar-or-array, values; floats within a rounding tolerance for reductions that
-sum in another order) or the exceptions of the same type. Reductions and comparisons run with
-``max_materialize=0``: they must stream, never convert the lazy array.
+Every example draws a NumPy array (0-d to 4-d, axes of length 0 included, one of 13 dtypes, NaN,
+infinities, ``-0.0`` and the dtype's extremes) and objects that stand for it: a lazy array over a fetch
+of random chunks, a dataset holding it (Zarr v2, Zarr v3, N5, sharded Zarr v3 and N5, nested shards) and
+a lazy array over such a dataset. Then one family of calls runs on NumPy and on each object, and the
+outcomes must be identical (kind, dtype, shape, values, or the exception type; reductions that add in
+another order within a rounding tolerance):
 
-``test_*_many`` run the same checks with many more examples behind the ``slow`` marker.
+* reads of every index form (``x[...]``, ``.oindex``, ``.vindex``, ``.flat``), valid or refused;
+* writes of every form into datasets, of values of every dtype and kind, in and out of range;
+* reductions with ``axis``/``keepdims``/``where``/``initial``/``ddof``/``dtype``, as functions, methods
+  and ``np.<ufunc>.reduce``, under ``max_materialize=0`` (they must stream);
+* chains of NumPy calls (views, casts, operators with every kind of scalar, ``**``, joins, reshapes)
+  ending in a reduction, a read, a comparison function or a conversion;
+* the comparison functions NumPy runs inside ``try``/``except`` (they must stream).
+
+The deliberate differences from NumPy are listed in one table in ``docs/lazy-arrays.md``, checked by
+``tests/lazy/test_numpy_differences.py``; the calls drawn here avoid them. Every test takes its seed from
+``ALTARR_FUZZ_SEED`` (``tests/conftest.py`` picks one per run and prints it in the header); ``test_*_many``
+run the same checks with 20,000 examples in all behind the ``slow`` marker (``.ci/run``'s soak list).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
 import altarr as aa
 from _lazy_support import lazy
-from altarr.stores import MemoryStore
+from _numpy_differential import (
+    CONVERSIONS,
+    FORMATS,
+    ORDER_FREE,
+    Raised,
+    _same_bits,
+    arrays,
+    assert_same,
+    chain_step,
+    compare_call,
+    comparison_calls,
+    forget_memory_urls,
+    fuzz_seed,
+    index_keys,
+    lazy_subject,
+    make_dataset,
+    make_values,
+    numpy_read,
+    numpy_write,
+    orthogonal_keys,
+    reduce_call,
+    reduction_calls,
+    run,
+    subject_read,
+    subject_write,
+    written_values,
+)
 
-FEW = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-MANY = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
-
-DTYPES = ["bool", "i1", "u1", "i2", "u2", "i4", "i8", "u8", "f2", "f4", "f8", "c8", "c16"]
-N5_DTYPES = {"i1", "u1", "i2", "u2", "i4", "i8", "u8", "f4", "f8"}
-
-
-# --- data ------------------------------------------------------------------------------------------------
-def make_values(dt: np.dtype, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    """Values whose sums and products are exact in every dtype (so only var/std/mean need a tolerance)."""
-    return np.asarray(_values(dt, shape, seed))  # a 0-d array, never a NumPy scalar
-
-
-def _values(dt: np.dtype, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if dt.kind == "b":
-        return rng.random(shape) < 0.5
-    if dt.kind in "iu":
-        lo = 0 if dt.kind == "u" else -2
-        return rng.integers(lo, 3, size=shape).astype(dt)
-    pool = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 1.0])
-    vals = rng.choice(pool, size=shape)
-    special = rng.random(shape)
-    vals = np.where(special < 0.08, np.nan, vals)
-    vals = np.where((special >= 0.08) & (special < 0.1), np.inf, vals)
-    if dt.kind == "c":
-        imag = rng.choice(pool, size=shape)
-        return (vals + 1j * imag).astype(dt)
-    return vals.astype(dt)
+SEED = fuzz_seed()
 
 
-@st.composite
-def arrays(draw, max_ndim: int = 3, max_side: int = 5):
-    ndim = draw(st.integers(0, max_ndim))
-    shape = tuple(draw(st.integers(0 if draw(st.integers(0, 9)) == 0 else 1, max_side)) for _ in range(ndim))
-    chunks = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
-    dt = np.dtype(draw(st.sampled_from(DTYPES)))
-    data = make_values(dt, shape, draw(st.integers(0, 2**32 - 1)))
-    return data, chunks
+def fuzz(examples: int):
+    """``@given(st.data())`` with ``examples`` examples, no deadline, from the run's seed."""
+
+    def deco(fn):
+        test = given(st.data())(fn)
+        test = settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))(test)
+        return seed(SEED)(test)
+
+    return deco
 
 
-def as_dataset(data: np.ndarray, chunks: tuple[int, ...], fmt: str) -> aa.Dataset:
-    if fmt == "n5" and (data.dtype.str[1:] not in N5_DTYPES or data.ndim == 0):
-        fmt = "zarr3"
-    ds = aa.create_dataset(MemoryStore(), shape=data.shape, dtype=data.dtype, chunks=chunks, format=fmt)
-    if data.size:
-        ds[...] = data
-    return ds
+#: Examples per family: the default suite, and the slow soak (20,000 in all).
+DEFAULT = {"reads": 40, "writes": 40, "reductions": 40, "chains": 30, "comparisons": 20}
+SOAK = {"reads": 5000, "writes": 5000, "reductions": 5000, "chains": 4000, "comparisons": 1000}
 
 
-# --- outcomes --------------------------------------------------------------------------------------------
-class Raised:
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-    def __repr__(self) -> str:
-        return f"Raised({type(self.exc).__name__}: {self.exc})"
-
-
-def run(fn):
-    """(result or Raised, warning categories and messages)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            res = fn()
-        except Exception as e:  # noqa: BLE001 - the exception type is what is compared
-            res = Raised(e)
-    return res, [(w.category, str(w.message)) for w in caught]
-
-
-def _tolerance(dt: np.dtype) -> float:
-    base = {2: 2e-3, 4: 1e-5, 8: 1e-10}
-    if dt.kind == "c":
-        return base[dt.itemsize // 2]
-    if dt.kind == "f":
-        return base[dt.itemsize]
-    return 0.0
-
-
-def assert_same(expected, got, *, rounding: bool = False, what: str = "") -> None:
-    """``got`` is NumPy's ``expected``: same exception type, or same kind, dtype, shape and values."""
-    if isinstance(expected, Raised):
-        assert isinstance(got, Raised), f"{what}: NumPy raised {expected!r}, got {got!r}"
-        assert isinstance(got.exc, type(expected.exc)), f"{what}: NumPy raised {expected!r}, got {got!r}"
-        return
-    assert not isinstance(got, Raised), f"{what}: NumPy gave {expected!r}, got {got!r}"
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple) and len(got) == len(expected), what
-        for e, g in zip(expected, got, strict=True):
-            assert_same(e, g, rounding=rounding, what=what)
-        return
-    if isinstance(expected, bool | int | float | complex) and not isinstance(expected, np.generic):
-        assert type(got) is type(expected), f"{what}: NumPy gave {type(expected)}, got {type(got)}"
-        if isinstance(expected, float) and np.isnan(expected):
-            assert np.isnan(got), what
-        else:
-            assert got == expected, f"{what}: {got!r} != {expected!r}"
-        return
-    assert aa.is_altarr(got) or type(got) is type(expected), (
-        f"{what}: NumPy gave a {type(expected).__name__}, got a {type(got).__name__}"
-    )
-    got = np.asarray(got[...] if aa.is_altarr(got) else got)
-    exp = np.asarray(expected)
-    assert got.dtype == exp.dtype, f"{what}: dtype {got.dtype} != NumPy's {exp.dtype}"
-    assert got.shape == exp.shape, f"{what}: shape {got.shape} != NumPy's {exp.shape}"
-    tol = _tolerance(exp.dtype) if rounding else 0.0
-    if exp.dtype.kind in "fc":
-        np.testing.assert_allclose(got, exp, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
-    else:
-        np.testing.assert_array_equal(got, exp, err_msg=what)
-
-
-# --- index expressions -----------------------------------------------------------------------------------
-def index_item(draw, n: int, ndim_left: int):
-    kind = draw(
-        st.sampled_from(
-            ["int", "int", "slice", "slice", "list", "nested", "range", "array", "mask", "zerod", "bad"]
+# --- reads -----------------------------------------------------------------------------------------------
+def _read_check(data, chunks, form, key, subjects) -> None:
+    expected, _ = run(lambda: numpy_read(data, form, key))
+    for name, x in subjects:
+        got, _ = run(lambda x=x: subject_read(x, form, key))
+        assert_same(
+            expected, got, what=f"{name} {form}[{key!r}] of {data.dtype} {data.shape} chunks {chunks}"
         )
-    )
-    if kind == "int":
-        return draw(st.integers(-n - 1, n))
-    if kind == "slice":
-        return slice(
-            draw(st.none() | st.integers(-n - 2, n + 2)),
-            draw(st.none() | st.integers(-n - 2, n + 2)),
-            draw(st.none() | st.sampled_from([1, 2, 3, -1, -2, -3])),
-        )
-    if kind == "list":
-        return draw(st.lists(st.integers(-n, max(n - 1, 0)), max_size=4)) if n else []
-    if kind == "nested":
-        k = draw(st.integers(1, 3))
-        return (
-            [draw(st.lists(st.integers(-n, n - 1), min_size=k, max_size=k)) for _ in range(2)] if n else [[]]
-        )
-    if kind == "range":
-        return range(draw(st.integers(0, n)), draw(st.integers(0, n)), draw(st.sampled_from([1, 2])))
-    if kind == "array":
-        return np.asarray(
-            draw(st.lists(st.integers(-n, max(n - 1, 0)), max_size=3)) if n else [], dtype=np.intp
-        )
-    if kind == "mask":
-        return np.asarray(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
-    if kind == "zerod":
-        return np.array(draw(st.integers(-n, max(n - 1, 0)))) if n else np.array(0)
-    return draw(st.sampled_from([1.5, "a", [1.0], np.array([0.5])]))
 
 
-@st.composite
-def index_keys(draw, shape: tuple[int, ...]):
-    form = draw(st.integers(0, 9))
-    if form == 0 and shape:
-        return np.asarray(
-            draw(st.lists(st.booleans(), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
-        ).reshape(shape)
-    if form == 1:
-        return draw(st.sampled_from([Ellipsis, (), None, (Ellipsis, None), (None, Ellipsis)]))
-    items: list = []
-    for d, n in enumerate(shape):
-        if draw(st.integers(0, 4)) == 0:
-            items.append(None)
-        items.append(index_item(draw, n, len(shape) - d))
-    cut = draw(st.integers(0, len(items)))
-    items = items[:cut]
-    if draw(st.integers(0, 3)) == 0:
-        items.insert(draw(st.integers(0, len(items))), Ellipsis)
-    if len(items) == 1 and draw(st.booleans()):
-        return items[0]
-    return tuple(items)
-
-
-def _index_check(data, chunks, key, fmt):
-    expected, _ = run(lambda: data[key])
-    x, _ = lazy(data, chunks)
-    got, _ = run(lambda: x[key])
-    assert_same(expected, got, what=f"LazyArray[{key!r}] shape={data.shape}")
-    ds = as_dataset(data, chunks, fmt)
-    got, _ = run(lambda: ds[key])
-    assert_same(expected, got, what=f"Dataset[{key!r}] shape={data.shape}")
-
-
-@FEW
-@given(st.data())
-def test_every_index_form_gives_numpys_result(data):
+def _reads(data) -> None:
+    note(f"ALTARR_FUZZ_SEED={SEED}")
     arr, chunks = data.draw(arrays())
-    key = data.draw(index_keys(arr.shape))
-    _index_check(arr, chunks, key, data.draw(st.sampled_from(["zarr2", "zarr3", "n5"])))
+    form = data.draw(st.sampled_from(["numpy", "numpy", "outer", "vector", "flat"]))
+    if form == "flat":
+        key = data.draw(index_keys((int(np.prod(arr.shape)),)))
+        key = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    elif form == "numpy":
+        key = data.draw(index_keys(arr.shape))
+    else:
+        key = data.draw(orthogonal_keys(arr.shape, form))
+    fmt = data.draw(st.sampled_from(FORMATS))
+    subjects = [("lazy", lazy(arr, chunks)[0])]
+    try:
+        if form != "flat":
+            subjects.append((f"Dataset[{fmt}]", make_dataset(arr, chunks, fmt)))
+        if data.draw(st.integers(0, 3)) == 0:
+            subjects.append((f"aa.open[{fmt}]", lazy_subject(arr, chunks, fmt)))
+        _read_check(arr, chunks, form, key, subjects)
+    finally:
+        forget_memory_urls()
+
+
+@fuzz(DEFAULT["reads"])
+def test_reads_of_every_index_form_give_numpys_result(data):
+    _reads(data)
 
 
 @pytest.mark.slow
-@MANY
-@given(st.data())
-def test_every_index_form_gives_numpys_result_many(data):
-    test_every_index_form_gives_numpys_result.hypothesis.inner_test(data)
+@fuzz(SOAK["reads"])
+def test_reads_of_every_index_form_give_numpys_result_many(data):
+    _reads(data)
+
+
+# --- writes ----------------------------------------------------------------------------------------------
+def _write_check(data, chunks, fmt, key, value, form="numpy") -> None:
+    ds = make_dataset(data, chunks, fmt)
+    ref = data.copy()
+    expected, _ = run(lambda: numpy_write(ref, form, key, value))
+    got, _ = run(lambda: subject_write(ds, form, key, value))
+    what = f"Dataset[{fmt}] {form}[{key!r}] = {value!r} ({data.dtype} {data.shape} chunks {chunks})"
+    assert_same(expected, got, what=what)
+    # written as NumPy wrote it; where NumPy refused, nothing at all (NumPy itself may have written some
+    # values before it refused one: a documented difference)
+    want = data if isinstance(expected, Raised) else ref
+    stored = ds[...]
+    assert _same_bits(stored, want), f"after {what}:\n got {stored!r}\nwant {want!r}"
+
+
+def _writes(data) -> None:
+    note(f"ALTARR_FUZZ_SEED={SEED}")
+    arr, chunks = data.draw(arrays(max_ndim=3))
+    fmt = data.draw(st.sampled_from(FORMATS))
+    form = data.draw(st.sampled_from(["numpy", "numpy", "outer", "vector"]))
+    key = data.draw(index_keys(arr.shape) if form == "numpy" else orthogonal_keys(arr.shape, form))
+    sel = run(lambda: numpy_read(arr, form, key))[0]
+    shape = () if isinstance(sel, Raised) or data.draw(st.integers(0, 3)) == 0 else np.shape(sel)
+    _write_check(arr, chunks, fmt, key, data.draw(written_values(shape)), form)
+
+
+@fuzz(DEFAULT["writes"])
+def test_writes_of_every_form_cast_and_place_as_numpy_does(data):
+    _writes(data)
+
+
+@pytest.mark.slow
+@fuzz(SOAK["writes"])
+def test_writes_of_every_form_cast_and_place_as_numpy_does_many(data):
+    _writes(data)
+
+
+# --- reductions ------------------------------------------------------------------------------------------
+def _reduce_check(data, chunks, name, kw, how="function", x=None) -> None:
+    expected, exp_warn = run(lambda: reduce_call(data, name, kw, how))
+    if x is None:
+        x = lazy(data, chunks)[0]
+    with aa.set_options(max_materialize=0, batch_chunks=2):
+        got, got_warn = run(lambda: reduce_call(x, name, kw, how))
+    what = f"{how} {name}(x, **{kw}) of {data.dtype} {data.shape} chunks {chunks}"
+    assert_same(expected, got, rounding=True, what=what)
+    dof = "Degrees of freedom <= 0"
+    if not isinstance(expected, Raised) and any(dof in m for _, m in exp_warn):
+        assert any(dof in m for _, m in got_warn), f"{what}: NumPy warned {exp_warn}, got {got_warn}"
+
+
+def _reductions(data) -> None:
+    note(f"ALTARR_FUZZ_SEED={SEED}")
+    arr, chunks = data.draw(arrays(extremes=False))
+    name, kw, how = data.draw(reduction_calls(arr))
+    if name in ORDER_FREE and data.draw(st.booleans()):  # the dtype's extremes where the order is kept
+        arr = make_values(arr.dtype, arr.shape, data.draw(st.integers(0, 2**32 - 1)), extremes=True)
+    source = data.draw(st.sampled_from(["fetch", "fetch", "fetch", *FORMATS]))
+    try:
+        x = lazy_subject(arr, chunks, source)
+        if (
+            isinstance(kw.get("where"), np.ndarray)
+            and kw["where"].shape == arr.shape
+            and data.draw(st.booleans())
+        ):
+            kw_lazy = dict(kw, where=lazy(kw["where"], chunks)[0])  # a lazy mask over the same chunks
+            expected, _ = run(lambda: reduce_call(arr, name, kw, how))
+            with aa.set_options(max_materialize=0, batch_chunks=2):
+                got, _ = run(lambda: reduce_call(x, name, kw_lazy, how))
+            assert_same(expected, got, rounding=True, what=f"{name}(x, **{kw}) with a lazy where")
+        else:
+            _reduce_check(arr, chunks, name, kw, how, x)
+    finally:
+        forget_memory_urls()
+
+
+@fuzz(DEFAULT["reductions"])
+def test_reductions_give_numpys_result(data):
+    _reductions(data)
+
+
+@pytest.mark.slow
+@fuzz(SOAK["reductions"])
+def test_reductions_give_numpys_result_many(data):
+    _reductions(data)
+
+
+# --- comparison functions --------------------------------------------------------------------------------
+def _compare_check(data, chunks, func, other, swap) -> None:
+    x, _ = lazy(data, chunks)
+    expected, _ = run(lambda: compare_call(func, data, other, swap))
+    # the functions NumPy runs inside try/except must stream (isclose is lazy elementwise, or materialized
+    # under the guard when the other operand is bigger: it raises loudly then, so it needs no such check)
+    guard = 0 if func != "isclose" else aa.get_options()["max_materialize"]
+    with aa.set_options(max_materialize=guard, batch_chunks=2):
+        got, _ = run(lambda: compare_call(func, x, other, swap))
+    assert_same(expected, got, what=f"np.{func}({'other, x' if swap else 'x, other'})")
+
+
+def _comparisons(data) -> None:
+    note(f"ALTARR_FUZZ_SEED={SEED}")
+    arr, chunks = data.draw(arrays())
+    func, other, swap = data.draw(comparison_calls(arr))
+    _compare_check(arr, chunks, func, other, swap)
+
+
+@fuzz(DEFAULT["comparisons"])
+def test_comparison_functions_give_numpys_answer_without_materializing(data):
+    _comparisons(data)
+
+
+@pytest.mark.slow
+@fuzz(SOAK["comparisons"])
+def test_comparison_functions_give_numpys_answer_many(data):
+    _comparisons(data)
+
+
+# --- chains of NumPy calls -------------------------------------------------------------------------------
+def _chain_end(data, ref, x, done) -> None:
+    """The last call of a chain: a reduction, a read, a comparison function or a conversion."""
+    end = data.draw(st.sampled_from(["reduce", "reduce", "read", "compare", "convert"]))
+    if end == "reduce":
+        name, kw, how = data.draw(reduction_calls(ref))
+        expected, _ = run(lambda: reduce_call(ref, name, kw, how))
+        with aa.set_options(max_materialize=0, batch_chunks=2):
+            got, _ = run(lambda: reduce_call(x, name, kw, how))
+        assert_same(expected, got, rounding=True, what=" -> ".join([*done, f"{how} {name}(**{kw})"]))
+    elif end == "read":
+        form = data.draw(st.sampled_from(["numpy", "outer", "vector"]))
+        key = data.draw(index_keys(ref.shape) if form == "numpy" else orthogonal_keys(ref.shape, form))
+        expected, _ = run(lambda: numpy_read(ref, form, key))
+        got, _ = run(lambda: subject_read(x, form, key))
+        assert_same(expected, got, what=" -> ".join([*done, f"{form}[{key!r}]"]))
+    elif end == "compare":
+        func, other, swap = data.draw(comparison_calls(ref))
+        expected, _ = run(lambda: compare_call(func, ref, other, swap))
+        got, _ = run(lambda: compare_call(func, x, other, swap))
+        assert_same(expected, got, what=" -> ".join([*done, func]))
+    else:
+        name = data.draw(st.sampled_from(sorted(CONVERSIONS)))
+        expected, _ = run(lambda: CONVERSIONS[name](ref))
+        got, _ = run(lambda: CONVERSIONS[name](x))
+        assert_same(expected, got, what=" -> ".join([*done, name]))
+
+
+def _chains(data) -> None:
+    note(f"ALTARR_FUZZ_SEED={SEED}")
+    arr, chunks = data.draw(arrays(max_side=3, extremes=False))
+    source = data.draw(st.sampled_from(["fetch", "fetch", "fetch", *FORMATS]))
+    try:
+        x = lazy_subject(arr, chunks, source)
+        ref = arr
+        done: list[str] = []
+        for _ in range(data.draw(st.integers(1, 4))):
+            what, f, stays_lazy = chain_step(data.draw, ref.shape, ref.dtype)
+            done.append(what)
+            was_lazy = aa.is_altarr(x)
+            expected, _ = run(lambda f=f, ref=ref: f(ref))
+            got, _ = run(lambda f=f, x=x: f(x))
+            assert_same(expected, got, rounding=True, what=" -> ".join(done))
+            if isinstance(expected, Raised):
+                return
+            if was_lazy and stays_lazy:
+                assert aa.is_altarr(got), f"{' -> '.join(done)} should stay lazy"
+            # a lazy array stands for a C-ordered ndarray (NumPy's reductions follow the memory layout:
+            # a documented difference); NumPy's 0-d results are scalars
+            ref, x = (np.array(expected) if aa.is_altarr(got) else expected), got
+            if not aa.is_altarr(x):
+                return
+        _chain_end(data, ref, x, done)
+    finally:
+        forget_memory_urls()
+
+
+@fuzz(DEFAULT["chains"])
+def test_chains_of_numpy_calls_match(data):
+    _chains(data)
+
+
+@pytest.mark.slow
+@fuzz(SOAK["chains"])
+def test_chains_of_numpy_calls_match_many(data):
+    _chains(data)
+
+
+def test_the_soak_runs_twenty_thousand_examples():
+    assert sum(SOAK.values()) >= 20_000 and SOAK.keys() == DEFAULT.keys()
+
+
+# --- cases found by the searches, and the issues' own --------------------------------------------------
+def _index_check(data, chunks, key, fmt):
+    _read_check(
+        data, chunks, "numpy", key, [("lazy", lazy(data, chunks)[0]), (fmt, make_dataset(data, chunks, fmt))]
+    )
+
+
+def as_dataset(data, chunks, fmt):
+    return make_dataset(data, chunks, fmt)
 
 
 def test_index_forms_of_the_issue():
@@ -261,102 +363,6 @@ def test_a_zero_length_mask_matches_any_axis_as_in_numpy():
     x, _ = lazy(np.zeros((2, 0, 0)), (1, 1, 1))
     got = np.stack([x, x], 0).T.astype("f8")[..., None, empty]
     assert got.shape == (0, 0, 2, 1, 0) == np.stack([np.zeros((2, 0, 0))] * 2, 0).T[..., None, empty].shape
-
-
-# --- reductions ------------------------------------------------------------------------------------------
-REDUCTIONS = {
-    # name: the keyword arguments it takes besides axis / keepdims
-    "sum": {"initial", "where"},
-    "prod": {"initial", "where"},
-    "min": {"initial", "where"},
-    "max": {"initial", "where"},
-    "mean": {"where"},
-    "var": {"where", "ddof"},
-    "std": {"where", "ddof"},
-    "any": {"where"},
-    "all": {"where"},
-    "nansum": {"initial", "where"},
-    "nanprod": {"initial", "where"},
-    "nanmin": {"initial", "where"},
-    "nanmax": {"initial", "where"},
-    "nanmean": {"where"},
-    "nanvar": {"where", "ddof"},
-    "nanstd": {"where", "ddof"},
-    "count_nonzero": set(),
-    "argmin": set(),
-    "argmax": set(),
-}
-
-
-@st.composite
-def reduction_calls(draw, shape: tuple[int, ...], dt: np.dtype):
-    names = [
-        n for n in REDUCTIONS if not (n.startswith("nan") and dt.kind == "c" and n in ("nanmin", "nanmax"))
-    ]
-    name = draw(st.sampled_from(names))
-    kw: dict = {}
-    ndim = len(shape)
-    if name in ("argmin", "argmax"):
-        if ndim and draw(st.booleans()):
-            kw["axis"] = draw(st.integers(-ndim, ndim - 1))
-    elif ndim and draw(st.booleans()):
-        axes = draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
-        kw["axis"] = axes[0] - ndim if len(axes) == 1 and draw(st.booleans()) else tuple(axes)
-    if draw(st.booleans()):
-        kw["keepdims"] = True
-    allowed = REDUCTIONS[name]
-    if "where" in allowed and draw(st.integers(0, 2)) == 0:
-        wshape = (
-            tuple(s if draw(st.booleans()) else 1 for s in shape)[draw(st.integers(0, ndim)) :]
-            if ndim
-            else ()
-        )
-        kw["where"] = (
-            np.asarray(
-                draw(st.lists(st.booleans(), min_size=int(np.prod(wshape)), max_size=int(np.prod(wshape))))
-            )
-            .reshape(wshape)
-            .astype(bool)
-        )
-    if "initial" in allowed and draw(st.integers(0, 2)) == 0:
-        kw["initial"] = draw(st.sampled_from([0, 1, -1, 2]))
-    if "ddof" in allowed and draw(st.booleans()):
-        kw["ddof"] = draw(st.integers(0, 5))
-    return name, kw
-
-
-def _reduce_check(data, chunks, name, kw, fmt=None):
-    fn = getattr(np, name)
-    kind = data.dtype.kind
-    if kind == "b" and name in ("initial",):
-        return
-    expected, exp_warn = run(lambda: fn(data, **kw))
-    x, _ = lazy(data, chunks)
-    with aa.set_options(max_materialize=0, batch_chunks=2):
-        got, got_warn = run(lambda: fn(x, **kw))
-    assert_same(
-        expected, got, rounding=True, what=f"np.{name}(x, **{kw}) {data.dtype} {data.shape} chunks {chunks}"
-    )
-    dof = "Degrees of freedom <= 0"
-    if any(dof in m for _, m in exp_warn):
-        assert any(dof in m for _, m in got_warn), (
-            f"np.{name}(x, **{kw}): NumPy warned {exp_warn}, got {got_warn}"
-        )
-
-
-@FEW
-@given(st.data())
-def test_reductions_give_numpys_result(data):
-    arr, chunks = data.draw(arrays())
-    name, kw = data.draw(reduction_calls(arr.shape, arr.dtype))
-    _reduce_check(arr, chunks, name, kw)
-
-
-@pytest.mark.slow
-@MANY
-@given(st.data())
-def test_reductions_give_numpys_result_many(data):
-    test_reductions_give_numpys_result.hypothesis.inner_test(data)
 
 
 @pytest.mark.parametrize("name", ["prod", "nanprod"])
@@ -424,233 +430,11 @@ def test_nanmin_of_a_0d_array_with_where_is_the_ndarray_answer():
         assert np.all(np.isinf(x.var(axis=0, ddof=5)))
 
 
-# --- comparison functions --------------------------------------------------------------------------------
-@st.composite
-def comparison_calls(draw, data: np.ndarray):
-    other = data.copy()
-    change = draw(st.sampled_from(["same", "one", "shape", "scalar", "row", "nan", "tiny", "list"]))
-    if change == "one" and data.size:
-        flat = other.reshape(-1)
-        i = draw(st.integers(0, data.size - 1))
-        flat[i] = (not flat[i]) if data.dtype.kind == "b" else flat[i] + 1
-    elif change == "shape":
-        other = np.zeros(data.shape + (1,), data.dtype)
-    elif change == "scalar":
-        other = data.reshape(-1)[0] if data.size else np.zeros((), data.dtype)
-    elif change == "row" and data.ndim:
-        other = data[(0,) * (data.ndim - 1)] if data.shape[0] and all(data.shape) else data
-    elif change == "nan" and data.dtype.kind in "fc" and data.size:
-        other.reshape(-1)[draw(st.integers(0, data.size - 1))] = np.nan
-    elif change == "tiny" and data.dtype.kind in "fc":
-        other = other + other.dtype.type(1e-9)
-    elif change == "list":
-        other = data.tolist()
-    func = draw(
-        st.sampled_from(
-            ["array_equal", "array_equal_nan", "array_equiv", "allclose", "allclose_nan", "isclose"]
-        )
-    )
-    swap = draw(st.booleans())
-    return func, other, swap
-
-
-def _compare_check(data, chunks, func, other, swap):
-    fn = getattr(np, func.removesuffix("_nan"))
-    kw = {"equal_nan": True} if func.endswith("_nan") else {}
-    x, fetch = lazy(data, chunks)
-
-    def call(a):
-        return fn(other, a, **kw) if swap else fn(a, other, **kw)
-
-    expected, _ = run(lambda: call(data))
-    # the functions NumPy runs inside try/except must stream (isclose is lazy elementwise, or materialized
-    # under the guard when the other operand is bigger: it raises loudly then, so it needs no such check)
-    guard = 0 if fn is not np.isclose else aa.get_options()["max_materialize"]
-    with aa.set_options(max_materialize=guard, batch_chunks=2):
-        got, _ = run(lambda: call(x))
-    assert_same(expected, got, what=f"np.{fn.__name__}({'other, x' if swap else 'x, other'}, **{kw})")
-
-
-@FEW
-@given(st.data())
-def test_comparison_functions_give_numpys_answer_without_materializing(data):
-    arr, chunks = data.draw(arrays())
-    func, other, swap = data.draw(comparison_calls(arr))
-    _compare_check(arr, chunks, func, other, swap)
-
-
-@pytest.mark.slow
-@MANY
-@given(st.data())
-def test_comparison_functions_give_numpys_answer_many(data):
-    test_comparison_functions_give_numpys_answer_without_materializing.hypothesis.inner_test(data)
-
-
 def test_array_equal_of_the_issue_streams_instead_of_answering_false():
     x = aa.altarr((2000, 1000), (500, 500), lambda c: [np.zeros((500, 500))] * len(c))
     assert np.array_equal(x, np.zeros((2000, 1000))) is True
     assert np.array_equiv(x, 0.0) is True and np.allclose(x, np.zeros((2000, 1000))) is True
     assert aa.stats(x)["materialize"] == 0
-
-
-# --- random sequences of NumPy calls ---------------------------------------------------------------------
-def _step(draw, cur_shape: tuple[int, ...], dt: np.dtype):
-    """One NumPy call applied to both sides: (description, function)."""
-    ndim = len(cur_shape)
-    options = ["astype", "add", "isnan", "where", "stack"]
-    if ndim >= 1:
-        options += ["T", "transpose", "moveaxis", "concatenate", "ravel", "abs"]
-    if ndim >= 2:
-        options += ["swapaxes"]
-    op = draw(st.sampled_from(options))
-    if op == "T":
-        return "x.T", lambda v: v.T
-    if op == "transpose":
-        perm = draw(st.permutations(range(ndim)))
-        return f"np.transpose(x, {perm})", lambda v: np.transpose(v, perm)
-    if op == "swapaxes":
-        a, b = draw(st.integers(-ndim, ndim - 1)), draw(st.integers(-ndim, ndim - 1))
-        return f"x.swapaxes({a}, {b})", lambda v: v.swapaxes(a, b)
-    if op == "moveaxis":
-        a, b = draw(st.integers(0, ndim - 1)), draw(st.integers(-ndim, ndim - 1))
-        return f"np.moveaxis(x, {a}, {b})", lambda v: np.moveaxis(v, a, b)
-    if op == "astype":
-        to = draw(st.sampled_from(["f8", "i4", "bool", "c8"]))
-        if dt.kind in "fc" and to in ("i4",):
-            to = "f4"  # NaN/inf into integers is undefined in NumPy's astype
-        return f"x.astype({to})", lambda v: v.astype(to)
-    if op == "add":
-        k = draw(st.sampled_from([1, 2]))
-        return f"x + {k}", lambda v: v + k
-    if op == "abs":
-        return "np.abs(x)", np.abs
-    if op == "isnan":
-        return "np.isnan(x)", np.isnan
-    if op == "where":
-        return "np.where(x > 0, x, 0)", lambda v: np.where(v > 0, v, 0)
-    if op == "stack":
-        axis = draw(st.integers(0, ndim))
-        return f"np.stack([x, x], {axis})", lambda v: np.stack([v, v], axis)
-    if op == "concatenate":
-        axis = draw(st.integers(0, ndim - 1))
-        return f"np.concatenate([x, x], {axis})", lambda v: np.concatenate([v, v], axis)
-    return "x.ravel()", lambda v: v.ravel()
-
-
-@FEW
-@given(st.data())
-def test_sequences_of_numpy_calls_match(data):
-    arr, chunks = data.draw(arrays(max_side=4))
-    if arr.dtype.kind in "c":
-        arr = arr.astype("f8")
-    x, _ = lazy(arr, chunks)
-    ref = arr
-    done = []
-    for _ in range(data.draw(st.integers(1, 4))):
-        what, f = _step(data.draw, ref.shape, ref.dtype)
-        done.append(what)
-        was_lazy = aa.is_altarr(x)
-        expected, _ = run(lambda f=f, ref=ref: f(ref))
-        got, _ = run(lambda f=f, x=x: f(x))
-        assert_same(expected, got, what=" -> ".join(done))
-        if isinstance(expected, Raised):
-            return
-        if was_lazy and what.startswith(
-            ("x.T", "np.transpose", "x.swapaxes", "np.moveaxis", "x.astype", "np.stack", "x +")
-        ):
-            assert aa.is_altarr(got), f"{what} should stay lazy"
-        # a lazy array stands for an ndarray: NumPy's 0-d results are scalars, and some NumPy functions
-        # (nanmin/nanmax with where=) answer differently for a scalar than for a 0-d array
-        ref, x = (np.asarray(expected) if aa.is_altarr(got) else expected), got
-    if not aa.is_altarr(x):
-        return
-    if data.draw(st.booleans()):
-        name, kw = data.draw(reduction_calls(ref.shape, ref.dtype))
-        expected, _ = run(lambda: getattr(np, name)(ref, **kw))
-        with aa.set_options(max_materialize=0, batch_chunks=2):
-            got, _ = run(lambda: getattr(np, name)(x, **kw))
-        assert_same(expected, got, rounding=True, what=" -> ".join(done) + f" -> np.{name}(**{kw})")
-    else:
-        key = data.draw(index_keys(ref.shape))
-        expected, _ = run(lambda: ref[key])
-        got, _ = run(lambda: x[key])
-        assert_same(expected, got, what=" -> ".join(done) + f" -> [{key!r}]")
-
-
-@pytest.mark.slow
-@MANY
-@given(st.data())
-def test_sequences_of_numpy_calls_match_many(data):
-    test_sequences_of_numpy_calls_match.hypothesis.inner_test(data)
-
-
-# --- casting writes --------------------------------------------------------------------------------------
-@st.composite
-def written_values(draw, shape: tuple[int, ...]):
-    kind = draw(
-        st.sampled_from(["pyint", "bigint", "pyfloat", "special", "complex", "npscalar", "list", "array"])
-    )
-    if kind == "pyint":
-        return draw(st.integers(-300, 300))
-    if kind == "bigint":
-        return draw(st.sampled_from([2**15, 2**16, 2**31, 2**32, 2**63, 2**64, -(2**63) - 1, -1, 70000]))
-    if kind == "pyfloat":
-        return draw(st.floats(-1e3, 1e3, allow_nan=False))
-    if kind == "special":
-        return draw(st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e300]))
-    if kind == "complex":
-        return complex(draw(st.integers(-3, 3)), draw(st.integers(-3, 3)))
-    if kind == "npscalar":
-        dt = np.dtype(draw(st.sampled_from(["i8", "u2", "f8", "f4", "bool"])))
-        return np.asarray(draw(st.integers(0, 70000))).astype(dt)[()]  # a NumPy scalar, wrapped
-    n = int(np.prod(shape))
-    if kind == "list":
-        return (
-            np.asarray(draw(st.lists(st.integers(-70000, 70000), min_size=n, max_size=n)), dtype=object)
-            .reshape(shape)
-            .tolist()
-        )
-    dt = np.dtype(draw(st.sampled_from(["f8", "i8", "u1", "f2"])))
-    return (
-        make_values(dt, shape, draw(st.integers(0, 1000)))
-        if dt.kind == "f"
-        else np.arange(n, dtype=dt).reshape(shape)
-    )
-
-
-def _write_check(data, chunks, fmt, key, value):
-    ds = as_dataset(data, chunks, fmt)
-    ref = data.copy()
-
-    def numpy_write():
-        ref[key] = value
-
-    expected, _ = run(numpy_write)
-    got, _ = run(lambda: ds.__setitem__(key, value))
-    assert_same(expected, got, what=f"ds[{key!r}] = {value!r} ({data.dtype})")
-    # written as NumPy wrote it; where NumPy refused, nothing at all (NumPy itself may have written the
-    # elements of a list before the one it refused: the dataset checks every value first)
-    want = data if isinstance(expected, Raised) else ref
-    np.testing.assert_array_equal(ds[...], want, err_msg=f"after ds[{key!r}] = {value!r}")
-
-
-@FEW
-@given(st.data())
-def test_writes_cast_as_numpy_casts(data):
-    arr, chunks = data.draw(arrays(max_ndim=2))
-    fmt = data.draw(st.sampled_from(["zarr2", "zarr3", "n5"]))
-    key = data.draw(index_keys(arr.shape))
-    sel = run(lambda: arr[key])[0]
-    shape = () if isinstance(sel, Raised) or data.draw(st.booleans()) else np.shape(sel)
-    value = data.draw(written_values(shape))
-    _write_check(arr, chunks, fmt, key, value)
-
-
-@pytest.mark.slow
-@MANY
-@given(st.data())
-def test_writes_cast_as_numpy_casts_many(data):
-    test_writes_cast_as_numpy_casts.hypothesis.inner_test(data)
 
 
 @pytest.mark.parametrize("fmt", ["zarr2", "zarr3", "n5"])
