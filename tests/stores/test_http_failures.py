@@ -18,13 +18,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import altarr as aa
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Offset, Range, Suffix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import http_server  # noqa: E402
+from netservers import RequestLog, _handler, http_server  # noqa: E402
 
 KEY = "c/416/404/412"
 REQUESTS = [WHOLE, Range(0, 10), Offset(5), Suffix(10)]
@@ -163,3 +165,47 @@ def test_a_slow_body_is_cut_off_by_the_deadline_of_the_whole_request():
         with pytest.raises(StoreError):
             store.get(KEY)
         assert handler.sent < 100
+
+
+@contextmanager
+def failing_shards(root: Path, status: int) -> Iterator[str]:
+    """A file server (``netservers``) whose shard objects (``/c/`` in the path) fail: every request of
+    one with ``500``, or (``416``) every ranged ``GET`` of one with ``416`` although its ``HEAD`` shows
+    it holds the range."""
+
+    class Failing(_handler(root, RequestLog())):  # type: ignore[misc]
+        def _serve(self, head: bool) -> None:
+            if "/c/" in self.path and (status == 500 or (self.headers.get("Range") and not head)):
+                self._t0 = time.perf_counter()
+                return self._send(status, b"", {}, head)
+            return super()._serve(head)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("status", [500, 416])
+def test_a_sharded_array_whose_shard_reads_fail_raises_store_error_naming_the_key(tmp_path, status):
+    """The issue's case end to end: every object's path holds ``416``, ``404`` and ``412``; a shard
+    whose reads fail is a ``StoreError`` naming it, never an empty read that would surface as a missing
+    shard (fill values) or a ``CorruptShardError``. With ``416`` only ranged reads fail: the whole
+    array, its shards read whole, is read right."""
+    name = "a-416-404-412.zarr"
+    aa.create_dataset(str(tmp_path / name), shape=(16, 16), dtype="uint8", chunks=(4, 4), shards=(8, 8))[
+        ...
+    ] = 7
+    with failing_shards(tmp_path, status) as url:
+        ds = aa.open_dataset(f"{url}/{name}", format="zarr3", storage_options={"retry_config": RETRY})
+        for sel in (np.s_[0:4, 0:4], np.s_[...]) if status == 500 else (np.s_[0:4, 0:4],):
+            with pytest.raises(StoreError) as info:
+                ds[sel]
+            assert type(info.value) is StoreError and info.value.key in ("c/0/0", "c/0/1", "c/1/0", "c/1/1")
+            assert "416-404-412" in str(info.value.__cause__)  # the text the old code matched on
+        if status == 416:
+            np.testing.assert_array_equal(ds[...], np.full((16, 16), 7, "uint8"))
