@@ -435,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(work, exist_ok=True)
     info = machine()
     print(
-        f"# altarr streaming writes: {n}^3 uint16, {THREADS} threads, {info.get('cpu', '?')}, rev {info.get('rev', '?')}"
+        f"# altarr streaming writes: {n}^3 uint16, {THREADS} threads, {info.get('cpu', '?')}, altarr at git {info.get('altarr_git', '?')}"
     )
     print(
         f"# budget {args.budget / 2**20:.0f} MiB; peak memory: {PeakRSS.method}; bytes: /proc/self/io wchar, rchar\n"
