@@ -45,6 +45,7 @@ _PUBLIC = {
     "open_group": "altarr.dataset",
     "create_group": "altarr.dataset",
     "copy_dataset": "altarr.dataset",
+    "consolidate_metadata": "altarr.dataset.consolidated",
     # stores
     "store_from_url": "altarr.stores",
     "MemoryStore": "altarr.stores",

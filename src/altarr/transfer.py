@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from .dataset.consolidated import is_consolidated
 from .errors import AltarrError, ExistsError, MetadataError, UnknownCodecError
+from .formats import consolidated as cm
 from .formats import get_format, registered_formats
 
 __all__ = [
@@ -415,6 +417,8 @@ def copy_tree(
                 )
 
     walk(source, root, "")
+    if is_consolidated(source) and cm.holder_name(fmt) is not None:  # a consolidated source stays so
+        aa.consolidate_metadata(root)
     return results
 
 

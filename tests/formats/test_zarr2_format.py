@@ -12,11 +12,12 @@ import pytest
 import tensorstore as ts
 import zarr
 
+import altarr as aa
 from altarr.codecs.zarr2 import Zarr2ChunkCodec
 from altarr.errors import CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import detect_format, get_format, open_node
 from altarr.formats.base import NewArray
-from altarr.formats.zarr2 import consolidate_metadata, parse_zarray, read_consolidated_metadata
+from altarr.formats.zarr2 import parse_zarray, read_consolidated_metadata
 from altarr.stores import LocalStore, MemoryStore
 
 Z2 = get_format("zarr2")
@@ -235,7 +236,8 @@ def test_groups_attributes_and_consolidation(tmp_path):
     assert Z2.read_attributes(store, "g") == {"v": 2}
     with pytest.raises(MetadataError):
         Z2.read_attributes(store, "missing")
-    doc = consolidate_metadata(store)
+    aa.consolidate_metadata(store)
+    doc = {"metadata": read_consolidated_metadata(store)}
     assert set(doc["metadata"]) == {
         ".zgroup",
         ".zattrs",
@@ -708,7 +710,8 @@ def test_consolidated_metadata_below_the_root():
     Z2.create_group(store, "", {"root": True})
     Z2.create_group(store, "ab")
     Z2.create_array(store, "ab/a", shape=(4,), dtype="u1", chunks=(2,), attributes={"u": 1})
-    doc = consolidate_metadata(store, "ab")
+    aa.consolidate_metadata(store, path="ab")
+    doc = json.loads(store.get("ab/.zmetadata"))
     expected = {
         "zarr_consolidated_format": 1,
         "metadata": {
@@ -747,7 +750,7 @@ def test_consolidating_a_malformed_document_names_it():
     Z2.create_group(store, "g")
     store.set("g/a/.zarray", b"{")
     with pytest.raises(MetadataError) as ei:
-        consolidate_metadata(store, "g")
+        aa.consolidate_metadata(store, path="g")
     assert ei.value.key == "g/a/.zarray" and str(ei.value).startswith("malformed JSON in metadata document: ")
     assert store.get("g/.zmetadata") is None
 

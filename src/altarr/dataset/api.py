@@ -18,6 +18,7 @@ from ..errors import MetadataError
 from ..formats import get_format, open_node, registered_formats
 from ..stores import store_from_url
 from ..stores.base import Store
+from .consolidated import refresh_consolidated
 from .dataset import Dataset
 from .group import Group, clear_node, new_dataset
 
@@ -219,6 +220,7 @@ def create_group(
     store, prefix = _fresh_node(path_or_url, overwrite, path, storage_options)
     fmt = get_format(format)
     fmt.create_group(store, prefix, attributes)
+    refresh_consolidated(store, prefix, fmt, "created")
     return Group(store, prefix, fmt, mode="r+")
 
 

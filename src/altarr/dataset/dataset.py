@@ -24,6 +24,7 @@ from .access import DatasetAccess, Merge
 from .assign_values import Paste, Scatter, plan_values, region_values, selection_values
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_like_setitem
+from .consolidated import refresh_consolidated
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
 from .members import ArrayMembers
@@ -79,6 +80,7 @@ class Attributes(MutableMapping):
             return attrs
 
         self._cache = run_exclusive(self._store, [key], merge)
+        refresh_consolidated(self._store, self._prefix, self._fmt, "changed")
 
     def __getitem__(self, k: str) -> Any:
         return self._load()[k]

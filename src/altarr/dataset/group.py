@@ -27,6 +27,7 @@ from ..errors import (
 from ..formats import detect_format, get_format, open_node
 from ..formats.base import Format, Node, join_key
 from .arguments import new_array_arguments
+from .consolidated import refresh_consolidated
 from .dataset import Attributes, Dataset
 from .members import Info, NodeNames
 
@@ -101,6 +102,7 @@ def new_dataset(
     clear_node(store, prefix, overwrite)
     fmt = get_format(format)
     spec = fmt.create_array(store, prefix, **kw)
+    refresh_consolidated(store, prefix, fmt, "created")
     ds = Dataset(store, prefix, spec, fmt, mode="r+", write_empty_chunks=write_empty_chunks)
     if data is not None:
         ds[...] = data
@@ -215,6 +217,7 @@ class Group(NodeNames):
         if not node_exists(self.store, path):
             raise ChildNotFoundError(f"no array or group {name!r} in this group", key=path)
         self.store.delete_prefix(path)
+        refresh_consolidated(self.store, path, self._format, "deleted")
 
     def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Dataset | Group], ...]:
         """``(name, node)`` of every child, as zarr-python's ``members``: the direct children with
@@ -283,6 +286,7 @@ class Group(NodeNames):
         clear_node(self.store, path, overwrite)
         self._ensure_parents(path)
         self._format.create_group(self.store, path, attributes)
+        refresh_consolidated(self.store, path, self._format, "created")
         return Group(self.store, path, self._format, mode=self.mode)
 
     def require_group(self, name: str) -> Group:

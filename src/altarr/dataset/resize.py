@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..formats.base import join_key
+from .consolidated import refresh_consolidated
 from .grid import NestedGrid
 from .locks import run_exclusive, store_exclusive
 from .shard_write import Merge
@@ -82,6 +83,7 @@ def _rewrite_shape(ds: Dataset, shape: Callable[[tuple[int, ...]], tuple[int, ..
     key = _metadata_key(ds)
     before, after = run_exclusive(ds.store, [key], lambda: fmt.resize_array(ds.store, ds.path, shape))
     ds._set_spec(after)
+    refresh_consolidated(ds.store, ds.path, fmt, "changed")
     return before
 
 
@@ -130,6 +132,7 @@ def append(ds: Dataset, data: Any, axis: int = 0) -> tuple[int, ...]:
             before, after = ds._format.resize_array(ds.store, ds.path, grown)
             ds._set_spec(after)
             _write_appended(ds, values, axis, before.shape[axis])
+        refresh_consolidated(ds.store, ds.path, ds._format, "changed")
     else:
         start = _rewrite_shape(ds, grown).shape[axis]
         _write_appended(ds, values, axis, start)

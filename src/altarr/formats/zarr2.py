@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
-from ..stores.ranges import WHOLE
 from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
 from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
 from .registry import register_format
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Zarr2Format",
     "parse_zarray",
-    "consolidate_metadata",
     "read_consolidated_metadata",
     "decode_fill_value",
     "encode_fill_value",
@@ -250,26 +248,6 @@ def read_consolidated_metadata(store: Store, prefix: str = "") -> dict[str, Any]
     return meta
 
 
-def consolidate_metadata(store: Store, prefix: str = "") -> dict[str, Any]:
-    """Gather every ``.zarray``/``.zgroup``/``.zattrs`` under ``prefix`` into ``<prefix>/.zmetadata``
-    (zarr-python's consolidated format 1) and return the written document.
-
-    >>> # consolidate_metadata(store)  -> {"zarr_consolidated_format": 1, "metadata": {".zgroup": ...}}
-    """
-    names = (ZARRAY, ZGROUP, ZATTRS)
-    keys = sorted(k for k in store.list(prefix) if k.rsplit("/", 1)[-1] in names)
-    values = store.get_ranges([(k, WHOLE) for k in keys])
-    start = len(prefix) + 1 if prefix else 0
-    metadata: dict[str, Any] = {}
-    for k, v in zip(keys, values, strict=True):
-        if v is not None:
-            metadata[k[start:]] = parse_json(v, k)
-    doc = {"zarr_consolidated_format": 1, "metadata": metadata}
-    key = join_key(prefix, ZMETADATA)
-    store.set(key, dump_json(doc, key=key, indent=4))
-    return doc
-
-
 class Zarr2Format(Format):
     """The Zarr v2 format (``.zarray``, ``.zattrs``, ``.zgroup``)."""
 
@@ -433,8 +411,8 @@ class Zarr2Format(Format):
 
     def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
         """``.zarray`` with a new ``shape`` (see :meth:`Format.resize_array`); ``.zattrs`` is kept as it
-        is, and a consolidated ``.zmetadata`` above is not updated (as for attribute writes: consolidate
-        again with :func:`consolidate_metadata`)."""
+        is (a consolidated ``.zmetadata`` above is updated by the dataset layer,
+        :mod:`altarr.dataset.consolidated`)."""
         key = join_key(prefix, ZARRAY)
         raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
         docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}

@@ -1,0 +1,152 @@
+"""Consolidated metadata kept true: :func:`consolidate_metadata` writes it, and every metadata write of
+altarr into a consolidated hierarchy (creating an array or group, deleting one, changing attributes,
+resizing) updates the snapshot of each consolidated group above it with :func:`refresh_consolidated`,
+so zarr-python's ``open_consolidated`` and ``xarray.open_zarr`` see what altarr wrote.
+
+The documents are zarr-python's (:mod:`altarr.formats.consolidated`). Each refresh reads the candidate
+holders above the written node in one batched request (one round trip per metadata write, consolidated
+or not) and rewrites each consolidated one under its lock or write condition
+(:func:`~altarr.dataset.locks.run_exclusive`), so concurrent altarr writers do not lose each other's
+entries. Writers that are not altarr (zarr-python's own writes, a copy with other tools) leave the
+snapshot stale, as they do with zarr-python; run :func:`consolidate_metadata` again after them.
+
+>>> import altarr as aa
+>>> g = aa.create_group("memory://doc-consolidated", format="zarr2")
+>>> _ = aa.consolidate_metadata(g)
+>>> _ = g.create_dataset("t", shape=(3,), dtype="u1", chunks=(3,))
+>>> list(aa.open_group("memory://doc-consolidated", consolidated=True).keys())
+['t']
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnsupportedError
+from ..formats import consolidated as cm
+from ..formats import get_format
+from ..formats._common import parse_json
+from ..formats.base import join_key
+from ..stores.ranges import WHOLE
+from .locks import run_exclusive
+
+if TYPE_CHECKING:
+    from ..formats.base import Format
+    from ..stores.base import Store
+    from .group import Group
+
+__all__ = ["consolidate_metadata", "refresh_consolidated", "is_consolidated"]
+
+#: What a metadata write did to the node at its prefix (see :func:`refresh_consolidated`).
+CHANGES = ("changed", "created", "deleted")
+
+
+def consolidate_metadata(
+    path_or_group: str | Store | Group, *, path: str = "", **storage_options: Any
+) -> Group:
+    """Write the consolidated metadata of the Zarr group ``path_or_group`` (a path, URL or store with
+    ``path`` inside it, or an open :class:`~altarr.Group`) as zarr-python does: Zarr v2 ``.zmetadata``,
+    Zarr v3 ``consolidated_metadata`` in the group's ``zarr.json``; returns the group opened read-only
+    from it. Needed once: altarr's later writes below the group keep it up to date. N5 has no
+    consolidated metadata (:class:`~altarr.errors.UnsupportedError`).
+
+    >>> import altarr as aa
+    >>> g = aa.create_group("memory://doc-cm")
+    >>> _ = g.create_group("sub")
+    >>> list(aa.consolidate_metadata("memory://doc-cm").keys())
+    ['sub']
+    """
+    from .api import open_group  # api imports the group module, which imports this one
+    from .group import Group
+
+    if isinstance(path_or_group, Group):
+        group = path_or_group
+    else:
+        group = open_group(path_or_group, "r+", path=path, consolidated=False, **storage_options)
+    store, prefix, fmt = group.store, group.path, get_format(group.format)
+    holder = cm.holder_name(fmt.name)
+    if holder is None:
+        raise UnsupportedError(f"{fmt.title} has no consolidated metadata", key=prefix or "/")
+    key = join_key(prefix, holder)
+
+    def write() -> None:
+        metadata = cm.gather(store, prefix, fmt.name)
+        raw = store.get(key) if fmt.name == "zarr3" else None
+        current = parse_json(raw, key) if raw is not None else None
+        store.set(key, cm.dump_holder(fmt.name, cm.with_snapshot(fmt.name, current, metadata), key))
+
+    run_exclusive(store, [key], write)
+    return open_group(store, path=prefix, consolidated=True)
+
+
+def is_consolidated(group: Group) -> bool:
+    """Whether ``group`` holds consolidated metadata (one request; ``False`` for N5).
+
+    >>> import altarr as aa
+    >>> is_consolidated(aa.create_group("memory://doc-isc"))
+    False
+    """
+    holder = cm.holder_name(group.format)
+    if holder is None:
+        return False
+    key = join_key(group.path, holder)
+    raw = group.store.get(key)
+    return raw is not None and cm.snapshot(group.format, parse_json(raw, key)) is not None
+
+
+def _holders(fmt: str, prefix: str) -> list[str]:
+    """The groups whose consolidated metadata may describe the node at ``prefix``: every group above it,
+    and for Zarr v2 the node itself (its ``.zmetadata`` lists its own ``.zgroup`` and ``.zattrs``)."""
+    parts = prefix.split("/") if prefix else []
+    last = len(parts) + (1 if fmt == "zarr2" else 0)
+    return ["/".join(parts[:i]) for i in range(last)]
+
+
+def refresh_consolidated(store: Store, prefix: str, fmt: Format, change: str) -> None:
+    """Update the consolidated metadata of every consolidated group above the node at ``prefix`` after a
+    metadata write: ``change`` is ``"changed"`` (the node's own documents: attributes, shape),
+    ``"created"`` (the node is new and so is everything below it; intermediate groups the snapshot
+    lacks are added) or ``"deleted"``. Formats without consolidated metadata cost nothing.
+
+    >>> import altarr as aa
+    >>> g = aa.create_group("memory://doc-refresh")
+    >>> _ = aa.consolidate_metadata(g)
+    >>> _ = g.create_group("x/y")  # refreshed by create_group, the intermediate "x" included
+    >>> sorted(aa.open_group("memory://doc-refresh", consolidated=True)["x"].keys())
+    ['y']
+    """
+    if change not in CHANGES:
+        raise ValueError(f"change must be one of {CHANGES}, got {change!r}")
+    holder = cm.holder_name(fmt.name)
+    if holder is None:
+        return
+    groups = _holders(fmt.name, prefix)
+    keys = [join_key(g, holder) for g in groups]
+    for group, key, raw in zip(groups, keys, store.get_ranges([(k, WHOLE) for k in keys]), strict=True):
+        if raw is not None and cm.snapshot(fmt.name, parse_json(raw, key)) is not None:
+            rel = prefix[len(group) + 1 :] if group else prefix
+            run_exclusive(store, [key], functools.partial(_rewrite, store, group, key, rel, fmt.name, change))
+
+
+def _rewrite(store: Store, group: str, key: str, rel: str, fmt: str, change: str) -> None:
+    """Re-read the holder ``key`` of ``group`` and write it with the entries of node ``rel`` renewed."""
+    raw = store.get(key)
+    holder = parse_json(raw, key) if raw is not None else None
+    metadata = cm.snapshot(fmt, holder)
+    if metadata is None:  # removed meanwhile
+        return
+    if change == "changed":
+        own = cm.own_keys(fmt, rel)
+        metadata = {k: v for k, v in metadata.items() if k not in own}
+    else:
+        metadata = {k: v for k, v in metadata.items() if not cm.belongs(fmt, k, rel)}
+    if change != "deleted":
+        rels = [rel]
+        if change == "created":  # intermediate groups written with the node and not yet listed
+            parts = rel.split("/")
+            rels += ["/".join(parts[:i]) for i in range(1, len(parts))]
+        for r, docs in cm.read_nodes(store, group, fmt, rels).items():
+            if r == rel or not cm.own_keys(fmt, r) & metadata.keys():
+                metadata.update(cm.entries(fmt, r, docs))
+    store.set(key, cm.dump_holder(fmt, cm.with_snapshot(fmt, holder, metadata), key))

@@ -1,0 +1,196 @@
+"""Consolidated metadata: one document holding the metadata of every node below a group, so that a
+reader lists and opens the whole hierarchy with one request (what zarr-python's
+``consolidate_metadata`` writes and ``zarr.open_consolidated`` and xarray read).
+
+* Zarr v2: ``<group>/.zmetadata`` is ``{"zarr_consolidated_format": 1, "metadata": {...}}``, whose keys
+  are the documents' keys relative to the group (``"a/.zarray"``, ``"a/.zattrs"``, ``"sub/.zgroup"``),
+  the group's own ``.zgroup`` and ``.zattrs`` under their bare names.
+* Zarr v3: the group's ``zarr.json`` holds ``"consolidated_metadata": {"kind": "inline",
+  "must_understand": false, "metadata": {...}}``, whose keys are the nodes' paths relative to the group
+  and whose values are their ``zarr.json`` documents; a group there carries an empty inline
+  ``consolidated_metadata`` of its own (its children are listed beside it), as zarr-python writes it.
+* N5 has none.
+
+This module builds and edits those documents; :mod:`altarr.dataset.consolidated` decides when (the
+public :func:`altarr.consolidate_metadata`, and the refresh after each of altarr's metadata writes).
+
+>>> from altarr.stores import MemoryStore
+>>> from altarr.formats import get_format
+>>> s = MemoryStore(); f = get_format("zarr2")
+>>> f.create_group(s, "", {"x": 1}); _ = f.create_array(s, "a", shape=(4,), dtype="u1", chunks=(2,))
+>>> sorted(gather(s, "", "zarr2"))
+['.zattrs', '.zgroup', 'a/.zarray']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..stores.ranges import WHOLE
+from ._common import dump_json, parse_json
+from .base import join_key
+
+if TYPE_CHECKING:
+    from ..stores.base import Store
+
+__all__ = [
+    "holder_name",
+    "node_names",
+    "snapshot",
+    "entries",
+    "own_keys",
+    "belongs",
+    "with_snapshot",
+    "dump_holder",
+    "is_group",
+    "read_nodes",
+    "gather",
+]
+
+_V2_DOCS = (".zarray", ".zgroup", ".zattrs")
+_V3_DOC = "zarr.json"
+
+
+def _empty_inline() -> dict[str, Any]:
+    return {"kind": "inline", "must_understand": False, "metadata": {}}
+
+
+def holder_name(fmt: str) -> str | None:
+    """The document of a group that holds its consolidated metadata, ``None`` for a format without.
+
+    >>> holder_name("zarr2"), holder_name("zarr3"), holder_name("n5")
+    ('.zmetadata', 'zarr.json', None)
+    """
+    return {"zarr2": ".zmetadata", "zarr3": _V3_DOC}.get(fmt)
+
+
+def node_names(fmt: str) -> tuple[str, ...]:
+    """The documents that describe one node of ``fmt`` (names relative to the node)."""
+    return _V2_DOCS if fmt == "zarr2" else (_V3_DOC,)
+
+
+def snapshot(fmt: str, holder: Any) -> dict[str, Any] | None:
+    """The consolidated ``metadata`` mapping of a parsed holder document, ``None`` when it has none.
+
+    >>> snapshot("zarr3", {"zarr_format": 3, "node_type": "group"}) is None
+    True
+    >>> snapshot("zarr2", {"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2}}})
+    {'.zgroup': {'zarr_format': 2}}
+    """
+    if not isinstance(holder, dict):
+        return None
+    if fmt == "zarr2":
+        meta = holder.get("metadata") if holder.get("zarr_consolidated_format") == 1 else None
+    else:
+        cm = holder.get("consolidated_metadata")
+        meta = cm.get("metadata") if isinstance(cm, dict) and cm.get("kind") == "inline" else None
+    return dict(meta) if isinstance(meta, dict) else None
+
+
+def is_group(fmt: str, docs: dict[str, Any]) -> bool:
+    """Whether the parsed documents ``docs`` (name -> document or ``None``) of one node make a group."""
+    if fmt == "zarr2":
+        return docs.get(".zgroup") is not None and docs.get(".zarray") is None
+    doc = docs.get(_V3_DOC)
+    return isinstance(doc, dict) and doc.get("node_type") == "group"
+
+
+def entries(fmt: str, rel: str, docs: dict[str, Any]) -> dict[str, Any]:
+    """The consolidated entries of the node at ``rel`` (relative to the holding group, ``""`` the group
+    itself) from its parsed documents ``docs`` (name -> document or ``None`` where absent).
+
+    >>> entries("zarr2", "a", {".zarray": {"shape": [1]}, ".zattrs": None})
+    {'a/.zarray': {'shape': [1]}}
+    >>> entries("zarr3", "g", {"zarr.json": {"zarr_format": 3, "node_type": "group", "attributes": {}}})["g"]
+    {'zarr_format': 3, 'node_type': 'group', 'attributes': {}, 'consolidated_metadata': {'kind': 'inline', 'must_understand': False, 'metadata': {}}}
+    """
+    if fmt == "zarr2":
+        return {join_key(rel, n): d for n, d in docs.items() if d is not None and n in _V2_DOCS}
+    doc = docs.get(_V3_DOC)
+    if not rel or not isinstance(doc, dict):
+        return {}  # a Zarr v3 group's own document is the holder, not an entry
+    if doc.get("node_type") == "group":
+        doc = {**doc, "consolidated_metadata": _empty_inline()}
+    return {rel: doc}
+
+
+def own_keys(fmt: str, rel: str) -> set[str]:
+    """The keys of the entries describing the node ``rel`` itself (not the nodes below it).
+
+    >>> sorted(own_keys("zarr2", "a")), own_keys("zarr3", "a"), own_keys("zarr3", "")
+    (['a/.zarray', 'a/.zattrs', 'a/.zgroup'], {'a'}, set())
+    """
+    if fmt == "zarr2":
+        return {join_key(rel, n) for n in _V2_DOCS}
+    return {rel} if rel else set()
+
+
+def belongs(fmt: str, key: str, rel: str) -> bool:
+    """Whether the entry ``key`` describes the node ``rel`` or a node below it.
+
+    >>> belongs("zarr2", "a/b/.zarray", "a"), belongs("zarr3", "ab", "a"), belongs("zarr3", "a", "a")
+    (True, False, True)
+    """
+    if not rel:
+        return True
+    return key.startswith(rel + "/") or (fmt == "zarr3" and key == rel)
+
+
+def _order(fmt: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    if fmt == "zarr2":
+        return dict(sorted(metadata.items()))
+    # zarr-python's order: by depth, then by name
+    return dict(sorted(metadata.items(), key=lambda kv: (kv[0].count("/"), kv[0].casefold())))
+
+
+def with_snapshot(fmt: str, holder: dict[str, Any] | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The holder document carrying ``metadata`` as its consolidated metadata (for Zarr v3 ``holder`` is
+    the group's ``zarr.json``, kept as it is otherwise).
+
+    >>> with_snapshot("zarr2", None, {".zgroup": {"zarr_format": 2}})
+    {'zarr_consolidated_format': 1, 'metadata': {'.zgroup': {'zarr_format': 2}}}
+    """
+    ordered = _order(fmt, metadata)
+    if fmt == "zarr2":
+        return {"zarr_consolidated_format": 1, "metadata": ordered}
+    return {**(holder or {}), "consolidated_metadata": {**_empty_inline(), "metadata": ordered}}
+
+
+def dump_holder(fmt: str, doc: dict[str, Any], key: str) -> bytes:
+    """The bytes of a holder document (``.zmetadata`` indented by 4 as zarr-python 2 wrote it)."""
+    return dump_json(doc, key=key, indent=4 if fmt == "zarr2" else 2)
+
+
+def read_nodes(store: Store, prefix: str, fmt: str, rels: list[str]) -> dict[str, dict[str, Any]]:
+    """``rel -> {document name: parsed document or None}`` of the nodes ``rels`` below ``prefix``, read in
+    one batched request."""
+    names = node_names(fmt)
+    keys = [join_key(join_key(prefix, rel), n) for rel in rels for n in names]
+    values = store.get_ranges([(k, WHOLE) for k in keys]) if keys else []
+    found: dict[str, dict[str, Any]] = {rel: {} for rel in rels}
+    for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+        found[rels[i // len(names)]][names[i % len(names)]] = (
+            None if value is None else parse_json(value, key)
+        )
+    return found
+
+
+def gather(store: Store, prefix: str, fmt: str) -> dict[str, Any]:
+    """Every consolidated entry of the group at ``prefix``: the hierarchy is walked folder by folder, one
+    batched read of the documents per level; an array's folder (its chunks) is not listed, and a folder
+    holding no node's documents is skipped."""
+    metadata = entries(fmt, "", read_nodes(store, prefix, fmt, [""])[""]) if fmt == "zarr2" else {}
+    metadata.pop(".zarray", None)
+    level = [""]
+    while level:
+        children: list[str] = []
+        for rel in level:
+            folders: list[str] = store.list_dir(join_key(prefix, rel))[1]
+            children += [join_key(rel, name) for name in sorted(folders)]
+        found = read_nodes(store, prefix, fmt, children)
+        level = []
+        for rel, docs in found.items():
+            metadata.update(entries(fmt, rel, docs))
+            if is_group(fmt, docs):
+                level.append(rel)
+    return metadata
