@@ -74,6 +74,29 @@ def _xz_bomb(total: int) -> bytes:
     return _xz_stream() * (total // (16 << 20))  # concatenated .xz streams
 
 
+@functools.cache
+def _lz4_bomb(total: int) -> bytes:
+    import numcodecs
+
+    return bytes(numcodecs.LZ4().encode(bytes(total)))  # numcodecs' LZ4: the size first, then one block
+
+
+def _filter_bomb(cid: str) -> bytes:
+    """A stream of ``cid`` that decodes to at least 256 MiB (one zlib stream and one lz4 block cannot
+    be concatenated: 256 MiB of zeros, 4x the limit, compress fast)."""
+    return {
+        "zlib": lambda: _gzip_bomb(GiB // 4, 15),
+        "zstd": lambda: _zstd_bomb(GiB),
+        "lz4": lambda: _lz4_bomb(GiB // 4),
+        "blosc": lambda: _blosc_bomb(GiB),
+        "lzma": lambda: _xz_bomb(GiB),
+        "bz2": lambda: _bz2_bomb(GiB),
+    }[cid]()
+
+
+FILTER_BOMBS = ["zlib", "zstd", "lz4", "blosc", "lzma", "bz2"]
+
+
 _READER = r"""
 import json, resource, sys
 import numpy as np, altarr as aa
@@ -150,6 +173,18 @@ def _dataset_with_bomb(tmp_path, kind: str) -> tuple[str, int]:
         frames = _zstd_bomb(5 * (64 << 20))  # 5 frames without content size: 320 MiB
         assert len(frames) <= ds._access.max_block_bytes[0]
         bomb = sc.assemble([frames], (1, 1))
+    elif kind.startswith("zarr2filter-"):  # issue 34: the same streams as a Zarr v2 *filter*
+        cid = kind.split("-")[1]
+        ds = aa.create_dataset(
+            path,
+            shape=(128, 64),
+            dtype="u1",
+            chunks=(64, 64),
+            format="zarr2",
+            compressor=None,
+            filters=[{"id": cid}],
+        )
+        bomb = _filter_bomb(cid)
     elif kind.startswith("zarr2-"):
         cid = kind.split("-")[1]
         ds = aa.create_dataset(
@@ -181,6 +216,9 @@ def test_bomb_payloads_really_are_bombs():
     d = zlib.decompressobj()
     assert len(d.decompress(_gzip_bomb(GiB // 4, 15), 1 << 20)) == 1 << 20 and not d.eof  # 256 MiB
     assert int.from_bytes(_blosc_bomb(GiB)[4:8], "little") == GiB  # blosc 1 header: the decoded size
+    import numcodecs
+
+    assert len(numcodecs.LZ4().decode(_lz4_bomb(GiB // 4))) == GiB // 4 and len(_lz4_bomb(GiB // 4)) < 2 << 20
 
 
 @pytest.mark.parametrize("kind", ISSUE_BOMBS)
@@ -233,3 +271,14 @@ def test_measurement_can_fail(tmp_path):
     got = _read_in_subprocess(path, "region")
     assert got["outcome"] == "no error"
     assert got["growth"] > LIMIT
+
+
+@pytest.mark.parametrize("cid", FILTER_BOMBS)
+def test_zarr2_filter_bombs_fail_with_bounded_memory(tmp_path, cid):
+    """Issue 34: a compressor used as a Zarr v2 *filter* stops at what its stage can hold (a 131 KB zstd
+    chunk inflated to 4 GiB through a filter before)."""
+    path, _ = _dataset_with_bomb(tmp_path, f"zarr2filter-{cid}")
+    got = _read_in_subprocess(path, "chunks")
+    assert got["outcome"].startswith("CorruptChunkError"), got
+    assert f"{cid} decompression stopped" in got["outcome"], got
+    assert got["growth"] < LIMIT, f"filter {cid}: peak memory grew by {got['growth'] / 2**20:.0f} MiB"

@@ -207,6 +207,13 @@ FILTERS = {
         "<f8",
         [{"id": "fixedscaleoffset", "offset": 100, "scale": 10, "dtype": "<f8", "astype": "<i4"}],
     ),
+    # each stage's decode is capped by what it can hold (issue 34): a compressor as a filter, a filter
+    # that makes its input larger and a checksum after it
+    "zlib": ("<i4", [{"id": "zlib", "level": 1}]),
+    "astype-crc32": (
+        "<i2",
+        [{"id": "astype", "encode_dtype": "<i4", "decode_dtype": "<i2"}, {"id": "crc32"}],
+    ),
 }
 
 

@@ -28,7 +28,7 @@ from ..errors import CodecError, CorruptChunkError, MetadataError, UnknownCodecE
 from . import bounded
 from .base import ArrayBytesCodec, BytesLike
 
-__all__ = ["Zarr2ChunkCodec", "numcodec_from_config", "check_zarr2_dtype"]
+__all__ = ["Zarr2ChunkCodec", "numcodec_from_config", "check_zarr2_dtype", "stage_caps"]
 
 #: NumPy kinds a Zarr v2 array may have in altarr (numbers, bools, datetimes). Objects, strings, bytes
 #: and structured types are refused.
@@ -92,6 +92,50 @@ def numcodec_from_config(config: Any, *, key: str | None = None, role: str = "co
         ) from e
 
 
+#: numcodecs ids whose decode inflates a stream: as a filter or a compressor each is decoded with a cap
+_COMPRESSORS = frozenset({"zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"})
+
+#: Elements of the zero array a filter encodes to learn its size ratio (see :func:`stage_caps`).
+_PROBE = 64
+
+
+def stage_caps(filters: Sequence[Any], dtype: np.dtype, n: int) -> list[int]:
+    """The most bytes each stage of a Zarr v2 chunk can hold, in encode order: ``caps[0]`` is the
+    array (``n`` elements of ``dtype``), ``caps[i + 1]`` what filter ``i`` makes of ``caps[i]`` bytes.
+    Decoding filter ``i`` then produces at most ``caps[i]`` bytes and the compressor at most
+    ``caps[-1]``, so no stage inflates past what the chunk can hold.
+
+    A compressor used as a filter can make each input a little larger (:func:`bounded.bound`); an
+    element-wise filter (delta, astype, fixedscaleoffset, packbits, quantize, bitround, shuffle, the
+    checksums) is measured on zeros: its output for ``min(n, 64)`` elements, scaled, plus that output
+    again for headers. A filter that cannot encode zeros of the stage's type is given 16 times its
+    input (the widest type change NumPy has, 1-byte to 16-byte elements).
+
+    >>> import numcodecs
+    >>> stage_caps([numcodecs.PackBits(), numcodecs.Zlib()], np.dtype("?"), 1000)
+    [1000, 150, 4396]
+    """
+    caps = [n * dtype.itemsize]
+    sample: Any = np.zeros(max(1, min(n, _PROBE)), dtype)
+    for f in filters:
+        size = caps[-1]
+        if getattr(f, "codec_id", None) in _COMPRESSORS:
+            caps.append(bounded.bound(size))
+            sample = np.zeros(max(1, min(caps[-1], _PROBE)), np.uint8)
+            continue
+        try:
+            from numcodecs.compat import ensure_ndarray_like
+
+            out = ensure_ndarray_like(f.encode(sample))
+            ratio_out, ratio_in = out.nbytes, max(1, sample.nbytes)
+            caps.append(-(-size * ratio_out // ratio_in) + ratio_out)
+            sample = out
+        except Exception:  # noqa: BLE001 - a filter that refuses zeros of this type: a generous bound
+            caps.append(bounded.bound(16 * size))
+            sample = np.zeros(max(1, min(caps[-1], _PROBE)), np.uint8)
+    return caps
+
+
 def _decompress_capped(codec: Any, data: Any, cap: int) -> Any:
     """A numcodecs compressor's ``decode``, stopped at ``cap`` output bytes: headers that announce the size
     (blosc, zstd with a content size, numcodecs' lz4) are checked before decoding; zlib, gzip, bz2, lzma
@@ -143,6 +187,14 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         self.order: Literal["C", "F"] = "F" if order == "F" else "C"
         self.filters = tuple(numcodec_from_config(f, role="filter") for f in (filters or ()))
         self.compressor = None if compressor is None else numcodec_from_config(compressor)
+        self._stage_caps: dict[int, list[int]] = {}
+
+    def _caps(self, n: int) -> list[int]:
+        """:func:`stage_caps` for chunks of ``n`` elements (Zarr v2 chunks all have one shape: made once)."""
+        got = self._stage_caps.get(n)
+        if got is None:
+            got = self._stage_caps[n] = stage_caps(self.filters, self.dtype, n)
+        return got
 
     def configuration(self) -> dict[str, Any]:
         return {
@@ -183,21 +235,22 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         from numcodecs.compat import ensure_ndarray_like
 
         chunk: Any = data
+        caps = self._caps(math.prod(shape))
         if self.compressor is not None:
-            # the cap: the chunk's stored size, or a generous bound when filters come in between
-            expected = math.prod(shape) * self.dtype.itemsize
-            cap = expected if not self.filters else bounded.bound(8 * expected)
             try:
-                chunk = _decompress_capped(self.compressor, chunk, cap)
+                chunk = _decompress_capped(self.compressor, chunk, caps[-1])
             except CorruptChunkError as e:
                 raise e.with_context(codec=self._codec_name(self.compressor)) from e
             except Exception as e:
                 raise CorruptChunkError(
                     f"Zarr v2 chunk failed to decompress: {e}", codec=self._codec_name(self.compressor)
                 ) from e
-        for f in reversed(self.filters):
+        for i in reversed(range(len(self.filters))):  # each stops at what its stage can hold
+            f = self.filters[i]
             try:
-                chunk = f.decode(chunk)
+                chunk = _decompress_capped(f, chunk, caps[i])
+            except CorruptChunkError as e:
+                raise e.with_context(codec=self._codec_name(f)) from e
             except Exception as e:
                 raise CorruptChunkError(
                     f"Zarr v2 filter failed to decode: {e}", codec=self._codec_name(f)

@@ -75,6 +75,39 @@ _VERSION_FIELDS = (
 )
 
 
+#: What every request of fsspec's HTTP file system asks and does with an answer: the bytes as stored
+#: (``Accept-Encoding: identity``), and a body a server compresses anyway handed over as sent, not
+#: inflated (aiohttp asks for ``gzip, deflate`` and inflates the whole body by default: 1 MB of answer
+#: became 2 GB). A compressed answer then fails as a corrupt chunk or document, at its own size.
+HTTP_PROTOCOLS = frozenset({"http", "https"})
+
+
+def _identity_headers(headers: Any) -> dict[str, Any]:
+    return {**dict(headers or {}), "Accept-Encoding": "identity"}
+
+
+def identity_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` for ``url_to_fs(url, **options)`` with every HTTP file system of ``url`` (chained
+    ones too: ``simplecache::https://...``) asking for identity and inflating nothing (see
+    :data:`HTTP_PROTOCOLS`). fsspec gives the outermost file system the options left over, an inner one
+    those under its protocol's name.
+
+    >>> identity_options("simplecache::https://h/x", {"https": {"headers": {"X": "1"}}})["https"]
+    {'headers': {'X': '1', 'Accept-Encoding': 'identity'}, 'client_kwargs': {'auto_decompress': False}}
+    """
+    out = dict(options)
+    for i, bit in enumerate(url.split("::")):
+        protocol = fsspec.core.split_protocol(bit)[0]
+        if protocol not in HTTP_PROTOCOLS:
+            continue
+        target = out if i == 0 else dict(out.get(protocol) or {})
+        target["headers"] = _identity_headers(target.get("headers"))
+        target["client_kwargs"] = {**dict(target.get("client_kwargs") or {}), "auto_decompress": False}
+        if i:
+            out[protocol] = target
+    return out
+
+
 def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
     p = fs.protocol
     return {p} if isinstance(p, str) else set(p)
@@ -120,7 +153,7 @@ class FsspecStore(Store):
     ) -> None:
         super().__init__()
         if isinstance(url_or_fs, str):
-            fs, root = url_to_fs(url_or_fs, **storage_options)
+            fs, root = url_to_fs(url_or_fs, **identity_options(url_or_fs, storage_options))
             self.url: str | None = url_or_fs
             if path:
                 root = f"{root.rstrip('/')}/{normalize_key(path)}"
@@ -142,6 +175,11 @@ class FsspecStore(Store):
             bool(protocols & NATIVE_SUFFIX_PROTOCOLS) if native_suffix is None else native_suffix
         )
         self._rm_reports_missing = bool(protocols & RM_REPORTS_MISSING)
+        #: per-request options of reads: an HTTP file system given as an instance asks for identity too
+        self._read_options: dict[str, Any] = {}
+        if protocols & HTTP_PROTOCOLS:
+            headers = _identity_headers(getattr(fs, "kwargs", {}).get("headers"))
+            self._read_options = {"headers": headers, "auto_decompress": False}
         self._has_folders = bool(protocols & {"file", "local"})
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
@@ -296,7 +334,7 @@ class FsspecStore(Store):
             starts.append(start)
             ends.append(end)
         try:
-            out = self.fs.cat_ranges(paths, starts, ends, on_error="return")
+            out = self.fs.cat_ranges(paths, starts, ends, on_error="return", **self._read_options)
         except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
             raise self._fail("batched read", merged[todo[0]][0], e) from e
         self.stats.add(rounds=1)

@@ -1,8 +1,11 @@
 """A store over a zip archive: reads of an existing archive, or writing one that is published whole.
 
 Mode ``"r"`` reads an archive (read-only). Ranged reads of stored (uncompressed) members are positional
-reads of the archive file at the member's data offset; compressed (deflated, ...) members are inflated
-once per batch and sliced.
+reads of the archive file at the member's data offset; compressed members (deflate, bzip2, lzma) are
+inflated once per batch and sliced, by decoders capped at the size the member's directory entry declares
+(:mod:`altarr.capped`), and a member that declares more than :data:`MAX_INFLATE_RATIO` times its
+compressed size (and over 1 MiB) is refused before it is inflated: a 2.5 KB archive does not become 2 GB
+of memory.
 
 Writing never changes the archive at its path in place. Modes ``"w"`` (new archive, replacing),
 ``"x"`` (new archive, must not exist) and ``"a"`` (change an archive, copied first, or start one) write members
@@ -55,8 +58,9 @@ from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Whole, legacy_bounds
+from .zip_members import MAX_INFLATE_RATIO, data_offset, read_member
 
-__all__ = ["ZipStore", "COMPACT_MIN_BYTES"]
+__all__ = ["ZipStore", "COMPACT_MIN_BYTES", "MAX_INFLATE_RATIO"]
 
 _MODES = ("r", "w", "x", "a")
 _TEMP_SUFFIX = ".altarr-tmp"
@@ -143,7 +147,7 @@ class _Session:
                     zi = zipfile.ZipInfo(info.filename, date_time=info.date_time)
                     zi.compress_type = info.compress_type
                     zi.external_attr = info.external_attr
-                    out.writestr(zi, self.zf.read(info))
+                    out.writestr(zi, self.read_member(info))
         except BaseException:
             _unlink(target)
             raise
@@ -151,6 +155,16 @@ class _Session:
         _unlink(self.staging)
         self.staging, self.deleted = target, set()
         self.zf = self._open(target, "a")
+
+    def read_member(self, info: zipfile.ZipInfo) -> bytes:
+        """A member of the staging file, decoded with a cap (see :func:`zip_members.read_member`)."""
+        assert self.zf is not None and self.zf.fp is not None
+        self.zf.fp.flush()  # what zipfile buffered, on disk for the positional read
+        fd = os.open(self.staging, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            return read_member(fd, info, data_offset(fd, info))
+        finally:
+            os.close(fd)
 
     def publish(self) -> None:
         """Write the directory, make the staging file the archive (one rename), release the lock."""
@@ -303,18 +317,11 @@ class ZipStore(Store):
         return info
 
     def _data_offset(self, info: zipfile.ZipInfo) -> int:
+        """Where a member's data starts in the archive open for reading (cached: its members stay put)."""
         off = self._offsets.get(info.filename)
         if off is None:
             assert self._fd is not None
-            header = os.pread(self._fd, 30, info.header_offset)
-            if len(header) != 30 or header[:4] != b"PK\x03\x04":
-                raise StoreError(
-                    "bad local file header in zip archive",
-                    key=info.filename,
-                    byte_range=(info.header_offset, None),
-                )
-            n = int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
-            off = self._offsets[info.filename] = info.header_offset + 30 + n
+            off = self._offsets[info.filename] = data_offset(self._fd, info)
         return off
 
     # --- reads ----------------------------------------------------------------------------------------
@@ -360,11 +367,19 @@ class ZipStore(Store):
             return data
         whole = inflated.get(key)
         if whole is None:
-            whole = inflated[key] = self._zf.read(info)
+            whole = inflated[key] = self._inflate(info)
         if type(req) is Whole:
             return whole
         off, end = req.bounds(len(whole))
         return whole[off:end]
+
+    def _inflate(self, info: zipfile.ZipInfo) -> bytes:
+        """A compressed member's bytes (:func:`~altarr.stores.zip_members.read_member`), from the archive
+        or, while writing, the staging file."""
+        if self._fd is not None:
+            return read_member(self._fd, info, self._data_offset(info))
+        assert self._session is not None
+        return self._session.read_member(info)
 
     def _check_open(self) -> None:
         if self._session is not None:
