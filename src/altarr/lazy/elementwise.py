@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .geometry import VALUE_KINDS
+
 if TYPE_CHECKING:
     from .array import LazyArray
 
@@ -180,7 +182,7 @@ def _operand(a: Any, shape: tuple[int, ...]) -> tuple[bool, Any, Any]:
     if a is None:
         return True, a, a
     arr = np.asarray(a)
-    if arr.dtype.kind not in "biufc":
+    if arr.dtype.kind not in VALUE_KINDS:
         return False, None, None
     if arr.ndim == 0:
         return True, arr, arr
@@ -220,7 +222,7 @@ def make_elementwise(
     out = []
     for k, r in enumerate(results):
         dt = np.asarray(r).dtype
-        if dt.kind not in "biufc":
+        if dt.kind not in VALUE_KINDS:
             return None
         src = ElementwiseSource(
             func, tuple(kept), kwargs, None if nout == 1 else k, ref.shape, ref.chunks, dt

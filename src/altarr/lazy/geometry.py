@@ -16,13 +16,18 @@ import numpy as np
 
 from ..errors import GridError
 
-__all__ = ["check_dtype", "normalize_coords", "normalize_dims", "normalize_geometry"]
+__all__ = ["VALUE_KINDS", "check_dtype", "normalize_coords", "normalize_dims", "normalize_geometry"]
+
+#: NumPy kinds a lazy array's values may have: bools, numbers, datetime64 and timedelta64.
+VALUE_KINDS = "biufcmM"
 
 
 def check_dtype(dtype: Any) -> np.dtype:
     dt: np.dtype = np.dtype(dtype)
-    if dt.kind not in "biufc":
-        raise TypeError(f"altarr arrays hold bool or numeric values; dtype {dt} is not supported")
+    if dt.kind not in VALUE_KINDS:
+        raise TypeError(
+            f"altarr arrays hold bool, numeric, datetime64 or timedelta64 values; dtype {dt} is not supported"
+        )
     return dt
 
 

@@ -70,6 +70,7 @@ def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *,
     if x.size == 0 or count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
         return numpy_empty_call(numpy_fn, x, out, where, axis=axis, dtype=dtype, keepdims=keepdims)
     calc = _float_calc_dtype(x.dtype, dtype)
+    sum_dtype = None if calc.kind == "m" else calc  # timedelta64 sums in its own unit, as NumPy's mean
     nan_capable = nan and x.dtype.kind in "fc"
     counted = nan_capable or where is not True
 
@@ -78,8 +79,8 @@ def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *,
         if nan_capable:
             valid = ~np.isnan(chunk) if valid is None else valid & ~np.isnan(chunk)
         if valid is not None:
-            return (np.sum(chunk, axis=red, dtype=calc, where=valid), np.sum(valid, axis=red))
-        return (np.sum(chunk, axis=red, dtype=calc),)
+            return (np.sum(chunk, axis=red, dtype=sum_dtype, where=valid), np.sum(valid, axis=red))
+        return (np.sum(chunk, axis=red, dtype=sum_dtype),)
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(np.add(p, q) for p, q in zip(a, b, strict=True))
