@@ -28,11 +28,11 @@ import numpy as np
 
 from .. import native
 from ..codecs.bytes import BytesCodec
-from ..errors import AltarrError, CorruptShardError, GridError
+from ..errors import AltarrError, CorruptShardError, GridError, MaterializeError
 from . import kernel
 from .layout import Chunk, ShardLayout
 
-__all__ = ["SCRATCH_KEEP_BYTES", "ChunkCodec", "scratch_array", "scratch_bytes"]
+__all__ = ["SCRATCH_KEEP_BYTES", "ChunkCodec", "scratch_array", "scratch_bytes", "check_room"]
 
 _thread_buffers = threading.local()
 
@@ -41,11 +41,65 @@ _thread_buffers = threading.local()
 SCRATCH_KEEP_BYTES = 64 << 20
 
 
+#: Buffers of at least this many bytes are checked against the address space the process has left before
+#: they are allocated (:func:`check_room`); smaller ones are not worth the two system calls.
+ROOM_CHECKED_BYTES = 64 << 20
+
+
+def address_space_left() -> int | None:
+    """Bytes of address space this process may still map under its ``RLIMIT_AS`` (``ulimit -v``), or
+    ``None`` without a limit (or where it cannot be told)."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm") as f:
+            return limit - int(f.read().split()[0]) * resource.getpagesize()
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def check_room(nbytes: int, what: str, **ctx: Any) -> None:
+    """Refuse a buffer of ``nbytes`` that cannot be mapped, before allocating it: a
+    :class:`~altarr.errors.MaterializeError` naming ``what`` instead of NumPy's bare ``MemoryError``
+    (a 2**31-element chunk under a 4 GiB address-space limit).
+
+    >>> check_room(10, "a chunk")  # small buffers are not checked
+    """
+    if nbytes < ROOM_CHECKED_BYTES:
+        return
+    room = address_space_left()
+    if room is not None and nbytes > room:
+        raise MaterializeError(
+            f"{what} needs {nbytes:,} bytes, more than the {max(room, 0):,} bytes of address space this "
+            "process has left (its RLIMIT_AS): choose smaller chunks or raise the limit",
+            **ctx,
+        )
+
+
+def _out_of_memory(e: AltarrError | MemoryError, what: str) -> AltarrError:
+    """``e`` itself, or a :class:`~altarr.errors.MaterializeError` when ``e`` is (or a codec's error
+    wraps) a ``MemoryError``: a buffer a codec allocates was refused, which says nothing of the bytes."""
+    cause: BaseException | None = e
+    for _ in range(8):
+        if cause is None or isinstance(cause, MaterializeError):
+            break
+        if isinstance(cause, MemoryError):
+            return MaterializeError(f"{what}: out of memory ({str(cause) or 'MemoryError'})")
+        cause = cause.__cause__ or cause.__context__
+    assert isinstance(e, AltarrError)  # a MemoryError that is not an altarr error returned above
+    return e
+
+
 def _thread_buffer(name: str, nbytes: int) -> np.ndarray:
     """This thread's reusable uint8 buffer ``name``, at least ``nbytes`` long (grown as needed, shrunk
     when it is far larger than needed and above :data:`SCRATCH_KEEP_BYTES`)."""
     raw = getattr(_thread_buffers, name, None)
     if raw is None or raw.nbytes < nbytes or (raw.nbytes > SCRATCH_KEEP_BYTES and 4 * nbytes < raw.nbytes):
+        setattr(_thread_buffers, name, None)  # the old one goes first
+        check_room(nbytes, f"a scratch buffer for {name} chunk bytes")
         raw = np.empty(max(nbytes, 1), dtype=np.uint8)
         setattr(_thread_buffers, name, raw)
     return raw
@@ -134,6 +188,9 @@ class ChunkCodec:
         decodes again, for callers that copy it out at once (region reads)."""
         full = self.grid.chunks
         try:
+            check_room(
+                math.prod(full) * self.dtype.itemsize, f"a chunk of shape {full} and dtype {self.dtype}"
+            )
             if self.truncates:
                 a = self.chain.decode(data, full, self.dtype)
             else:  # decode straight into the destination buffer
@@ -146,8 +203,10 @@ class ChunkCodec:
                         a = ab.decode(a, full, self.dtype, out=buf)
                 else:
                     a = self.chain.decode(data, full, self.dtype, out=buf)
-        except AltarrError as e:  # name where the bad bytes are (the README's promise)
-            raise e.with_context(key=key, chunk=chunk, byte_range=byte_range) from e
+        except (AltarrError, MemoryError) as e:  # name where the bad bytes are (the README's promise)
+            raise _out_of_memory(e, f"decoding a chunk of shape {full} and dtype {self.dtype}").with_context(
+                key=key, chunk=chunk, byte_range=byte_range
+            ) from e
         clipped = self.layout.clipped(chunk)
         if a.shape == clipped:
             return a
@@ -183,6 +242,13 @@ class ChunkCodec:
         if not self.write_empty_chunks and self.is_fill(a):
             return None
         full = self.grid.chunks
+        if out is None:  # the encoded bytes: about the chunk's size (a compressor's bound)
+            check_room(
+                math.prod(full) * self.dtype.itemsize,
+                f"the encoded bytes of a chunk of shape {full} and dtype {self.dtype}",
+                key=self.layout.object_key(chunk),
+                chunk=chunk,
+            )
         if not self.truncates and a.shape != full:
             padded = np.full(full, self.fill_value, dtype=self.dtype)
             padded[tuple(slice(0, s) for s in a.shape)] = a
@@ -194,15 +260,19 @@ class ChunkCodec:
             np.copyto(buf, a)
             try:
                 encoded = self.chain.encode(buf, out=out)
-            except AltarrError as e:
-                raise e.with_context(key=self.layout.object_key(chunk), chunk=chunk) from e
+            except (AltarrError, MemoryError) as e:
+                raise self._encode_error(e, chunk) from e
             if np.shares_memory(np.frombuffer(encoded, dtype=np.uint8), buf):  # a codec passed it through
                 encoded = bytes(encoded)
             return encoded
         try:
             return self.chain.encode(np.ascontiguousarray(a), out=out)
-        except AltarrError as e:
-            raise e.with_context(key=self.layout.object_key(chunk), chunk=chunk) from e
+        except (AltarrError, MemoryError) as e:
+            raise self._encode_error(e, chunk) from e
+
+    def _encode_error(self, e: AltarrError | MemoryError, chunk: Chunk) -> AltarrError:
+        what = f"encoding a chunk of shape {self.grid.chunks} and dtype {self.dtype}"
+        return _out_of_memory(e, what).with_context(key=self.layout.object_key(chunk), chunk=chunk)
 
     def coerce(self, chunk: Chunk, value: Any) -> np.ndarray:
         """A value written to a chunk as an array of the chunk's clipped shape and the dataset's dtype."""
