@@ -98,19 +98,24 @@ class _Session:
             raise StoreError(f"cannot open the folder of zip archive {path}: {e.strerror or e}") from e
         self.lock_fd: int | None = None
         if filelock.AVAILABLE:
-            self.lock_fd = filelock.acquire(self.dir_fd, self.name, blocking=False)
+            try:
+                self.lock_fd = filelock.acquire(self.dir_fd, self.name, blocking=False)
+            except OSError as e:  # a read-only folder or mount, a full disk
+                os.close(self.dir_fd)
+                raise StoreError(f"cannot lock zip archive {path} for writing: {e.strerror or e}") from e
             if self.lock_fd is None:
                 os.close(self.dir_fd)
                 raise StoreError(f"zip archive {path} is open for writing by another writer")
         self.zf: zipfile.ZipFile | None = None
         self.deleted: set[str] = set()
         try:
-            if mode == "x" and os.path.exists(path):
-                raise StoreError(f"zip archive exists: {path}")
             self.staging = self._new_staging()
-            exists = mode == "a" and os.path.exists(path)
-            if exists:  # "a" on a missing archive starts a new one, as zipfile's "a" does
-                shutil.copyfile(path, self.staging)
+            exists = _check_target(path, mode)
+            try:
+                if exists:  # "a" on a missing archive starts a new one, as zipfile's "a" does
+                    shutil.copyfile(path, self.staging)
+            except OSError as e:
+                raise StoreError(f"cannot copy zip archive {path} to append to it: {e.strerror or e}") from e
             self.zf = self._open(self.staging, "a" if exists else "w")
         except BaseException:
             self.abandon()
@@ -213,6 +218,19 @@ class _Session:
         if self.dir_fd >= 0:
             os.close(self.dir_fd)
             self.dir_fd = -1
+
+
+def _check_target(path: str, mode: str) -> bool:
+    """Whether ``mode`` starts from the archive at ``path`` (``"a"`` on an existing one); refuses what
+    cannot be written there: an existing path in mode ``"x"``, a folder, a file that is not a zip."""
+    if os.path.isdir(path):
+        raise StoreError(f"cannot write zip archive {path}: it is a folder")
+    exists = os.path.exists(path)
+    if mode == "x" and exists:
+        raise StoreError(f"zip archive exists: {path}")
+    if mode == "a" and exists and os.path.getsize(path) and not zipfile.is_zipfile(path):
+        raise StoreError(f"cannot append to {path}: it is not a zip archive")
+    return mode == "a" and exists
 
 
 def _unlink(path: str) -> None:
