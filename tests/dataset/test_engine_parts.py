@@ -90,12 +90,12 @@ def test_reader_reads_what_the_writer_wrote_with_the_contract_counts():
     cache.clear()
     raw = reader.read_raw([(0, 0), (1, 1), (2, 2), (4, 0)])
     assert raw[(2, 2)] is None and raw[(4, 0)] is None  # an absent chunk and a missing shard
-    np.testing.assert_array_equal(codec.decode_chunk(raw[(0, 0)][1], (0, 0), raw[(0, 0)][0]), a)
-    np.testing.assert_array_equal(codec.decode_chunk(raw[(1, 1)][1], (1, 1), raw[(1, 1)][0]), a - 4)
+    np.testing.assert_array_equal(codec.decode_chunk(raw[(0, 0)].data, (0, 0), raw[(0, 0)].key), a)
+    np.testing.assert_array_equal(codec.decode_chunk(raw[(1, 1)].data, (1, 1), raw[(1, 1)].key), a - 4)
     # round 1: both outer indexes (shard (0, 0) and the missing one); round 2: the inner shard holding
     # (0, 0) and (1, 1) read whole (2 of its 4 chunks: the whole-shard rule); (2, 2)'s inner shard is absent
     assert store.stats.reads == 2 + 1
-    assert raw[(1, 1)][2][0] == raw[(0, 0)][2][1]  # byte ranges in the object: back to back
+    assert raw[(1, 1)].span[0] == raw[(0, 0)].span[1]  # byte ranges in the object: back to back
 
 
 def test_the_facade_hands_out_its_parts():

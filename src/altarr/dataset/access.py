@@ -59,8 +59,8 @@ from .locks import MAX_ATTEMPTS as MAX_ATTEMPTS  # the retry loop reads locks.MA
 from .locks import conflict_backoff as conflict_backoff
 from .parallel import pmap
 from .shard_read import READ_ATTEMPTS as READ_ATTEMPTS
+from .shard_read import RESTART, ChunkRange, ChunkSlot, ShardReader, Slots
 from .shard_read import WHOLE_SHARD_FRACTION as WHOLE_SHARD_FRACTION
-from .shard_read import ChunkRange, ShardReader, slot_byte_range
 from .shard_write import Merge, ShardWriter
 
 if TYPE_CHECKING:
@@ -171,11 +171,11 @@ class DatasetAccess:
         # made in the chunk's decode task, so they run on the pool too (their page faults cost as much as
         # the decode of a fast codec)
 
-        def decode(item: tuple[Chunk, tuple[str, Any] | None]) -> list[np.ndarray] | None:
+        def decode(item: tuple[Chunk, ChunkSlot | None]) -> list[np.ndarray] | None:
             chunk, got = item
             if got is None:
                 return None
-            a = self.codec.decode_chunk(got[1], chunk, got[0], byte_range=slot_byte_range(got))
+            a = self.codec.decode_chunk(got.data, chunk, got.key, byte_range=got.span)
             return [a] + [a.copy() for _ in range(len(rows[chunk]) - 1)]
 
         out: list[np.ndarray | None] = [None] * sum(len(r) for r in rows.values())
@@ -232,11 +232,11 @@ class DatasetAccess:
                 # whole chunk lands in one contiguous run of it (128 MB slab read in (8, 512, 512) blosc
                 # chunks: 23-25 ms straight, 20.5 ms through the cache-hot scratch buffer)
                 a = self.codec.decode_chunk(
-                    ShardReader.slot_bytes(got[0], got[1]),
+                    ShardReader.slot_bytes(got.key, got.data),
                     chunk,
-                    got[0],
+                    got.key,
                     scratch=True,
-                    byte_range=slot_byte_range(got),
+                    byte_range=got.span,
                 )
                 a = a.view()
                 a.flags.writeable = False
@@ -256,7 +256,7 @@ class DatasetAccess:
         chunks: list[Chunk],
         versions: dict[str, Any] | None,
         into: tuple[np.ndarray, Geometry],
-    ) -> tuple[dict[Chunk, Any], list[Chunk]]:
+    ) -> tuple[Slots, list[Chunk]]:
         """The kernel's part of a region read on a store that hands its answers over as they arrive:
         the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next
         answer in. Returns the read's slots and the chunks left to the pure-Python path.
@@ -268,11 +268,11 @@ class DatasetAccess:
         where the answers are spread out, and decoding competes for the cores with the receiving (and
         here with the server) where they are not.
         """
-        raw: dict[Chunk, Any] = {}
+        raw: Slots = {}
         decoder = kernel.ReadInto(self.codec.native, *into)
         try:
             for part in self.reader.read_raw_as_ready(chunks, versions=versions, on_sent=decoder.touch):
-                if part is None:  # a shard changed: what was decoded is void, the read starts over
+                if part is RESTART:  # a shard changed: what was decoded is void, the read starts over
                     decoder.finish()
                     raw.clear()
                     continue

@@ -46,7 +46,7 @@ import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from ..codecs.compress import BloscCodec, ZstdCodec
 from ..errors import AltarrError
 from ..selection.regions import Geometry
 from .parallel import get_max_workers, pmap, spawn
+
+if TYPE_CHECKING:
+    from .shard_read import ChunkRange, ChunkSlot
 
 __all__ = ["TODO", "KernelPlan", "plan_for", "read_into", "ReadInto", "encode"]
 
@@ -174,7 +177,7 @@ def _nbytes_in_memory(data: Any) -> int | None:
 
 def read_into(
     plan: KernelPlan | None,
-    raw: Mapping[Any, Any],
+    raw: Mapping[Any, ChunkSlot | None],
     chunks: Sequence[Any],
     out: np.ndarray,
     geometry: Geometry,
@@ -278,7 +281,7 @@ class ReadInto:
             wait, self._touching = self._touching, None
             wait(skip_unstarted=True)
 
-    def add(self, raw: Mapping[Any, Any]) -> None:
+    def add(self, raw: Mapping[Any, ChunkSlot | None]) -> None:
         """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives). A part
         of one chunk of at most :data:`INLINE_DECODE_BYTES` is decoded here and now: handing it to a
         pool thread (a wake-up, then the two threads taking turns with the GIL) cost more than the
@@ -369,7 +372,7 @@ class _Job:
 
 def _job(
     plan: KernelPlan | None,
-    raw: Mapping[Any, Any],
+    raw: Mapping[Any, ChunkSlot | None],
     chunks: Sequence[Any],
     out: np.ndarray,
     geometry: Geometry,
@@ -391,13 +394,14 @@ def _job(
         got = raw[c]
         if got is None:
             continue
-        data = got[1]
+        data = got.data
         length = _nbytes_in_memory(data)
         if length is not None:
             rec = [len(sources), 0, length]
             sources.append(data)
             reader = None
         else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
+            data = cast("ChunkRange", data)
             reader = data.reader
             fd = reader.fd
             if fd is None or fd < 0:

@@ -21,8 +21,8 @@ Example:
     >>> ds.write_chunk((0, 1), np.full((2, 2), 7, "u1"))
     >>> reader = ds._access.reader
     >>> raw = reader.read_raw([(0, 1), (3, 3)])
-    >>> raw[(0, 1)][0], raw[(3, 3)]   # (key, bytes, byte range) or None
-    ('c/0/0', None)
+    >>> raw[(0, 1)].key, raw[(0, 1)].span, raw[(3, 3)]   # a ChunkSlot, or None: not stored
+    ('c/0/0', (0, 17), None)
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
@@ -45,7 +46,16 @@ from .parallel import pmap
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["READ_ATTEMPTS", "WHOLE_SHARD_FRACTION", "ChunkRange", "ShardReader", "slot_byte_range"]
+__all__ = [
+    "READ_ATTEMPTS",
+    "RESTART",
+    "WHOLE_SHARD_FRACTION",
+    "ChunkRange",
+    "ChunkSlot",
+    "ReadPart",
+    "ShardReader",
+    "Slots",
+]
 
 #: An absent entry's offset and length, as the Python int the index's ``tolist()`` gives: compared with a
 #: NumPy scalar instead, the two tests per child took half of :meth:`ShardReader._children`'s time
@@ -57,11 +67,6 @@ WHOLE_SHARD_FRACTION = 0.5
 #: How often a batched read is redone when another writer replaces a shard between reading its index
 #: and reading its chunks (detected through the stores' version tokens) before it gives up.
 READ_ATTEMPTS = 5
-
-
-def slot_byte_range(got: tuple[Any, ...]) -> tuple[int, int] | None:
-    """The ``(start, stop)`` of a :meth:`ShardReader.read_raw` slot's bytes in its object, if known."""
-    return got[2] if len(got) > 2 else None
 
 
 def _checked_range(key: str, chunk: Chunk, start: int, length: int, d: Any) -> memoryview:
@@ -85,6 +90,34 @@ class ChunkRange:
     start: int
     length: int
     reader: ObjectReader
+
+
+class ChunkSlot(NamedTuple):
+    """One stored chunk's encoded bytes as a read found them (:meth:`ShardReader.read_raw`)."""
+
+    #: the store key of the object that holds them (the chunk's own, or its outermost shard's)
+    key: str
+    #: the bytes: a view of the store's answer, or a :class:`ChunkRange` read later by
+    #: :meth:`ShardReader.slot_bytes` (with open readers)
+    data: bytes | memoryview | ChunkRange
+    #: ``(start, stop)`` of the bytes in that object, where the read knows it
+    span: tuple[int, int] | None = None
+
+
+#: The slots of a read: per requested chunk, its :class:`ChunkSlot`, or ``None`` where it is not stored.
+Slots: TypeAlias = dict[Chunk, ChunkSlot | None]
+
+
+class _Restart(Enum):
+    RESTART = "restart"
+
+
+#: A part of :meth:`ShardReader.read_raw_as_ready` saying that another writer replaced a shard during the
+#: read: every part before it is void and the read starts over.
+RESTART: Final = _Restart.RESTART
+
+#: One part of :meth:`ShardReader.read_raw_as_ready`: some chunks' slots, or :data:`RESTART`.
+ReadPart: TypeAlias = Mapping[Chunk, ChunkSlot | None] | Literal[_Restart.RESTART]
 
 
 @dataclass(eq=False)
@@ -139,9 +172,9 @@ def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> li
     return entries
 
 
-def _slots(nodes: list[_Node]) -> dict[Chunk, tuple[Any, ...]]:
+def _slots(nodes: list[_Node]) -> dict[Chunk, ChunkSlot]:
     """The :meth:`ShardReader.read_raw` slots of chunk nodes whose bytes are in memory."""
-    return {n.pos: (n.key, n.mem, _span(n)) for n in nodes}
+    return {n.pos: ChunkSlot(n.key, cast(memoryview, n.mem), _span(n)) for n in nodes}
 
 
 class ShardReader:
@@ -159,8 +192,8 @@ class ShardReader:
         *,
         readers: dict[str, Any] | None = None,
         versions: dict[str, Any] | None = None,
-    ) -> dict[Chunk, tuple[Any, ...] | None]:
-        """The encoded bytes of each chunk (with its store key), or ``None`` where it is not stored.
+    ) -> Slots:
+        """The encoded bytes of each chunk (a :class:`ChunkSlot`), or ``None`` where it is not stored.
 
         ``readers`` (a dict from :meth:`open_readers`, on stores that have ``open_reader``): each shard is
         opened once for the call and its version taken from the open file, which validates the cached
@@ -175,12 +208,13 @@ class ShardReader:
             keys = [self.layout.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, WHOLE) for k in keys])
             return {
-                c: (None if d is None else (k, d, (0, len(d))))
+                c: (None if d is None else ChunkSlot(k, d, (0, len(d))))
                 for c, k, d in zip(chunks, keys, datas, strict=True)
             }
-        result: dict[Chunk, tuple[Any, ...] | None] = dict.fromkeys(chunks)
+        result: Slots = dict.fromkeys(chunks)
         for part in self._attempts(chunks, readers, versions, as_ready=False):
-            result.update(part or {})  # one part: _read_sharded yields after every check when not as_ready
+            if part is not RESTART:  # one part: _read_sharded yields after every check when not as_ready
+                result.update(part)
         return result
 
     def read_raw_as_ready(
@@ -189,15 +223,15 @@ class ShardReader:
         *,
         versions: dict[str, Any] | None = None,
         on_sent: Callable[[], None] | None = None,
-    ) -> Iterator[Mapping[Chunk, tuple[Any, ...] | None] | None]:
+    ) -> Iterator[ReadPart]:
         """:meth:`read_raw` (without open readers) handed over in parts as the store's answers arrive, so
         that the caller decodes the chunks of one shard while the others are still on the way: each
         part maps some of ``chunks`` to their slots, and together the parts cover every chunk once. On
         stores that answer everything at once (:attr:`~altarr.stores.base.Store.answers_as_ready`
         false) and for unsharded arrays, one part.
 
-        A ``None`` part means another writer replaced a shard during the read: every part before it is
-        void (wait until nothing uses it any more), and the read starts over from the index round.
+        A :data:`RESTART` part means another writer replaced a shard during the read: every part before it
+        is void (wait until nothing uses it any more), and the read starts over from the index round.
         ``versions`` is filled once the iterator is exhausted. ``on_sent()`` is called each time a batch of
         requests whose answers come as ready has been handed to the store (not on the one-part paths):
         the caller's moment to use the wait."""
@@ -214,14 +248,14 @@ class ShardReader:
         *,
         as_ready: bool,
         on_sent: Callable[[], None] | None = None,
-    ) -> Iterator[Mapping[Chunk, tuple[Any, ...] | None] | None]:
+    ) -> Iterator[ReadPart]:
         """:meth:`_read_sharded`'s parts, then one of the chunks it found no bytes for (missing shards,
         empty entries); a shard replaced between its index read and its chunks' reads makes the read
-        start over (a ``None`` part first), at most :data:`READ_ATTEMPTS` times."""
+        start over (a :data:`RESTART` part first), at most :data:`READ_ATTEMPTS` times."""
         changed: set[str] = set()
         for attempt in range(READ_ATTEMPTS):
             if attempt:
-                yield None
+                yield RESTART
             try:
                 got: set[Chunk] = set()
                 parts = self._read_sharded(chunks, readers, seen=versions, as_ready=as_ready, on_sent=on_sent)
@@ -248,7 +282,7 @@ class ShardReader:
         seen: dict[str, Any] | None = None,
         as_ready: bool = False,
         on_sent: Callable[[], None] | None = None,
-    ) -> Iterator[dict[Chunk, tuple[Any, ...]]]:
+    ) -> Iterator[dict[Chunk, ChunkSlot]]:
         """The slots of the stored chunks, in parts: one at the end, or with ``as_ready`` one per store
         answer of the last two rounds (the chunks of a shard read whole as soon as it is in, those read
         by range as their answer comes)."""
@@ -288,7 +322,8 @@ class ShardReader:
                 seen[key] = tokens.get(key)
         if pending and readers is not None:  # each range read by its decode task, from the open file
             yield _slots(done) | {
-                n.pos: (n.key, ChunkRange(n.pos, n.start, n.size, readers[n.key]), _span(n)) for n in pending
+                n.pos: ChunkSlot(n.key, ChunkRange(n.pos, n.start, n.size, readers[n.key]), _span(n))
+                for n in pending
             }
             return
         if pending:
@@ -330,7 +365,7 @@ class ShardReader:
                     r.close()
 
     @staticmethod
-    def slot_bytes(key: str, data: Any) -> Any:
+    def slot_bytes(key: str, data: bytes | memoryview | ChunkRange) -> bytes | memoryview:
         """The bytes of a :meth:`read_raw` slot: a deferred :class:`ChunkRange` is read now (one ranged
         read from its open file, inline on the calling thread) into this thread's reusable input buffer,
         so the result is valid only until the thread reads again (decode it at once)."""

@@ -40,7 +40,7 @@ from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
 from .locks import store_exclusive
 from .parallel import pmap
-from .shard_read import ShardReader, slot_byte_range
+from .shard_read import ChunkSlot, ShardReader
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -182,7 +182,7 @@ class ShardWriter:
         return groups
 
     def _new_bytes(
-        self, chunk: Chunk, update: Any, old: tuple[str, Any] | None, out: np.ndarray | None = None
+        self, chunk: Chunk, update: Any, old: ChunkSlot | None, out: np.ndarray | None = None
     ) -> Any:
         if update is None:
             return None
@@ -190,14 +190,14 @@ class ShardWriter:
             if old is None:
                 base = np.full(self.layout.clipped(chunk), self.codec.fill_value, dtype=self.codec.dtype)
             else:
-                base = self.codec.decode_chunk(old[1], chunk, old[0], byte_range=slot_byte_range(old))
+                base = self.codec.decode_chunk(old.data, chunk, old.key, byte_range=old.span)
                 if not base.flags.writeable or base.base is not None:
                     base = base.copy()
             update = self.codec.coerce(chunk, update.fn(base))
         return self.codec.encode_chunk(update, chunk, out=out)
 
     def _encode_items(
-        self, items: list[tuple[Chunk, Any]], olds: list[tuple[str, Any] | None], arena: np.ndarray | None
+        self, items: list[tuple[Chunk, Any]], olds: list[ChunkSlot | None], arena: np.ndarray | None
     ) -> list[Any]:
         """The new bytes of each ``(chunk, update)`` (see :meth:`_new_bytes`) on the pool: whole arrays
         through the native kernel where it applies, everything else (and whatever it declines) here.
@@ -280,7 +280,8 @@ class ShardWriter:
             nonlocal used
             if not positions:
                 return
-            items, olds = [], []
+            items: list[tuple[Chunk, Any]] = []
+            olds: list[ChunkSlot | None] = []
             for pos in positions:
                 group, mem = groups[pos], old_objects.get(pos)
                 # old raw bytes of every updated chunk (zero-copy slices of the old shard)
@@ -288,7 +289,7 @@ class ShardWriter:
                     self.layout.split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
                 )
                 items += [(c, updates[c]) for c in group]
-                olds += [(keys[pos], found[c]) if c in found else None for c in group]
+                olds += [ChunkSlot(keys[pos], found[c]) if c in found else None for c in group]
             rows = None if arena is None else arena[used : used + len(items)]
             used += len(items)
             new.update(zip((c for c, _ in items), self._encode_items(items, olds, rows), strict=True))
