@@ -51,6 +51,34 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
     assert "altarr.codecs.crc32c -> altarr.dataset.grid" in run.stdout
 
 
+def test_a_cycle_hidden_in_a_function_breaks_the_contract(tmp_path: Path) -> None:
+    """formats/base.py imports formats/_common.py at load time; an import back, even inside a function
+    (where Python would not notice the cycle), must break the acyclic contract."""
+    copy = tmp_path / "src" / "altarr"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    victim = copy / "formats" / "_common.py"
+    victim.write_text(victim.read_text() + "\n\ndef _back():\n    from .base import Format  # noqa\n")
+    run = lint_imports(copy.parent)
+    assert run.returncode != 0
+    assert "No cycles are allowed in altarr.formats" in run.stdout, run.stdout
+
+
+def test_every_module_of_altarr_is_in_a_layer() -> None:
+    """Each top-level module and package of altarr is named in the first contract's layers (a new one
+    outside them could import anything)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    named = {m.strip() for layer in config["layers"] for m in layer.split("|")}
+    found = {
+        f"altarr.{p.stem}"
+        for p in SRC.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
+    assert found - named == set(), "add these to [tool.importlinter] layers in pyproject.toml"
+    assert "altarr.dataset" in found and "altarr.errors" in found  # the folder was read
+
+
 def _lazy_imports() -> tuple[dict[str, set[str]], list[str]]:
     """The lazy layer's module-level imports of its own modules, and every import of an altarr module
     made inside a function there (how an import cycle hides)."""

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UnsupportedError
 from ..formats import consolidated as cm
 from ..formats import get_format
-from ..formats._common import parse_json
-from ..formats.base import join_key
+from ..formats._common import join_key, parse_json
 from ..stores.ranges import WHOLE
 from .locks import run_exclusive
 

@@ -25,7 +25,8 @@ from ..errors import (
     ReadOnlyError,
 )
 from ..formats import detect_format, get_format, open_node
-from ..formats.base import Format, Node, join_key
+from ..formats._common import join_key
+from ..formats.base import Format, Node
 from .arguments import new_array_arguments
 from .consolidated import refresh_consolidated
 from .dataset import Attributes, Dataset

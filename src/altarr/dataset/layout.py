@@ -30,8 +30,8 @@ import numpy as np
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, GridError, UnsupportedError
-from ..formats._common import check_spec_limits
-from ..formats.base import DatasetSpec, join_key
+from ..formats._common import check_spec_limits, join_key
+from ..formats.base import DatasetSpec
 from .grid import NestedGrid
 
 __all__ = ["Chunk", "ShardLayout"]

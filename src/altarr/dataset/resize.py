@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..formats.base import join_key
+from ..formats._common import join_key
 from .consolidated import refresh_consolidated
 from .grid import NestedGrid
 from .locks import run_exclusive, store_exclusive

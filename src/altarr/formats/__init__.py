@@ -16,7 +16,8 @@ Example:
 from __future__ import annotations
 
 from . import n5, zarr2, zarr3  # noqa: F401  (each registers its format)
-from .base import DatasetSpec, Format, Node, Probe, join_key
+from ._common import join_key
+from .base import DatasetSpec, Format, Node, Probe
 from .registry import (
     FORMATS,
     detect_format,

@@ -21,7 +21,6 @@ import numpy as np
 
 from ..errors import GridError, MetadataError
 from ..stores.ranges import WHOLE
-from .base import join_key
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -52,6 +51,11 @@ MAX_RANK = 64  # NumPy's limit on dimensions
 MAX_ELEMENTS = 2**62  # elements of an array, and of its grid (keeps every index product in int64)
 MAX_CHUNK_BYTES = 2**34  # 16 GiB decoded per chunk: one chunk is decoded into memory at a time
 MAX_CHUNKS_PER_SHARD = 2**24  # a 256 MiB index
+
+
+def join_key(prefix: str, key: str) -> str:
+    """Join a node prefix and a relative key with ``/`` (an empty prefix is the store root)."""
+    return f"{prefix}/{key}" if prefix else key
 
 
 def _json_depth(doc: Any) -> int:

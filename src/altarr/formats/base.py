@@ -21,17 +21,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MetadataError, UnsupportedError
+from ._common import join_key, parse_json
 
 if TYPE_CHECKING:  # formats may not import the store layer at run time (layering)
     from ..codecs.chain import CodecChain
     from ..stores.base import Store
 
 __all__ = ["DatasetSpec", "Format", "NewArray", "Node", "Probe", "join_key"]
-
-
-def join_key(prefix: str, key: str) -> str:
-    """Join a node prefix and a relative key with ``/`` (an empty prefix is the store root)."""
-    return f"{prefix}/{key}" if prefix else key
 
 
 @dataclass(frozen=True)
@@ -111,8 +107,6 @@ class Probe:
 
     def doc(self, name: str) -> Any:
         """The parsed JSON document ``name`` (``None`` when absent); ``MetadataError`` names its key."""
-        from ._common import parse_json
-
         data = self.raw.get(name)
         return None if data is None else parse_json(data, self.key(name))
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..stores.ranges import WHOLE
-from ._common import dump_json, parse_json
-from .base import join_key
+from ._common import dump_json, join_key, parse_json
 
 if TYPE_CHECKING:
     from ..stores.base import Store

@@ -58,10 +58,11 @@ from ._common import (
     check_shape,
     dump_json,
     fetch_documents,
+    join_key,
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, new_shape
 from .registry import register_format
 
 if TYPE_CHECKING:

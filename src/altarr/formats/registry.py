@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AltarrError, MetadataError, NodeNotFoundError
 from ..stores.ranges import WHOLE
-from .base import Format, Node, Probe, join_key
+from ._common import join_key
+from .base import Format, Node, Probe
 
 if TYPE_CHECKING:
     from ..stores.base import Store

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
-from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, parse_json
-from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
+from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, join_key, parse_json
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, new_shape
 from .registry import register_format
 
 if TYPE_CHECKING:

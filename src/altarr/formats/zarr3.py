@@ -33,11 +33,12 @@ from ._common import (
     check_shape,
     dump_json,
     fetch_documents,
+    join_key,
     nest_in_shards,
     normalize_levels,
     parse_json,
 )
-from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, join_key, new_shape
+from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, new_shape
 from .registry import register_format
 from .zarr3_types import data_type_name, decode_fill_value, dtype_from_data_type, encode_fill_value
 
