@@ -31,17 +31,21 @@ from hypothesis import strategies as st
 
 import altarr as aa
 from _lazy_support import lazy
-from _numpy_differential import (
+from _numpy_calls import (
     CONVERSIONS,
-    FORMATS,
     ORDER_FREE,
+    chain_step,
+    compare_call,
+    comparison_calls,
+    reduce_call,
+    reduction_calls,
+)
+from _numpy_differential import (
+    FORMATS,
     Raised,
     _same_bits,
     arrays,
     assert_same,
-    chain_step,
-    compare_call,
-    comparison_calls,
     forget_memory_urls,
     fuzz_seed,
     index_keys,
@@ -51,8 +55,6 @@ from _numpy_differential import (
     numpy_read,
     numpy_write,
     orthogonal_keys,
-    reduce_call,
-    reduction_calls,
     run,
     subject_read,
     subject_write,
