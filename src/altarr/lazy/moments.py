@@ -21,7 +21,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import UnsupportedError
-from .streaming import axes, count_of, finish, numpy_empty_call, stream, ufunc_axes, warn_caller, where_mask
+from .streaming import (
+    axes,
+    count_of,
+    finish,
+    numpy_empty_call,
+    stream,
+    ufunc_axes,
+    warn_caller,
+    where_and_axes,
+    where_mask,
+)
 
 __all__ = ["mean", "var"]
 
@@ -51,16 +61,19 @@ def _prepare(
     x: Any, axis: Any, dtype: Any, where: Any, nan: bool, numpy_fn: Any, probe: int
 ) -> tuple[Any, tuple[int, ...], np.dtype]:
     """``(where mask, reduced axes, result dtype)``, with NumPy's errors in NumPy's order: its ``nan*``
-    moments of inexact values refuse a ``dtype`` before they look at ``where`` and the axes, ``mean`` and
-    ``var`` check the axes first. The result dtype is NumPy's own on ``probe`` ones."""
-    dtype_first = nan and x.dtype.kind in "fc"
-    if dtype_first:
+    moments of inexact values refuse a ``dtype``, then go on as ufunc reductions
+    (:func:`~altarr.lazy.streaming.where_and_axes`); ``mean`` and ``var`` count the elements first
+    (``where`` broadcast, then the axes checked) and hold ``where`` to the boolean cast after. The result
+    dtype is NumPy's own on ``probe`` ones."""
+    if nan and x.dtype.kind in "fc":
         res_dtype = numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
+        mask, red = where_and_axes(x, where, axis)
+        return mask, red, res_dtype
+    if where is not True:  # the count's broadcast of the mask: NumPy's ValueError before the axes
+        np.broadcast_to(np.empty(np.shape(where), dtype=[]), x.shape)
+    red = _moment_axes(x, axis, nan, where)
     mask = where_mask(x, where)
-    red = _moment_axes(x, axis, nan, mask)
-    if not dtype_first:
-        res_dtype = numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
-    return mask, red, res_dtype
+    return mask, red, numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
 
 
 def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *, nan: bool) -> Any:

@@ -38,7 +38,7 @@ from .streaming import (
     stream,
     ufunc_axes,
     warn_caller,
-    where_mask,
+    where_and_axes,
 )
 
 __all__ = [
@@ -98,8 +98,7 @@ def ufunc_reduce(
 
     ``x.sum()``, ``x.prod()``, ``x.min()``, ``x.max()`` and ``np.add.reduce(x, axis=...)`` all land here.
     """
-    where = where_mask(x, where)
-    red = ufunc_axes(x, axis)
+    where, red = where_and_axes(x, where, axis)
     if x.size == 0 or any(x.shape[d] == 0 for d in red):
         kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
         if dtype is not None:
@@ -147,8 +146,7 @@ def ufunc_reduce(
 
 def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any) -> Any:
     """Streamed ``any``/``all`` with early exit (and NumPy's ``where=``)."""
-    where = where_mask(x, where)
-    red = ufunc_axes(x, axis)
+    where, red = where_and_axes(x, where, axis)
     fn = np.any if which == "any" else np.all
     if x.size == 0:
         kw = {} if where is True else {"where": numpy_where(where)}

@@ -44,6 +44,7 @@ __all__ = [
     "stream",
     "ufunc_axes",
     "warn_caller",
+    "where_and_axes",
     "where_mask",
 ]
 
@@ -141,15 +142,44 @@ def part_reader(x: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, .
 def where_mask(x: Any, where: Any) -> Any:
     """``where=`` of a reduction, checked as NumPy checks it: ``True``, or a boolean array (NumPy or
     lazy; a lazy one of another shape is materialized under the guard) that broadcasts to ``x.shape``."""
+    return _where_broadcast(x, _where_values(where))
+
+
+def where_and_axes(x: Any, where: Any, axis: Any) -> tuple[Any, tuple[int, ...]]:
+    """``(where mask, reduced axes)`` of a ufunc reduction (:func:`where_mask`, :func:`ufunc_axes`), with
+    NumPy's errors in its order: a ``where`` array that is not boolean (``TypeError``), then the axes
+    (``AxisError``), then a ``where`` that does not broadcast to ``x`` (``ValueError``).
+
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr((), (), lambda c: [np.zeros(())] * len(c))
+    >>> where_and_axes(x, [True, False], 1)
+    Traceback (most recent call last):
+    ...
+    numpy.exceptions.AxisError: axis 1 is out of bounds for array of dimension 0
+    """
+    values = _where_values(where)
+    red = ufunc_axes(x, axis)
+    return _where_broadcast(x, values), red
+
+
+def _where_values(where: Any) -> Any:
+    """``where`` converted as NumPy converts it: ``True``, anything but an array by value (a list of 0/1,
+    a 0.5, a NumPy scalar, ``None``), an array (NumPy or lazy) held to the ``'safe'`` cast to bool."""
     if where is True:
         return True
     if not (_lazy(where) or isinstance(where, np.ndarray)):
-        # NumPy converts anything but an array by value (a list of 0/1, a 0.5, a NumPy scalar, None)
-        return np.broadcast_to(np.asarray(where, dtype=np.bool_), x.shape)
-    if where.dtype != np.bool_:  # an array, NumPy or lazy, is held to the 'safe' cast: only bool passes
+        return np.asarray(where, dtype=np.bool_)
+    if where.dtype != np.bool_:
         raise TypeError(
             f"Cannot cast array data from {where.dtype!r} to dtype('bool') according to the rule 'safe'"
         )
+    return where
+
+
+def _where_broadcast(x: Any, where: Any) -> Any:
+    """A converted ``where`` (:func:`_where_values`) broadcast to ``x.shape``."""
+    if where is True:
+        return True
     if _lazy(where):
         if where.shape == x.shape:
             return where
