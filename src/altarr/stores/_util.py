@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from ..errors import StoreError
 from .coalesce import DEFAULT_COALESCE_GAP
 
-__all__ = ["NETWORK_COALESCE_GAP", "as_byte_view", "as_bytes", "byte_length", "coalesce_gap_for"]
+__all__ = [
+    "NETWORK_COALESCE_GAP",
+    "as_byte_view",
+    "as_bytes",
+    "byte_length",
+    "client_failure",
+    "coalesce_gap_for",
+]
 
 #: Ranges of one object at most this far apart are read in one request from a store behind a network
 #: (S3, GCS, Azure, HTTP): a request costs a round trip and a server's per-request work, a MiB more in a
@@ -67,3 +75,19 @@ def byte_length(value: object) -> int:
     if isinstance(value, list | tuple):
         return sum(memoryview(v).nbytes for v in value)
     return memoryview(value).nbytes  # type: ignore[arg-type]  # any object, as in as_byte_view
+
+
+def client_failure(
+    what: str,
+    key: str | None,
+    e: BaseException,
+    byte_range: tuple[int | None, int | None] | None = None,
+) -> StoreError:
+    """The :class:`~altarr.errors.StoreError` of a client's failure (obstore's, a file system's): what
+    failed, the exception's type and the start of its text (obstore's can run to pages), the key and
+    byte range. The caller raises it ``from e``.
+
+    >>> client_failure("read", "c/0", TimeoutError("slow"), (0, 10)).message
+    'read failed: TimeoutError: slow'
+    """
+    return StoreError(f"{what} failed: {type(e).__name__}: {str(e)[:500]}", key=key, byte_range=byte_range)

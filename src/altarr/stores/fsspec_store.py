@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 from fsspec.core import url_to_fs
 
-from ..errors import InvalidKeyError, StoreError
-from ._util import as_bytes, coalesce_gap_for
+from ..errors import InvalidKeyError
+from ._util import as_bytes, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
@@ -230,15 +230,6 @@ class FsspecStore(Store):
             return path[len(self._root_sep) :] if path.startswith(self._root_sep) else None
         return path.lstrip("/")
 
-    def _fail(
-        self,
-        what: str,
-        key: str | None,
-        e: BaseException,
-        byte_range: tuple[int | None, int | None] | None = None,
-    ) -> StoreError:
-        return StoreError(f"{what} failed: {type(e).__name__}: {e}", key=key, byte_range=byte_range)
-
     # --- concurrency helper ---------------------------------------------------------------------------
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
         """Run ``(async_fn, args)`` calls concurrently on the file system's loop (exceptions returned);
@@ -336,7 +327,7 @@ class FsspecStore(Store):
         try:
             out = self.fs.cat_ranges(paths, starts, ends, on_error="return", **self._read_options)
         except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
-            raise self._fail("batched read", merged[todo[0]][0], e) from e
+            raise client_failure("batched read", merged[todo[0]][0], e) from e
         self.stats.add(rounds=1)
         failed = []
         for m, start, end, r in zip(todo, starts, ends, out, strict=True):
@@ -361,7 +352,7 @@ class FsspecStore(Store):
             size = None if isinstance(info, BaseException) else self._size_from_info(info, key)
             off, end = (0, 1) if size is None else req.bounds(size)
             if end > off:
-                raise self._fail("read", key, err, legacy_bounds(req)) from err
+                raise client_failure("read", key, err, legacy_bounds(req)) from err
             results[m] = b""
 
     def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
@@ -388,7 +379,7 @@ class FsspecStore(Store):
         if isinstance(info, BaseException):
             if isinstance(info, FileNotFoundError):
                 return None
-            raise self._fail("size query", key, info) from info
+            raise client_failure("size query", key, info) from info
         if info.get("type", "file") != "file":
             return None
         return int(info["size"])
@@ -441,7 +432,7 @@ class FsspecStore(Store):
         self.stats.add(writes=len(ok), bytes_written=sum(len(data[i]) for i in ok))
         for k, r in zip(keys, out, strict=True):
             if isinstance(r, BaseException):
-                raise self._fail("write", k, r) from r
+                raise client_failure("write", k, r) from r
 
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
@@ -496,7 +487,7 @@ class FsspecStore(Store):
             if isinstance(r, FileNotFoundError):
                 existed[i] = False
             elif isinstance(r, BaseException):
-                raise self._fail("delete", keys[i], r) from r
+                raise client_failure("delete", keys[i], r) from r
         return existed
 
     def delete_prefix(self, prefix: str) -> int:
@@ -513,7 +504,7 @@ class FsspecStore(Store):
         except FileNotFoundError:  # a concurrent delete: fall back to one by one
             return sum(self.delete_many(keys))
         except Exception as e:
-            raise self._fail("bulk delete", prefix or None, e) from e
+            raise client_failure("bulk delete", prefix or None, e) from e
         self.stats.add(deletes=len(keys))
         return len(keys)
 
@@ -528,7 +519,7 @@ class FsspecStore(Store):
         except FileNotFoundError:
             paths = []
         except Exception as e:
-            raise self._fail("listing", prefix or None, e) from e
+            raise client_failure("listing", prefix or None, e) from e
         pre = prefix + "/" if prefix else ""
         keys = []
         for p in paths:
@@ -557,7 +548,7 @@ class FsspecStore(Store):
         except (FileNotFoundError, NotADirectoryError):
             return [], []
         except Exception as e:
-            raise self._fail("listing", prefix or None, e) from e
+            raise client_failure("listing", prefix or None, e) from e
         pre = prefix + "/" if prefix else ""
         keys: list[str] = []
         dirs: list[str] = []

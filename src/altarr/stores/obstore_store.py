@@ -59,8 +59,8 @@ from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import InvalidKeyError, StoreError, WriteConflictError
-from ._util import as_bytes, byte_length, coalesce_gap_for
+from ..errors import InvalidKeyError, WriteConflictError
+from ._util import as_bytes, byte_length, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .obstore_client import (
@@ -182,17 +182,6 @@ class ObstoreStore(Store):
         """A read-only store over the same URL."""
         return _rebuild(self.url, True, self._kwargs())
 
-    def _fail(
-        self,
-        what: str,
-        key: str | None,
-        e: BaseException,
-        byte_range: tuple[int | None, int | None] | None = None,
-    ) -> StoreError:
-        return StoreError(
-            f"{what} failed: {type(e).__name__}: {str(e)[:500]}", key=key, byte_range=byte_range
-        )
-
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
         """Run blocking ``(fn, args)`` calls concurrently on :func:`request_threads` (at most
         ``concurrency`` at once; one call runs on the calling thread); exceptions are returned in place
@@ -275,7 +264,7 @@ class ObstoreStore(Store):
         if isinstance(r, FileNotFoundError):
             return None, None, None
         if isinstance(r, BaseException):
-            raise self._fail("read", key, r, legacy_bounds(req)) from r
+            raise client_failure("read", key, r, legacy_bounds(req)) from r
         return r[0], version_of(r[1]), size_of(r[1])
 
     def get_ranges_as_ready(
@@ -322,7 +311,7 @@ class ObstoreStore(Store):
         out = self._gather([(self._obs.head, (self._store, k)) for k in keys])
         for k, r in zip(keys, out, strict=True):
             if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
-                raise self._fail("size query", k, r) from r
+                raise client_failure("size query", k, r) from r
         if record and self._watched():
             self._record(keys, [(None, r) for r in out])
         return [None if isinstance(r, BaseException) else r for r in out]
@@ -378,7 +367,7 @@ class ObstoreStore(Store):
         conflicts = [keys[i] for i, r in enumerate(out) if conditions[i] is not None and is_conflict(r)]
         for k, r in zip(keys, out, strict=True):
             if isinstance(r, BaseException) and k not in conflicts:
-                raise self._fail("write", k, r) from r
+                raise client_failure("write", k, r) from r
         if conflicts:
             raise WriteConflictError("another writer changed the object since it was read", keys=conflicts)
 
@@ -471,7 +460,7 @@ class ObstoreStore(Store):
             self.stats.add(deletes=len(todo), rounds=1)
             for k, r in zip(todo, out, strict=True):
                 if isinstance(r, BaseException) and not isinstance(r, FileNotFoundError):
-                    raise self._fail("delete", k, r) from r
+                    raise client_failure("delete", k, r) from r
         for k in todo:
             if k in recorded:
                 recorded[k] = ABSENT
@@ -487,7 +476,7 @@ class ObstoreStore(Store):
             try:
                 self._obs.delete(self._store, keys)
             except Exception as e:
-                raise self._fail("bulk delete", prefix or None, e) from e
+                raise client_failure("bulk delete", prefix or None, e) from e
             self.stats.add(deletes=len(keys), rounds=1)
         return len(keys)
 
@@ -502,7 +491,7 @@ class ObstoreStore(Store):
         except FileNotFoundError:
             keys = []
         except Exception as e:
-            raise self._fail("listing", prefix or None, e) from e
+            raise client_failure("listing", prefix or None, e) from e
         return iter(sorted(k for k in keys if k.startswith(pre) and k != prefix))
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
@@ -514,7 +503,7 @@ class ObstoreStore(Store):
         except FileNotFoundError:
             return [], []
         except Exception as e:
-            raise self._fail("listing", prefix or None, e) from e
+            raise client_failure("listing", prefix or None, e) from e
         keys = [m["path"][len(pre) :] for m in got["objects"] if m["path"].startswith(pre)]
         dirs = [p[len(pre) :].rstrip("/") for p in got["common_prefixes"] if p.startswith(pre)]
         return sorted({k for k in keys if k and "/" not in k}), sorted({d for d in dirs if d})
