@@ -64,8 +64,9 @@ _PUBLIC = {
     "store": "altarr.integrations.dask",
     # errors module
     "errors": "altarr.errors",
-    # integrity check (a callable module: altarr.verify(path), altarr.verify.VerifyReport)
-    "verify": "altarr.verify",
+    # integrity check
+    "verify": "altarr.verifying",
+    "VerifyReport": "altarr.verifying",
     # whether the native kernel is active, and if not, why
     "native_status": "altarr.native",
 }
@@ -80,7 +81,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'altarr' has no attribute {name!r}")
     mod = importlib.import_module(module)
-    value = mod if name in ("errors", "verify") else getattr(mod, name)
+    value = mod if name == "errors" else getattr(mod, name)
     globals()[name] = value
     return value
 

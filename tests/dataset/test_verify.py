@@ -178,9 +178,9 @@ def test_memory_store_and_module_interface():
     ds = aa.create_dataset("memory://verify-mem", shape=(5,), dtype="i8", chunks=(2,), shards=(4,))
     ds[...] = np.arange(5)
     report = aa.verify("memory://verify-mem")
-    assert isinstance(report, aa.verify.VerifyReport)
+    assert isinstance(report, aa.VerifyReport)
     assert report.ok and report.checked["chunks"] == 3
-    from altarr.verify import verify
+    from altarr.verifying import verify
 
     assert verify("memory://verify-mem").checked == report.checked
 
@@ -225,7 +225,7 @@ def test_an_unexpected_error_in_one_shard_names_it_and_the_others_are_checked(tm
     p = str(tmp_path / "n")
     ds = aa.create_dataset(p, shape=(40, 48), dtype="f4", chunks=(4, 4), shards=[(8, 8), (16, 24)])
     ds[...] = 1
-    import altarr.verify as verify_module
+    import altarr.verifying as verify_module
 
     real = verify_module._Walker.shard
 
@@ -274,7 +274,7 @@ def _one_chunk(fmt, compressor, kw):
 
 def _flips(ds, key, stored, values):
     """Every single-byte flip of the stored chunk: (decoded the same or failed, decoded wrong)."""
-    from altarr.verify import chunk_checksum
+    from altarr.verifying import chunk_checksum
 
     wrong = 0
     for i in range(len(stored)):

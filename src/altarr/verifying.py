@@ -1,4 +1,5 @@
-"""``altarr.verify``: check a stored dataset or group end to end and report every problem found.
+"""``altarr.verify`` (defined here, in ``altarr.verifying``): check a stored dataset or group end to end
+and report every problem found.
 
 :func:`verify` walks every node under a path (N5, Zarr v2 and Zarr v3, any mix), and for each one
 
@@ -33,8 +34,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -554,16 +553,3 @@ def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: b
             report.removed.extend(store.remove_temporary([k]))
         except (AltarrError, OSError) as e:
             report.add(k, "read", f"cannot remove the temporary file: {e}")
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable: ``altarr.verify(path)`` runs :func:`verify` while ``altarr.verify.VerifyReport``
-    and ``from altarr.verify import verify`` keep working."""
-
-    def __call__(
-        self, path_or_url: str | Store, *, repair: bool = False, **storage_options: Any
-    ) -> VerifyReport:
-        return verify(path_or_url, repair=repair, **storage_options)
-
-
-sys.modules[__name__].__class__ = _CallableModule
