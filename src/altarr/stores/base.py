@@ -261,7 +261,7 @@ class Store(ABC):
         if self._whole_views:
             views = [None if r is None else memoryview(r) for r in fetched.data]
             out: list[Any] = [
-                None if views[m] is None else (views[m] if ident else views[m][lo:hi])  # type: ignore[index]
+                None if (v := views[m]) is None else (v if ident else v[lo:hi])
                 for m, lo, hi, ident in plan.parts
             ]
         else:

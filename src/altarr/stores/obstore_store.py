@@ -194,13 +194,12 @@ class ObstoreStore(Store):
     # --- reads ----------------------------------------------------------------------------------------
     @staticmethod
     def _options(req: ByteRequest) -> dict[str, Any]:
-        t = type(req)
-        if t is Range:
-            return {"range": (req.start, req.stop)}  # type: ignore[union-attr]
-        if t is Suffix:
-            return {"range": {"suffix": req.length}}  # type: ignore[union-attr]
-        if t is Offset:
-            return {"range": {"offset": req.start}}  # type: ignore[union-attr]
+        if type(req) is Range:
+            return {"range": (req.start, req.stop)}
+        if type(req) is Suffix:
+            return {"range": {"suffix": req.length}}
+        if type(req) is Offset:
+            return {"range": {"offset": req.start}}
         return {}
 
     @staticmethod
