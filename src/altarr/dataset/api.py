@@ -14,13 +14,14 @@ from __future__ import annotations
 from itertools import product
 from typing import Any
 
-from ..errors import MetadataError
+from ..errors import MetadataError, NodeNotFoundError
 from ..formats import get_format, open_node, registered_formats
 from ..stores import store_from_url
 from ..stores.base import Store
 from .consolidated import refresh_consolidated
 from .dataset import Dataset
 from .group import Group, clear_node, new_dataset
+from .n5_container import n5_container_above
 
 __all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset", "create_like"]
 
@@ -187,7 +188,14 @@ def open_group(
     # one round: the candidates and the documents holding consolidated metadata (Zarr v2's .zmetadata;
     # Zarr v3 consolidates inside zarr.json)
     extra = tuple(dict.fromkeys(k for f in registered_formats() for k in f.consolidated_probe_keys()))
-    node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
+    try:
+        node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
+    except NodeNotFoundError:  # perhaps a group of an N5 container without attributes.json
+        above = n5_container_above(path_or_url, path, mode, storage_options)
+        if above is None:
+            raise
+        store, prefix = above
+        node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
     if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
     found = node.format.consolidated_children(node.raw or {}, prefix)

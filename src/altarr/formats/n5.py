@@ -374,7 +374,8 @@ class N5Format(Format):
     def detect(self, probe: Probe, parse: bool) -> Node | None:
         """An N5 array or group from ``attributes.json`` (the root's checked for the version); a
         directory below an N5 root without ``attributes.json`` is a group when it holds anything (one
-        listing)."""
+        listing), or when it is an empty directory its parent lists (z5py and Java create a group
+        without attributes as one; a second listing)."""
         node = probe.doc(ATTRIBUTES_KEY)
         root = probe.root_doc(ATTRIBUTES_KEY)
         if node is not None:
@@ -386,7 +387,8 @@ class N5Format(Format):
         if probe.prefix and root is not None and VERSION_KEY in root:
             self.kind_of(None, root, probe.prefix)  # version check
             keys, folders = probe.store.list_dir(probe.prefix)
-            if keys or folders:
+            parent, _, name = probe.prefix.rpartition("/")
+            if keys or folders or name in probe.store.list_dir(parent)[1]:
                 return Node(self, "group")  # N5: every directory is a group, attributes.json is optional
         return None
 
