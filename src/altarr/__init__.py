@@ -44,7 +44,8 @@ _PUBLIC = {
     "create_dataset": "altarr.dataset",
     "open_group": "altarr.dataset",
     "create_group": "altarr.dataset",
-    "copy_dataset": "altarr.dataset",
+    "copy_dataset": "altarr.copying",
+    "copy_group": "altarr.copying",
     "consolidate_metadata": "altarr.dataset.consolidated",
     # stores
     "store_from_url": "altarr.stores",

@@ -36,11 +36,13 @@ from typing import Any
 import numpy as np
 
 from .dataset.consolidated import is_consolidated
-from .errors import AltarrError, ExistsError, MetadataError, UnknownCodecError
+from .errors import ExistsError, MetadataError
 from .formats import consolidated as cm
 from .formats import get_format, registered_formats
 
 __all__ = [
+    "check_copy",
+    "check_resume",
     "parse_codec",
     "parse_shape",
     "copy_units",
@@ -102,39 +104,26 @@ def parse_shape(text: str, ndim: int, what: str) -> tuple[int, ...]:
     return shape
 
 
-def parse_codec(text: str | None, fmt: str, dtype: Any) -> Any:
-    """A command-line codec (``zstd:3``, ``blosc:lz4:5``, ``gzip:6``, a bare name for its default level,
-    or ``none``) as the compressor argument of :func:`altarr.create_dataset` for format ``fmt``.
+def parse_codec(text: Any, fmt: str, dtype: Any, *, argument: str = "--codec") -> Any:
+    """A codec in any form of the codec vocabulary (:mod:`altarr.codecs.vocabulary`: ``"zstd:3"``,
+    ``"blosc:lz4:5"``, ``"gzip:6"``, a bare name for the format's default level, ``"none"``, a dict or a
+    codec object) as the compressor argument of :func:`altarr.create_dataset` for format ``fmt``; ``None``
+    is the format's default (zstd for Zarr, gzip for N5). A bad one raises before anything is written,
+    its message starting with ``argument``.
 
     >>> parse_codec("zstd:5", "zarr2", "u2")
     {'id': 'zstd', 'level': 5}
-    >>> parse_codec("blosc:zstd:7", "zarr3", "u2")["configuration"].get("cname")
-    'zstd'
+    >>> parse_codec(None, "n5", "u2")
+    {'type': 'gzip', 'useZlib': False}
+    >>> parse_codec("lz5", "zarr3", "u2")
+    Traceback (most recent call last):
+    altarr.errors.UnknownCodecError: --codec 'lz5': unknown codec 'lz5'; use NAME[:LEVEL] (zstd, gzip, zlib, bz2, lzma, lz4), blosc[:CNAME][:LEVEL] or none [codec='lz5']
     """
-    if text is None:
-        return "zstd"
-    parts = text.lower().split(":")
-    name, args = parts[0], parts[1:]
-    if name in ("none", "raw") and not args:
-        return None
-    usage = "use zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME[:LEVEL]] or none"
-    if name not in ("zstd", "gzip", "blosc"):
-        raise UnknownCodecError(f"unknown codec {text!r}: {usage}", codec=text)
-    cname = "lz4"
-    if name == "blosc" and args and not args[0].lstrip("-").isdigit():
-        cname, args = args[0], args[1:]
-        if cname not in ("lz4", "lz4hc", "zstd", "zlib", "blosclz", "snappy"):
-            raise UnknownCodecError(f"unknown blosc compressor {cname!r} in {text!r}: {usage}", codec=text)
-    if len(args) > 1 or (args and not args[0].lstrip("-").isdigit()):
-        raise UnknownCodecError(f"bad codec {text!r}: {usage}", codec=text)
-    default = {"zstd": 3, "gzip": 5, "blosc": 5}[name]
-    level = int(args[0]) if args else default
-    limits = {"zstd": (-7, 22), "gzip": (0, 9), "blosc": (0, 9)}[name]
-    if not limits[0] <= level <= limits[1]:
-        raise UnknownCodecError(
-            f"{name} level {level} in {text!r} is outside {limits[0]}..{limits[1]}", codec=text
-        )
-    return get_format(fmt).compressor_json(name, level, cname, np.dtype(dtype))
+    from .codecs.vocabulary import compressor_argument
+
+    default = get_format(fmt).default_compressor
+    value = "auto" if text is None else text
+    return compressor_argument(value, fmt, np.dtype(dtype), argument=argument, default=default)
 
 
 def _unit_shape(dst: Any) -> tuple[int, ...]:
@@ -190,56 +179,128 @@ def _journal_key(dst: Any) -> str:
     return f"{dst.path}/{JOURNAL}" if dst.path else JOURNAL
 
 
-def read_journal(dst: Any) -> set[int] | None:
-    """The units a copy into ``dst`` has written (its journal), or ``None`` when there is no journal (the
-    copy completed, or none started)."""
+def _journal_doc(dst: Any) -> dict[str, Any] | None:
     raw = dst.store.get(_journal_key(dst))
     if raw is None:
         return None
     try:
         doc = json.loads(raw)
-        return {int(i) for i in doc["done"]}
+        doc["done"] = {int(i) for i in doc["done"]}
+        return dict(doc)
     except (ValueError, KeyError, TypeError):
         raise MetadataError("unreadable copy journal", key=_journal_key(dst)) from None
 
 
-def _write_journal(dst: Any, done: set[int], total: int) -> None:
-    doc = {"altarr_copy": 1, "units": total, "done": sorted(done)}
+def read_journal(dst: Any) -> set[int] | None:
+    """The units a copy into ``dst`` has written (its journal), or ``None`` when there is no journal (the
+    copy completed, or none started)."""
+    doc = _journal_doc(dst)
+    return None if doc is None else doc["done"]
+
+
+def _write_journal(dst: Any, done: set[int], total: int, options: Mapping[str, Any]) -> None:
+    doc = {"altarr_copy": 1, "units": total, "done": sorted(done), **options}
     dst.store.set(_journal_key(dst), json.dumps(doc).encode())
 
 
+#: The names of the copy's arguments in messages: Python's here, the command line's in ``altarr copy``.
+PYTHON_NAMES = {n: f"{n}=" for n in ("format", "chunks", "shards", "compressor", "checksum")}
+
+
+def _said(names: Mapping[str, str], name: str, value: Any) -> str:
+    """``chunks=(64, 64)`` in Python, ``--chunks 64,64`` on the command line."""
+    shown = names.get(name, f"{name}=")
+    if shown.endswith("="):
+        return f"{shown}{value!r}"
+    if isinstance(value, tuple | list) and all(isinstance(v, int) for v in value):
+        value = ",".join(map(str, value))
+    return f"{shown} {value}"
+
+
 def destination_layout(
-    src: Any, fmt: str, chunks: tuple[int, ...] | None, shards: Any
+    src: Any,
+    fmt: str,
+    chunks: tuple[int, ...] | None,
+    shards: Any,
+    names: Mapping[str, str] = PYTHON_NAMES,
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None, list[str]]:
     """Chunks and shards of a copy of ``src`` into format ``fmt``: ``shards="same"`` keeps the source's
-    (dropped, with a note, when ``fmt`` cannot hold shards or they do not fit the new chunks)."""
+    (dropped, with a note, when ``fmt`` cannot hold shards or they do not fit the new chunks, and when a
+    copy converts into N5: plain N5 is what every N5 reader opens). A bad shape is refused naming the
+    argument as ``names`` spells it."""
     notes: list[str] = []
     chunks = tuple(chunks) if chunks is not None else tuple(src.chunks)
+    if len(chunks) != src.ndim or any(not isinstance(c, int | np.integer) or c < 1 for c in chunks):
+        raise MetadataError(f"{_said(names, 'chunks', chunks)}: give {src.ndim} positive lengths")
     if shards == "same":
         shards = src.shards
         if shards is not None and not FORMATS[fmt]:
             notes.append(f"{fmt} cannot hold shards: shards {shards} dropped, chunks {chunks} kept")
             shards = None
+        elif shards is not None and fmt == "n5" and src.format != "n5":
+            notes.append(
+                f"plain N5 written (sharded N5 opens in altarr and Java N5 4.x only): shards {shards} "
+                f"dropped, chunks {chunks} kept; give {names.get('shards', 'shards=')} to keep them"
+            )
+            shards = None
         elif shards is not None and any(s % c for s, c in zip(shards, chunks, strict=True)):
             notes.append(f"source shards {shards} are not multiples of chunks {chunks}: shards dropped")
             shards = None
     elif shards is not None:
+        nested = len(shards) > 0 and isinstance(shards[0], tuple | list)  # [inner, ..., outer]
+        levels = [tuple(level) for level in shards] if nested else [tuple(shards)]
+        shards = levels if nested else levels[0]
         if not FORMATS[fmt]:
-            raise MetadataError(f"{fmt} cannot hold shards; use --shards none or another --format")
-        shards = tuple(shards)
-        bad = [d for d, (s, c) in enumerate(zip(shards, chunks, strict=True)) if s % c]
-        if bad:
-            raise MetadataError(f"shards {shards} must be multiples of chunks {chunks} (dimension {bad[0]})")
+            raise MetadataError(f"{_said(names, 'shards', shards)}: {fmt} cannot hold shards")
+        inner = chunks
+        for level in levels:
+            if len(level) != src.ndim or any(s % c for s, c in zip(level, inner, strict=False)):
+                raise MetadataError(
+                    f"{_said(names, 'shards', level)} must be multiples of {_said(names, 'chunks', inner)}"
+                )
+            inner = level
     return chunks, shards, notes
 
 
-def _same_layout(dst: Any, src: Any, fmt: str, chunks: tuple, shards: Any) -> bool:
-    return (
-        dst.format == fmt
-        and dst.shape == src.shape
-        and dst.dtype == src.dtype
-        and tuple(dst.chunks) == tuple(chunks)
-        and (tuple(dst.shards) if dst.shards else None) == (tuple(shards) if shards else None)
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=repr))
+
+
+def check_resume(
+    dst: Any, src: Any, asked: Mapping[str, Any], names: Mapping[str, str] = PYTHON_NAMES
+) -> dict[str, Any] | None:
+    """Whether a copy of ``src`` with the arguments ``asked`` (format, chunks, shards, and the compressor
+    and checksum when given) may resume into ``dst``: its journal, or ``None`` when that copy completed.
+    A difference from what the destination (or its journal) holds is an :class:`~altarr.errors.ExistsError`
+    naming each argument that differs."""
+    diff = []
+    have = {"format": dst.format, "chunks": tuple(dst.chunks), "shards": dst.shards and tuple(dst.shards)}
+    for name in ("format", "chunks", "shards"):
+        if have[name] != asked[name]:
+            diff.append(f"{_said(names, name, asked[name])} (the destination has {have[name]})")
+    if (dst.shape, dst.dtype) != (src.shape, src.dtype):
+        diff.append(
+            f"the source's shape {src.shape} {src.dtype} (the destination has {dst.shape} {dst.dtype})"
+        )
+    journal = _journal_doc(dst)
+    for name in ("compressor", "checksum"):
+        value = asked.get(name)
+        if journal is not None and value is not None and _jsonable(value) != journal.get(name):
+            shown = asked.get(f"{name}_given", value)
+            diff.append(f"{_said(names, name, shown)} (the interrupted copy wrote {journal.get(name)})")
+    if diff:
+        raise ExistsError(
+            "cannot resume: the destination differs in " + "; ".join(diff), key=dst.path or None
+        )
+    return journal
+
+
+def check_copy(src: Any, fmt: str, chunks: Any, shards: Any, options: Mapping[str, Any]) -> None:
+    """Refuse a copy of ``src`` into ``fmt`` whose layout or compressor is bad, before anything is written."""
+    names = options.get("names", PYTHON_NAMES)
+    destination_layout(src, fmt, chunks, shards, names)
+    parse_codec(
+        options.get("compressor", "auto") or "none", fmt, src.dtype, argument=names["compressor"].rstrip("=")
     )
 
 
@@ -250,75 +311,86 @@ def copy_array(
     format: str | None = None,
     chunks: tuple[int, ...] | None = None,
     shards: Any = "same",
-    compressor: Any = "zstd",
+    compressor: Any = "auto",
     overwrite: bool = False,
     resume: bool = False,
     workers: int = 1,
     path: str = "",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Any = None,
     run_units: Callable[[Any, Any, list[tuple[int, tuple[slice, ...]]]], Iterator[tuple[int, int]]]
     | None = None,
+    names: Mapping[str, str] = PYTHON_NAMES,
+    **format_options: Any,
 ) -> CopyResult:
-    """Copy the dataset ``src`` into a new dataset at ``destination``, unit by unit (see the module).
+    """Copy the dataset ``src`` into a new dataset at ``destination``, unit by unit (see the module); what
+    :func:`altarr.copy_dataset` and ``altarr copy`` run. Every argument is checked before anything is
+    written.
 
     Args:
         src: the source :class:`~altarr.Dataset`.
         destination: a path, URL or store.
         format: ``"zarr3"``, ``"zarr2"`` or ``"n5"`` (default: the source's).
         chunks: destination chunk shape (default: the source's).
-        shards: ``"same"`` (the source's, dropped with a note if ``format`` cannot hold them), ``None`` or a
-            shard shape.
-        compressor: a codec as :func:`parse_codec` takes it (``"zstd:3"``), or a format-specific object.
+        shards: ``"same"`` (the source's; dropped with a note if ``format`` cannot hold them or the copy
+            converts into N5), ``None`` or a shard shape.
+        compressor: any form of the codec vocabulary (``"zstd:3"``, see :func:`parse_codec`); ``"auto"``
+            is the format's default.
         overwrite: replace an existing destination.
         resume: continue an interrupted copy into an existing destination, skipping the units its
-            journal lists.
+            journal lists; refused when the arguments differ from the interrupted copy's.
         workers: units copied at once (each holds one unit of values in memory).
         path: node path inside ``destination``.
-        progress: called as ``progress(value_bytes, units)`` after each unit (or wave of units).
+        progress: ``True`` for a progress bar on stderr (rich), or called as ``progress(value_bytes,
+            units)`` after each unit (or wave of units).
         run_units: runs ``[(index, region), ...]`` elsewhere (e.g. on a dask cluster) and yields
             ``(index, value_bytes)`` as units complete.
+        names: how messages name the arguments (``altarr copy`` passes its options).
+        format_options: for :func:`altarr.create_dataset` (``checksum=False`` for Zarr v3...).
     """
-    import altarr as aa
 
+    from .copying import progress_reporter
     from .dataset.api import create_like
 
     fmt = format or src.format
     if fmt not in FORMATS:
-        raise MetadataError(f"unknown format {fmt!r}; use one of {sorted(FORMATS)}")
-    chunks, shards, notes = destination_layout(src, fmt, chunks, shards)
-    if isinstance(compressor, str) or compressor is None:
-        compressor = parse_codec(compressor or "none", fmt, src.dtype)
-    if resume:
-        try:
-            dst = aa.open_dataset(destination, mode="r+", path=path)
-        except AltarrError:
-            dst = None
-        if dst is not None:
-            if not _same_layout(dst, src, fmt, chunks, shards):
-                raise ExistsError(
-                    f"cannot resume: {dst!r} does not have the layout asked for (format {fmt}, chunks "
-                    f"{chunks}, shards {shards})",
-                    key=dst.path,
-                )
-            journal = read_journal(dst)
-            if journal is None:  # no journal: that copy finished
-                return CopyResult(dst, skipped=len(copy_units(dst)), notes=[*notes, "already complete"])
-            done = journal
+        raise MetadataError(f"{_said(names, 'format', fmt)}: use one of {sorted(FORMATS)}")
+    chunks, shards, notes = destination_layout(src, fmt, chunks, shards, names)
+    given = compressor is None or not (isinstance(compressor, str) and compressor == "auto")
+    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor_given": compressor}
+    compressor = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
+    asked |= {"compressor": compressor if given else None, "checksum": format_options.get("checksum")}
+    dst = _existing(destination, path) if resume else None
+    done: set[int] = set()
+    if dst is not None:
+        journal = check_resume(dst, src, asked, names)
+        if journal is None:  # no journal: that copy finished
+            return CopyResult(dst, skipped=len(copy_units(dst)), notes=[*notes, "already complete"])
+        done = journal["done"]
     else:
-        dst = None
-    if dst is None:
-        dst = create_like(
+        layout = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": compressor}
+        dst = create_like(src, destination, overwrite=overwrite, path=path, **layout, **format_options)
+    journal = {"compressor": _jsonable(compressor), "checksum": format_options.get("checksum")}
+    with progress_reporter(progress, src.nbytes, str(destination)) as report:
+        return write_units(
             src,
-            destination,
-            format=fmt,
-            chunks=chunks,
-            shards=shards,
-            compressor=compressor,
-            overwrite=overwrite,
-            path=path,
+            dst,
+            done,
+            notes=notes,
+            workers=workers,
+            progress=report,
+            run_units=run_units,
+            journal=journal,
         )
-        done = set()
-    return write_units(src, dst, done, notes=notes, workers=workers, progress=progress, run_units=run_units)
+
+
+def _existing(destination: Any, path: str) -> Any:
+    """The array at ``path`` in ``destination`` opened for writing (a resume continues it), or ``None``."""
+    import altarr as aa
+
+    try:
+        return aa.open_dataset(destination, mode="r+", path=path)
+    except FileNotFoundError:
+        return None
 
 
 def write_units(
@@ -331,18 +403,20 @@ def write_units(
     progress: Callable[[int, int], None] | None = None,
     run_units: Callable[[Any, Any, list[tuple[int, tuple[slice, ...]]]], Iterator[tuple[int, int]]]
     | None = None,
+    journal: Mapping[str, Any] | None = None,
 ) -> CopyResult:
     """Copy ``src`` (anything whose ``src[region]`` gives the values of a region of ``dst``) into the
     existing dataset ``dst`` unit by unit (:func:`copy_units`), skipping the units in ``done`` (what
     :func:`read_journal` returned), keeping the resume journal, and removing it at the end. ``workers``,
     ``progress`` and ``run_units`` as in :func:`copy_array`, which ends here; so does each level of a
-    pyramid (:func:`altarr.multiscale.build_pyramid`).
+    pyramid (:func:`altarr.multiscale.build_pyramid`). ``journal`` adds the copy's arguments to the journal
+    (a resume compares them).
     """
     from .dataset.parallel import get_max_workers, pmap, set_max_workers
 
     done = set(done or ())
     units = copy_units(dst)
-    _write_journal(dst, done, len(units))
+    _write_journal(dst, done, len(units), journal or {})
     result = CopyResult(dst, skipped=len(done), notes=list(notes or []))
     todo = [(i, r) for i, r in enumerate(units) if i not in done]
     if progress is not None and done:
@@ -353,7 +427,7 @@ def write_units(
             done.add(i)
             result.written += 1
             result.bytes += nbytes
-            _write_journal(dst, done, len(units))
+            _write_journal(dst, done, len(units), journal or {})
             if progress is not None:
                 progress(nbytes, 1)
     else:
@@ -368,7 +442,7 @@ def write_units(
                 done.update(i for i, _ in wave)
                 result.written += len(wave)
                 result.bytes += sum(sizes)
-                _write_journal(dst, done, len(units))
+                _write_journal(dst, done, len(units), journal or {})
                 if progress is not None:
                     progress(sum(sizes), len(wave))
         finally:
@@ -386,9 +460,11 @@ def copy_tree(
     overwrite: bool = False,
     resume: bool = False,
     on_array: Callable[[str, Any], CopyResult] | None = None,
+    **array_options: Any,
 ) -> list[tuple[str, CopyResult]]:
     """Copy a group and everything below it (groups with their attributes, arrays through ``on_array``,
-    which receives the relative path and the source dataset and defaults to :func:`copy_array`)."""
+    which receives the relative path and the source dataset and defaults to :func:`copy_array` with
+    ``array_options``)."""
     import altarr as aa
 
     fmt = format or source.format
@@ -412,9 +488,9 @@ def copy_tree(
             elif on_array is not None:
                 results.append((rel, on_array(rel, node)))
             else:
-                results.append(
-                    (rel, copy_array(node, root.store, format=fmt, path=_join(root.path, rel), resume=resume))
-                )
+                path = _join(root.path, rel)
+                copied = copy_array(node, root.store, format=fmt, path=path, resume=resume, **array_options)
+                results.append((rel, copied))
 
     walk(source, root, "")
     if is_consolidated(source) and cm.holder_name(fmt) is not None:  # a consolidated source stays so

@@ -69,14 +69,27 @@ def test_copy_between_every_pair_of_formats(tmp_path, src_fmt, dst_fmt):
         assert dst.shards == (8, 12, 10)
 
 
-def test_copy_keeps_shards_into_sharded_n5(tmp_path):
-    src = aa.create_dataset(
-        str(tmp_path / "s.zarr"), shape=(13, 17, 19), dtype="i4", chunks=(4, 6, 5), shards=(8, 12, 10)
-    )
+def test_copy_into_n5_writes_plain_n5_with_a_note_and_keeps_shards_given(tmp_path):
+    """Plain N5 (gzip, what every N5 reader opens: tensorstore and z5py read it back) unless --shards asks
+    for sharded N5; a group of a sharded array, as a user's Zarr v3 container is."""
+    group = aa.create_group(str(tmp_path / "s.zarr"))
+    src = group.create_dataset("vol", shape=(13, 17, 19), dtype="i4", chunks=(4, 6, 5), shards=(8, 12, 10))
     src[...] = _values()
-    out = run_cli("copy", tmp_path / "s.zarr", tmp_path / "s.n5", "--format", "n5")
+    out = run_cli("copy", tmp_path / "s.zarr", tmp_path / "p.n5", "--format", "n5", "--no-progress")
     assert out.returncode == 0, out.stderr
-    dst = aa.open_dataset(str(tmp_path / "s.n5"))
+    assert "plain N5 written" in out.stderr and "--shards" in out.stderr
+    plain = aa.open_dataset(str(tmp_path / "p.n5"), path="vol")
+    assert plain.shards is None and plain.chunks == (4, 6, 5)
+    doc = json.loads((tmp_path / "p.n5" / "vol" / "attributes.json").read_text())
+    assert doc["compression"] == {"type": "gzip", "useZlib": False, "level": 6}  # Java's gzip default
+    spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "p.n5" / "vol")}}
+    np.testing.assert_array_equal(ts.open(spec).result().read().result(), _values().T)  # N5 order
+    z5py = pytest.importorskip("z5py")
+    np.testing.assert_array_equal(z5py.File(str(tmp_path / "p.n5"), mode="r")["vol"][...], _values())
+    shards = ("--shards", "8,12,10")
+    out = run_cli("copy", tmp_path / "s.zarr", tmp_path / "s.n5", "--format", "n5", *shards, "--no-progress")
+    assert out.returncode == 0, out.stderr
+    dst = aa.open_dataset(str(tmp_path / "s.n5"), path="vol")
     assert dst.format == "n5" and dst.shards == (8, 12, 10)
     np.testing.assert_array_equal(dst[...], _values())
     assert run_cli("verify", tmp_path / "s.n5").returncode == 0
@@ -155,7 +168,7 @@ def test_copy_interrupted_by_sigint_resumes_to_the_same_bytes(tmp_path):
     )
     rng = np.random.default_rng(0)
     src[...] = rng.integers(0, 5000, src.shape, dtype="u2")
-    args = ["--format", "n5", "--codec", "gzip:6", "--workers", "1"]
+    args = ["--format", "n5", "--shards", "8,16,64", "--codec", "gzip:6", "--workers", "1"]
 
     reference = tmp_path / "reference.n5"
     assert run_cli("copy", src_path, reference, *args).returncode == 0

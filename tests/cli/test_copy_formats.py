@@ -20,7 +20,8 @@ import zarr
 
 import altarr as aa
 from _peers import all_chunks, chunk_slices, sample
-from altarr.errors import UnsupportedError
+from altarr.errors import MetadataError, UnsupportedError
+from altarr.transfer import copy_units
 
 SHAPE = (9, 11, 13)
 CHUNKS = (2, 3, 5)
@@ -107,8 +108,9 @@ def test_copy_between_formats(tmp_path, src_layout, dst_layout):
         if a is not None:
             np.testing.assert_array_equal(a, expected[chunk_slices(back, c)])
     # every destination object was written once (plus at most two metadata documents)
+    # and the resume journal, once at the start and after each unit
     objects = stored_objects(tmp_path / "dst")
-    assert objects and writes <= len(objects) + 2
+    assert objects and writes <= len(objects) + 2 + len(copy_units(back)) + 1
     peer = read_with_peer(tmp_path, dst_layout)
     if peer is not None:
         np.testing.assert_array_equal(peer, expected)
@@ -146,7 +148,8 @@ def test_copy_keeps_a_nan_fill_value_and_missing_chunks(tmp_path):
 
 
 def test_copy_refuses_what_the_destination_cannot_hold(tmp_path):
-    """N5 has no fill value and Zarr v2 no sharding: the copy fails loudly instead of changing the data."""
+    """N5 has no fill value: the copy fails loudly instead of changing the data, before writing; Zarr v2
+    has no sharding: the source's shards are dropped with a note, shards asked for are refused."""
     src = aa.create_dataset(
         str(tmp_path / "s.zarr"), shape=(4, 4), dtype="int16", chunks=(2, 2), fill_value=7
     )
@@ -154,8 +157,12 @@ def test_copy_refuses_what_the_destination_cannot_hold(tmp_path):
     with pytest.raises(UnsupportedError, match="fill value"):
         aa.copy_dataset(src, str(tmp_path / "d.n5"), format="n5")
     sharded, _ = make_source(tmp_path / "x", "zarr3-sharded")
-    with pytest.raises(UnsupportedError, match="sharding"):
-        aa.copy_dataset(sharded, str(tmp_path / "d.zarr"), format="zarr2")  # shards="same" by default
+    with pytest.warns(UserWarning, match="zarr2 cannot hold shards"):  # shards="same": dropped, with a note
+        plain = aa.copy_dataset(sharded, str(tmp_path / "d.zarr"), format="zarr2")
+    assert plain.shards is None
+    with pytest.raises(MetadataError, match="shards=.* zarr2 cannot hold shards"):
+        aa.copy_dataset(sharded, str(tmp_path / "e.zarr"), format="zarr2", shards=(4, 4, 4))
+    assert not (tmp_path / "e.zarr").exists()
 
 
 # --- the command line -------------------------------------------------------------------------------------------
@@ -186,13 +193,24 @@ def test_cli_copy_and_info(tmp_path):
     assert "zarr3" in text and "shape [9, 11, 13]" in text and "shards [4, 6, 10]" in text
     assert "sharding_indexed" in text and '"title": "copy test"' in text
 
-    # and back to N5 (sharded like the source: the CLI keeps the source's shards without --shards);
-    # an existing destination needs --overwrite
+    # and back to N5, sharded as --shards asks (without it: plain N5); an existing destination needs
+    # --overwrite
     back = tmp_path / "back.n5"
     assert run_cli("copy", str(out), str(back), "--format", "n5").returncode == 0
     again = run_cli("copy", str(out), str(back), "--format", "n5")
-    assert again.returncode != 0 and "exists" in (again.stdout + again.stderr)
-    res = run_cli("copy", str(out), str(back), "--format", "n5", "--compressor", "none", "--overwrite")
+    assert again.returncode == 2 and "--overwrite" in again.stderr
+    res = run_cli(
+        "copy",
+        str(out),
+        str(back),
+        "--format",
+        "n5",
+        "--shards",
+        "4,6,10",
+        "--compressor",
+        "none",
+        "--overwrite",
+    )
     assert res.returncode == 0, res.stderr
     attrs = json.loads((back / "attributes.json").read_text())
     assert attrs["blockSize"] == [10, 6, 4] and attrs["codecs"][0]["name"] == "sharding_indexed"
@@ -204,3 +222,29 @@ def test_cli_copy_and_info(tmp_path):
     info = run_cli("info", str(tmp_path / "in.n5"))
     text = " ".join(info.stdout.split())
     assert info.returncode == 0 and text.startswith("group ") and "format n5" in text and '"src"' in text
+
+
+def test_copy_group_checks_every_array_first_then_copies_with_progress_and_workers(tmp_path):
+    """aa.copy_group is altarr copy's engine: every array's arguments are checked before anything is
+    written, notes are warnings, progress is reported per unit, and a finished copy resumes as done."""
+    g = aa.create_group(str(tmp_path / "g.zarr"), attributes={"site": "a"})
+    one = g.create_dataset(
+        "x/one", data=np.arange(64, dtype="u2").reshape(8, 8), chunks=(4, 4), shards=(8, 8)
+    )
+    g.create_dataset("two", data=np.ones((3, 5, 7), "f4"), chunks=(2, 2, 2))
+    with pytest.raises(MetadataError, match=r"chunks=\(4, 4\)"):  # fits x/one, not the 3-D array
+        aa.copy_group(g, str(tmp_path / "bad.n5"), format="n5", chunks=(4, 4))
+    assert not (tmp_path / "bad.n5").exists()
+    seen: list[int] = []
+    with pytest.warns(UserWarning, match="x/one: plain N5 written"):
+        out = aa.copy_group(
+            g, str(tmp_path / "g.n5"), format="n5", workers=2, progress=lambda n, u: seen.append(n)
+        )
+    assert sum(seen) == 64 * 2 + 3 * 5 * 7 * 4
+    assert out.attrs["site"] == "a" and out["x/one"].shards is None and out["two"].format == "n5"
+    np.testing.assert_array_equal(out["x/one"][...], one[...])
+    with pytest.warns(UserWarning, match="already complete"):
+        again = aa.copy_group(
+            str(tmp_path / "g.zarr"), str(tmp_path / "g.n5"), format="n5", shards=None, resume=True
+        )
+    np.testing.assert_array_equal(again["two"][...], np.ones((3, 5, 7), "f4"))

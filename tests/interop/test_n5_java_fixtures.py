@@ -362,7 +362,17 @@ def test_sharded_n5_round_trips_through_altarr_copy(tmp_path):
     assert mid.format == "zarr3" and mid.chunks == src_ds.chunks and mid.shards == src_ds.shards
     np.testing.assert_array_equal(mid[...], expected)
     np.testing.assert_array_equal(zarr.open_array(str(zarr3), mode="r")[...], expected)  # a peer agrees
-    res = run_cli("copy", str(zarr3), str(back / d["name"]), "--format", "n5", "--compressor", "none")
+    res = run_cli(
+        "copy",
+        str(zarr3),
+        str(back / d["name"]),
+        "--format",
+        "n5",
+        "--shards",
+        shards,
+        "--compressor",
+        "none",
+    )
     assert res.returncode == 0, res.stderr
     again = aa.open_dataset(str(back), path=d["name"])
     assert again.chunks == src_ds.chunks and again.shards == src_ds.shards

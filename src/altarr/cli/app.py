@@ -35,6 +35,17 @@ class UsageProblem(Exception):
     """A bad argument found after parsing (exit code 2, one line)."""
 
 
+def checked_option(check: Any, *args: Any, **kwargs: Any) -> Any:
+    """``check(*args, **kwargs)``, an altarr error it raises about an option as a :class:`UsageProblem`
+    (exit code 2, its message naming the option)."""
+    from altarr.errors import AltarrError
+
+    try:
+        return check(*args, **kwargs)
+    except AltarrError as e:
+        raise UsageProblem(e.message) from e
+
+
 def _version(value: bool) -> None:
     """``--version``: the version, and whether the native kernel is active and, if not, why."""
     if value:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import UsageProblem, _open_node, _pyramid, app, err_console
+from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
 from .pyramid import _copy_pyramid
 from .running import _bar_reporter, _chunk_options, _cluster, _Interrupt
 
@@ -31,9 +31,20 @@ def copy(
         ),
     ] = None,
     codec: Annotated[
-        str,
-        typer.Option("--codec", "--compressor", help="zstd:3, gzip:6, blosc:lz4:5 or none (default zstd:3)"),
-    ] = "zstd:3",
+        str | None,
+        typer.Option(
+            "--codec",
+            "--compressor",
+            help="zstd:3, gzip:6, blosc:lz4:5, none... (default: zstd:3 for Zarr, gzip for N5)",
+        ),
+    ] = None,
+    checksum: Annotated[
+        bool | None,
+        typer.Option(
+            "--checksum/--no-checksum",
+            help="a checksum in every Zarr v3 chunk (default: on; zstd's own or crc32c)",
+        ),
+    ] = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing destination")] = False,
     resume: Annotated[
         bool, typer.Option(help="continue an interrupted copy: skip the destination shards already written")
@@ -52,7 +63,7 @@ def copy(
     --codec zstd:5 --workers 2
     """
     import altarr as aa
-    from altarr.transfer import FORMATS, copy_array, copy_tree, parse_codec
+    from altarr.transfer import FORMATS, copy_array, copy_tree
 
     if format is not None and format not in FORMATS:
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -60,34 +71,30 @@ def copy(
         raise UsageProblem(f"--workers must be at least 1, got {workers}")
     if resume and overwrite:
         raise UsageProblem("--resume and --overwrite contradict each other")
-    parse_codec(codec, "zarr3", "u1")  # a bad codec fails before anything is written
     node = _open_node(source)
+    options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
     run_units = _cluster(scheduler, source)
     t0 = time.perf_counter()
     with _Interrupt() as interrupt:
 
         def one_array(src: Any, dest: Any, path: str, label: str) -> Any:
-            fmt = format or src.format
-            kw = _chunk_options(chunks, shards, src.ndim)
             report, stop = _bar_reporter(progress, label, src.nbytes, interrupt)
             try:
                 result = copy_array(
                     src,
                     dest,
-                    format=fmt,
-                    compressor=parse_codec(codec, fmt, src.dtype),
                     overwrite=overwrite,
                     resume=resume,
                     workers=workers,
                     path=path,
                     progress=report,
                     run_units=run_units,
-                    **kw,
+                    **options(src),
                 )
             finally:
                 stop()
             for note in result.notes:
-                err_console.print(f"note: {label}: {note}")
+                err_console.print(f"note: {label}: {note}", markup=False)
             return result
 
         def _copy_node(node: Any) -> list[Any]:
@@ -96,19 +103,10 @@ def copy(
                 from altarr.multiscale.convert import layout_for_format
 
                 layout = layout_for_format(format, pyramid.layout)
-                options: dict[str, Any] = {
-                    "chunks": chunks,
-                    "shards": shards,
-                    "codec": codec,
-                    "overwrite": overwrite,
-                }
-                options |= {
-                    "resume": resume,
-                    "workers": workers,
-                    "progress": progress,
-                    "run_units": run_units,
-                }
-                return [_copy_pyramid(pyramid, destination, layout, interrupt, **options)]
+                given: dict[str, Any] = {"chunks": chunks, "shards": shards, "codec": codec or "auto"}
+                given["overwrite"] = overwrite
+                given |= {"resume": resume, "workers": workers, "progress": progress, "run_units": run_units}
+                return [_copy_pyramid(pyramid, destination, layout, interrupt, **given)]
             if isinstance(node, aa.Group):
                 results = copy_tree(
                     node,
@@ -141,3 +139,75 @@ def copy(
         f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
         f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
     )
+
+
+#: ``altarr copy``'s options, as its messages name them.
+CLI_NAMES = {
+    "format": "--format",
+    "chunks": "--chunks",
+    "shards": "--shards",
+    "compressor": "--codec",
+    "checksum": "--checksum",
+}
+
+
+def _checked_options(
+    node: Any,
+    destination: str,
+    format: str | None,
+    chunks: str | None,
+    shards: str | None,
+    codec: str | None,
+    checksum: bool | None,
+    resume: bool,
+    overwrite: bool,
+) -> Any:
+    """Every array's copy arguments, checked before anything is written (shapes, codec, checksum, what an
+    interrupted copy wrote): a function giving a source array's keywords for ``copy_array``. A problem is
+    a :class:`UsageProblem` naming the option (exit code 2)."""
+    import altarr as aa
+    from altarr.copying import arrays_below
+    from altarr.transfer import check_copy, parse_codec
+
+    fmt = format or node.format
+    if checksum and fmt != "zarr3":
+        raise UsageProblem(f"--checksum applies to Zarr v3 destinations; {fmt} chunks carry none")
+    if not (resume or overwrite) and "://" not in destination and Path(destination).exists():
+        raise UsageProblem(
+            f"{destination} exists: --overwrite replaces it, --resume continues a copy into it"
+        )
+
+    def options(src: Any) -> dict[str, Any]:
+        kw = _chunk_options(chunks, shards, src.ndim)
+        kw.update(format=format or src.format, compressor="auto" if codec is None else codec, names=CLI_NAMES)
+        if checksum is not None and kw["format"] == "zarr3":
+            kw["checksum"] = checksum
+        return kw
+
+    pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
+    arrays = [("", node)] if not isinstance(node, aa.Group) else [] if pyramid else arrays_below(node)
+    if pyramid is not None:
+        checked_option(parse_codec, codec, fmt, pyramid.levels[0].dtype)
+    for rel, src in arrays:
+        kw = checked_option(options, src)
+        checked_option(check_copy, src, kw["format"], kw.get("chunks"), kw.get("shards", "same"), kw)
+        if resume:
+            checked_option(_check_resume, src, destination, rel, kw)
+    return options
+
+
+def _check_resume(src: Any, destination: str, rel: str, kw: dict[str, Any]) -> None:
+    """``--resume``: refuse, naming the options, a destination array the interrupted copy wrote otherwise."""
+    import altarr as aa
+    from altarr.transfer import check_resume, destination_layout, parse_codec
+
+    try:
+        dst = aa.open_dataset(destination, path=rel)
+    except FileNotFoundError:
+        return
+    fmt = kw["format"]
+    chunks, shards, _ = destination_layout(src, fmt, kw.get("chunks"), kw.get("shards", "same"), CLI_NAMES)
+    codec = None if kw["compressor"] == "auto" else parse_codec(kw["compressor"], fmt, src.dtype)
+    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": codec}
+    asked["compressor_given"] = kw["compressor"]
+    check_resume(dst, src, {**asked, "checksum": kw.get("checksum")}, CLI_NAMES)

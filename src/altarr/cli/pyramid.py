@@ -8,7 +8,7 @@ from typing import Annotated, Any, overload
 
 import typer
 
-from .app import UsageProblem, _open_node, _pyramid, app, err_console
+from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
 from .running import _bar_reporter, _chunk_options, _cluster, _Interrupt
 
 
@@ -18,6 +18,12 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
     from altarr.transfer import CopyResult
 
     kw = _chunk_options(o["chunks"], o["shards"], len(pyramid.axes))
+    from altarr.multiscale.layouts import get_layout
+
+    into_n5 = get_layout(layout).format == "n5" and get_layout(pyramid.layout).format != "n5"
+    if o["shards"] is None and into_n5 and any(lv.dataset.shards for lv in pyramid.levels):
+        kw["shards"] = None  # plain N5, what every N5 reader opens (as for an array copied into N5)
+        err_console.print("note: plain N5 written: shards dropped (--shards keeps them)", markup=False)
     total = sum(lv.dataset.nbytes for lv in pyramid.levels)
     report, stop = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
     moved = {"bytes": 0, "units": 0}
@@ -129,7 +135,12 @@ def pyramid(
     unit: Annotated[str | None, typer.Option(help="unit of the spatial axes, e.g. micrometer")] = None,
     chunks: Annotated[str | None, typer.Option(help="chunk shape of every level, e.g. 64,64,64")] = None,
     shards: Annotated[str | None, typer.Option(help="shard shape of every level, e.g. 256,256,256")] = None,
-    codec: Annotated[str, typer.Option("--codec", help="zstd:3, gzip:6, blosc:lz4:5 or none")] = "zstd:3",
+    codec: Annotated[
+        str | None,
+        typer.Option(
+            "--codec", help="zstd:3, gzip:6, blosc:lz4:5, none... (default: zstd:3 for Zarr, gzip for N5)"
+        ),
+    ] = None,
     overwrite: Annotated[bool, typer.Option(help="replace an existing destination")] = False,
     resume: Annotated[bool, typer.Option(help="continue an interrupted build")] = False,
     workers: Annotated[int, typer.Option(help="destination shards written at once")] = 1,
@@ -148,14 +159,14 @@ def pyramid(
     from altarr.multiscale.layouts import get_layout
     from altarr.transfer import parse_codec
 
-    get_layout(layout)
+    fmt = checked_option(get_layout, layout).format
     if method not in METHODS:
         raise UsageProblem(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if workers < 1:
         raise UsageProblem(f"--workers must be at least 1, got {workers}")
     if resume and overwrite:
         raise UsageProblem("--resume and --overwrite contradict each other")
-    parse_codec(codec, "zarr3", "u1")
+    checked_option(parse_codec, codec, fmt, "u1")  # a bad codec: one line, before anything is written
     node = _open_node(source)
     t0 = time.perf_counter()
     with _Interrupt() as interrupt:
@@ -170,7 +181,7 @@ def pyramid(
                 "unit": unit,
                 "chunks": chunks,
                 "shards": shards,
-                "codec": codec,
+                "codec": codec or "auto",
                 "overwrite": overwrite,
                 "resume": resume,
                 "workers": workers,

@@ -1,4 +1,4 @@
-"""What the long-running commands (``copy``, ``pyramid``) share: the progress bar on stderr, Ctrl-C handling
+"""What the long-running commands (``copy``, ``pyramid``) share: the progress reports, Ctrl-C handling
 (the first stops after the units in flight, a second at once), ``--scheduler`` and ``--chunks``/``--shards``.
 """
 
@@ -8,27 +8,6 @@ import signal
 from typing import Any
 
 from .app import err_console
-
-
-def _progress_bar(total: int, description: str) -> Any:
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=False,
-    )
 
 
 class _Interrupt:
@@ -82,17 +61,14 @@ def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[st
 
 
 def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
-    """A ``progress(value_bytes, units)`` that drives a progress bar on stderr (started on the first
-    report), and the function that stops the bar."""
-    bar: dict[str, Any] = {}
+    """A ``progress(value_bytes, units)`` that drives the copy's progress bar on stderr
+    (:class:`altarr.copying.ProgressBar`) and stops at a Ctrl-C, and the function that stops the bar."""
+    from altarr.copying import ProgressBar
+
+    bar = ProgressBar(total, label, console=err_console, enabled=enabled)
 
     def report(nbytes: int, units: int) -> None:
-        if enabled:
-            if not bar:
-                bar["bar"] = _progress_bar(total or 0, label)
-                bar["bar"].start()
-                bar["task"] = bar["bar"].add_task(label, total=total)
-            bar["bar"].advance(bar["task"], nbytes)
+        bar(nbytes, units)
         interrupt.check()
 
-    return report, lambda: bar and bar["bar"].stop()
+    return report, bar.close

@@ -8,7 +8,7 @@ Example:
 """
 
 from .access import DatasetAccess, Merge
-from .api import copy_dataset, create_dataset, create_group, open_dataset, open_group
+from .api import create_dataset, create_group, open_dataset, open_group
 from .dataset import Attributes, Dataset
 from .grid import NestedGrid
 from .group import Group
@@ -21,7 +21,6 @@ __all__ = [
     "Group",
     "Merge",
     "NestedGrid",
-    "copy_dataset",
     "create_dataset",
     "create_group",
     "get_max_workers",

@@ -1,4 +1,4 @@
-"""Opening and creating datasets and groups, and copying datasets between formats.
+"""Opening and creating datasets and groups (the copy functions are :mod:`altarr.copying`).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-from itertools import product
 from typing import Any
 
 from ..errors import MetadataError, NodeNotFoundError
@@ -23,7 +22,7 @@ from .dataset import Dataset
 from .group import Group, clear_node, new_dataset
 from .n5_container import n5_container_above
 
-__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "copy_dataset", "create_like"]
+__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "create_like"]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -247,7 +246,7 @@ def create_like(
     """A new, empty dataset at ``destination`` with the shape, dtype, fill value, user attributes and
     dimension names of ``source`` (dropped where ``format`` cannot name dimensions, as N5 cannot), in
     ``format`` (default the source's), with ``chunks`` (default the source's) and ``shards``. The
-    destination of :func:`copy_dataset` and of ``altarr copy`` (:func:`altarr.transfer.copy_array`).
+    destination of :func:`altarr.copy_dataset` and of ``altarr copy`` (:func:`altarr.transfer.copy_array`).
 
     >>> import altarr as aa
     >>> src = aa.create_dataset("memory://doc-like/a", shape=(4,), dtype="i2", chunks=(2,), dimension_names=["x"])
@@ -272,64 +271,3 @@ def create_like(
         path=path,
         **format_options,
     )
-
-
-def copy_dataset(
-    source: Dataset,
-    destination: str | Store,
-    *,
-    format: str | None = None,
-    chunks: Any = None,
-    shards: Any = "same",
-    compressor: Any = "zstd",
-    overwrite: bool = False,
-    path: str = "",
-    batch_chunks: int = 256,
-    **format_options: Any,
-) -> Dataset:
-    """Copy every stored value and the user attributes of ``source`` into a new dataset, in any format.
-
-    With the same chunk shape the copy goes chunk by chunk through ``read_chunks``/``write_chunks`` in
-    batches grouped by the destination's shards (each destination shard written once); with another chunk
-    shape it copies region by region.
-    """
-    chunks = tuple(chunks) if chunks is not None else source.chunks
-    if shards == "same":
-        shards = source.shards
-    dst = create_like(
-        source,
-        destination,
-        format=format,
-        chunks=chunks,
-        shards=shards,
-        compressor=compressor,
-        overwrite=overwrite,
-        path=path,
-        **format_options,
-    )
-    if chunks == source.chunks:
-        top = dst._access.grid.nlevels - 1
-        outer = dst._access.grid
-        batch: list[tuple[int, ...]] = []
-        shard_positions = product(*(range(n) for n in outer.grid_shape(top)))
-
-        def flush(batch: list[tuple[int, ...]]) -> None:
-            arrays = source.read_chunks(batch)
-            keep = [(c, a) for c, a in zip(batch, arrays, strict=True) if a is not None]
-            if keep:
-                dst.write_chunks([c for c, _ in keep], [a for _, a in keep])
-
-        for pos in shard_positions:
-            batch.extend(outer.chunks_in(pos, top))
-            if len(batch) >= batch_chunks:
-                flush(batch)
-                batch = []
-        if batch:
-            flush(batch)
-    else:
-        # region by region, one destination shard (or chunk) at a time
-        step = dst.shards or dst.chunks
-        for start in product(*(range(0, s, b) for s, b in zip(source.shape, step, strict=True))):
-            sel = tuple(slice(a, min(a + b, s)) for a, b, s in zip(start, step, source.shape, strict=True))
-            dst[sel] = source[sel]
-    return dst

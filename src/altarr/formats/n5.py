@@ -370,6 +370,9 @@ class N5Format(Format):
     can_shard = True
     has_dimension_names = False
     attributes_document = ATTRIBUTES_KEY
+    #: gzip (Java's level 6): every N5 reader decodes it, inside shards too (Java 4.0.2 cannot describe
+    #: zstd or blosc there; tensorstore has no lz4), see docs/n5.md.
+    default_compressor = "gzip"
 
     def detect(self, probe: Probe, parse: bool) -> Node | None:
         """An N5 array or group from ``attributes.json`` (the root's checked for the version); a
@@ -497,8 +500,8 @@ class N5Format(Format):
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
-        order. ``compressor`` takes N5 names (default ``"zstd"``, level 3; a bare name gets Java's defaults,
-        e.g. gzip level 6) or N5 JSON objects. Sharded datasets take the options ``index_location``,
+        order. ``compressor`` takes N5 names (default ``"gzip"``: Java's level 6, what every N5 reader
+        decodes; a bare name gets Java's defaults) or N5 JSON objects. Sharded datasets take the options ``index_location``,
         ``index_endian``, ``index_crc32c`` and ``legacy_compression`` (see the module docstring). N5 has no
         dimension names: they are refused (``UnsupportedError``) rather than dropped.
 

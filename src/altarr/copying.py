@@ -1,0 +1,183 @@
+"""The public copy functions, :func:`copy_dataset` and :func:`copy_group`, and the progress bar they and
+``altarr copy`` show: the engine is :mod:`altarr.transfer` (unit by unit, resumable, on threads or a dask
+cluster), one implementation for the command line and Python.
+
+Example:
+    >>> import numpy as np, altarr as aa
+    >>> src = aa.create_dataset("memory://doc-copying/a", data=np.arange(8, dtype="u1"), chunks=(4,))
+    >>> aa.copy_dataset(src, "memory://doc-copying/b", format="n5").compressors
+    (GzipCompression({'level': 6}),)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .transfer import check_copy, copy_array, copy_tree
+
+__all__ = ["copy_dataset", "copy_group", "ProgressBar", "progress_reporter"]
+
+
+class ProgressBar:
+    """A progress bar on stderr (rich: bytes, throughput, time left), started on the first report; called
+    as ``progress(value_bytes, units)`` as a copy's ``progress`` is.
+
+    >>> bar = ProgressBar(100, "demo", enabled=False)
+    >>> bar(60, 1); bar(40, 1); bar.done
+    100
+    """
+
+    def __init__(self, total: int | None, label: str, *, console: Any = None, enabled: bool = True) -> None:
+        self.total, self.label, self.console, self.enabled = total, label, console, enabled
+        self.done = 0
+        self._bar: Any = None
+
+    def __call__(self, nbytes: int, units: int) -> None:
+        self.done += nbytes
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
+            columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+            self._bar = Progress(
+                *columns,
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=self.console or Console(stderr=True),
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total)
+        self._bar.advance(self._task, nbytes)
+
+    def close(self) -> None:
+        """Stop the bar (its last state stays on the terminal)."""
+        if self._bar is not None:
+            self._bar.stop()
+
+
+@contextmanager
+def progress_reporter(progress: Any, total: int | None, label: str) -> Iterator[Any]:
+    """A copy's ``progress`` argument as the function its units report to: ``True`` is a
+    :class:`ProgressBar` (stopped on the way out), a callable is itself, anything false is ``None``."""
+    if progress is not True:
+        yield progress or None
+        return
+    bar = ProgressBar(total, label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def copy_dataset(
+    source: Any,
+    destination: Any,
+    *,
+    format: str | None = None,
+    chunks: Any = None,
+    shards: Any = "same",
+    compressor: Any = "auto",
+    overwrite: bool = False,
+    resume: bool = False,
+    workers: int = 1,
+    progress: Any = False,
+    path: str = "",
+    **format_options: Any,
+) -> Any:
+    """Copy every stored value and the user attributes of the dataset ``source`` into a new dataset in
+    any format, re-chunked and re-sharded on the way, one destination shard at a time: what ``altarr
+    copy`` does, with its ``progress`` bar (``True``), ``resume`` and ``workers``; the arguments are
+    :func:`copy_array`'s. Notes (shards dropped) are warnings.
+
+    >>> import numpy as np, altarr as aa
+    >>> src = aa.create_dataset("memory://doc-copy/a", data=np.arange(12.0).reshape(3, 4), chunks=(2, 2))
+    >>> dst = aa.copy_dataset(src, "memory://doc-copy/b", format="zarr2", compressor="gzip:6")
+    >>> dst.format, dst.compressors, float(dst[2, 3])
+    ('zarr2', (GZip(level=6),), 11.0)
+    """
+    result = copy_array(
+        source,
+        destination,
+        format=format,
+        chunks=chunks,
+        shards=shards,
+        compressor=compressor,
+        overwrite=overwrite,
+        resume=resume,
+        workers=workers,
+        path=path,
+        progress=progress or None,
+        **format_options,
+    )
+    _warn(result.notes)
+    return result.dataset
+
+
+def copy_group(
+    source: Any,
+    destination: Any,
+    *,
+    format: str | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    progress: Any = False,
+    **array_options: Any,
+) -> Any:
+    """Copy the group ``source`` (a :class:`~altarr.Group` or a path) and everything below it, attributes
+    included, into ``destination`` in ``format``, each array as :func:`copy_dataset` copies it (the other
+    arguments are its: chunks, shards, compressor, workers...). Every array's arguments are checked before
+    anything is written; ``resume`` continues an interrupted copy array by array.
+
+    >>> import numpy as np, altarr as aa
+    >>> g = aa.create_group("memory://doc-copy-group/a", attributes={"site": "x"})
+    >>> g.create_dataset("b/c", data=np.ones((4, 4), "u1"), chunks=(2, 2)).shape
+    (4, 4)
+    >>> out = aa.copy_group(g, "memory://doc-copy-group/n5", format="n5")
+    >>> out.attrs["site"], out["b/c"].format, int(out["b/c"][...].sum())
+    ('x', 'n5', 16)
+    """
+    import altarr as aa
+
+    src = source if isinstance(source, aa.Group) else aa.open_group(source)
+    fmt = format or src.format
+    arrays = arrays_below(src)
+    for _, ds in arrays:  # every array's layout and codec, before anything is written
+        check_copy(ds, fmt, array_options.get("chunks"), array_options.get("shards", "same"), array_options)
+    total = sum(ds.nbytes for _, ds in arrays)
+    with progress_reporter(progress, total, str(destination)) as report:
+        options = {"overwrite": overwrite, "resume": resume, "progress": report}
+        results = copy_tree(src, destination, format=fmt, **options, **array_options)
+    _warn([f"{rel}: {note}" for rel, r in results for note in r.notes])
+    return aa.open_group(destination, mode="r+")
+
+
+def arrays_below(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every array below ``group``, with its path relative to it, depth first."""
+    import altarr as aa
+
+    found: list[tuple[str, Any]] = []
+    for name in group.keys():
+        node = group[name]
+        if isinstance(node, aa.Group):
+            found += arrays_below(node, f"{prefix}{name}/")
+        else:
+            found.append((f"{prefix}{name}", node))
+    return found
+
+
+def _warn(notes: list[str]) -> None:
+    import warnings
+
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=3)
