@@ -22,7 +22,6 @@ LONG_MODULES: dict[str, str] = {}
 
 # "module:qualified name" -> owner of its split
 LONG_FUNCTIONS: dict[str, str] = {
-    "cli/demo.py:demo": "cli",
     "cli/copy.py:copy": "cli",
     "cli/pyramid.py:pyramid": "cli",
     "dataset/shard_read.py:ShardReader._descend": "lighten",

@@ -30,15 +30,16 @@ def sharded(tmp_path) -> tuple[Path, np.ndarray]:
     return path, values
 
 
-def test_demo_runs_and_verifies_what_it_reads(tmp_path):
+def test_demo_runs_verifies_what_it_reads_and_ends_with_the_next_steps(tmp_path):
     out = run_cli("demo", "--dir", tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""  # no warning printed above (or below) the demo
-    assert "MISMATCH" not in out.stdout
-    assert out.stdout.count("equal") >= 6
-    assert "read_chunks: 4 chunks of 1 shard" in out.stdout
-    assert "zarr3 -> n5" in out.stdout and "zarr3 -> zarr2" in out.stdout
-    assert "The plan for" in out.stdout
+    assert "MISMATCH" not in out.stdout and out.stdout.count("equal") == 3
+    assert "demo.n5: n5" in out.stdout and "demo-v2.zarr: zarr2" in out.stdout
+    assert aa.open_dataset(str(tmp_path / "demo.n5")).shards is None  # plain N5, what N5 readers open
+    steps = out.stdout[out.stdout.index("Next steps") :]
+    for step in ("aa.open(", 'engine="altarr"', "altarr info"):
+        assert step in steps, step
     assert (tmp_path / "demo.zarr" / "zarr.json").exists()
     png = out.stdout.strip().splitlines()[-1]  # the demo ends with the path of the PNG it wrote
     assert png.endswith(".png") and Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -111,15 +112,46 @@ def test_show_writes_a_png_of_the_slice(sharded, tmp_path):
     png = tmp_path / "slice.png"
     out = run_cli("show", path, "--index", "10,:,:", "-o", png)
     assert out.returncode == 0, out.stderr
-    image = np.asarray(Image.open(png).convert("RGB"))
+    opened = Image.open(png)
+    left, top, scale = (int(v) for v in opened.info["altarr-image"].split(","))
+    image = np.asarray(opened.convert("RGB"))
     plane = values[10]
-    scale = image.shape[0] // plane.shape[0]
-    assert image.shape[0] == plane.shape[0] * scale and scale >= 1  # the PNG is the slice's rows high
-    drawn = image[::scale, : plane.shape[1] * scale : scale]  # one pixel per value
-    assert drawn.shape[:2] == plane.shape
+    c = scale // 2  # the centre of each value's pixels (the axes' frame is drawn over the edge)
+    drawn = image[
+        top + c : top + plane.shape[0] * scale : scale, left + c : left + plane.shape[1] * scale : scale
+    ]
+    assert drawn.shape[:2] == plane.shape and scale >= 1  # one pixel per value, row 0 at the top
     expected = colormaps["viridis"](Normalize(plane.min(), plane.max())(plane), bytes=True)[..., :3]
     assert np.abs(drawn.astype(int) - expected.astype(int)).max() <= 1
-    assert image.shape[1] > plane.shape[1] * scale  # room for the colour bar on the right
+    assert image.shape[1] > left + plane.shape[1] * scale  # room for the colour bar on the right
+
+
+def test_show_limits_percentiles_and_a_latitude_drawn_north_up(tmp_path):
+    """--vmin/--vmax and --percentile set the colour limits; a latitude axis (xarray's coordinates beside
+    the array) increasing from -89 is drawn with its first row at the bottom, --origin upper overrides."""
+    from PIL import Image
+
+    g = aa.create_group(str(tmp_path / "c.zarr"), format="zarr2")
+    lat = np.linspace(-89, 89, 30)
+    field = np.repeat(lat[:, None], 40, axis=1).astype("f4")
+    g.create_dataset("t", data=field, chunks=(15, 20), attributes={"_ARRAY_DIMENSIONS": ["lat", "lon"]})
+    g.create_dataset("lat", data=lat, chunks=(30,), attributes={"_ARRAY_DIMENSIONS": ["lat"]})
+
+    def first_row_colour(*options: str, row: int = 0) -> np.ndarray:
+        png = tmp_path / "s.png"
+        out = run_cli("show", tmp_path / "c.zarr" / "t", "-o", png, "--cmap", "gray", *options)
+        assert out.returncode == 0, out.stderr
+        opened = Image.open(png)
+        left, top, scale = (int(v) for v in opened.info["altarr-image"].split(","))
+        return np.asarray(opened.convert("L"))[top + row * scale + scale // 2, left + scale // 2]
+
+    assert first_row_colour() > 250  # the top row is the northernmost (89, white in gray)
+    assert first_row_colour("--origin", "upper") < 5  # row 0 (-89) at the top
+    assert first_row_colour("--vmax", "0") > 250 and first_row_colour("--vmin", "95", "--vmax", "100") < 5
+    assert 100 < first_row_colour(row=15) < 160  # lat -3 of -89..89
+    assert first_row_colour("--percentile", "0,50", row=15) > 240  # -3 of -89..0 (the median)
+    bad = run_cli("show", tmp_path / "c.zarr" / "t", "-o", tmp_path / "x.png", "--percentile", "99,1")
+    assert bad.returncode == 2 and "--percentile" in bad.stderr
 
 
 def _corrupt_metadata(tmp_path: Path) -> Path:
@@ -144,6 +176,8 @@ BAD = {
     "bad format": ["copy", "{src}", "{tmp}/o", "--format", "hdf5"],
     "bad codec": ["copy", "{src}", "{tmp}/o", "--codec", "lzma:3"],
     "bad codec level": ["copy", "{src}", "{tmp}/o", "--codec", "gzip:42"],
+    "blosc compressor not built": ["copy", "{src}", "{tmp}/o", "--codec", "blosc:snappy:5"],
+    "checksum into zarr2": ["copy", "{src}", "{tmp}/o", "--format", "zarr2", "--checksum"],
     "chunks wrong rank": ["copy", "{src}", "{tmp}/o", "--chunks", "4,4"],
     "chunks not ints": ["copy", "{src}", "{tmp}/o", "--chunks", "a,b,c"],
     "shards not multiples": ["copy", "{src}", "{tmp}/o", "--shards", "5,5,5"],
@@ -162,15 +196,20 @@ BAD = {
 }
 
 
+#: docs/cli.md: 1 when the command ran and failed (a missing path, unreadable data), 2 for bad arguments.
+EXIT_1 = {"info missing path", "tree missing path", "verify missing path", "show missing path"}
+EXIT_1 |= {"copy missing source", "info corrupt metadata", "copy corrupt metadata", "info not a dataset"}
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_arguments_print_one_line_and_exit_non_zero(case, sharded, tmp_path):
+def test_bad_arguments_print_one_line_and_exit_with_the_documented_code(case, sharded, tmp_path):
     src, _ = sharded
     group = aa.create_group(str(tmp_path / "g.zarr"))
     group.create_dataset("a", shape=(2, 2), dtype="u1", chunks=(1, 1))
     fields = {"tmp": tmp_path, "src": src, "bad": _corrupt_metadata(tmp_path), "group": tmp_path / "g.zarr"}
     args = [a.format(**fields) for a in BAD[case]]
     out = run_cli(*args)
-    assert out.returncode != 0, (case, out.stdout)
+    assert out.returncode == (1 if case in EXIT_1 else 2), (case, out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, (case, out.stderr)
     assert lines[0].startswith("error: "), lines
@@ -178,10 +217,12 @@ def test_bad_arguments_print_one_line_and_exit_non_zero(case, sharded, tmp_path)
     assert not (tmp_path / "o").exists()  # nothing written for a bad argument
 
 
-def test_debug_shows_the_traceback(tmp_path):
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(tmp_path):
     out = run_cli("--debug", "info", tmp_path / "nope.zarr")
-    assert out.returncode != 0
+    assert out.returncode == 1
     assert "Traceback" in out.stderr and "FileNotFoundError" in out.stderr
+    out = run_cli("--debug", "copy", tmp_path / "nope.zarr", tmp_path / "o", "--workers", "0")
+    assert out.returncode == 2 and "Traceback" in out.stderr and "--workers" in out.stderr
 
 
 def test_every_command_has_an_example_in_its_help():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -142,16 +143,11 @@ def main(argv: list[str] | None = None) -> None:
         else:
             err_console.print(f"error: {message.splitlines()[0]} (see altarr --help)", markup=False)
             code = e.exit_code
-    except UsageProblem as e:
+    except Exception as e:  # one line, or with --debug the traceback; the exit code is the same
         if _state["debug"]:
-            raise
+            traceback.print_exc()
         err_console.print(f"error: {_one_line(e)}", markup=False)
-        code = 2
-    except Exception as e:
-        if _state["debug"]:
-            raise
-        err_console.print(f"error: {_one_line(e)}", markup=False)
-        code = 1
+        code = 2 if isinstance(e, UsageProblem) else 1
     sys.exit(code if isinstance(code, int) else 0)
 
 
