@@ -11,73 +11,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from .transfer import check_copy, copy_array, copy_tree
+from .transfer import ProgressBar, check_copy, copy_array, copy_tree, progress_reporter
 
-__all__ = ["copy_dataset", "copy_group", "ProgressBar", "progress_reporter"]
-
-
-class ProgressBar:
-    """A progress bar on stderr (rich: bytes, throughput, time left), started on the first report; called
-    as ``progress(value_bytes, units)`` as a copy's ``progress`` is.
-
-    >>> bar = ProgressBar(100, "demo", enabled=False)
-    >>> bar(60, 1); bar(40, 1); bar.done
-    100
-    """
-
-    def __init__(self, total: int | None, label: str, *, console: Any = None, enabled: bool = True) -> None:
-        self.total, self.label, self.console, self.enabled = total, label, console, enabled
-        self.done = 0
-        self._bar: Any = None
-
-    def __call__(self, nbytes: int, units: int) -> None:
-        self.done += nbytes
-        if not self.enabled:
-            return
-        if self._bar is None:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-                TransferSpeedColumn,
-            )
-
-            columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
-            self._bar = Progress(
-                *columns,
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=self.console or Console(stderr=True),
-            )
-            self._bar.start()
-            self._task = self._bar.add_task(self.label, total=self.total)
-        self._bar.advance(self._task, nbytes)
-
-    def close(self) -> None:
-        """Stop the bar (its last state stays on the terminal)."""
-        if self._bar is not None:
-            self._bar.stop()
-
-
-@contextmanager
-def progress_reporter(progress: Any, total: int | None, label: str) -> Iterator[Any]:
-    """A copy's ``progress`` argument as the function its units report to: ``True`` is a
-    :class:`ProgressBar` (stopped on the way out), a callable is itself, anything false is ``None``."""
-    if progress is not True:
-        yield progress or None
-        return
-    bar = ProgressBar(total, label)
-    try:
-        yield bar
-    finally:
-        bar.close()
+__all__ = ["copy_dataset", "copy_group", "ProgressBar"]
 
 
 def copy_dataset(

@@ -62,8 +62,8 @@ def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[st
 
 def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
     """A ``progress(value_bytes, units)`` that drives the copy's progress bar on stderr
-    (:class:`altarr.copying.ProgressBar`) and stops at a Ctrl-C, and the function that stops the bar."""
-    from altarr.copying import ProgressBar
+    (:class:`altarr.transfer.ProgressBar`) and stops at a Ctrl-C, and the function that stops the bar."""
+    from altarr.transfer import ProgressBar
 
     bar = ProgressBar(total, label, console=err_console, enabled=enabled)
 
