@@ -175,33 +175,6 @@ def test_the_decoder_leaves_chunks_it_cannot_decode_to_the_python_path():
     assert decoder.finish() == []  # emptied
 
 
-@pytest.mark.parametrize("workers", [1, 2, 8])
-def test_a_part_of_one_small_chunk_is_decoded_on_the_receiving_thread(workers, monkeypatch):
-    """A part holding one chunk of at most ``INLINE_DECODE_BYTES`` is decoded in ``add`` (no pool
-    runner); parts of more chunks, or of one larger chunk, go to the pool as before."""
-    spawned: list[int] = []
-    real_spawn = kernel.spawn
-    monkeypatch.setattr(kernel, "spawn", lambda fn, n: (spawned.append(n), real_spawn(fn, n))[1])
-    with aa.set_options(threads=workers):
-        store = AsReady()
-        ds, values = _dataset(store, (8, 10))
-        ds._access.index_cache.clear()
-        np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])  # one chunk of one shard
-        assert spawned == []
-        ds._access.index_cache.clear()
-        np.testing.assert_array_equal(ds[0:8, 0:10], values[0:8, 0:10])  # a shard of 4 chunks, whole
-        assert spawned == [4]
-        spawned.clear()
-        monkeypatch.setattr(kernel, "INLINE_DECODE_BYTES", 4 * 5 * 4)  # one chunk's 80 bytes: inline
-        ds._access.index_cache.clear()
-        np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])
-        assert spawned == []
-        monkeypatch.setattr(kernel, "INLINE_DECODE_BYTES", 4 * 5 * 4 - 1)  # below it: the pool
-        ds._access.index_cache.clear()
-        np.testing.assert_array_equal(ds[1:3, 2:4], values[1:3, 2:4])
-        assert spawned == [1]
-
-
 # --- the result's pages touched while the answers are on the way ------------------------------------------
 def test_touch_pages_writes_one_zero_byte_a_page_and_nothing_else():
     import mmap

@@ -196,11 +196,6 @@ def read_into(
     return job.finish(chunks)
 
 
-#: A part of a read holding one chunk of at most this many decoded bytes is decoded on the thread that
-#: took its answer in (see :meth:`ReadInto.add`).
-INLINE_DECODE_BYTES = 256 * 1024
-
-
 #: Results from this size on have their pages touched on the pool while the read's answers are on the way
 #: (:func:`touch_pages`).
 TOUCH_BYTES = 4 << 20
@@ -282,20 +277,12 @@ class ReadInto:
             wait(skip_unstarted=True)
 
     def add(self, raw: Mapping[Any, ChunkSlot | None]) -> None:
-        """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives). A part
-        of one chunk of at most :data:`INLINE_DECODE_BYTES` is decoded here and now: handing it to a
-        pool thread (a wake-up, then the two threads taking turns with the GIL) cost more than the
-        decode (open + one 64 KiB chunk over HTTP at 20 ms per request: 0.26 -> 0.17 ms from its answer
-        to the result)."""
+        """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives) on the
+        pool."""
         chunks = list(raw)
         self._touched()
         job = _job(self.plan, raw, chunks, self.out, self.geometry)
-        wait = None
-        if job is not None:
-            if job.n == 1 and job.plan.chunk_nbytes <= INLINE_DECODE_BYTES:
-                job.call()
-            else:
-                wait = spawn(job.call, job.n)
+        wait = None if job is None else spawn(job.call, job.n)
         self.jobs.append((job, chunks, wait))
 
     def finish(self) -> list[Any]:
@@ -303,16 +290,14 @@ class ReadInto:
         to the pure-Python path; the decoder is then empty."""
         self._touched()
         jobs, self.jobs = self.jobs, []
-        done = False
         try:
             for job, _, wait in jobs:
                 if wait is not None and job is not None:  # a job waited for is a job
                     job.call()  # takes the tasks no pool thread has taken yet
-            done = True
         finally:
             for _, _, wait in jobs:
                 if wait is not None:
-                    wait(skip_unstarted=done)  # a runner not started yet would find nothing left
+                    wait()
         return [c for job, chunks, _ in jobs for c in (chunks if job is None else job.finish(chunks))]
 
 

@@ -142,30 +142,12 @@ def _span(n: _Node) -> tuple[int, int]:
     return (n.start, n.start + n.size)
 
 
-#: Up to this many children of one node are looked up in its index on Python integers, more with one
-#: NumPy fancy index (see :func:`_entries`).
-SCALAR_LOOKUPS = 16
-
-
 def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> list[Any]:
     """The ``(offset, nbytes)`` index entries, as Python ints, of the children at grid ``positions``
     (global; taken modulo ``cps``, the children per node) of an index as
-    :meth:`~altarr.codecs.sharding.ShardingCodec.index_words` gives it (or as ``decode_index`` does).
-
-    A few children are read through a memoryview of the index (no NumPy call: right after the index's
-    answer, the first NumPy calls cost 30-90 us each while its code comes back into the CPU's caches;
-    one child after a 20 ms wait: 50 against 140 us); many with one fancy index (one NumPy index per
-    child cost 0.5 ms of a 13 ms read of 256 chunks)."""
+    :meth:`~altarr.codecs.sharding.ShardingCodec.index_words` gives it (or as ``decode_index`` does),
+    with one fancy index."""
     positions = list(positions)
-    if len(positions) <= SCALAR_LOOKUPS:
-        words = memoryview(index).cast("B").cast("Q")
-        found = []
-        for pos in positions:
-            flat = 0
-            for p, c in zip(pos, cps, strict=True):
-                flat = flat * c + p % c
-            found.append((words[2 * flat], words[2 * flat + 1]))
-        return found
     where = np.array(positions, dtype=np.intp) % np.array(cps, dtype=np.intp)
     pairs = np.frombuffer(index, dtype=np.uint64).reshape(-1, 2)
     entries: list[Any] = pairs[np.ravel_multi_index(tuple(where.T), cps)].tolist()
