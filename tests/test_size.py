@@ -24,7 +24,6 @@ LONG_MODULES: dict[str, str] = {}
 LONG_FUNCTIONS: dict[str, str] = {
     "cli/copy.py:copy": "cli",
     "cli/pyramid.py:pyramid": "cli",
-    "dataset/shard_read.py:ShardReader._descend": "lighten",
     "multiscale/build.py:build_pyramid": "lighten",
 }
 

@@ -418,14 +418,34 @@ class ShardReader:
         longer than a child block can be, inside the object where its size is known (a nested node's
         length, an open file's size, a whole read, the size a store reports with the index read: files,
         memory, zip, obstore), else below ``2**63``."""
+        indexed, requests, targets = self._index_reads(nodes, level, tokens, readers)
+        if indexed:
+            yield self._children(indexed, level)
+        if not requests:
+            return
+        for answered in self._index_answers(requests, level, readers, as_ready, on_sent):
+            check_versions(tokens, [targets[i][0].key for i, *_ in answered], [a[2] for a in answered])
+            indexed = []
+            for i, d, version, object_size in answered:
+                (n, whole), rng = targets[i], requests[i][1]
+                tokens.setdefault(n.key, version)
+                if object_size is not None and n.length is None and sizes is not None:
+                    sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
+                index = self._answered(n, level, whole, rng, d, version, tokens, sizes)
+                if index is not None:
+                    indexed.append((n, index))
+            yield self._children(indexed, level)
+
+    def _index_reads(
+        self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None
+    ) -> tuple[list[tuple[_Node, Any]], list[tuple[str, Any]], list[tuple[_Node, bool]]]:
+        """Every node's decoded index where it needs no read (parsed out of its bytes in memory: read whole
+        here, or sliced from a parent read whole; or cached), and for the others the request that reads
+        it, or the whole node (the whole-shard rule), with ``(node, whole)`` per request."""
         max_child = self.layout.max_block_bytes[level - 1]
         sc = self.layout.sharding[level]
         assert sc is not None
-        cps = self.grid.per_block(level)
-        n_idx = sc.index_nbytes(cps)
-        cache = self.index_cache
-        # every node ends up with its decoded index: from the cache, from an index read, or parsed
-        # out of its bytes (read whole here, or sliced from a parent that was read whole)
+        n_idx = sc.index_nbytes(self.grid.per_block(level))
         indexed: list[tuple[_Node, Any]] = []  # index words (ShardingCodec.index_words)
         requests, targets = [], []
         for n in nodes:
@@ -437,7 +457,7 @@ class ShardReader:
             # fault in and copy out of: whole 512^3 blosc reads 102 -> 91 ms, zstd 235 -> 209 ms)
             # a cached index comes first, also for a shard mostly wanted: its chunks' ranges then go
             # out in the data round, and a warm read costs that one round
-            cached = cache.get(n.key, level, n.start, tokens)
+            cached = self.index_cache.get(n.key, level, n.start, tokens)
             if cached is not None:
                 indexed.append((n, cached))
                 continue
@@ -455,58 +475,76 @@ class ShardReader:
                 rng = Range(n.start + n.length - n_idx, n.start + n.length)
             requests.append((n.key, rng))
             targets.append((n, whole))
-        if indexed:
-            yield self._children(indexed, level)
-        if not requests:
-            return
+        return indexed, requests, targets
+
+    def _index_answers(
+        self,
+        requests: list[tuple[str, Any]],
+        level: int,
+        readers: dict[str, Any] | None,
+        as_ready: bool,
+        on_sent: Callable[[], None] | None,
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """The answers to :meth:`_index_reads`' requests as ``(request number, bytes, version, object
+        size)``, all at once or (``as_ready``) in parts as they arrive."""
         if as_ready:
-            answers = self.index_cache.read_sized_as_ready(requests, on_sent)
+            return self.index_cache.read_sized_as_ready(requests, on_sent)
+        sc = self.layout.sharding[level]
+        assert sc is not None
+        if readers is None and not sc._start and isinstance(self.store, OpensReaders):
+            got = self._read_sized(requests)
         else:
-            if readers is None and not sc._start and isinstance(self.store, OpensReaders):
-                got = self._read_sized(requests)
-            else:
-                got = self._read_versioned(requests, readers)
-            answers = iter([list(zip(range(len(requests)), *got, strict=True))])
-        for answered in answers:
-            check_versions(tokens, [targets[i][0].key for i, *_ in answered], [a[2] for a in answered])
-            indexed = []
-            for i, d, version, object_size in answered:
-                (n, whole), req = targets[i], requests[i]
-                tokens.setdefault(n.key, version)
-                if object_size is not None and n.length is None and sizes is not None:
-                    sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
-                if d is None:
-                    if n.length is None:  # a missing shard: all its chunks are absent
-                        tokens[n.key] = MISSING
-                        continue
-                    if cache.optimistic:  # deleted since its outer index was cached: read that again
-                        raise ShardChanged({n.key})
-                    raise CorruptShardError("object vanished while it was being read", key=n.key)
-                if whole:
-                    if n.length is not None and len(d) != n.length:
-                        raise CorruptShardError(
-                            f"read {len(d)} of {n.length} bytes of a nested shard",
-                            key=n.key,
-                            byte_range=(n.start, n.start + n.length),
-                        )
-                    n.mem = memoryview(d)
-                    n.length = len(d)
-                    indexed.append((n, self._parse_index(n, level, tokens.get(n.key), max_child)))
-                    continue
-                if len(d) != n_idx:
-                    raise CorruptShardError(
-                        f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
-                        key=n.key,
-                        byte_range=legacy_bounds(req[1]),
-                    )
-                size = n.length if n.length is not None else (sizes or {}).get(n.key)
-                try:
-                    index = sc.index_words(d, cps, object_size=size, max_nbytes=max_child)
-                except AltarrError as e:
-                    raise self._index_error(e, n, level) from e
-                cache.put(n.key, level, n.start, version, index)
-                indexed.append((n, index))
-            yield self._children(indexed, level)
+            got = self._read_versioned(requests, readers)
+        return iter([list(zip(range(len(requests)), *got, strict=True))])
+
+    def _answered(
+        self,
+        n: _Node,
+        level: int,
+        whole: bool,
+        rng: Any,
+        d: Any,
+        version: Any,
+        tokens: dict[str, Any],
+        sizes: dict[str, int] | None,
+    ) -> Any:
+        """Node ``n``'s index from the answer ``d`` to its index read (or its whole read), checked and
+        cached; ``None`` for a shard that is not stored (its chunks are absent)."""
+        if d is None:
+            if n.length is None:  # a missing shard: all its chunks are absent
+                tokens[n.key] = MISSING
+                return None
+            if self.index_cache.optimistic:  # deleted since its outer index was cached: read that again
+                raise ShardChanged({n.key})
+            raise CorruptShardError("object vanished while it was being read", key=n.key)
+        max_child = self.layout.max_block_bytes[level - 1]
+        if whole:
+            if n.length is not None and len(d) != n.length:
+                raise CorruptShardError(
+                    f"read {len(d)} of {n.length} bytes of a nested shard",
+                    key=n.key,
+                    byte_range=(n.start, n.start + n.length),
+                )
+            n.mem = memoryview(d)
+            n.length = len(d)
+            return self._parse_index(n, level, tokens.get(n.key), max_child)
+        sc = self.layout.sharding[level]
+        assert sc is not None
+        cps = self.grid.per_block(level)
+        n_idx = sc.index_nbytes(cps)
+        if len(d) != n_idx:
+            raise CorruptShardError(
+                f"shard is truncated: its index needs {n_idx} bytes, the object gave {len(d)}",
+                key=n.key,
+                byte_range=legacy_bounds(rng),
+            )
+        size = n.length if n.length is not None else (sizes or {}).get(n.key)
+        try:
+            index = sc.index_words(d, cps, object_size=size, max_nbytes=max_child)
+        except AltarrError as e:
+            raise self._index_error(e, n, level) from e
+        self.index_cache.put(n.key, level, n.start, version, index)
+        return index
 
     def _parse_index(self, n: _Node, level: int, version: Any, max_child: int) -> np.ndarray:
         """The index of node ``n`` whose bytes are in memory (read whole, or sliced from a parent read
