@@ -135,7 +135,7 @@ def test_exactly_half_a_shard_is_read_whole_and_just_under_half_is_not(store):
     """The documented rule (``WHOLE_SHARD_FRACTION = 0.5``): a batch wanting at least half the chunks of
     a shard reads the shard object in one request, all its bytes; one chunk fewer reads the index and the
     chunks' ranges, fewer bytes than the object."""
-    from altarr.dataset.access import WHOLE_SHARD_FRACTION
+    from altarr.dataset.shard_read import WHOLE_SHARD_FRACTION
 
     ds = make(store)
     chunks = fill_shard(ds, (0, 0))
@@ -589,14 +589,14 @@ def test_reads_take_every_chunk_of_a_shard_from_one_version(tmp_path, how):
 
 
 def test_thread_scratch_buffers_are_given_back_after_huge_chunks(monkeypatch):
-    from altarr.dataset import access, chunk_codec
+    from altarr.dataset import chunk_codec
 
     monkeypatch.setattr(chunk_codec, "SCRATCH_KEEP_BYTES", 1 << 20)
-    big = access._scratch((1024, 1024), np.dtype("uint16"))  # 2 MiB
-    assert access._scratch((1024, 1024), np.dtype("uint16")).base is big.base  # reused
-    small = access._scratch((64, 64), np.dtype("uint16"))
+    big = chunk_codec.scratch_array((1024, 1024), np.dtype("uint16"))  # 2 MiB
+    assert chunk_codec.scratch_array((1024, 1024), np.dtype("uint16")).base is big.base  # reused
+    small = chunk_codec.scratch_array((64, 64), np.dtype("uint16"))
     assert small.base is not big.base and small.base.nbytes == 64 * 64 * 2
-    assert len(access._scratch_input(100)) == 100
+    assert len(chunk_codec.scratch_bytes(100)) == 100
 
 
 def _versions_keep_changing(store, monkeypatch, only: str | None = None) -> list[int]:
@@ -629,7 +629,7 @@ def _versions_keep_changing(store, monkeypatch, only: str | None = None) -> list
 def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
     """A batched read whose every attempt sees the shard change between its reads gives up with an
     error naming the shard, after READ_ATTEMPTS attempts (also when one chunk is asked for)."""
-    from altarr.dataset import access
+    from altarr.dataset import shard_read
     from altarr.errors import CorruptShardError
     from altarr.stores import MemoryStore
 
@@ -642,9 +642,9 @@ def test_a_shard_that_never_holds_still_is_reported(monkeypatch, wanted):
         ds.read_chunks(wanted)
     assert e.value.key == ds.chunk_key((0, 0))
     assert e.value.message == (
-        f"the shard was replaced by another writer during each of {access.READ_ATTEMPTS} attempts to read it"
+        f"the shard was replaced by another writer during each of {shard_read.READ_ATTEMPTS} attempts to read it"
     )
-    assert len(calls) == 2 * access.READ_ATTEMPTS  # index + chunks, every attempt
+    assert len(calls) == 2 * shard_read.READ_ATTEMPTS  # index + chunks, every attempt
 
 
 def test_the_shard_that_never_holds_still_is_the_one_named(monkeypatch):

@@ -43,7 +43,6 @@ from ..errors import AltarrError, ChecksumError, CodecError, CorruptChunkError, 
 from ._config import as_byte_view, check_bool, check_choice, check_int, check_keys
 from .base import BytesBytesCodec, BytesLike
 from .bounded import check_announced, inflate, unzstd, zstd_content_size
-from .bounded import zstd_content_size as _zstd_content_size  # noqa: F401 - the name tests import
 from .registry import register_codec
 
 __all__ = ["GzipCodec", "ZstdCodec", "BloscCodec"]

@@ -49,18 +49,11 @@ from ..errors import GridError
 from ..formats.base import DatasetSpec
 from . import kernel
 from .chunk_codec import ChunkCodec
-from .chunk_codec import scratch_array as _scratch  # noqa: F401  (kept importable from here)
-from .chunk_codec import scratch_bytes as _scratch_input  # noqa: F401
 from .grid import NestedGrid
-from .index_cache import MISSING as MISSING
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
-from .locks import MAX_ATTEMPTS as MAX_ATTEMPTS  # the retry loop reads locks.MAX_ATTEMPTS
-from .locks import conflict_backoff as conflict_backoff
 from .parallel import pmap
-from .shard_read import READ_ATTEMPTS as READ_ATTEMPTS
 from .shard_read import RESTART, ChunkRange, ChunkSlot, ShardReader, Slots
-from .shard_read import WHOLE_SHARD_FRACTION as WHOLE_SHARD_FRACTION
 from .shard_write import Merge, ShardWriter
 
 if TYPE_CHECKING:

@@ -501,8 +501,3 @@ def validate(result: Any, coords: np.ndarray, extents: np.ndarray, dtype: np.dty
                 )
         out.append(arr)
     return out
-
-
-def chunk_shapes_of(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
-    """Number of chunks along each dimension."""
-    return tuple(-(-s // c) if s else 0 for s, c in zip(shape, chunks, strict=True))
