@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from netservers import server_process  # noqa: E402
+from netservers import server_process
 
 
 def clients(url: str, size: int) -> dict[str, Any]:

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix  # noqa: E402
-from netservers import BUCKET, server_process  # noqa: E402
+from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix
+from netservers import BUCKET, server_process
 
 N_OBJ = 8
 GAP = 64 << 10

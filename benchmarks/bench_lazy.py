@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_engine import MAX_INTERFERENCE, THREADS, Job, machine, make_volume, run_jobs  # noqa: E402
+from bench_engine import MAX_INTERFERENCE, THREADS, Job, machine, make_volume, run_jobs
 
 CACHE_BYTES = 256 * 2**20
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engine import PeakRSS  # noqa: E402 - the benchmarks share one memory measure
+from bench_engine import PeakRSS  # the benchmarks share one memory measure
 
 THREADS = 2
 LEVELS = 5

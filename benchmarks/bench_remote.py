@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from netservers import BUCKET, server_process  # noqa: E402
+from netservers import BUCKET, server_process
 
 THREADS = 2
 LIBS = ("altarr", "tensorstore", "zarr-fsspec", "zarr-obstore")

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_engine import (  # noqa: E402
+from bench_engine import (
     CPU,
     MAX_INTERFERENCE,
     RETRIES,

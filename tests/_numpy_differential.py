@@ -160,7 +160,7 @@ def run(fn: Callable[[], Any]) -> tuple[Any, list[tuple[type, str]]]:
         warnings.simplefilter("always")
         try:
             res = fn()
-        except Exception as e:  # noqa: BLE001 - the exception type is what is compared
+        except Exception as e:  # the exception type is what is compared
             res = Raised(e)
     return res, [(w.category, str(w.message)) for w in caught]
 

@@ -38,7 +38,7 @@ def _exists(collection: Any, path: str) -> str | None:
     try:
         obj = collection[path]
         return str(obj.canonical_path)
-    except Exception:  # noqa: BLE001 - KeyError, AliasResolutionError, CyclicAliasError: not found
+    except Exception:  # KeyError, AliasResolutionError, CyclicAliasError: not found
         return None
 
 
@@ -63,7 +63,7 @@ def resolve(obj: Any, target: str, collection: Any) -> str | None:
             return found
         try:
             head = scope.resolve(first)
-        except Exception:  # noqa: BLE001 - NameResolutionError: not visible from this scope
+        except Exception:  # NameResolutionError: not visible from this scope
             head = None
         if head:
             found = _exists(collection, f"{head}.{rest}" if rest else head)

@@ -219,7 +219,7 @@ def verify(path_or_url: str | Store, *, repair: bool = False, **storage_options:
     for node in nodes:
         try:
             _check_node(store, node, nodes, keys, report)
-        except Exception as e:  # noqa: BLE001 - verify reports, it does not stop
+        except Exception as e:  # verify reports, it does not stop
             report.add(node or "/", "unexpected", f"{type(e).__name__}: {e}")
     return report
 
@@ -267,7 +267,7 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
     except AltarrError as e:
         report.add(e.key or meta_key, "metadata", e.message)
         return
-    except Exception as e:  # noqa: BLE001 - verify reports, it does not stop
+    except Exception as e:  # verify reports, it does not stop
         report.add(meta_key, "unexpected", f"{type(e).__name__}: {e}")
         return
     report.checked["metadata"] += len(docs)
@@ -275,7 +275,7 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
         opened.format.read_attributes(store, node)
     except AltarrError as e:
         report.add(e.key or meta_key, "attributes", e.message)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         report.add(meta_key, "unexpected", f"attributes: {type(e).__name__}: {e}")
     if opened.kind != "array" or opened.spec is None:
         return
@@ -355,7 +355,7 @@ def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport, check: 
                 report.checked["shards"] += 1
                 check.shards += 1
                 walker.shard(mv, top, pos, key)
-        except Exception as e:  # noqa: BLE001 - one object's surprise must not stop the others' checks
+        except Exception as e:  # one object's surprise must not stop the others' checks
             report.add(key, "unexpected", f"{type(e).__name__}: {e}")
 
 
@@ -385,7 +385,7 @@ class _Walker:
             report.add(key, "checksum", e.message, chunk)
         except AltarrError as e:
             report.add(key, "chunk", e.message, chunk)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             report.add(key, "unexpected", f"{type(e).__name__}: {e}", chunk)
 
     def _index(self, mv: memoryview, level: int, key: str, where: tuple[int, ...]) -> tuple[Any, int, int]:

@@ -26,7 +26,7 @@ from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix, store
 from altarr.stores.obstore_client import fsspec_to_obstore_options
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import http_server  # noqa: E402
+from netservers import http_server
 
 SHAPE = (32, 32)
 CHUNKS = (4, 4)

@@ -15,7 +15,7 @@ import pytest
 import altarr as aa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import http_server  # noqa: E402
+from netservers import http_server
 
 SHAPE, CHUNKS, SHARDS = (32, 32), (4, 4), (16, 16)
 VALUES = (np.arange(32 * 32, dtype="uint16").reshape(SHAPE) * 7) % 5003

@@ -15,7 +15,7 @@ from altarr.lazy.batch import BatchError, BatchResult, current
 from altarr.stores import ObstoreStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import http_server  # noqa: E402
+from netservers import http_server
 
 SHAPE = (32, 32)
 VALUES = (np.arange(32 * 32, dtype="uint16").reshape(SHAPE) * 7) % 5003

@@ -454,7 +454,7 @@ def _outcome(fn):
         warnings.simplefilter("always")
         try:
             res = fn()
-        except Exception as e:  # noqa: BLE001 - the exception type is compared
+        except Exception as e:  # the exception type is compared
             res = e
     said = {m for m in _WARNINGS for w in caught if m in str(w.message) and m != _WARNINGS[-1]}
     return res, said

@@ -57,11 +57,11 @@ def _code(cell: str) -> str:
 def outcome(example: str, side: str) -> str:
     """The outcome of ``example`` on ``side`` (``"numpy"`` or ``"altarr"``), as the table writes it."""
 
-    def A(values, *chunks):  # noqa: N802 - the table's name
+    def A(values, *chunks):  # the table's name
         a = np.asarray(values)
         return a if side == "numpy" else lazy(a, chunks or (2,) * a.ndim)[0]
 
-    def D(values, *chunks):  # noqa: N802
+    def D(values, *chunks):
         a = np.asarray(values)
         return a.copy() if side == "numpy" else make_dataset(a, chunks or (2,) * a.ndim, "zarr3")
 
@@ -73,11 +73,11 @@ def outcome(example: str, side: str) -> str:
         for statement in statements:
             try:
                 exec(statement, namespace)
-            except Exception as e:  # noqa: BLE001 - the outcome names it
+            except Exception as e:  # the outcome names it
                 before += f"raises {type(e).__name__}; then "
         try:
             return before + repr(eval(last, namespace))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return before + f"raises {type(e).__name__}"
 
 

@@ -20,11 +20,11 @@ from altarr.stores import MemoryStore
 nan, inf = np.nan, np.inf
 
 
-def L(a, chunks):  # noqa: N802 - the issue's names
+def L(a, chunks):  # the names
     return lazy(np.asarray(a), chunks)[0]
 
 
-def D(a, chunks, fmt="zarr3", **kw):  # noqa: N802
+def D(a, chunks, fmt="zarr3", **kw):
     a = np.asarray(a)
     ds = aa.create_dataset(MemoryStore(), shape=a.shape, dtype=a.dtype, chunks=chunks, format=fmt, **kw)
     if a.size:
@@ -38,7 +38,7 @@ def outcome(fn):
         warnings.simplefilter("ignore")
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - the type is what is compared
+        except Exception as e:  # the type is what is compared
             return type(e)
 
 

@@ -26,7 +26,7 @@ from altarr.errors import StoreError
 from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Offset, Range, Suffix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import RequestLog, _handler, http_server  # noqa: E402
+from netservers import RequestLog, _handler, http_server
 
 KEY = "c/416/404/412"
 REQUESTS = [WHOLE, Range(0, 10), Offset(5), Suffix(10)]

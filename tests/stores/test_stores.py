@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 # --- a local S3 server: the session's ``s3_endpoint`` fixture (conftest.py) ----------------------------
-from _s3 import BUCKET, s3_options  # noqa: E402
+from _s3 import BUCKET, s3_options
 from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
 from altarr.stores import (
     WHOLE,

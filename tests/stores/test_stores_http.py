@@ -17,7 +17,7 @@ import pytest
 from altarr.stores import WHOLE, FsspecStore, Range, Suffix
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from netservers import http_server  # noqa: E402
+from netservers import http_server
 
 DATA = os.urandom(100_000)
 OBJECTS = {"/data/shard": DATA, "/data/empty": b""}

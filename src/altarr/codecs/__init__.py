@@ -16,7 +16,7 @@ from __future__ import annotations
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
 
 # Import order matters only for registration; each module registers its codecs on import.
-from .bytes import BytesCodec, native_dtype  # noqa: I001
+from .bytes import BytesCodec, native_dtype
 from .chain import CodecChain
 from .compress import BloscCodec, GzipCodec, ZstdCodec
 from .crc32c import Crc32cCodec, crc32c_value

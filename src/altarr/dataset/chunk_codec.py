@@ -138,7 +138,7 @@ class ChunkCodec:
         # them: it is shared by every open of a memoized metadata parse; 0.07 ms of such an open over HTTP)
         try:  # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
             fill_key = (type(fill_value), repr(fill_value))
-        except Exception:  # noqa: BLE001 - a fill value whose repr fails is simply not memoized
+        except Exception:  # a fill value whose repr fails is simply not memoized
             self._derive()
         else:
             key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())

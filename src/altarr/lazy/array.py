@@ -328,7 +328,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return cast(self, check_dtype(dtype))
 
     @property
-    def T(self) -> LazyArray:  # noqa: N802 - NumPy's name
+    def T(self) -> LazyArray:
         """The lazy transpose (reversed axes).
 
         Example:
@@ -341,7 +341,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return transpose(self)
 
     @property
-    def mT(self) -> LazyArray:  # noqa: N802 - NumPy's name
+    def mT(self) -> LazyArray:
         """The lazy transpose of the last two axes."""
         if self.ndim < 2:
             raise ValueError("matrix transpose with ndim < 2 is undefined")

@@ -158,7 +158,7 @@ def _get(name: str) -> int:
     return value
 
 
-class set_options:  # noqa: N801 - used like a function, as xarray.set_options is
+class set_options:
     """Set options globally; as a context manager, restore the previous values on exit.
 
     A plain call (``aa.set_options(cache_bytes=0)``) changes the process-wide options for good (until

@@ -276,7 +276,7 @@ def _dims_of(ds: Any) -> tuple[str, ...] | None:
     return None
 
 
-def open(path_or_url: Any, unpack: bool = False, **storage_options: Any) -> Any:  # noqa: A001 - public name
+def open(path_or_url: Any, unpack: bool = False, **storage_options: Any) -> Any:
     """A lazy array over an N5 / Zarr v2 / Zarr v3 dataset (format detected from its metadata).
 
     One lazy chunk is one chunk of the dataset (the innermost chunk of a sharded array); each batch of

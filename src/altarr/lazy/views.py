@@ -165,7 +165,7 @@ def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: 
 
 def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
     """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
-    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
+    LazyArray = type(x)  # the class of the operand builds the result (no import cycle)
 
     if axes is None:
         perm = tuple(range(x.ndim))[::-1]
@@ -338,7 +338,7 @@ class ReshapeSource:
 def reshape(x: Any, new: tuple[int, ...]) -> Any:
     """A lazy C-order ``x.reshape(new)`` (``new`` already checked, ``-1`` resolved) when the chunks allow it
     (:func:`reshape_chunks`), else NumPy data through the guarded materialization."""
-    LazyArray = type(x)  # noqa: N806 - the class of the operand builds the result (no import cycle)
+    LazyArray = type(x)  # the class of the operand builds the result (no import cycle)
 
     if new == x.shape:
         return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
