@@ -290,14 +290,16 @@ class ReadInto:
         to the pure-Python path; the decoder is then empty."""
         self._touched()
         jobs, self.jobs = self.jobs, []
+        done = False
         try:
             for job, _, wait in jobs:
                 if wait is not None and job is not None:  # a job waited for is a job
                     job.call()  # takes the tasks no pool thread has taken yet
+            done = True
         finally:
             for _, _, wait in jobs:
                 if wait is not None:
-                    wait()
+                    wait(skip_unstarted=done)  # a runner not started yet would find nothing left
         return [c for job, chunks, _ in jobs for c in (chunks if job is None else job.finish(chunks))]
 
 
