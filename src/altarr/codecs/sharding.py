@@ -371,6 +371,16 @@ class ShardingCodec(ArrayBytesCodec):
         parts = self.assemble_parts(chunks, cps)
         return None if parts is None else b"".join(parts)
 
+    def empty_shard(self, cps: Sequence[int]) -> bytes:
+        """A shard holding no chunk: its index alone, every entry empty (readers find only fill in it).
+        Written where a shard is emptied on a store that conditions writes but not deletes.
+
+        >>> len(ShardingCodec((1,)).empty_shard((2,)))  # 2*16 index bytes + 4 crc bytes
+        36
+        """
+        cps = tuple(int(c) for c in cps)
+        return self.encode_index(np.full((*cps, 2), _EMPTY_U64, dtype=np.uint64))
+
     def assemble_parts(self, chunks: Sequence[BytesLike | None], cps: Sequence[int]) -> list[Any] | None:
         """:meth:`assemble` as the list of its parts in object order (the index and the chunk payloads,
         not joined), for stores that write parts without copying them together (``writev``)."""

@@ -149,6 +149,12 @@ class ShardLayout:
                 found.update(self.split_down(entry, level - 1, child, group, key))
         return found
 
+    def empty(self, level: int) -> bytes:
+        """A level-``level`` block holding no chunk (:meth:`ShardingCodec.empty_shard`)."""
+        sc = self.sharding[level]
+        assert sc is not None
+        return sc.empty_shard(self.grid.per_block(level))
+
     def build(
         self,
         level: int,

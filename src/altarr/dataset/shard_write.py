@@ -216,6 +216,15 @@ class ShardWriter:
             new[i] = b
         return new
 
+    def _keeps_emptied_shards(self) -> bool:
+        """Whether a shard emptied by a read-modify-write is written as an empty shard (its index alone)
+        instead of deleted: on stores that condition writes on the version read but cannot condition a
+        delete (:attr:`~altarr.stores.Store.concurrent_writes` ``"conditional"``: S3, GCS, Azure), a
+        delete is a ``HEAD`` then a ``DELETE``, and another writer's write landing between the two is
+        deleted with it (5 of 200 writes on S3). The conditional write of the empty shard fails instead,
+        and the update goes again. The object stays, holding only its index (tens of bytes)."""
+        return _keep_emptied_shards and self.store.concurrent_writes == "conditional"
+
     def _set_before_deletes(self, to_set: list[tuple[str, Any]], to_delete: list[str]) -> None:
         """Write ``to_set``, which goes before the call's deletes: when a conditional write meets another
         writer's change, the ``WriteConflictError`` names the deletes too (not tried yet: they go again
@@ -310,6 +319,8 @@ class ShardWriter:
             )
             if shard is not None:
                 to_set.append((keys[pos], shard))
+            elif old_objects.get(pos) is not None and self._keeps_emptied_shards():
+                to_set.append((keys[pos], self.layout.empty(top)))  # conditioned on the version read
             elif pos not in old_objects or old_objects[pos] is not None:
                 to_delete.append(keys[pos])
         try:
@@ -318,6 +329,11 @@ class ShardWriter:
                 self.store.delete_many(to_delete)
         finally:
             self.index_cache.forget(keys.values())
+
+
+#: The guard of :meth:`ShardWriter._keeps_emptied_shards`, switched off by the soak that shows what it
+#: prevents (``tests/dataset/test_emptying_writers.py``).
+_keep_emptied_shards = True
 
 
 @dataclass

@@ -60,7 +60,7 @@ from .local_files import (
     write_all,
     writev_all,
 )
-from .local_paths import RootedPaths
+from .local_paths import PRUNED_RETRIES, RootedPaths
 from .ranges import ByteRequest
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
@@ -318,12 +318,12 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         assert dfd is not None
         try:
             fd = None
-            for attempt in range(3):
+            for attempt in range(PRUNED_RETRIES):
                 try:
                     fd = os.open(tmp, TEMP_FLAGS, 0o666, dir_fd=dfd)
                     break
                 except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
-                    if attempt == 2:
+                    if attempt == PRUNED_RETRIES - 1:
                         raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
                     os.close(dfd)
                     again = self._parent_fd(key, create=True)
@@ -441,19 +441,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         held: list[tuple[int, str, int, str]] = []
         try:
             for key in sorted({normalize_key(k) for k in keys} - {""}):
-                dfd = self._parent_fd(key, create=True)
-                assert dfd is not None
-                name = key.rpartition("/")[2]
-                try:
-                    fd = filelock.acquire(dfd, name)
-                except OSError as e:
-                    os.close(dfd)
-                    raise StoreError(oserror_message("locking", e), key=key) from e
-                except BaseException:
-                    os.close(dfd)
-                    raise
-                assert fd is not None
-                held.append((dfd, name, fd, key))
+                held.append(self._lock(key))
             yield
         finally:
             for dfd, name, fd, key in reversed(held):

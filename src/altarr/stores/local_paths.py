@@ -2,7 +2,8 @@
 is opened and the path of the open folder (``/proc/self/fd``) checked to lie inside the root, then every
 operation on the object is relative to that open folder (``openat``-style, ``O_NOFOLLOW``), so a folder
 swapped for a symlink at any moment cannot lead outside; a symlink as the last component is followed only
-when what was opened lies inside the root. Nothing is cached.
+when what was opened lies inside the root. Nothing is cached. Folders are made on the way to a write or
+a lock, again when a concurrent delete prunes them before they are used (:data:`PRUNED_RETRIES`).
 
 Example:
     >>> import tempfile
@@ -18,10 +19,16 @@ import os
 import stat as _stat
 
 from ..errors import InvalidKeyError, StoreError
+from . import filelock
 from .keys import normalize_key
 from .local_files import DIR_FLAGS, O_NOFOLLOW, PROC_FD, READ_FLAGS, fstat_of, oserror_message
 
-__all__ = ["RootedPaths"]
+__all__ = ["PRUNED_RETRIES", "RootedPaths"]
+
+#: How many times a write or a lock makes its folder again when a concurrent delete prunes it (empty
+#: folders go with their last object) between its creation and its use. Each retry is a few system calls;
+#: a writer that loses this many races in a row has met a deleter in a tight loop, and says so.
+PRUNED_RETRIES = 64
 
 
 class RootedPaths:
@@ -86,9 +93,49 @@ class RootedPaths:
         self._check_fd(dfd, path, key)
         return dfd
 
+    def _lock(self, key: str) -> tuple[int, str, int, str]:
+        """Take ``key``'s lock in its folder: ``(folder descriptor, name, lock descriptor, key)``. A
+        concurrent delete may prune the folder between opening it and creating the lock file in it (the
+        file's creation then finds no folder): the folder is made again and the lock taken there, a
+        bounded number of times (:data:`PRUNED_RETRIES`)."""
+        name = key.rpartition("/")[2]
+        for attempt in range(PRUNED_RETRIES):
+            dfd = self._parent_fd(key, create=True)
+            assert dfd is not None
+            try:
+                fd = filelock.acquire(dfd, name)
+            except FileNotFoundError as e:  # the folder was pruned under us: make it again
+                os.close(dfd)
+                if attempt == PRUNED_RETRIES - 1:
+                    raise StoreError(oserror_message("locking", e), key=key) from e
+                continue
+            except OSError as e:
+                os.close(dfd)
+                raise StoreError(oserror_message("locking", e), key=key) from e
+            except BaseException:
+                os.close(dfd)
+                raise
+            assert fd is not None
+            return dfd, name, fd, key
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _make_dirs(self, parent_key: str, key: str) -> int:
         """Create the folders of ``parent_key`` one at a time, each checked before going into it (a
-        symlink leading outside is refused before anything is created there); returns the last one."""
+        symlink leading outside is refused before anything is created there); returns the last one. A
+        concurrent delete may prune a folder of the way (empty folders go with their last object) before
+        the next is made in it: the walk starts again from the root (:data:`PRUNED_RETRIES` times)."""
+        for attempt in range(PRUNED_RETRIES):
+            try:
+                return self._walk_making(parent_key, key)
+            except _Pruned as e:
+                if attempt == PRUNED_RETRIES - 1:
+                    raise StoreError(
+                        oserror_message(f"creating folder {e.path!r}", e.error), key=key
+                    ) from e.error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _walk_making(self, parent_key: str, key: str) -> int:
+        """One walk of :meth:`_make_dirs`; :class:`_Pruned` when a folder of the way vanished."""
         try:
             os.makedirs(self.root, exist_ok=True)
             dfd = os.open(self.root, DIR_FLAGS)
@@ -104,6 +151,9 @@ class RootedPaths:
                 except FileExistsError:
                     pass
                 nfd = os.open(part, DIR_FLAGS, dir_fd=dfd)
+            except FileNotFoundError as e:  # this folder or the one it goes in was pruned meanwhile
+                os.close(dfd)
+                raise _Pruned(path, e) from e
             except OSError as e:
                 os.close(dfd)
                 raise StoreError(oserror_message(f"creating folder {path!r}", e), key=key) from e
@@ -166,3 +216,11 @@ class RootedPaths:
         if prefix:
             self._check_inside(top, prefix)
         return prefix, top
+
+
+class _Pruned(Exception):
+    """A folder on the way to a key vanished while the folders were made (a concurrent delete)."""
+
+    def __init__(self, path: str, error: OSError) -> None:
+        super().__init__(path)
+        self.path, self.error = path, error
