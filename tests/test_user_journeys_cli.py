@@ -108,3 +108,53 @@ def test_each_documented_exit_code(tmp_path):
     assert run_cli("info", tmp_path / "v.zarr", "--frob").returncode == 2
     debug = run_cli("--debug", "copy", tmp_path / "v.zarr", tmp_path / "o.zarr", "--codec", "lz5")
     assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_an_array_altarr_adds_to_a_consolidated_group_is_listed_by_zarr_python_and_xarray(tmp_path):
+    """zarr-python writes a consolidated Zarr v2 group; altarr adds an array in its own process; zarr-python
+    and ``xr.open_zarr`` in a third list it from the consolidated document."""
+    p = str(tmp_path / "c.zarr")
+    made = _python(
+        "import numpy as np, zarr\n"
+        f"g = zarr.open_group({p!r}, mode='w', zarr_format=2)\n"
+        "t = g.create_array('t', shape=(4,), dtype='f4', chunks=(2,), dimension_names=None)\n"
+        "t.attrs['_ARRAY_DIMENSIONS'] = ['x']; t[:] = np.arange(4)\n"
+        f"zarr.consolidate_metadata({p!r})"
+    )
+    assert made.returncode == 0, made.stderr
+    added = _python(
+        "import altarr as aa\n"
+        f"g = aa.open_group({p!r}, mode='r+')\n"
+        "a = g.create_dataset('added', shape=(3,), dtype='i2', chunks=(3,), attributes={'_ARRAY_DIMENSIONS': ['y']})\n"
+        "a[...] = [7, 8, 9]"
+    )
+    assert added.returncode == 0, added.stderr
+    seen = _python(
+        "import zarr, xarray as xr\n"
+        f"print(sorted(zarr.open_consolidated({p!r}, zarr_format=2).keys()))\n"
+        f"ds = xr.open_zarr({p!r}, consolidated=True, zarr_format=2)\n"
+        "print(sorted(ds.data_vars), ds['added'].values.astype(int).tolist())"
+    )
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.splitlines() == ["['added', 't']", "['added', 't'] [7, 8, 9]"], seen.stdout
+
+
+def test_a_z5py_n5_group_opens_in_xarray_datatree(tmp_path):
+    """z5py writes an N5 container whose group has no attributes.json; xarray's datatree opens it through
+    altarr's engine in another process."""
+    p = str(tmp_path / "z.n5")
+    made = _python(
+        "import numpy as np, z5py\n"
+        f"f = z5py.File({p!r}, mode='w', use_zarr_format=False)\n"
+        "d = f.create_group('g').create_dataset('d', shape=(4, 6), chunks=(2, 3), dtype='u2')\n"
+        "d[:] = np.arange(24, dtype='u2').reshape(4, 6)"
+    )
+    assert made.returncode == 0, made.stderr
+    assert not (tmp_path / "z.n5" / "g" / "attributes.json").exists()  # as z5py writes a bare group
+    seen = _python(
+        "import xarray as xr\n"
+        f"tree = xr.open_datatree({p!r}, engine='altarr')\n"
+        "print(sorted(tree.groups), int(tree['g/d'].values.sum()))"
+    )
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.split("]")[0] + "]" == "['/', '/g']" and seen.stdout.split()[-1] == str(sum(range(24)))
