@@ -53,6 +53,12 @@ print(json.dumps(got))
 """
 
 
+#: The calls that need one 2 GiB buffer and nothing beside it: under 4 GiB they may fit (how much address
+#: space the process has used already decides), and then they succeed, or their allocation fails and
+#: becomes a MaterializeError naming the chunk; never a bare MemoryError.
+MAY_FIT = ("lazy_slice", "visit")
+
+
 @pytest.mark.parametrize("fmt", ["zarr3", "zarr2", "n5"])
 def test_a_2_31_chunk_under_a_4_gib_limit(tmp_path, fmt):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -66,10 +72,10 @@ def test_a_2_31_chunk_under_a_4_gib_limit(tmp_path, fmt):
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     for name, (kind, message) in got.items():
-        if name == "lazy_slice" and kind == "ok":  # it may fit: one 2 GiB buffer, nothing else
+        if name in MAY_FIT and kind == "ok":
             continue
         assert kind == "altarr.errors.MaterializeError", (name, kind, message)
         assert "(2147483648, 1)" in message and "chunk=(0, " in message, (name, message)
-    # where the engine allocates the chunk itself, it refuses before allocating
-    for name in ("read_chunks", "region", "visit", "write"):
+    # where the engine allocates the chunk and more beside it, it refuses before allocating
+    for name in ("read_chunks", "region", "write"):
         assert "address space this process has left" in got[name][1], (name, got[name])
