@@ -276,3 +276,53 @@ def test_scalar_conversions_follow_the_installed_numpy():
     if np.lib.NumpyVersion(np.__version__) >= "2.4.0":  # NumPy 2.4 made float() of ndim > 0 a TypeError
         with pytest.raises(TypeError, match="only 0-dimensional arrays"):
             float(L(np.array([2.0]), (1,)))
+
+
+# --- soak seed 945414790: complex var/std without degrees of freedom, .flat's index conversion ------------
+def test_complex_var_and_std_divide_in_the_complex_dtype_where_ddof_reaches_the_count():
+    data = np.array([[nan, 1 + 1j], [0.5 + 0.5j, -1j], [1j, complex(nan, nan)]], "c8")
+    for fn in (np.var, np.std):
+        for dtype in ("c8", "c16", None):
+            for ddof in (1, 2, 3):
+                kw = {"axis": (1,), "ddof": ddof, "dtype": dtype}
+                got, want = (
+                    outcome(lambda f=fn, k=kw: f(L(data, (1, 1)), **k)),
+                    outcome(lambda f=fn, k=kw: f(data, **k)),
+                )
+                same(got, want)
+                np.testing.assert_array_equal(np.isnan(np.imag(got)), np.isnan(np.imag(want)))
+    ones = np.ones((2, 2), "c8")  # 0 / 0 in a complex dtype: nan+nanj, as the whole-array scalar
+    got = outcome(lambda: np.std(L(ones, (1, 1)), ddof=4, dtype="c8"))
+    assert np.isnan(got.imag) and got.dtype == np.complex64
+
+
+def test_flat_converts_every_item_of_a_tuple_before_counting_them():
+    ragged = [0, [1, 2]]
+    keys = [(None, ragged), (ragged, None), (0, ragged), (1.5, ragged), ("a", ragged), (True, ragged)]
+    keys += [(*k, 0) for k in keys]
+    keys += [([0.5], ragged), (np.array([0.5]), ragged), (["a"], ragged), ([True], ragged)]
+    for data in (np.array(False), np.arange(6.0).reshape(2, 3)):
+        x = L(data, (1,) * data.ndim)
+        for key in keys:
+            same(outcome(lambda k=key, x=x: x.flat[k]), outcome(lambda k=key, d=data: d.flat[k]))
+    with pytest.raises(ValueError):
+        L(np.array(False), ()).flat[None, [0, [1, 2]]]
+
+
+def test_flat_takes_an_empty_mask_as_an_empty_index():  # soak seed 20261205
+    for data in (np.array(False), np.arange(3), np.arange(0)):
+        x = L(data, (1,) * data.ndim)
+        for mask in (np.zeros(0, bool), np.zeros((0, 2), bool), np.zeros(1, bool), np.zeros(4, bool)):
+            same(outcome(lambda m=mask, x=x: x.flat[m]), outcome(lambda m=mask, d=data: d.flat[m]))
+
+
+# --- soak seed 20261205: an orthogonal selection that selects nothing checks no index array's bounds -------
+def test_an_empty_orthogonal_product_checks_no_bounds():
+    data = np.zeros((0, 3))
+    for key in ((slice(None), [5]), (Ellipsis, [7, 0]), (slice(0, 0), [5])):
+        assert L(data, (1, 1)).oindex[key].shape == (0, len(key[1]))
+        assert D(data, (1, 1)).oindex[key].shape == (0, len(key[1]))
+    assert L(np.zeros((2, 3)), (1, 1)).oindex[0:0, [5]].shape == (0, 1)
+    for key in ((slice(None), 5), ([5], slice(None))):  # an integer, or an array over a non-empty axis
+        with pytest.raises(IndexError):
+            L(data, (1, 1)).oindex[key]

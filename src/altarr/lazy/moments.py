@@ -159,6 +159,8 @@ def var(
     nan_capable = nan and x.dtype.kind in "fc"
     partial, combine = _moment_merge(calc, complex_, nan_capable)
     n, _, m2 = stream(x, red, partial, combine, where=where)
+    if res_dtype.kind == "c":  # NumPy sums the squared magnitudes in a complex dtype= and divides there:
+        m2 = np.asarray(m2).astype(calc, copy=False)  # no dof gives inf+nanj / nan+nanj, as its sqrt
     res = _divide_by_dof(n, m2, ddof, nan_capable)
     if sqrt:
         res = np.sqrt(res)

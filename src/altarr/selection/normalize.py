@@ -247,12 +247,12 @@ class Selection:
 
         Index arrays are bounds-checked only when the indices select something: NumPy checks none of
         them when its advanced indices broadcast to an empty shape (``x[[5], []]`` is empty, not an
-        ``IndexError``), nor does the orthogonal form when one of its arrays is empty. The broadcast itself
-        is checked first (``SelectionError``, NumPy's "shape mismatch").
+        ``IndexError``), nor does the orthogonal form when its product is empty (``x.oindex[:, [5]]`` of
+        ``(0, 3)``, as ``np.ix_``). The broadcast itself is checked first (NumPy's "shape mismatch").
         """
         if self.resolved:
             return self
-        check = all(self.index_shape) if self.form != "flat" else True
+        check = self.form == "flat" or all(self.result_shape if self.form == "outer" else self.index_shape)
         items = tuple(_resolve_item(i, self.shape, self.form, check=check) for i in self.items)
         return replace(self, items=items, resolved=True)
 
@@ -533,7 +533,14 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     of NumPy's flat iterator (``()`` selects everything, as ``...`` does)."""
     size = int(np.prod(shape, dtype=np.int64))
     raw = _as_tuple(key)
-    if len(raw) > 1:
+    if len(raw) > 1:  # NumPy converts the items in turn before it counts them: a ragged list's ValueError
+        for item in raw:  # (``x.flat[None, [0, [1, 2]]]``) unless a string, boolean or float array is first
+            if isinstance(item, bool | np.bool_ | str | bytes) or (
+                isinstance(item, list | tuple) and np.asarray(item).dtype.kind in "SUb"
+            ):
+                raise SelectionError(_VALID_FLAT)
+            if isinstance(item, np.ndarray) and item.dtype.kind not in "biu":
+                raise SelectionError("arrays used as indices must be of integer (or boolean) type")
         raise SelectionError(_too_many_flat(len(raw)))
     if raw:
         kind, val = _classify(raw[0], _VALID_FLAT)
@@ -551,7 +558,7 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     elif kind == "boolarr":
         if val.ndim != 1:
             raise SelectionError(_too_many_flat(val.ndim))
-        if val.size != size:
+        if val.size not in (size, 0):  # NumPy's flat iterator takes an empty mask as an empty index
             raise SelectionError(
                 "boolean index did not match indexed flat iterator along axis 0; size of axis is "
                 f"{size} but size of corresponding boolean axis is {val.size}"
