@@ -56,6 +56,7 @@ from _numpy_differential import (
     numpy_read,
     numpy_write,
     orthogonal_keys,
+    reduction_rounding,
     run,
     subject_read,
     subject_write,
@@ -178,7 +179,7 @@ def _reduce_check(data, chunks, name, kw, how="function", x=None) -> None:
     with aa.set_options(max_materialize=0, batch_chunks=2):
         got, got_warn = run(lambda: reduce_call(x, name, kw, how))
     what = f"{how} {name}(x, **{kw}) of {data.dtype} {data.shape} chunks {chunks}"
-    assert_same(expected, got, rounding=True, what=what)
+    assert_same(expected, got, rounding=reduction_rounding(name, data), what=what)
     dof = "Degrees of freedom <= 0"
     if not isinstance(expected, Raised) and any(dof in m for _, m in exp_warn):
         assert any(dof in m for _, m in got_warn), f"{what}: NumPy warned {exp_warn}, got {got_warn}"
@@ -202,7 +203,12 @@ def _reductions(data) -> None:
             expected, _ = run(lambda: reduce_call(arr, name, kw, how))
             with aa.set_options(max_materialize=0, batch_chunks=2):
                 got, _ = run(lambda: reduce_call(x, name, kw_lazy, how))
-            assert_same(expected, got, rounding=True, what=f"{name}(x, **{kw}) with a lazy where")
+            assert_same(
+                expected,
+                got,
+                rounding=reduction_rounding(name, arr),
+                what=f"{name}(x, **{kw}) with a lazy where",
+            )
         else:
             _reduce_check(arr, chunks, name, kw, how, x)
     finally:
@@ -259,7 +265,12 @@ def _chain_end(data, ref, x, done) -> None:
         expected, _ = run(lambda: reduce_call(ref, name, kw, how))
         with aa.set_options(max_materialize=0, batch_chunks=2):
             got, _ = run(lambda: reduce_call(x, name, kw, how))
-        assert_same(expected, got, rounding=True, what=" -> ".join([*done, f"{how} {name}(**{kw})"]))
+        assert_same(
+            expected,
+            got,
+            rounding=reduction_rounding(name, ref),
+            what=" -> ".join([*done, f"{how} {name}(**{kw})"]),
+        )
     elif end == "read":
         form = data.draw(st.sampled_from(["numpy", "outer", "vector"]))
         key = data.draw(index_keys(ref.shape) if form == "numpy" else orthogonal_keys(ref.shape, form))
