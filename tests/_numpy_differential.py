@@ -34,7 +34,7 @@ FORMATS = ["zarr2", "zarr3", "zarr3-sharded", "zarr3-nested", "n5", "n5-sharded"
 
 
 def fuzz_seed() -> int:
-    """The seed of the slow runs: ``ALTARR_FUZZ_SEED`` (``.ci/run`` picks and prints one), else a fresh one
+    """The seed of the slow runs: ``ALTARR_FUZZ_SEED`` (tests/conftest.py sets the suite's), else a fresh one
     (each failure message names it)."""
     env = os.environ.get("ALTARR_FUZZ_SEED")
     return int(env) if env else random.SystemRandom().randrange(2**32)

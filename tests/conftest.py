@@ -63,7 +63,7 @@ def pytest_configure(config):
     """One seed for the run's differential fuzz (tests/_numpy_differential.py), in the environment before
     pytest-xdist starts its workers, so all of them use it: ``ALTARR_FUZZ_SEED`` if set, else
     ``DEFAULT_FUZZ_SEED``. The README's test command is reproducible (a run that fails, fails again);
-    the search for new differences is the soak's job: ``.ci/run`` gives it a fresh seed and prints it."""
+    the search for new differences is a soak run with a fresh seed (docs/lazy-arrays.md)."""
     os.environ.setdefault("ALTARR_FUZZ_SEED", str(DEFAULT_FUZZ_SEED))
 
 
