@@ -317,26 +317,17 @@ def test_opens_of_one_memoized_parse_share_the_layout_and_the_codec_plan_but_not
     every open of a memoized metadata parse shares; each open still has its own chunk codec, so a knob
     set on one (``encode_slot``, blosc's arena rows) stays there."""
     store = MemoryStore()
-    aa.create_dataset(
-        store,
-        path="a",
-        shape=(8, 8),
-        dtype="uint16",
-        chunks=(2, 2),
-        shards=(4, 4),
-        compressor="blosc",
-        checksum=False,
-    )
-    aa.create_dataset(
-        store,
-        path="b",
-        shape=(8, 8),
-        dtype="uint16",
-        chunks=(2, 2),
-        shards=(4, 4),
-        compressor="blosc",
-        checksum=False,
-    )
+    for path in ("a", "b"):
+        aa.create_dataset(
+            store,
+            path=path,
+            shape=(8, 8),
+            dtype="uint16",
+            chunks=(2, 2),
+            shards=(4, 4),
+            compressor="blosc",
+            checksum=False,
+        )
     one, two = aa.open_dataset(store, path="a"), aa.open_dataset(store, path="a")
     assert one.spec.codecs is two.spec.codecs  # the parse's memo
     assert one._access.layout is two._access.layout and one._access.layout.prefix == "a"
