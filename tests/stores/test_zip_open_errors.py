@@ -72,6 +72,25 @@ def test_a_publish_that_fails(tmp_path, monkeypatch):
     _left_alone(tmp_path, path)
 
 
+def test_a_publish_that_fails_when_the_store_is_dropped(tmp_path, monkeypatch):
+    """A writer dropped without ``close`` publishes from its finalizer; when that fails there is no caller
+    to raise to, and the error reaches Python's unraisable hook (printed), not a silent ``abandon``."""
+    import gc
+    import sys
+
+    path = _archive(tmp_path)
+    z = ZipStore(path, mode="a")
+    z.set("k", b"new")
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    monkeypatch.setattr(zs.os, "replace", _failing(errno.ENOSPC))
+    del z
+    gc.collect()
+    assert [type(u.exc_value) for u in seen] == [StoreError]
+    assert "No space left on device" in str(seen[0].exc_value)
+    _left_alone(tmp_path, path)
+
+
 def test_a_folder_and_a_file_that_is_not_a_zip(tmp_path):
     with pytest.raises(StoreError, match=f"cannot write zip archive {tmp_path}: it is a folder"):
         ZipStore(tmp_path, mode="w")

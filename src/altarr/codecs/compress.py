@@ -113,7 +113,7 @@ class _NumcodecsCodec(BytesBytesCodec):
             try:
                 self._impl.decode(mv, out=out.reshape(-1).view(np.uint8))
                 return _as_bytes_like(out)
-            except Exception:  # fall through: the plain decode reports the problem precisely
+            except (RuntimeError, ValueError):  # numcodecs' refusal: the plain decode reports it precisely
                 pass
         try:
             decoded: BytesLike = self._impl.decode(mv)
@@ -195,7 +195,7 @@ class ZstdCodec(_NumcodecsCodec):
                 comp = comps[(self.level, self.checksum)] = _zstandard.ZstdCompressor(
                     level=self.level, write_checksum=self.checksum, write_content_size=True
                 )
-            except Exception:  # a level this build refuses: numcodecs reports it
+            except (ValueError, OverflowError):  # a level this build refuses: numcodecs reports it
                 return super().encode(data)
         try:
             compressed: bytes = comp.compress(as_byte_view(data))

@@ -130,7 +130,7 @@ def stage_caps(filters: Sequence[Any], dtype: np.dtype, n: int) -> list[int]:
             ratio_out, ratio_in = out.nbytes, max(1, sample.nbytes)
             caps.append(-(-size * ratio_out // ratio_in) + ratio_out)
             sample = out
-        except Exception:  # a filter that refuses zeros of this type: a generous bound
+        except (TypeError, ValueError):  # a filter refusing zeros of this type: a generous bound
             caps.append(bounded.bound(16 * size))
             sample = np.zeros(max(1, min(caps[-1], _PROBE)), np.uint8)
     return caps

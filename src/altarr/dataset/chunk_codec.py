@@ -136,13 +136,10 @@ class ChunkCodec:
         self.native: kernel.KernelPlan | None = None
         # made once per chain, chunk shape, dtype, fill value and write_empty_chunks (the chain memoizes
         # them: it is shared by every open of a memoized metadata parse; 0.07 ms of such an open over HTTP)
-        try:  # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
-            fill_key = (type(fill_value), repr(fill_value))
-        except Exception:  # a fill value whose repr fails is simply not memoized
-            self._derive()
-        else:
-            key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())
-            self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
+        # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
+        fill_key = (type(fill_value), repr(fill_value))
+        key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())
+        self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
 
     @functools.cached_property
     def fill_array(self) -> np.ndarray:

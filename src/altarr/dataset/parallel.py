@@ -79,7 +79,7 @@ def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     for x in items:
         try:
             results.append(fn(x))
-        except Exception as e:
+        except Exception as e:  # every item runs; the first error is raised below
             first = first or e
             results.append(None)  # type: ignore[arg-type]  # never returned: the first error is raised below
     if first is not None:
@@ -160,7 +160,7 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[..., None]:
     if workers == 1:
         try:
             fn()
-        except Exception as e:
+        except Exception as e:  # raised by the returned wait, as a pool runner's error is
             failed = e
 
             def reraise(skip_unstarted: bool = False) -> None:

@@ -135,11 +135,11 @@ def array_equiv(a1: Any, a2: Any) -> bool:
     """``np.array_equiv`` with NumPy's answer, streamed when the broadcast shape is a lazy operand's."""
     try:
         a1, a2 = _convert(a1), _convert(a2)
-    except Exception:
+    except Exception:  # NumPy's own rule, as in array_equal
         return False
     try:
         shape = np.broadcast_shapes(a1.shape, a2.shape)
-    except Exception:
+    except ValueError:
         return False
     shape = tuple(shape)
     ref, other = (a1, a2) if _lazy(a1) else (a2, a1)

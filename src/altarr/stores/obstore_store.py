@@ -234,7 +234,7 @@ class ObstoreStore(Store):
             meta = obs.head(store, key)
         except FileNotFoundError:
             raise
-        except Exception:
+        except (obs.exceptions.BaseError, OSError):  # the HEAD failed too: the GET's error stands
             raise err from None
         size = size_of(meta) or 0
         off, end = req.bounds(size)

@@ -81,7 +81,8 @@ def _member_bytes(info: zipfile.ZipInfo) -> int:
 
 class _Session:
     """The state of a writing :class:`ZipStore`: staging file, its ``ZipFile``, the writer lock. Kept
-    apart from the store so that a store dropped without ``close`` still publishes (``weakref.finalize``)."""
+    apart from the store so that a store dropped without ``close`` still publishes (``weakref.finalize``;
+    a failure then has no caller to raise to, and Python prints it as an ignored exception)."""
 
     def __init__(self, path: str, mode: str, compression: int, compresslevel: int | None, durable: bool):
         self.path, self.compression, self.compresslevel, self.durable = (
@@ -203,7 +204,7 @@ class _Session:
         if self.zf is not None:
             try:
                 self.zf.close()
-            except Exception:  # pragma: no cover - closing a broken staging file
+            except (OSError, ValueError):  # pragma: no cover - a broken staging file, a write left open
                 pass
             self.zf = None
         staging = getattr(self, "staging", None)
@@ -238,13 +239,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _publish_at_exit(session: _Session) -> None:  # pragma: no cover - runs at garbage collection / exit
-    try:
-        session.publish()
-    except Exception:
-        session.abandon()
 
 
 class ZipStore(Store):
@@ -295,7 +289,7 @@ class ZipStore(Store):
             self._session = _Session(self.path, mode, compression, compresslevel, self.durable)
             assert self._session.zf is not None
             self._zf = self._session.zf
-            self._finalizer = weakref.finalize(self, _publish_at_exit, self._session)
+            self._finalizer = weakref.finalize(self, self._session.publish)
         self._offsets: dict[str, int] = {}
 
     def __repr__(self) -> str:
