@@ -316,6 +316,21 @@ def test_flat_takes_an_empty_mask_as_an_empty_index():  # soak seed 20261205
             same(outcome(lambda m=mask, x=x: x.flat[m]), outcome(lambda m=mask, d=data: d.flat[m]))
 
 
+# --- soak seed 995061715: a 0-d boolean array after .flat's index array indexes no dimension ---------------
+def test_flat_ignores_0d_boolean_arrays_after_its_index_array():
+    F, T = np.array(False), np.array(True)
+    mask = np.array([True, False, True, False, False, True])
+    keys = [([], F), ([0, 2], F), ([0, 2], T), ([[1], [0]], F, T), (np.array([1]), T), (mask, F), ([9], F)]
+    keys += [(np.zeros(0, bool), T), ([0], F, None), ([0], F, ...), (0, F), (slice(1), F), (np.array(0), F)]
+    keys += [(None, F), (..., F), ([0], F, 0), ([0], np.False_), ([0], F, True), ([0], F, [True])]
+    keys += [[True, False], (True,), np.True_]  # booleans that are not arrays: NumPy refuses them in .flat
+    for data in (np.array(False), np.arange(6.0).reshape(2, 3)):
+        x = L(data, (1,) * data.ndim)
+        for key in keys:
+            same(outcome(lambda k=key, x=x: x.flat[k]), outcome(lambda k=key, d=data: d.flat[k]))
+    assert L(np.array(False), ()).flat[[], np.array(False)].shape == (0,)  # the soak's example
+
+
 # --- soak seed 20261205: an orthogonal selection that selects nothing checks no index array's bounds -------
 def test_an_empty_orthogonal_product_checks_no_bounds():
     data = np.zeros((0, 3))

@@ -5,7 +5,8 @@ which index through it alike. Two steps, one module each:
 
 * :mod:`~altarr.selection.normalize`: an index expression (``x[key]``, ``.oindex``, ``.vindex``,
   ``.flat``: integers, slices of any step, ``...``, ``None``, lists and nested lists, integer arrays,
-  boolean masks, 0-d arrays) -> one canonical :class:`Selection`, with NumPy's errors;
+  boolean masks, 0-d arrays) -> one canonical :class:`Selection` (:mod:`~altarr.selection.items`: the
+  selection, its items and the checks of their values), with NumPy's errors;
 * :mod:`~altarr.selection.planners`: a :class:`Selection` -> a :class:`SelectionPlan`
   (:mod:`~altarr.selection.plan`), the chunks it touches and, per chunk, the in-chunk and output
   selectors, built from per-dimension tables and point groups (:mod:`~altarr.selection.tables`);
@@ -21,11 +22,9 @@ Example:
     ([[0, 0], [0, 2], [1, 0], [1, 2], [2, 0], [2, 2]], (7, 2))
 """
 
+from .items import DimSelection, Item, Selection
 from .normalize import (
     FORMS,
-    DimSelection,
-    Item,
-    Selection,
     check_index_types,
     hyperslab_key,
     is_basic_selection,

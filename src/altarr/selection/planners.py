@@ -1,4 +1,4 @@
-"""The chunk planner: a normalized :class:`~altarr.selection.normalize.Selection` -> a
+"""The chunk planner: a normalized :class:`~altarr.selection.items.Selection` -> a
 :class:`~altarr.selection.plan.SelectionPlan`, for each indexing form (NumPy ``x[...]``, ``.oindex``,
 ``.vindex``, ``.flat``, hyperslabs), and for batches of selections.
 
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .normalize import Item, Selection, normalize
+from .items import Item, Selection
+from .normalize import normalize
 from .plan import SelectionPlan
 from .tables import DimTable, Points, array_table, group_points, nchunks_of, slice_table
 

@@ -1,8 +1,8 @@
 """Region plans: a basic selection (integers, slices with any step, ``...``, ``None``) read or written
 by the block engine, chunk by chunk, as strided copies.
 
-A basic :class:`~altarr.selection.normalize.Selection` has one forward progression per dimension
-(:class:`~altarr.selection.normalize.DimSelection`); negative steps are read forwards and flipped
+A basic :class:`~altarr.selection.items.Selection` has one forward progression per dimension
+(:class:`~altarr.selection.items.DimSelection`); negative steps are read forwards and flipped
 afterwards (a view, no copy). :func:`plan_region` gives, per dimension, the chunks touched with the
 slice to take from the chunk (positive step) and the slice to put into the forward work array: the form
 the native kernel consumes (``altarr.dataset.kernel.read_into``).
@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import SelectionError
-from .normalize import DimSelection, Selection, normalize
+from .items import DimSelection, Selection
+from .normalize import normalize
 from .tables import piece_rows
 
 __all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .normalize import DimSelection
+from .items import DimSelection
 
 __all__ = [
     "DimTable",
