@@ -28,10 +28,10 @@ ALLOWED: dict[str, tuple[int, str]] = {
         "the command line's boundary: any error is printed on one line and exits 1 (2 for a "
         "usage problem, docs/cli.md), its traceback with --debug; nothing runs after it",
     ),
-    "dataset/parallel.py:_inline": (1, "a serial map runs every item, then raises the first item's error"),
-    "dataset/parallel.py:pmap.work": (1, "a pool worker hands its item's error to pmap, which raises it"),
-    "dataset/parallel.py:spawn": (1, "the inline runner's error is raised by the wait function it returns"),
-    "dataset/parallel.py:spawn.wait": (1, "every runner is waited for, then the first error is raised"),
+    "_threads.py:_inline": (1, "a serial map runs every item, then raises the first item's error"),
+    "_threads.py:pmap.work": (1, "a pool worker hands its item's error to pmap, which raises it"),
+    "_threads.py:spawn": (1, "the inline runner's error is raised by the wait function it returns"),
+    "_threads.py:spawn.wait": (1, "every runner is waited for, then the first error is raised"),
     "dataset/shard_write.py:ShardWriter._encode_items.one": (
         1,
         "a pool worker hands its chunk's error to the "

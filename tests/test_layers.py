@@ -51,6 +51,63 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
     assert "altarr.codecs.crc32c -> altarr.dataset.grid" in run.stdout
 
 
+def test_an_engine_module_imported_from_above_breaks_the_contract(tmp_path: Path) -> None:
+    """The lazy layer may import ``altarr.dataset`` (its public names), not one of its modules: an import
+    of ``altarr.dataset.access``, even inside a function, must break the contract."""
+    copy = tmp_path / "src" / "altarr"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    victim = copy / "lazy" / "views.py"
+    victim.write_text(
+        victim.read_text() + "\n\ndef _inside():\n    from ..dataset.access import Merge  # noqa\n"
+    )
+    run = lint_imports(copy.parent)
+    assert run.returncode != 0
+    assert "altarr.lazy.views -> altarr.dataset.access" in run.stdout, run.stdout
+
+
+#: The modules above the engine (the first contract's layers over ``altarr.dataset``).
+ABOVE_ENGINE = ["lazy", "cli", "integrations", "multiscale", "transfer.py", "verifying.py", "copying.py"]
+
+
+def _engine_private_attributes() -> set[str]:
+    """The private attributes and methods of the engine's classes (``self._x = ...``, ``def _x``)."""
+    import ast
+
+    names: set[str] = set()
+    for path in (SRC / "dataset").glob("*.py"):
+        for cls in [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]:
+            for node in ast.walk(cls):
+                if isinstance(node, ast.FunctionDef):
+                    names.add(node.name)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    if isinstance(node.value, ast.Name) and node.value.id == "self":
+                        names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_layer_above_the_engine_reads_a_private_attribute_of_its_classes() -> None:
+    """What import-linter cannot see: ``ds._access`` from the lazy layer. Above the engine, no attribute
+    named like a private one of an engine class is read off anything but ``self``/``cls`` (the engine's
+    public properties, e.g. ``Dataset.access``, are the way in)."""
+    import ast
+
+    private = _engine_private_attributes()
+    assert {"_access", "_format", "_write_selection"} <= private  # the engine was read
+    files = [
+        p
+        for name in ABOVE_ENGINE
+        for p in ([SRC / name] if name.endswith(".py") else (SRC / name).rglob("*.py"))
+    ]
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    found.append(f"{path.relative_to(SRC)}:{node.lineno} .{node.attr}")
+    # lazy/sources.py: its versioned reads move to public calls with lazy per-shard versions (session 3)
+    assert [f for f in found if not f.startswith("lazy/sources.py")] == []
+
+
 def test_a_cycle_hidden_in_a_function_breaks_the_contract(tmp_path: Path) -> None:
     """formats/base.py imports formats/_common.py at load time; an import back, even inside a function
     (where Python would not notice the cycle), must break the acyclic contract."""

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .dataset.consolidated import is_consolidated
+from .dataset import create_like, is_consolidated
 from .errors import ExistsError, MetadataError
 from .formats import consolidated as cm
 from .formats import get_format, registered_formats
@@ -411,8 +411,6 @@ def copy_array(
         format_options: for :func:`altarr.create_dataset` (``checksum=False`` for Zarr v3...).
     """
 
-    from .dataset.api import create_like
-
     fmt = format or src.format
     if fmt not in FORMATS:
         raise MetadataError(f"{_said(names, 'format', fmt)}: use one of {sorted(FORMATS)}")
@@ -474,7 +472,7 @@ def write_units(
     pyramid (:func:`altarr.multiscale.build_pyramid`). ``journal`` adds the copy's arguments to the journal
     (a resume compares them).
     """
-    from .dataset.parallel import get_max_workers, pmap, set_max_workers
+    from ._threads import get_max_workers, pmap, set_max_workers
 
     done = set(done or ())
     units = copy_units(dst)

@@ -42,7 +42,7 @@ import numpy as np
 from .errors import AltarrError, ChecksumError
 
 if TYPE_CHECKING:
-    from .dataset.dataset import Dataset
+    from .dataset import Dataset
     from .stores.base import Store
 
 __all__ = [
@@ -257,7 +257,7 @@ def _check_journals(store: Store, keys: list[str], report: VerifyReport) -> None
 
 
 def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], report: VerifyReport) -> None:
-    from .dataset.dataset import Dataset
+    from .dataset import Dataset
     from .formats import open_node
 
     docs = [k for k in keys if _parent(k) == node and k.rpartition("/")[2] in METADATA_NAMES]
@@ -306,7 +306,7 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
     Each key is parsed (its integers, in order or reversed, as N5 writes them) and accepted when the
     dataset's own key function gives it back for that position inside the grid: the cost follows the
     stored objects, not the grid (which may be astronomically large and sparse)."""
-    acc = ds._access
+    acc = ds.access
     top = acc.grid.nlevels - 1
     grid = acc.grid.grid_shape(top)
     base = f"{ds.path}/" if ds.path else ""
@@ -330,7 +330,7 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
 
 
 def _check_array(ds: Dataset, data_keys: set[str], report: VerifyReport, check: ArrayCheck) -> None:
-    acc = ds._access
+    acc = ds.access
     top = acc.grid.nlevels - 1
     found, unknown = _positions(ds, data_keys)
     for key in unknown:

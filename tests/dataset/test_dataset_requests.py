@@ -1070,3 +1070,16 @@ def test_the_chunks_of_an_array_below_the_root_are_stored_under_its_path(store, 
     again = aa.open_dataset(store, mode="r+", path="grp/arr")
     np.testing.assert_array_equal(again[...], np.arange(8, dtype="uint16") + 1)
     assert again.delete_chunks([(0,)]) == [True]
+
+
+def test_access_is_the_handles_engine_and_follows_a_resize():
+    """``Dataset.access``: the public way to the engine under a handle (the integrity check reads grids,
+    codecs and keys through it); a resize replaces it."""
+    from altarr.dataset import DatasetAccess
+
+    ds = aa.create_dataset(f"memory://{uuid.uuid4().hex}", shape=(8,), dtype="u1", chunks=(2,), shards=(4,))
+    acc = ds.access
+    assert isinstance(acc, DatasetAccess) and acc.grid.chunks == (2,) and acc.grid.grid_shape(0) == (4,)
+    assert acc.key(ds.shard_of((3,))) == ds.chunk_key((3,)) == "c/1"
+    ds.resize((16,))
+    assert ds.access is not acc and ds.access.grid.grid_shape(0) == (8,)

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
+from altarr._threads import get_max_workers, pmap, set_max_workers
 
 
 @pytest.fixture(autouse=True, params=[1, 2, 8], ids=lambda n: f"threads={n}")
@@ -71,7 +71,7 @@ def test_one_worker_runs_inline():
 def test_spawn_runs_in_the_background_and_its_wait_reraises_after_every_runner_ended(pool_size):
     """``spawn(fn, n)`` starts ``min(workers, n)`` runs of ``fn`` and returns at once (with one worker:
     runs it first); ``wait()`` returns after all of them, raising the first exception."""
-    from altarr.dataset.parallel import spawn
+    from altarr._threads import spawn
 
     release = threading.Event()
     runs, ended = [], []
@@ -109,7 +109,7 @@ def test_spawn_wait_can_drop_the_runners_no_thread_started(pool_size):
     """``wait(skip_unstarted=True)`` (for a caller that did the work itself first) drops the runners still
     queued behind busy pool threads instead of waiting for them; plain ``wait()`` runs them. Runners
     already running are waited for either way."""
-    from altarr.dataset.parallel import spawn
+    from altarr._threads import spawn
 
     if pool_size == 1:  # no pool: spawn ran it inline, nothing is queued
         ran = []

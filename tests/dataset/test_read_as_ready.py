@@ -289,7 +289,7 @@ def test_touching_that_no_pool_thread_took_up_is_dropped_not_waited_for(monkeypa
     without waiting for the touch it asked for (which then never runs)."""
     import threading
 
-    from altarr.dataset import parallel
+    from altarr import _threads
 
     monkeypatch.setattr(kernel, "TOUCH_BYTES", 1024)
     real = kernel.touch_pages
@@ -306,7 +306,7 @@ def test_touching_that_no_pool_thread_took_up_is_dropped_not_waited_for(monkeypa
         ds, values = _dataset(store, (8, 10), shape=(48, 80))
         ds._access.index_cache.clear()
         release = threading.Event()
-        pool = parallel._pool(2)
+        pool = _threads._pool(2)
         blockers = [pool.submit(release.wait, 60) for _ in range(2)]
         got = []
         reader = threading.Thread(target=lambda: got.append(ds[...]))

@@ -15,7 +15,7 @@ import pytest
 
 import altarr as aa
 from altarr import _threads
-from altarr.dataset.parallel import get_max_workers, pmap, set_max_workers
+from altarr._threads import get_max_workers, pmap, set_max_workers
 from altarr.stores import LocalStore, Range
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -134,7 +134,7 @@ def _run(code: str, env_value: str | None) -> subprocess.CompletedProcess[str]:
 def test_environment_variable_sets_the_default_and_is_read_once():
     code = (
         "import os, altarr as aa\n"
-        "from altarr.dataset.parallel import get_max_workers\n"
+        "from altarr._threads import get_max_workers\n"
         "from altarr.stores import LocalStore\n"
         "import tempfile\n"
         "os.environ['ALTARR_THREADS'] = '9'  # read once, at import: changing it now does nothing\n"

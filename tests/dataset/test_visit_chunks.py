@@ -170,7 +170,7 @@ def test_an_unstored_chunk_is_visited_as_fill_values_of_the_dataset_dtype(store)
 def test_a_shard_cut_short_under_an_open_visit_is_named(tmp_path):
     import os
 
-    from altarr.dataset.parallel import get_max_workers, set_max_workers
+    from altarr._threads import get_max_workers, set_max_workers
 
     store = aa.LocalStore(tmp_path / "a.zarr")
     ds, _ = _dataset(store)

@@ -7,12 +7,13 @@ Example:
     True
 """
 
+from .._threads import get_max_workers, set_max_workers
 from .access import DatasetAccess, Merge
-from .api import create_dataset, create_group, open_dataset, open_group
+from .api import create_dataset, create_group, create_like, open_dataset, open_group
+from .consolidated import is_consolidated
 from .dataset import Attributes, Dataset
 from .grid import NestedGrid
 from .group import Group
-from .parallel import get_max_workers, set_max_workers
 
 __all__ = [
     "Attributes",
@@ -23,7 +24,9 @@ __all__ = [
     "NestedGrid",
     "create_dataset",
     "create_group",
+    "create_like",
     "get_max_workers",
+    "is_consolidated",
     "open_dataset",
     "open_group",
     "set_max_workers",

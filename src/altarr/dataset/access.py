@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._threads import pmap
 from ..codecs.sharding import ShardingCodec
 from ..errors import GridError
 from ..formats.base import DatasetSpec
@@ -52,7 +53,6 @@ from .chunk_codec import ChunkCodec
 from .grid import NestedGrid
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
-from .parallel import pmap
 from .shard_read import RESTART, ChunkRange, ChunkSlot, ShardReader, Slots
 from .shard_write import Merge, ShardWriter
 

@@ -144,6 +144,19 @@ class Dataset(ArrayMembers):
 
     # --- description -----------------------------------------------------------------------------------
     @property
+    def access(self) -> DatasetAccess:
+        """The engine under this handle (:class:`~altarr.dataset.DatasetAccess`): the chunk grid, codec,
+        sharding, key function and batched chunk calls, for tools that work on stored objects (the
+        integrity check) rather than on values. Replaced when the array is resized.
+
+        >>> import altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-dataset-access", shape=(8,), dtype="u1", chunks=(4,))
+        >>> ds.access.key((1,))
+        'c/1'
+        """
+        return self._access
+
+    @property
     def format(self) -> str:
         return self._format.name
 

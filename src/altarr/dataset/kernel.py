@@ -51,10 +51,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .. import native
+from .._threads import get_max_workers, pmap, spawn
 from ..codecs.compress import BloscCodec, ZstdCodec
 from ..errors import AltarrError
 from ..selection.regions import Geometry
-from .parallel import get_max_workers, pmap, spawn
 
 if TYPE_CHECKING:
     from .shard_read import ChunkRange, ChunkSlot

@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeAlias, ca
 
 import numpy as np
 
+from .._threads import pmap
 from ..errors import AltarrError, CorruptShardError
 from ..stores.base import ObjectReader, OpensReaders
 from ..stores.ranges import WHOLE, ByteRequest, Range, Suffix, legacy_bounds
 from .chunk_codec import scratch_bytes
 from .index_cache import MISSING, IndexCache, ShardChanged, check_versions
 from .layout import Chunk, ShardLayout
-from .parallel import pmap
 
 if TYPE_CHECKING:
     from ..stores.base import Store

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._threads import pmap
 from ..errors import WriteConflictError
 from ..stores.ranges import WHOLE
 from . import kernel, locks
@@ -39,7 +40,6 @@ from .chunk_codec import ChunkCodec
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
 from .locks import store_exclusive
-from .parallel import pmap
 from .shard_read import ChunkSlot, ShardReader
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from ..dataset.parallel import pmap
+from .._threads import pmap
 from ..errors import MaterializeError, ReadOnlyError
 from ..selection import SelectionPlan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import batch as _batch
