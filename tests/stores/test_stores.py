@@ -15,6 +15,7 @@ import pytest
 
 # --- a local S3 server: the session's ``s3_endpoint`` fixture (conftest.py) ----------------------------
 from _s3 import BUCKET, s3_options
+from altarr import _threads
 from altarr.errors import InvalidKeyError, ReadOnlyError, StoreError
 from altarr.stores import (
     WHOLE,
@@ -287,19 +288,18 @@ def test_local_listing_skips_temp_files(tmp_path):
     assert s.list_dir("a") == (["b"], [])
 
 
-def test_local_pool_is_lazy_and_single_requests_run_inline(tmp_path):
+def test_local_single_requests_run_inline_and_batches_on_the_io_threads(tmp_path, monkeypatch):
     s = LocalStore(tmp_path, max_workers=4)
+    handed: list[int] = []
+    real = s._executor
+    monkeypatch.setattr(s, "_executor", lambda: handed.append(1) or real())
     s.set_many([("x", b"1")])
     s.get("x")
     s.get_ranges([("x", Range(0, 1)), ("x", Range(0, 1))])  # merges into one request
-    assert s._pool is None
+    assert handed == []
     s.set_many([(f"k{i}", bytes([i])) for i in range(8)])
     assert s.get_ranges([(f"k{i}", WHOLE) for i in range(8)]) == [bytes([i]) for i in range(8)]
-    assert s._pool is not None
-    s.close()
-    assert s._pool is None
-    assert s.get_ranges([("k1", WHOLE), ("k2", WHOLE)]) == [b"\x01", b"\x02"]  # pool recreated
-    s.close()
+    assert handed and real() is _threads.io_threads(4)  # altarr's I/O threads, at max_workers
 
 
 def test_local_few_keys_many_ranges_in_parallel(tmp_path):
@@ -489,38 +489,6 @@ def test_random_request_sets_match_slicing(kind, tmp_path):
 
     check()
     store.close()
-
-
-_FORKED: dict = {}
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_local_pool_survives_fork(tmp_path):
-    import multiprocessing
-
-    s = LocalStore(tmp_path, max_workers=2)
-    s.set_many([(f"k{i}", bytes([i])) for i in range(4)])
-    assert s.get_ranges([(f"k{i}", WHOLE) for i in range(4)]) == [bytes([i]) for i in range(4)]
-    assert s._pool is not None
-    _FORKED["store"] = s  # inherited by the child as it is, pool included (not pickled)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_read_four_in_child, args=(queue,))
-    child.start()
-    try:
-        out = queue.get(timeout=20)
-    finally:
-        child.join(timeout=5)
-        if child.is_alive():
-            child.kill()
-        _FORKED.clear()
-        s.close()
-    assert out == [bytes([i]) for i in range(4)]
-
-
-def _read_four_in_child(queue):
-    store = _FORKED["store"]
-    queue.put(store.get_ranges([(f"k{i}", WHOLE) for i in range(4)]))
 
 
 def test_local_versioned_reads_in_parallel_paths(tmp_path):

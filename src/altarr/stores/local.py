@@ -1,8 +1,8 @@
 """A store over a directory of the local file system.
 
 Keys map to files under the root (``a/b/c`` -> ``<root>/a/b/c``). Reads are positional (``os.pread``
-on a file descriptor, no seek, no buffered file object), and a batch runs concurrently on one thread pool
-per store (created on first use, shut down by :meth:`LocalStore.close`); a batch of one request runs
+on a file descriptor, no seek, no buffered file object), and a batch runs concurrently on altarr's I/O
+threads (:func:`altarr._threads.io_threads`, at the store's ``max_workers``); a batch of one request runs
 inline. Writes go to a temporary file in the target's directory, then ``os.replace`` it over the
 target (atomic: readers see the old or the new object); ``durable=True`` also fsyncs the file and its
 folder. A key can never resolve outside the root, checked at every use (nothing cached): the folder of
@@ -28,12 +28,11 @@ import errno
 import os
 import secrets
 import stat as _stat
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
-from .._threads import get_threads
+from .._threads import get_threads, io_threads
 from ..errors import InvalidKeyError, StoreError
 from . import filelock
 from ._util import as_byte_view
@@ -70,7 +69,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
     """Files under a root directory. See the module docstring.
 
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
-    ``max_workers`` (thread pool size for batches; default: altarr's pool size in force at each batch,
+    ``max_workers`` (the threads a batch runs on; default: altarr's pool size in force at each batch,
     ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``durable`` (fsync
     each written file and its folder before returning, so a write that returned survives a power loss;
     ``fsync`` is an older name for it), ``coalesce_gap``/``max_coalesced_size`` (request merging, see
@@ -111,10 +110,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         self.durable = bool(durable if fsync is None else fsync)
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
-        self._pool_size = 0
-        self._pool_lock = threading.Lock()
 
     @property
     def max_workers(self) -> int:
@@ -172,24 +167,10 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
 
     # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:
-        pool, size = self._pool, self.max_workers
-        if pool is None or self._pool_pid != os.getpid() or self._pool_size != size:
-            with self._pool_lock:
-                pool = self._pool
-                # none yet, inherited through fork, or the pool size was changed since
-                if pool is None or self._pool_pid != os.getpid() or self._pool_size != size:
-                    if pool is not None and self._pool_pid == os.getpid():
-                        pool.shutdown(wait=False)  # its running tasks finish
-                    pool = self._pool = ThreadPoolExecutor(size, thread_name_prefix="altarr-local")
-                    self._pool_pid, self._pool_size = os.getpid(), size
-        return pool
-
-    def close(self) -> None:
-        """Shut down the thread pool (a later batch starts a new one)."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pool_pid == os.getpid():
-            pool.shutdown(wait=True)
+        """The threads a batch's file reads, writes and deletes run on: altarr's I/O threads at this
+        store's :attr:`max_workers` (:func:`altarr._threads.io_threads`, shared by every store of that
+        size in the process and made anew in a forked child)."""
+        return io_threads(self.max_workers)
 
     # --- reads ----------------------------------------------------------------------------------------
     def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
@@ -367,7 +348,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             raise StoreError(oserror_message("fsync of the folder", e), key=key) from e
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects concurrently on the store's thread pool (each write atomic)."""
+        """Write many objects concurrently on the store's I/O threads (each write atomic)."""
         if len(items) <= 1 or self.max_workers == 1:
             for key, value in items:
                 self.set(key, value)

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .._threads import after_fork_in_child, io_threads
 from ..errors import StoreError
 
 __all__ = [
     "ABSENT",
     "DEFAULT_CONCURRENCY",
     "client_for",
+    "forked_after_use",
     "fsspec_to_obstore_options",
     "is_conflict",
     "outcome",
@@ -40,24 +41,38 @@ DEFAULT_CONCURRENCY = 64
 #: The recorded version of an object that did not exist when it was read (written with ``"create"``).
 ABSENT = "<absent>"
 
-#: The process that used obstore first: obstore's Rust runtime does not survive fork(), a request from a
-#: forked child would hang, so it raises instead.
-_used_in = 0
+#: Whether this process made an obstore client, and whether it is a child forked after its parent (or an
+#: ancestor) did: obstore's Rust runtime does not survive fork(), a request from such a child would hang
+#: (a new client too), so :func:`client_for` raises there instead (set by the fork rule of altarr._threads)
+_used = False
+_forked_after_use = False
 #: obstore clients by URL and a digest of their configuration (the configuration holds credentials:
 #: kept out of anything that could be shown): opening a dataset again reuses the client and its open
 #: connections (a new client cost 3-6 ms here, plus a TCP and TLS handshake per connection)
 _clients: dict[Any, Any] = {}
 atexit.register(_clients.clear)  # dropped while the interpreter is whole, not during finalization
+_lock = threading.Lock()  # guards _clients
 
-#: The threads that send a batch's requests, by concurrency limit (see :func:`request_threads`)
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pools_pid = 0
-_lock = threading.Lock()  # guards _pools and _clients
+
+@after_fork_in_child
+def _after_fork() -> None:
+    """altarr's fork rule (:mod:`altarr._threads`), for obstore: the child keeps none of the parent's
+    clients, and refuses obstore altogether when the parent used it."""
+    global _forked_after_use, _lock
+    _forked_after_use = _forked_after_use or _used
+    _clients.clear()
+    _lock = threading.Lock()
+
+
+def forked_after_use() -> bool:
+    """Whether this process was forked after obstore was used (then every obstore call is refused)."""
+    return _forked_after_use
 
 
 def request_threads(limit: int) -> ThreadPoolExecutor:
-    """The threads that send a batch's requests, at most ``limit`` at once, each blocking in one of
-    obstore's synchronous calls (``get``, ``put``, ``head``, ``delete``) with the GIL released.
+    """The threads that send a batch's requests, at most ``limit`` at once (altarr's I/O threads,
+    :func:`altarr._threads.io_threads`), each blocking in one of obstore's synchronous calls (``get``,
+    ``put``, ``head``, ``delete``) with the GIL released.
 
     Not obstore's async calls on an event-loop thread, for two reasons:
 
@@ -71,18 +86,8 @@ def request_threads(limit: int) -> ThreadPoolExecutor:
       ``send`` returns; a thread taking the GIL back then is ended with ``pthread_exit``, which cannot
       unwind through Rust frames, and the process aborted (SIGABRT) after all its work was done: 5 of
       60 short processes of 8 writing threads, one S3 soak writer in four. A blocking call returns on
-      the Python thread that made it; no Rust thread ever enters Python.
-
-    Made anew in a forked child, whose copy of the parent's threads does not run."""
-    global _pools_pid
-    with _lock:
-        if _pools_pid != os.getpid():
-            _pools.clear()
-            _pools_pid = os.getpid()
-        pool = _pools.get(limit)
-        if pool is None:
-            pool = _pools[limit] = ThreadPoolExecutor(limit, thread_name_prefix="altarr-obstore")
-        return pool
+      the Python thread that made it; no Rust thread ever enters Python."""
+    return io_threads(limit)
 
 
 def outcome(fn: Callable[..., Any], args: tuple) -> Any:
@@ -126,19 +131,17 @@ def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, An
     return out
 
 
-def _check_not_forked(url: str) -> int:
-    """The current process id, after checking that obstore was not used by a parent this process was
-    forked from (its Rust runtime's threads are not the child's: a request would hang)."""
-    global _used_in
-    pid = os.getpid()
-    if _used_in and _used_in != pid:
+def _check_not_forked(url: str) -> None:
+    """Raise in a process forked after its parent used obstore (its Rust runtime's threads are not the
+    child's: a request would hang); mark obstore used otherwise."""
+    global _used
+    if _forked_after_use:
         raise StoreError(
             "obstore cannot be used in a process forked after its parent used it (its Rust runtime "
             "does not survive fork): start workers with multiprocessing's 'spawn' or 'forkserver' "
             f"method (a pickled store rebuilds its client there); {url!r}"
         )
-    _used_in = pid
-    return pid
+    _used = True
 
 
 def client_for(url: str, config: dict[str, Any], own: Any = None) -> Any:
@@ -146,15 +149,12 @@ def client_for(url: str, config: dict[str, Any], own: Any = None) -> Any:
     a process. ``memory://`` stores keep their own (``own``, once made): each is its own storage, as a
     test double should be. Raises :class:`~altarr.errors.StoreError` in a forked child (see
     :func:`_check_not_forked`) and for a URL or configuration obstore refuses."""
-    pid = _check_not_forked(url)
+    _check_not_forked(url)
     shared = not url.startswith("memory:")
     if not shared and own is not None:
         return own
     ident = (url, hashlib.sha256(repr(sorted(config.items())).encode()).hexdigest())
     with _lock:
-        if _clients.get("pid") != pid:
-            _clients.clear()
-            _clients["pid"] = pid
         client = _clients.get(ident) if shared else None
     if client is not None:
         return client
@@ -168,7 +168,6 @@ def client_for(url: str, config: dict[str, Any], own: Any = None) -> Any:
         with _lock:
             if len(_clients) > 64:
                 _clients.clear()
-                _clients["pid"] = pid
             client = _clients.setdefault(ident, client)
     return client
 

@@ -52,7 +52,6 @@ Example:
 from __future__ import annotations
 
 import builtins
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, as_completed
@@ -67,6 +66,7 @@ from .obstore_client import (
     ABSENT,
     DEFAULT_CONCURRENCY,
     client_for,
+    forked_after_use,
     fsspec_to_obstore_options,
     is_conflict,
     outcome,
@@ -143,7 +143,6 @@ class ObstoreStore(Store):
         self.concurrency = max(1, int(concurrency))
         self.storage_options = dict(storage_options)
         self._config = fsspec_to_obstore_options(url, storage_options)
-        self._client_pid = 0
         self._client: Any = None
         self._store  # noqa: B018 - build the client now: a bad URL or option fails here
         # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
@@ -156,9 +155,8 @@ class ObstoreStore(Store):
     def _store(self) -> Any:
         """The obstore client (:func:`~altarr.stores.obstore_client.client_for`): shared by the stores of
         one URL and configuration in a process, refused in a forked child."""
-        if self._client_pid != os.getpid():
+        if self._client is None or forked_after_use():
             self._client = client_for(self.url, self._config, self._client)
-            self._client_pid = os.getpid()
         return self._client
 
     @property
