@@ -18,9 +18,10 @@ another order within a rounding tolerance):
 
 The deliberate differences from NumPy are listed in one table in ``docs/lazy-arrays.md``, checked by
 ``tests/lazy/test_numpy_differences.py``; the calls drawn here avoid them. Every test takes its seed from
-``ALTARR_FUZZ_SEED`` (printed in the header; ``tests/conftest.py`` fixes it for the default suite, so that
-the README's test command is reproducible); ``test_*_many`` run the same checks with 20,000 examples in all
-behind the ``slow`` marker (``.ci/run``'s soak list, same seed; a fresh ``ALTARR_FUZZ_SEED`` searches).
+``ALTARR_FUZZ_SEED`` (printed in the header and in a failure's example; ``tests/conftest.py`` fixes it for
+the default suite, so that the README's test command is reproducible); ``test_*_many`` run the same checks
+with 20,000 examples in all behind the ``slow`` marker (``.ci/run``'s soak, same seed, which it prints; a
+fresh ``ALTARR_FUZZ_SEED`` searches).
 """
 
 from __future__ import annotations
