@@ -24,6 +24,7 @@ import pytest
 import altarr as aa
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Offset, Range, Suffix
+from altarr.stores.fsspec_http import RANGE_IGNORED_MARGIN
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import RequestLog, _handler, http_server
@@ -155,6 +156,36 @@ def test_a_server_that_ignores_range_is_not_read_whole(tmp_path):
             assert info.value.key == "big"
             assert log.body_bytes <= 8 << 20, (req, log.body_bytes)
         assert store.get_ranges([("small", Suffix(100)), ("small", Offset(20))]) == [b"0123456789", b""]
+
+
+def test_fsspec_reads_a_server_that_ignores_range_within_a_bound(tmp_path):
+    """fsspec's HTTP file system, whose ``cat_file`` would read a ``200`` answer to a ranged GET whole:
+    an answer longer than the range asked by more than ``RANGE_IGNORED_MARGIN`` is refused before its
+    body is read (the server got at most a few MiB of its 64 MiB out), a ``StoreError`` naming the key
+    whose cause names the URL; a small object answered whole is cut to the range asked; a range past the
+    end of an object is an empty read, as a slice past the end."""
+    big = os.urandom(1 << 16) * 1024
+    (tmp_path / "big").write_bytes(big)
+    (tmp_path / "small").write_bytes(b"0123456789")
+    near = os.urandom(RANGE_IGNORED_MARGIN + 10)
+    (tmp_path / "near").write_bytes(near)
+    with http_server(tmp_path, ranges=False) as (url, log):
+        store = FsspecStore(url)
+        for key, req in [("big", Range(0, 16)), ("big", Suffix(16)), ("big", Offset(1 << 20))]:
+            log.body_bytes = 0
+            with pytest.raises(StoreError) as info:
+                store.get_ranges([(key, req)])
+            assert info.value.key == key and f"{url}/{key}" in str(info.value), info.value
+            assert log.body_bytes <= 8 << 20, (req, log.body_bytes)
+        with pytest.raises(StoreError):  # 1 byte asked, the margin and 9 more answered
+            store.get_ranges([("near", Range(0, 1))])
+        got = store.get_ranges([("near", Range(5, 15)), ("small", Range(2, 5))])
+        assert got == [near[5:15], b"234"]
+        assert store.get_ranges([("small", Suffix(4))]) == [b"6789"]
+        # an offset's answer cannot be told from the whole object by its length: refused, and the
+        # object's size then shows a range past its end (an empty read)
+        assert store.get_ranges([("small", Offset(20))]) == [b""]
+        assert store.get_ranges([("small", WHOLE), ("small", Suffix(100))]) == [b"0123456789"] * 2
 
 
 def test_a_slow_body_is_cut_off_by_the_deadline_of_the_whole_request():

@@ -21,8 +21,9 @@ fails otherwise is an empty read only where the object's size (one size query) s
 its end (S3 and HTTP answer such a range with ``416``), else a :class:`~altarr.errors.StoreError` with the
 file system's exception as its cause. Empty ranges never reach the backend (S3 ignores a range whose end
 precedes its start and sends the whole object); a server that ignores ``Range`` and answers ``200`` with
-the whole object (fsspec's HTTP file system reads that body whole) is sliced here; deletes of missing keys
-succeed silently on object stores, so :meth:`FsspecStore.delete` asks for the size first there.
+the whole object is read only within a bound, and the range is cut out of it here (see
+:mod:`altarr.stores.fsspec_http`: fsspec's HTTP file system would read such a body whole); deletes of
+missing keys succeed silently on object stores, so :meth:`FsspecStore.delete` asks for the size first there.
 
 Example:
     >>> from altarr.stores import WHOLE, Range, Suffix
@@ -50,6 +51,12 @@ from ..errors import InvalidKeyError
 from ._util import as_bytes, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .fsspec_http import (
+    HTTP_PROTOCOLS,
+    bounded_answer,
+    identity_headers,
+    identity_options,
+)
 from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
 
 if TYPE_CHECKING:
@@ -73,39 +80,6 @@ _VERSION_FIELDS = (
     "modified",
     "created",
 )
-
-
-#: What every request of fsspec's HTTP file system asks and does with an answer: the bytes as stored
-#: (``Accept-Encoding: identity``), and a body a server compresses anyway handed over as sent, not
-#: inflated (aiohttp asks for ``gzip, deflate`` and inflates the whole body by default: 1 MB of answer
-#: became 2 GB). A compressed answer then fails as a corrupt chunk or document, at its own size.
-HTTP_PROTOCOLS = frozenset({"http", "https"})
-
-
-def _identity_headers(headers: Any) -> dict[str, Any]:
-    return {**dict(headers or {}), "Accept-Encoding": "identity"}
-
-
-def identity_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` for ``url_to_fs(url, **options)`` with every HTTP file system of ``url`` (chained
-    ones too: ``simplecache::https://...``) asking for identity and inflating nothing (see
-    :data:`HTTP_PROTOCOLS`). fsspec gives the outermost file system the options left over, an inner one
-    those under its protocol's name.
-
-    >>> identity_options("simplecache::https://h/x", {"https": {"headers": {"X": "1"}}})["https"]
-    {'headers': {'X': '1', 'Accept-Encoding': 'identity'}, 'client_kwargs': {'auto_decompress': False}}
-    """
-    out = dict(options)
-    for i, bit in enumerate(url.split("::")):
-        protocol = fsspec.core.split_protocol(bit)[0]
-        if protocol not in HTTP_PROTOCOLS:
-            continue
-        target = out if i == 0 else dict(out.get(protocol) or {})
-        target["headers"] = _identity_headers(target.get("headers"))
-        target["client_kwargs"] = {**dict(target.get("client_kwargs") or {}), "auto_decompress": False}
-        if i:
-            out[protocol] = target
-    return out
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
@@ -178,8 +152,12 @@ class FsspecStore(Store):
         #: per-request options of reads: an HTTP file system given as an instance asks for identity too
         self._read_options: dict[str, Any] = {}
         if protocols & HTTP_PROTOCOLS:
-            headers = _identity_headers(getattr(fs, "kwargs", {}).get("headers"))
-            self._read_options = {"headers": headers, "auto_decompress": False}
+            headers = identity_headers(getattr(fs, "kwargs", {}).get("headers"))
+            self._read_options = {
+                "headers": headers,
+                "auto_decompress": False,
+                "raise_for_status": bounded_answer,
+            }
         self._has_folders = bool(protocols & {"file", "local"})
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
@@ -367,7 +345,8 @@ class FsspecStore(Store):
     @staticmethod
     def _cut(r: Any, start: int | None, end: int | None) -> bytes:
         """The answer to one ``cat_ranges`` request with the bounds it was sent with: a server that
-        ignores ``Range`` sends the whole object, and the range is cut out of it here."""
+        ignores ``Range`` sends the whole object (over HTTP: at most :data:`~altarr.stores.fsspec_http.RANGE_IGNORED_MARGIN` bytes
+        more than asked), and the range is cut out of it here."""
         data = r if isinstance(r, bytes) else as_bytes(r)
         if start is not None and start >= 0 and end is not None and len(data) > end - start:
             data = data[start:end]
