@@ -32,10 +32,10 @@ def _worker(url, options, row, rounds, guard, barrier, out) -> None:
     """Write chunk row ``row`` (values ``i + 1``), read it back, write it back to fill, ``rounds`` times."""
     from altarr.dataset import shard_write
     from altarr.errors import AltarrError
-    from altarr.stores import local, local_paths
+    from altarr.stores import local_paths
 
     if not guard:
-        local.PRUNED_RETRIES = local_paths.PRUNED_RETRIES = 1
+        local_paths.PRUNED_RETRIES = 1
         shard_write._keep_emptied_shards = False
     failed = lost = 0
     first = ""

@@ -206,13 +206,13 @@ def test_local_write_failing_midway_keeps_old_object(tmp_path, monkeypatch):
     real_write = os.write
     calls = []
 
-    def half_then_fail(fd, data):
-        calls.append(len(data))
+    def half_then_fail(fd, parts):
+        calls.append(len(parts[0]))
         if len(calls) == 1:
-            return real_write(fd, bytes(data[: len(data) // 2]))
+            return real_write(fd, bytes(parts[0][: len(parts[0]) // 2]))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "write", half_then_fail)
+    monkeypatch.setattr(os, "writev", half_then_fail)
     with pytest.raises(StoreError):
         s.set("k", b"x" * 1000)
     monkeypatch.undo()
@@ -313,7 +313,7 @@ def test_local_few_keys_many_ranges_in_parallel(tmp_path):
 
 
 def test_local_fsync_and_concurrent_writers(tmp_path):
-    s = LocalStore(tmp_path, fsync=True)
+    s = LocalStore(tmp_path, durable=True)
     values = [bytes([i]) * 5000 for i in range(8)]
     threads = [threading.Thread(target=s.set, args=("same/key", v)) for v in values]
     for t in threads:

@@ -129,7 +129,7 @@ class Store(ABC):
     """Abstract key -> bytes store. See the module docstring for range and counting semantics.
 
     A store implements :meth:`_fetch` (serve merged read requests), :meth:`size`, :meth:`set`,
-    :meth:`delete`, :meth:`list` and :meth:`list_dir`, and declares what it can do with the capability
+    :meth:`delete` and :meth:`list` (and :meth:`list_dir` where it lists a folder faster), and declares what it can do with the capability
     attributes below; callers read those attributes, they never probe for methods.
     """
 
@@ -329,9 +329,20 @@ class Store(ABC):
     def list(self, prefix: str = "") -> Iterator[str]:
         """Every key under ``prefix`` (recursively), as full keys. ``prefix`` is a folder path."""
 
-    @abstractmethod
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it."""
+        """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it,
+        sorted. This default takes them from one :meth:`list` of ``prefix``."""
+        prefix = normalize_key(prefix)
+        n = len(prefix) + 1 if prefix else 0
+        keys: builtins.list[str] = []
+        folders: set[str] = set()
+        for key in self.list(prefix):
+            head, sep, _ = key[n:].partition("/")
+            if sep:
+                folders.add(head)
+            else:
+                keys.append(head)
+        return sorted(keys), sorted(folders)
 
     # --- concurrent writers ----------------------------------------------------------------------------
     #: How this store keeps two writers (processes, machines) doing a read-modify-write of one object

@@ -35,7 +35,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no fcntl module here: AVAILABLE says so to every caller
 
-__all__ = ["LOCK_SUFFIX", "AVAILABLE", "lock_name", "acquire", "release"]
+__all__ = ["LOCK_SUFFIX", "AVAILABLE", "lock_name", "acquire", "release", "remove_stale"]
 
 #: Lock files end with this suffix; listings skip them.
 LOCK_SUFFIX = ".altarr-lock"
@@ -83,3 +83,16 @@ def release(dir_fd: int, name: str, fd: int) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def remove_stale(dir_fd: int, lock_file: str) -> bool:
+    """Remove the lock file ``lock_file`` (``.<name>.altarr-lock``) of the folder open as ``dir_fd``
+    unless someone holds it; whether it was removed (never without ``flock``)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return False
+    name = lock_file[1 : -len(LOCK_SUFFIX)]
+    fd = acquire(dir_fd, name, blocking=False)
+    if fd is None:
+        return False
+    release(dir_fd, name, fd)
+    return True

@@ -56,10 +56,9 @@ from .local_files import (
     read_one,
     require_file,
     version_and_size,
-    write_all,
     writev_all,
 )
-from .local_paths import PRUNED_RETRIES, RootedPaths
+from .local_paths import RootedPaths
 from .ranges import ByteRequest
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
@@ -71,8 +70,8 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
     Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
     ``max_workers`` (the threads a batch runs on; default: altarr's pool size in force at each batch,
     ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``durable`` (fsync
-    each written file and its folder before returning, so a write that returned survives a power loss;
-    ``fsync`` is an older name for it), ``coalesce_gap``/``max_coalesced_size`` (request merging, see
+    each written file and its folder before returning, so a write that returned survives a power loss),
+    ``coalesce_gap``/``max_coalesced_size`` (request merging, see
     :func:`~altarr.stores.coalesce.plan_reads`).
 
     The :meth:`stat` version token is ``"<mtime_ns>:<inode>"``: every write replaces the file by a new
@@ -97,7 +96,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         max_workers: int | None = None,
         *,
         durable: bool = False,
-        fsync: bool | None = None,
         coalesce_gap: int = DEFAULT_COALESCE_GAP,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
     ) -> None:
@@ -107,7 +105,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         if max_workers is not None and max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         self._max_workers = max_workers
-        self.durable = bool(durable if fsync is None else fsync)
+        self.durable = bool(durable)
         self.coalesce_gap = coalesce_gap
         self.max_coalesced_size = max_coalesced_size
 
@@ -221,22 +219,23 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         for key in keys:
             self._read_group(key, groups[key], results, versions)
 
-    def _read_by_key(self, groups: dict, results: list, versions: list | None) -> None:
-        """Many keys: a few tasks per worker, each reading a contiguous run of keys (a task per key would
-        cost more in thread hand-offs than reading a small file)."""
-        keys = list(groups)
-        n_tasks = min(len(keys), 2 * self.max_workers)
-        step = -(-len(keys) // n_tasks)
-        runs = [keys[i : i + step] for i in range(0, len(keys), step)]
-        futures = [
-            self._executor().submit(self._read_keys, run, groups, results, versions) for run in runs[1:]
-        ]
+    def _spread(self, work: list, task: Callable[[list], None]) -> None:
+        """``task`` over ``work`` cut into a few runs per worker (a task per item would cost more in thread
+        hand-offs than reading a small file): the pool takes every run but the first, the calling thread
+        that one."""
+        step = -(-len(work) // min(len(work), 2 * self.max_workers))
+        runs = [work[i : i + step] for i in range(0, len(work), step)]
+        futures = [self._executor().submit(task, run) for run in runs[1:]]
         try:
-            self._read_keys(runs[0], groups, results, versions)  # the calling thread takes a share too
+            task(runs[0])
         finally:
             wait(futures)
         for f in futures:
             f.result()
+
+    def _read_by_key(self, groups: dict, results: list, versions: list | None) -> None:
+        """Many keys: each task reads a contiguous run of keys."""
+        self._spread(list(groups), lambda keys: self._read_keys(keys, groups, results, versions))
 
     def _read_by_request(self, groups: dict, results: list, versions: list | None) -> None:
         """Few keys, many requests each: open each file once, read its ranges in parallel runs."""
@@ -249,20 +248,11 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
                     for m, _ in items:
                         versions[m] = token
             work = [(fds[key], key, m, req) for key, items in groups.items() for m, req in items]
-            n_tasks = min(len(work), 2 * self.max_workers)
-            step = -(-len(work) // n_tasks)
-            runs = [work[i : i + step] for i in range(0, len(work), step)]
-            futures = [self._executor().submit(self._read_run, run, results) for run in runs[1:]]
-            try:
-                self._read_run(runs[0], results)
-            finally:
-                wait(futures)
+            self._spread(work, lambda run: self._read_run(run, results))
         finally:
             for fd in fds.values():
                 if fd is not None:
                     os.close(fd)
-        for f in futures:
-            f.result()
 
     def _read_run(self, run: list, results: list) -> None:
         for fd, key, m, req in run:
@@ -295,30 +285,13 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         nbytes = sum(m.nbytes for m in mvs)
         name = key.rpartition("/")[2]
         tmp = f".{name[:100]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
-        dfd = self._parent_fd(key, create=True)
-        assert dfd is not None
+        dfd, fd = self._create_in_folder(
+            key, lambda folder: os.open(tmp, TEMP_FLAGS, 0o666, dir_fd=folder), "creating a temporary file"
+        )
         try:
-            fd = None
-            for attempt in range(PRUNED_RETRIES):
-                try:
-                    fd = os.open(tmp, TEMP_FLAGS, 0o666, dir_fd=dfd)
-                    break
-                except FileNotFoundError as e:  # the folder was pruned by a concurrent delete
-                    if attempt == PRUNED_RETRIES - 1:
-                        raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
-                    os.close(dfd)
-                    again = self._parent_fd(key, create=True)
-                    assert again is not None
-                    dfd = again
-                except OSError as e:
-                    raise StoreError(oserror_message("creating a temporary file", e), key=key) from e
-            assert fd is not None
             try:
                 try:
-                    if len(mvs) == 1:
-                        write_all(fd, mvs[0])
-                    else:
-                        writev_all(fd, mvs)
+                    writev_all(fd, mvs)
                     if self.durable:
                         os.fsync(fd)
                 finally:
@@ -448,16 +421,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         """
         prefix, top = self._folder(prefix)
         self.stats.add(lists=1)
-        out = []
-        n = len(top) + 1
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames.sort()
-            rel = dirpath[n:].replace(os.sep, "/")
-            base = "/".join(p for p in (prefix, rel) if p)
-            for f in sorted(filenames):
-                if f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
-                    out.append(f"{base}/{f}" if base else f)
-        return out
+        return builtins.list(self._walk(prefix, top, temporary=True))
 
     def remove_temporary(self, keys: Iterable[str]) -> list[str]:
         """Remove leftover temporary files (keys as :meth:`list_temporary` gives them); returns the keys
@@ -479,12 +443,8 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
                         os.unlink(name, dir_fd=dfd)
                     except FileNotFoundError:
                         continue
-                else:
-                    obj = name[1 : -len(filelock.LOCK_SUFFIX)]
-                    fd = filelock.acquire(dfd, obj, blocking=False) if filelock.AVAILABLE else None
-                    if fd is None:
-                        continue
-                    filelock.release(dfd, obj, fd)
+                elif not filelock.remove_stale(dfd, name):
+                    continue
             except OSError as e:
                 raise StoreError(oserror_message("removing a temporary file", e), key=key) from e
             finally:
@@ -506,7 +466,9 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         self.stats.add(lists=1)
         return self._walk(prefix, top)
 
-    def _walk(self, prefix: str, top: str) -> Iterator[str]:
+    def _walk(self, prefix: str, top: str, temporary: bool = False) -> Iterator[str]:
+        """The keys under ``top``: the objects, or with ``temporary`` the temporary and lock files."""
+
         def onerror(e: OSError) -> None:
             if not isinstance(e, FileNotFoundError | NotADirectoryError):
                 raise StoreError(oserror_message("listing", e), key=prefix or None) from e
@@ -520,7 +482,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             parts = [p for p in (prefix, rel) if p]
             base = "/".join(parts) + "/" if parts else ""
             for f in sorted(filenames):
-                if not f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)):
+                if f.endswith((TEMP_SUFFIX, filelock.LOCK_SUFFIX)) == temporary:
                     yield base + f
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:

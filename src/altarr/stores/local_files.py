@@ -37,7 +37,6 @@ __all__ = [
     "read_one",
     "require_file",
     "version_and_size",
-    "write_all",
     "writev_all",
 ]
 
@@ -112,12 +111,6 @@ def file_version(st: os.stat_result) -> str:
 def version_and_size(st: os.stat_result) -> tuple[str, int]:
     """What a versioned read reports of the file it read: its version token and its size."""
     return file_version(st), st.st_size
-
-
-def write_all(fd: int, mv: memoryview) -> None:
-    off, n = 0, mv.nbytes
-    while off < n:
-        off += os.write(fd, mv[off:])
 
 
 def writev_all(fd: int, parts: list[memoryview]) -> None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import os
 import stat as _stat
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import InvalidKeyError, StoreError
 from . import filelock
@@ -24,6 +26,8 @@ from .keys import normalize_key
 from .local_files import DIR_FLAGS, O_NOFOLLOW, PROC_FD, READ_FLAGS, fstat_of, oserror_message
 
 __all__ = ["PRUNED_RETRIES", "RootedPaths"]
+
+T = TypeVar("T")
 
 #: How many times a write or a lock makes its folder again when a concurrent delete prunes it (empty
 #: folders go with their last object) between its creation and its use. Each retry is a few system calls;
@@ -93,31 +97,35 @@ class RootedPaths:
         self._check_fd(dfd, path, key)
         return dfd
 
-    def _lock(self, key: str) -> tuple[int, str, int, str]:
-        """Take ``key``'s lock in its folder: ``(folder descriptor, name, lock descriptor, key)``. A
-        concurrent delete may prune the folder between opening it and creating the lock file in it (the
-        file's creation then finds no folder): the folder is made again and the lock taken there, a
-        bounded number of times (:data:`PRUNED_RETRIES`)."""
-        name = key.rpartition("/")[2]
+    def _create_in_folder(self, key: str, create: Callable[[int], T], what: str) -> tuple[int, T]:
+        """``create(folder descriptor)`` in the folder of ``key`` (made on the way): the folder's open
+        descriptor and what ``create`` returned. A concurrent delete may prune the folder between opening
+        it and creating in it (``create`` then finds no folder): the folder is made again and ``create``
+        retried, a bounded number of times (:data:`PRUNED_RETRIES`). Failures are a
+        :class:`~altarr.errors.StoreError` naming ``what`` and the key."""
         for attempt in range(PRUNED_RETRIES):
             dfd = self._parent_fd(key, create=True)
             assert dfd is not None
             try:
-                fd = filelock.acquire(dfd, name)
+                return dfd, create(dfd)
             except FileNotFoundError as e:  # the folder was pruned under us: make it again
                 os.close(dfd)
                 if attempt == PRUNED_RETRIES - 1:
-                    raise StoreError(oserror_message("locking", e), key=key) from e
-                continue
+                    raise StoreError(oserror_message(what, e), key=key) from e
             except OSError as e:
                 os.close(dfd)
-                raise StoreError(oserror_message("locking", e), key=key) from e
+                raise StoreError(oserror_message(what, e), key=key) from e
             except BaseException:
                 os.close(dfd)
                 raise
-            assert fd is not None
-            return dfd, name, fd, key
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lock(self, key: str) -> tuple[int, str, int, str]:
+        """Take ``key``'s lock in its folder: ``(folder descriptor, name, lock descriptor, key)``."""
+        name = key.rpartition("/")[2]
+        dfd, fd = self._create_in_folder(key, lambda folder: filelock.acquire(folder, name), "locking")
+        assert fd is not None
+        return dfd, name, fd, key
 
     def _make_dirs(self, parent_key: str, key: str) -> int:
         """Create the folders of ``parent_key`` one at a time, each checked before going into it (a

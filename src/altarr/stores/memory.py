@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import builtins
 import itertools
 import threading
 from collections.abc import Callable, Iterator
@@ -160,32 +159,13 @@ class MemoryStore(VersionedReads, Store):
         return existed
 
     # --- listing --------------------------------------------------------------------------------------
-    def _keys_under(self, prefix: str) -> list[str]:
+    def list(self, prefix: str = "") -> Iterator[str]:
         prefix = normalize_key(prefix)
+        self.stats.add(lists=1)
         with self._shared.lock:
             keys = list(self._shared.data)
-        if not prefix:
-            return sorted(keys)
-        p = prefix + "/"
-        return sorted(k for k in keys if k.startswith(p))
-
-    def list(self, prefix: str = "") -> Iterator[str]:
-        self.stats.add(lists=1)
-        return iter(self._keys_under(prefix))
-
-    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        self.stats.add(lists=1)
-        prefix = normalize_key(prefix)
-        n = len(prefix) + 1 if prefix else 0
-        keys: list[str] = []
-        dirs: set[str] = set()
-        for k in self._keys_under(prefix):
-            head, sep, _ = k[n:].partition("/")
-            if sep:
-                dirs.add(head)
-            else:
-                keys.append(head)
-        return keys, sorted(dirs)
+        under = f"{prefix}/" if prefix else ""
+        return iter(sorted(k for k in keys if k.startswith(under)))
 
     def with_read_only(self) -> MemoryStore:
         """A read-only view of the same objects."""

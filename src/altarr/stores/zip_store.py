@@ -41,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import builtins
 import os
 import secrets
 import shutil
@@ -57,13 +56,13 @@ from . import filelock
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .local_files import O_CLOEXEC, TEMP_SUFFIX
 from .ranges import ByteRequest, Whole, legacy_bounds
 from .zip_members import MAX_INFLATE_RATIO, data_offset, read_member
 
 __all__ = ["ZipStore", "COMPACT_MIN_BYTES", "MAX_INFLATE_RATIO"]
 
 _MODES = ("r", "w", "x", "a")
-_TEMP_SUFFIX = ".altarr-tmp"
 #: The staging file is rewritten with its live members when the bytes of shadowed and deleted members
 #: exceed both the live members' bytes and this many bytes.
 COMPACT_MIN_BYTES = 1 << 20
@@ -94,7 +93,7 @@ class _Session:
         folder, self.name = os.path.split(path)
         self.folder = folder or "."
         try:
-            self.dir_fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self.dir_fd = os.open(self.folder, os.O_RDONLY | O_CLOEXEC)
         except OSError as e:
             raise StoreError(f"cannot open the folder of zip archive {path}: {e.strerror or e}") from e
         self.lock_fd: int | None = None
@@ -123,7 +122,7 @@ class _Session:
             raise
 
     def _new_staging(self) -> str:
-        return os.path.join(self.folder, f".{self.name}.{secrets.token_hex(6)}{_TEMP_SUFFIX}")
+        return os.path.join(self.folder, f".{self.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}")
 
     def _open(self, path: str, mode: Literal["w", "a"]) -> zipfile.ZipFile:
         try:
@@ -166,7 +165,7 @@ class _Session:
         """A member of the staging file, decoded with a cap (see :func:`zip_members.read_member`)."""
         assert self.zf is not None and self.zf.fp is not None
         self.zf.fp.flush()  # what zipfile buffered, on disk for the positional read
-        fd = os.open(self.staging, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(self.staging, os.O_RDONLY | O_CLOEXEC)
         try:
             return read_member(fd, info, data_offset(fd, info))
         finally:
@@ -182,7 +181,7 @@ class _Session:
                 self.compact()
             self.zf.close()
             if self.durable:
-                fd = os.open(self.staging, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fd = os.open(self.staging, os.O_RDONLY | O_CLOEXEC)
                 try:
                     os.fsync(fd)
                 finally:
@@ -284,7 +283,7 @@ class ZipStore(Store):
             except (OSError, zipfile.BadZipFile) as e:
                 raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
             # Positional reads of stored members: one descriptor, data offsets cached.
-            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self._fd = os.open(self.path, os.O_RDONLY | O_CLOEXEC)
         else:
             self._session = _Session(self.path, mode, compression, compresslevel, self.durable)
             assert self._session.zf is not None
@@ -466,7 +465,7 @@ class ZipStore(Store):
             return []
         for f in entries:
             full = os.path.join(folder, f)
-            stale_staging = f.startswith(f".{name}.") and f.endswith(_TEMP_SUFFIX)
+            stale_staging = f.startswith(f".{name}.") and f.endswith(TEMP_SUFFIX)
             stale_lock = f == filelock.lock_name(name) and self._session is None
             if (stale_staging or stale_lock) and full != own:
                 out.append(full)
@@ -483,11 +482,8 @@ class ZipStore(Store):
             if f.endswith(filelock.LOCK_SUFFIX):
                 dfd = os.open(folder, os.O_RDONLY)
                 try:
-                    obj = f[1 : -len(filelock.LOCK_SUFFIX)]
-                    fd = filelock.acquire(dfd, obj, blocking=False)
-                    if fd is None:
+                    if not filelock.remove_stale(dfd, f):
                         continue
-                    filelock.release(dfd, obj, fd)
                 finally:
                     os.close(dfd)
             else:
@@ -496,26 +492,12 @@ class ZipStore(Store):
         return removed
 
     # --- listing --------------------------------------------------------------------------------------
-    def _names(self, prefix: str) -> list[str]:
-        pre = prefix + "/" if prefix else ""
+    def list(self, prefix: str = "") -> Iterator[str]:
+        prefix = normalize_key(prefix)
+        self.stats.add(lists=1)
+        under = f"{prefix}/" if prefix else ""
         with self._lock:
             names = {n for n in self._zf.NameToInfo if not n.endswith("/")}
             if self._session is not None:
                 names -= self._session.deleted
-        return sorted(n for n in names if n.startswith(pre))
-
-    def list(self, prefix: str = "") -> Iterator[str]:
-        prefix = normalize_key(prefix)
-        self.stats.add(lists=1)
-        return iter(self._names(prefix))
-
-    def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        prefix = normalize_key(prefix)
-        self.stats.add(lists=1)
-        n = len(prefix) + 1 if prefix else 0
-        keys: list[str] = []
-        dirs: set[str] = set()
-        for name in self._names(prefix):
-            head, sep, _ = name[n:].partition("/")
-            (dirs.add(head) if sep else keys.append(head))
-        return keys, sorted(dirs)
+        return iter(sorted(n for n in names if n.startswith(under)))
