@@ -68,7 +68,7 @@ def test_distributed_copy_gives_the_same_bytes_as_a_local_copy(tmp_path):
             self.done: dict[str, str] = {}
 
         def transition(self, key, start, finish, *args, **kwargs):
-            if finish == "memory" and "copy_unit_task" in str(key):
+            if finish == "memory" and str(key).startswith("copy_unit-"):
                 self.done[str(key)] = kwargs.get("worker")
 
     tasks = CopyTasks()

@@ -73,7 +73,7 @@ def copy(
         raise UsageProblem("--resume and --overwrite contradict each other")
     node = _open_node(source)
     options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
-    run_units = _cluster(scheduler, source)
+    run_units = _cluster(scheduler)
     t0 = time.perf_counter()
     with _Interrupt() as interrupt:
 

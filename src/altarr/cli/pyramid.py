@@ -186,7 +186,7 @@ def pyramid(
                 "resume": resume,
                 "workers": workers,
                 "progress": progress,
-                "run_units": _cluster(scheduler, source),
+                "run_units": _cluster(scheduler),
             }
             out, moved = _pyramid_of(node, source, destination, interrupt, options)
         except KeyboardInterrupt:

@@ -39,13 +39,13 @@ class _Interrupt:
             raise KeyboardInterrupt
 
 
-def _cluster(scheduler: str | None, source: str) -> Any:
+def _cluster(scheduler: str | None) -> Any:
     """The ``run_units`` of ``--scheduler ADDRESS`` (one task per destination shard), or ``None``."""
     if scheduler is None:
         return None
     from altarr.integrations.dask import cluster_runner
 
-    return cluster_runner(scheduler, source)
+    return cluster_runner(scheduler)
 
 
 def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[str, Any]:

@@ -57,12 +57,13 @@ def _block_shape(x: Any, chunks: Any) -> tuple[int, ...]:
     return blocks
 
 
-class _DatasetReader:
-    """What dask reads a dataset through: ``reader[region]`` opens the dataset once per process (the
-    store pickles as its location) and reads the region in one planned call."""
+class _Reopened:
+    """A dataset as dask tasks see it: ``proxy[region]`` reads and ``proxy[region] = block`` writes through
+    the dataset, opened again (with ``mode``) once per process it is unpickled in (the store pickles as
+    its location), each region in one planned call."""
 
-    def __init__(self, ds: Any) -> None:
-        self.store, self.path = ds.store, ds.path
+    def __init__(self, ds: Any, mode: str = "r") -> None:
+        self.store, self.path, self.mode = ds.store, ds.path, mode
         self.shape, self.dtype, self.ndim = ds.shape, ds.dtype, ds.ndim
         self._ds = ds
 
@@ -73,13 +74,19 @@ class _DatasetReader:
         self.__dict__.update(state)
         self._ds = None
 
-    def __getitem__(self, key: Any) -> np.ndarray:
+    def dataset(self) -> Any:
         if self._ds is None:
             import altarr as aa
 
-            self._ds = aa.open_dataset(self.store, path=self.path)
-        values: np.ndarray = self._ds[key]
+            self._ds = aa.open_dataset(self.store, mode=self.mode, path=self.path)
+        return self._ds
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        values: np.ndarray = self.dataset()[key]
         return values
+
+    def __setitem__(self, key: Any, value: np.ndarray) -> None:
+        self.dataset()[key] = value
 
 
 def to_dask(x: Any, chunks: Any = None) -> Any:
@@ -106,35 +113,10 @@ def to_dask(x: Any, chunks: Any = None) -> Any:
     if isinstance(x, Dataset):
         blocks = tuple(x.shards or x.chunks) if chunks is None else _block_shape(x, chunks)
         meta = np.empty((0,) * x.ndim, dtype=x.dtype)
-        return da.from_array(
-            _DatasetReader(x), chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False
-        )
+        return da.from_array(_Reopened(x), chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
     blocks = _block_shape(x, chunks)
     meta = np.empty((0,) * x.ndim, dtype=x.dtype)
     return da.from_array(x, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
-
-
-class _DatasetWriter:
-    """The target of ``dask.array.store``: ``writer[region] = block`` writes through a dataset opened
-    once per process."""
-
-    def __init__(self, ds: Any) -> None:
-        self.store, self.path = ds.store, ds.path
-        self._ds = ds
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_ds"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._ds = None
-
-    def __setitem__(self, key: Any, value: np.ndarray) -> None:
-        if self._ds is None:
-            import altarr as aa
-
-            self._ds = aa.open_dataset(self.store, mode="r+", path=self.path)
-        self._ds[key] = value
 
 
 def shard_aligned_chunks(darr: Any, ds: Any) -> tuple[tuple[int, ...], ...]:
@@ -168,30 +150,10 @@ def store(darr: Any, ds: Any, *, compute: bool = True, **kwargs: Any) -> Any:
     aligned = darr.rechunk(shard_aligned_chunks(darr, ds))
     if aligned.dtype != ds.dtype:
         aligned = aligned.astype(ds.dtype)
-    return da.store(aligned, _DatasetWriter(ds), lock=False, compute=compute, **kwargs)
+    return da.store(aligned, _Reopened(ds, "r+"), lock=False, compute=compute, **kwargs)
 
 
-def _copy_unit_task(src_store: Any, src_path: str, dst_store: Any, dst_path: str, region: Any) -> int:
-    import altarr as aa
-
-    from ..transfer import copy_unit
-
-    src = aa.open_dataset(src_store, path=src_path)
-    dst = aa.open_dataset(dst_store, mode="r+", path=dst_path)
-    return copy_unit(src, dst, region)
-
-
-def _copy_view_task(view: Any, dst_store: Any, dst_path: str, region: Any) -> int:
-    """One unit whose source is not a stored dataset but a picklable view of one (a pyramid level
-    downsampled from the level above, :class:`altarr.multiscale.Downsampled`)."""
-    import altarr as aa
-
-    from ..transfer import copy_unit
-
-    return copy_unit(view, aa.open_dataset(dst_store, mode="r+", path=dst_path), region)
-
-
-def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
+def cluster_runner(address: str) -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
     """A ``run_units`` for :func:`altarr.transfer.copy_array` that runs each destination shard as one
     task on the dask.distributed scheduler at ``address`` and yields ``(unit, value_bytes)`` as they
     finish (so the resume journal and the progress bar follow the cluster).
@@ -208,16 +170,12 @@ def cluster_runner(address: str, source: str = "") -> Callable[[Any, Any, list],
 
     def run(src: Any, dst: Any, todo: list[tuple[int, Any]]) -> Iterator[tuple[int, int]]:
         from ..dataset import Dataset
+        from ..transfer import copy_unit
 
         # a dataset travels as its location; any other source (a pyramid level's view) pickled
-        task, source = (
-            (_copy_unit_task, (src.store, src.path))
-            if isinstance(src, Dataset)
-            else (_copy_view_task, (src,))
-        )
-        futures = {
-            client.submit(task, *source, dst.store, dst.path, region, pure=False): i for i, region in todo
-        }
+        source = _Reopened(src) if isinstance(src, Dataset) else src
+        target = _Reopened(dst, "r+")
+        futures = {client.submit(copy_unit, source, target, region, pure=False): i for i, region in todo}
         try:
             for future in as_completed(futures):
                 yield futures[future], future.result()
