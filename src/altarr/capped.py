@@ -87,29 +87,13 @@ def _incremental(
     return parts[0] if len(parts) == 1 else b"".join(parts)  # one stream: no copy
 
 
-class _Zlib:
-    """zlib.decompressobj with the interface :func:`_incremental` expects."""
-
-    def __init__(self, wbits: int) -> None:
-        self._d = zlib.decompressobj(wbits)
-
-    def decompress(self, data: Any, max_length: int) -> bytes:
-        return self._d.decompress(data, max_length)
-
-    @property
-    def eof(self) -> bool:
-        return self._d.eof
-
-    @property
-    def unused_data(self) -> bytes:
-        return self._d.unused_data
-
-
 def inflate(data: Any, max_size: int, *, wbits: int = 31, codec: str | None = None) -> bytes:
     """Deflate-decode ``data`` (``wbits`` 31: gzip members, concatenated ones too; 15: a zlib stream;
     47: either) into at most ``max_size`` bytes."""
     name = codec or {31: "gzip", 15: "zlib"}.get(wbits, "deflate")
-    return _incremental(name, data, max_size, lambda: _Zlib(wbits), (zlib.error,), multi=wbits != 15)
+    return _incremental(
+        name, data, max_size, lambda: zlib.decompressobj(wbits), (zlib.error,), multi=wbits != 15
+    )
 
 
 def bunzip2(data: Any, max_size: int, *, codec: str = "bzip2") -> bytes:

@@ -95,11 +95,8 @@ class AltarrError(Exception):
                 merged[name] = value
         return type(self)(self.message, **merged)
 
-    def __reduce__(
-        self,
-    ) -> tuple[
-        Callable[..., AltarrError], tuple[object, ...]
-    ]:  # keep context through pickling (dask, multiprocessing)
+    def __reduce__(self) -> tuple[Callable[..., AltarrError], tuple[object, ...]]:
+        """Keep the context through pickling (dask, multiprocessing)."""
         return (_rebuild, (type(self), self.message, self._context()))
 
 

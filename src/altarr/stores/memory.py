@@ -69,11 +69,8 @@ class MemoryStore(VersionedReads, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"MemoryStore(<{len(self._shared.data)} objects>{ro})"
 
-    def __reduce__(
-        self,
-    ) -> tuple[
-        Callable[..., MemoryStore], tuple[object, ...]
-    ]:  # pickles a snapshot of the objects (a copy, not a shared view)
+    def __reduce__(self) -> tuple[Callable[..., MemoryStore], tuple[object, ...]]:
+        """Pickles a snapshot of the objects (a copy, not a shared view)."""
         sh = self._shared
         with sh.lock:
             state = (dict(sh.data), dict(sh.versions), next(sh.counter))
