@@ -31,7 +31,7 @@ from .downsample import check_method, downsample, downsampled_shape
 from .layouts import get_layout
 from .levels import describe
 from .plan import absolute_factors, normalize_axes, plan_factors, spatial
-from .write import write_pyramid
+from .write import level_layout, write_pyramid
 
 __all__ = ["build_pyramid", "Downsampled", "default_chunks"]
 
@@ -104,31 +104,6 @@ def default_chunks(shape: Sequence[int], axes: Sequence[Any]) -> tuple[int, ...]
     return tuple(max(1, min(edge if d in space else 1, n)) for d, n in enumerate(shape))
 
 
-def _clip(block: Sequence[int] | None, shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...] | None:
-    """``block`` (shards) no larger than needed for ``shape``, and still a multiple of ``chunks``."""
-    if block is None:
-        return None
-    return tuple(min(b, -(-n // c) * c) for b, n, c in zip(block, shape, chunks, strict=True))
-
-
-def _creates(
-    shapes: Sequence[tuple[int, ...]], dtype: np.dtype, chunks: Sequence[int], shards: Sequence[int] | None
-) -> list[dict[str, Any]]:
-    """Each level's dataset: its shape, the dtype, the chunks and shards clipped to it."""
-    out = []
-    for shape in shapes:
-        level_chunks = tuple(min(c, n) for c, n in zip(chunks, shape, strict=True))
-        out.append(
-            {
-                "shape": shape,
-                "dtype": dtype,
-                "chunks": level_chunks,
-                "shards": _clip(shards, shape, level_chunks),
-            }
-        )
-    return out
-
-
 def _source(source: Any) -> Any:
     if isinstance(source, str):
         import altarr as aa
@@ -176,13 +151,10 @@ def _plan(
     levels: int | None,
     chunks: Sequence[int] | None,
     shards: Sequence[int] | None,
-    compressor: Any,
     name: str | None,
-) -> tuple[Any, Any, Any, list[tuple[int, ...]], list[dict[str, Any]], Any]:
+) -> tuple[Any, Any, Any, list[tuple[int, ...]], list[dict[str, Any]]]:
     """What :func:`build_pyramid` writes: the layout, the source, the description, each level's factors
-    relative to the one above, each level's dataset, the compressor."""
-    from ..transfer import parse_codec
-
+    relative to the one above, each level's dataset."""
     fmt = get_layout(layout)
     check_method(method)
     src = _source(source)
@@ -196,9 +168,7 @@ def _plan(
     shapes = _level_shapes(shape, steps)
     paths = [fmt.level_path(i) for i in range(len(shapes))]
     desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
-    if isinstance(compressor, str) or compressor is None:
-        compressor = parse_codec(compressor or "none", fmt.format, dtype)
-    return fmt, src, desc, steps, _creates(shapes, dtype, chunk_shape, shards), compressor
+    return fmt, src, desc, steps, [level_layout(s, dtype, chunk_shape, shards) for s in shapes]
 
 
 def build_pyramid(
@@ -254,7 +224,7 @@ def build_pyramid(
         run_units: runs units elsewhere (as :func:`altarr.transfer.copy_array` takes it).
         path: the group's path inside ``destination``.
     """
-    fmt, src, desc, steps, creates, compressor = _plan(
+    fmt, src, desc, steps, creates = _plan(
         source,
         layout,
         axes,
@@ -266,7 +236,6 @@ def build_pyramid(
         levels,
         chunks,
         shards,
-        compressor,
         name,
     )
 
@@ -277,12 +246,6 @@ def build_pyramid(
         above = src if i == 1 and isinstance(src, np.ndarray) else previous
         return Downsampled(above, steps[i - 1], method)
 
-    options: dict[str, Any] = {
-        "overwrite": overwrite,
-        "resume": resume,
-        "workers": workers,
-        "progress": progress,
-    }
     return write_pyramid(
         destination,
         fmt,
@@ -290,7 +253,10 @@ def build_pyramid(
         creates,
         values,
         compressor=compressor,
+        overwrite=overwrite,
+        resume=resume,
+        workers=workers,
+        progress=progress,
         run_units=run_units,
         path=path,
-        **options,
     )

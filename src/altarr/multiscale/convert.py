@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import MetadataError
 from .layouts import get_layout
 from .levels import Description, LevelSpec
-from .write import write_pyramid
+from .write import level_layout, write_pyramid
 
 __all__ = ["convert_pyramid", "layout_for_format"]
 
@@ -47,18 +47,15 @@ def layout_for_format(fmt: str | None, source_layout: str) -> str:
     raise MetadataError(f"a pyramid cannot be stored as {fmt!r}; use zarr3, zarr2 or n5")
 
 
-def _block(block: Any, level: Any, chunks: tuple[int, ...], can_shard: bool) -> tuple[int, ...] | None:
-    """The shards of a converted level: ``"same"`` keeps the source level's (when the format can hold
-    them and they fit the chunks), else the given shape clipped to the level."""
-    if block == "same":
-        block = level.shards
-        if block is None or not can_shard or any(b % c for b, c in zip(block, chunks, strict=True)):
-            return None
-    if block is None:
-        return None
-    if not can_shard:
+def _shards(shards: Any, level: Any, chunks: tuple[int, ...], can_shard: bool) -> Any:
+    """The shards asked for a converted level: ``"same"`` keeps the source level's where the format can
+    hold them and they fit the level's ``chunks``."""
+    if shards == "same":
+        fits = level.shards is not None and not any(b % c for b, c in zip(level.shards, chunks, strict=True))
+        return level.shards if can_shard and fits else None
+    if shards is not None and not can_shard:
         raise MetadataError("Zarr v2 (OME-Zarr 0.4) cannot hold shards; pass shards=None")
-    return tuple(min(b, -(-n // c) * c) for b, n, c in zip(block, level.shape, chunks, strict=True))
+    return shards
 
 
 def convert_pyramid(
@@ -83,7 +80,6 @@ def convert_pyramid(
     can hold them; ``None``; or a shape) apply to every level, clipped to smaller ones. The other
     arguments are :func:`build_pyramid`'s.
     """
-    from ..transfer import parse_codec
     from .read import Multiscale, open_multiscale
 
     ms = source if isinstance(source, Multiscale) else open_multiscale(source)
@@ -101,16 +97,8 @@ def convert_pyramid(
     creates = []
     for lv in ms.levels:
         level_chunks = tuple(min(c, n) for c, n in zip(chunks or lv.chunks, lv.shape, strict=True))
-        creates.append(
-            {
-                "shape": lv.shape,
-                "dtype": lv.dtype,
-                "chunks": level_chunks,
-                "shards": _block(shards, lv, level_chunks, can_shard),
-            }
-        )
-    if isinstance(compressor, str) or compressor is None:
-        compressor = parse_codec(compressor or "none", fmt.format, ms.levels[0].dtype)
+        block = _shards(shards, lv, level_chunks, can_shard)
+        creates.append(level_layout(lv.shape, lv.dtype, level_chunks, block))
     return write_pyramid(
         destination,
         fmt,

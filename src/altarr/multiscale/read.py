@@ -279,12 +279,9 @@ def open_multiscale(
     for a, b in zip(levels, levels[1:], strict=False):
         if any(m > n for m, n in zip(b.shape, a.shape, strict=True)):
             raise MetadataError(f"level {b.path!r} {b.shape} is larger than level {a.path!r} {a.shape}")
-    where = (
-        location
-        if isinstance(location, str) and not path
-        else (_join(location, path) if isinstance(location, str) else None)
+    return Multiscale(
+        group, layout, desc, levels, _join(location, path) if isinstance(location, str) else None
     )
-    return Multiscale(group, layout, desc, levels, where)
 
 
 def is_multiscale(group: Any) -> bool:

@@ -19,7 +19,22 @@ from ..errors import AltarrError, ExistsError
 from .layouts import Layout
 from .levels import Description
 
-__all__ = ["write_pyramid"]
+__all__ = ["write_pyramid", "level_layout"]
+
+
+def level_layout(
+    shape: tuple[int, ...], dtype: Any, chunks: Sequence[int], shards: Sequence[int] | None
+) -> dict[str, Any]:
+    """A level's dataset: its shape, the dtype, ``chunks`` clipped to the shape and ``shards`` (or
+    ``None``) no larger than the shape needs, still multiples of the chunks.
+
+    >>> level_layout((10, 3), "u1", (4, 4), (16, 16))
+    {'shape': (10, 3), 'dtype': 'u1', 'chunks': (4, 3), 'shards': (12, 3)}
+    """
+    chunks = tuple(min(c, n) for c, n in zip(chunks, shape, strict=True))
+    if shards is not None:
+        shards = tuple(min(b, -(-n // c) * c) for b, n, c in zip(shards, shape, chunks, strict=True))
+    return {"shape": shape, "dtype": dtype, "chunks": chunks, "shards": shards}
 
 
 def _root(destination: Any, layout: Layout, overwrite: bool, resume: bool, path: str) -> Any:
@@ -72,9 +87,13 @@ def write_pyramid(
 ) -> Any:
     """Write the pyramid ``desc`` in ``layout`` at ``destination``: level ``i`` is created with
     ``creates[i]`` (shape, dtype, chunks, shards) and filled from ``values(i, level i - 1 as written)``
-    (anything ``write_units`` reads regions of); then the metadata. Returns it opened."""
-    from ..transfer import write_units
+    (anything ``write_units`` reads regions of); then the metadata. Returns it opened. ``compressor`` as
+    :func:`altarr.create_dataset` takes it, or text such as ``"zstd:5"``."""
+    from ..transfer import parse_codec, write_units
     from .read import open_multiscale
+
+    if isinstance(compressor, str) or compressor is None:
+        compressor = parse_codec(compressor or "none", layout.format, creates[0]["dtype"])
 
     root = _root(destination, layout, overwrite, resume, path)
     for group in layout.groups:
