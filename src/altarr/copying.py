@@ -91,7 +91,8 @@ def copy_group(
     fmt = format or src.format
     arrays = arrays_below(src)
     for _, ds in arrays:  # every array's layout and codec, before anything is written
-        check_copy(ds, fmt, array_options.get("chunks"), array_options.get("shards", "same"), array_options)
+        options = {k: array_options[k] for k in ("chunks", "shards", "compressor") if k in array_options}
+        check_copy(ds, fmt, **options)
     total = sum(ds.nbytes for _, ds in arrays)
     with progress_reporter(progress, total, str(destination)) as report:
         options = {"overwrite": overwrite, "resume": resume, "progress": report}
@@ -100,18 +101,11 @@ def copy_group(
     return aa.open_group(destination, mode="r+")
 
 
-def arrays_below(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+def arrays_below(group: Any) -> list[tuple[str, Any]]:
     """Every array below ``group``, with its path relative to it, depth first."""
     import altarr as aa
 
-    found: list[tuple[str, Any]] = []
-    for name in group.keys():
-        node = group[name]
-        if isinstance(node, aa.Group):
-            found += arrays_below(node, f"{prefix}{name}/")
-        else:
-            found.append((f"{prefix}{name}", node))
-    return found
+    return [(rel, node) for rel, node in group.members(max_depth=None) if isinstance(node, aa.Dataset)]
 
 
 def _warn(notes: list[str]) -> None:

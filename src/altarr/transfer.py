@@ -51,6 +51,7 @@ __all__ = [
     "copy_units",
     "copy_unit",
     "copy_array",
+    "existing_dataset",
     "write_units",
     "read_journal",
     "copy_tree",
@@ -180,20 +181,21 @@ class CopyResult:
 
 class ProgressBar:
     """A progress bar on stderr (rich: bytes, throughput, time left), started on the first report; called
-    as ``progress(value_bytes, units)`` as a copy's ``progress`` is.
+    as ``progress(value_bytes, units)`` as a copy's ``progress`` is, it counts both (``done``, ``units``).
 
     >>> bar = ProgressBar(100, "demo", enabled=False)
-    >>> bar(60, 1); bar(40, 1); bar.done
-    100
+    >>> bar(60, 1); bar(40, 1); bar.done, bar.units
+    (100, 2)
     """
 
     def __init__(self, total: int | None, label: str, *, console: Any = None, enabled: bool = True) -> None:
         self.total, self.label, self.console, self.enabled = total, label, console, enabled
-        self.done = 0
+        self.done = self.units = 0
         self._bar: Any = None
 
     def __call__(self, nbytes: int, units: int) -> None:
         self.done += nbytes
+        self.units += units
         if not self.enabled:
             return
         if self._bar is None:
@@ -358,13 +360,24 @@ def check_resume(
     return journal
 
 
-def check_copy(src: Any, fmt: str, chunks: Any, shards: Any, options: Mapping[str, Any]) -> None:
-    """Refuse a copy of ``src`` into ``fmt`` whose layout or compressor is bad, before anything is written."""
-    names = options.get("names", PYTHON_NAMES)
-    destination_layout(src, fmt, chunks, shards, names)
-    parse_codec(
-        options.get("compressor", "auto") or "none", fmt, src.dtype, argument=names["compressor"].rstrip("=")
-    )
+def check_copy(
+    src: Any,
+    fmt: str,
+    chunks: Any,
+    shards: Any,
+    compressor: Any = "auto",
+    checksum: bool | None = None,
+    names: Mapping[str, str] = PYTHON_NAMES,
+) -> tuple[dict[str, Any], Any, list[str]]:
+    """Check a copy of ``src`` into ``fmt`` before anything is written (a bad layout or compressor is an
+    error naming the argument as ``names`` spells it). Returns what it asks for, as :func:`check_resume`
+    compares it (``compressor`` ``None`` when it is the format's default), the compressor argument of the
+    destination, and the notes (shards dropped)."""
+    chunks, shards, notes = destination_layout(src, fmt, chunks, shards, names)
+    codec = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
+    given = not (isinstance(compressor, str) and compressor == "auto")
+    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": codec if given else None}
+    return asked | {"checksum": checksum, "compressor_given": compressor}, codec, notes
 
 
 def copy_array(
@@ -414,12 +427,11 @@ def copy_array(
     fmt = format or src.format
     if fmt not in FORMATS:
         raise MetadataError(f"{_said(names, 'format', fmt)}: use one of {sorted(FORMATS)}")
-    chunks, shards, notes = destination_layout(src, fmt, chunks, shards, names)
-    given = compressor is None or not (isinstance(compressor, str) and compressor == "auto")
-    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor_given": compressor}
-    compressor = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
-    asked |= {"compressor": compressor if given else None, "checksum": format_options.get("checksum")}
-    dst = _existing(destination, path) if resume else None
+    asked, compressor, notes = check_copy(
+        src, fmt, chunks, shards, compressor, format_options.get("checksum"), names
+    )
+    chunks, shards = asked["chunks"], asked["shards"]
+    dst = existing_dataset(destination, path) if resume else None
     done: set[int] = set()
     if dst is not None:
         journal = check_resume(dst, src, asked, names)
@@ -443,8 +455,8 @@ def copy_array(
         )
 
 
-def _existing(destination: Any, path: str) -> Any:
-    """The array at ``path`` in ``destination`` opened for writing (a resume continues it), or ``None``."""
+def existing_dataset(destination: Any, path: str) -> Any:
+    """The array at ``path`` in ``destination`` opened for writing (what a resume continues), or ``None``."""
     import altarr as aa
 
     try:

@@ -10,7 +10,7 @@ import typer
 
 from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
 from .pyramid import _copy_pyramid
-from .running import _bar_reporter, _chunk_options, _cluster, _Interrupt
+from .running import _bar_reporter, _check_run, _chunk_options, _cluster, _Interrupt
 
 
 @app.command()
@@ -63,73 +63,45 @@ def copy(
     --codec zstd:5 --workers 2
     """
     import altarr as aa
+    from altarr.multiscale.convert import layout_for_format
     from altarr.transfer import FORMATS, copy_array, copy_tree
 
     if format is not None and format not in FORMATS:
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
-    if workers < 1:
-        raise UsageProblem(f"--workers must be at least 1, got {workers}")
-    if resume and overwrite:
-        raise UsageProblem("--resume and --overwrite contradict each other")
+    _check_run(workers, resume, overwrite)
     node = _open_node(source)
     options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
-    run_units = _cluster(scheduler)
+    run = {"overwrite": overwrite, "resume": resume, "workers": workers, "run_units": _cluster(scheduler)}
     t0 = time.perf_counter()
-    with _Interrupt() as interrupt:
+    with _Interrupt(destination) as interrupt:
 
-        def one_array(src: Any, dest: Any, path: str, label: str) -> Any:
-            report, stop = _bar_reporter(progress, label, src.nbytes, interrupt)
+        def one_array(src: Any, path: str, label: str) -> Any:
+            report, bar = _bar_reporter(progress, label, src.nbytes, interrupt)
             try:
-                result = copy_array(
-                    src,
-                    dest,
-                    overwrite=overwrite,
-                    resume=resume,
-                    workers=workers,
-                    path=path,
-                    progress=report,
-                    run_units=run_units,
-                    **options(src),
-                )
+                result = copy_array(src, destination, path=path, progress=report, **run, **options(src))
             finally:
-                stop()
+                bar.close()
             for note in result.notes:
                 err_console.print(f"note: {label}: {note}", markup=False)
             return result
 
-        def _copy_node(node: Any) -> list[Any]:
-            pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
-            if pyramid is not None:  # every level and the metadata, into the layout of --format
-                from altarr.multiscale.convert import layout_for_format
-
-                layout = layout_for_format(format, pyramid.layout)
-                given: dict[str, Any] = {"chunks": chunks, "shards": shards, "codec": codec or "auto"}
-                given["overwrite"] = overwrite
-                given |= {"resume": resume, "workers": workers, "progress": progress, "run_units": run_units}
-                return [_copy_pyramid(pyramid, destination, layout, interrupt, **given)]
-            if isinstance(node, aa.Group):
-                results = copy_tree(
-                    node,
-                    destination,
-                    format=format,
-                    overwrite=overwrite,
-                    resume=resume,
-                    on_array=lambda rel, src: one_array(src, destination, rel, rel),
-                )
-                arrays = [r for _, r in results]
-            else:
-                arrays = [one_array(node, destination, "", Path(source.rstrip("/")).name or source)]
-            return arrays
-
-        try:
-            arrays = _copy_node(node)
-        except KeyboardInterrupt:
-            err_console.print(
-                f"interrupted: the shards written so far are complete; run the same command with --resume "
-                f"to continue the copy into {destination}",
-                markup=False,
+        pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
+        if pyramid is not None:  # every level and the metadata, into the layout of --format
+            layout = layout_for_format(format, pyramid.layout)
+            given = {"chunks": chunks, "shards": shards, "codec": codec or "auto", "progress": progress}
+            arrays = [_copy_pyramid(pyramid, destination, layout, interrupt, **given, **run)]
+        elif isinstance(node, aa.Group):
+            results = copy_tree(
+                node,
+                destination,
+                format=format,
+                overwrite=overwrite,
+                resume=resume,
+                on_array=lambda rel, src: one_array(src, rel, rel),
             )
-            raise typer.Exit(code=130) from None
+            arrays = [r for _, r in results]
+        else:
+            arrays = [one_array(node, "", Path(source.rstrip("/")).name or source)]
     seconds = time.perf_counter() - t0
     moved = sum(r.bytes for r in arrays)
     written = sum(r.written for r in arrays)
@@ -167,7 +139,7 @@ def _checked_options(
     a :class:`UsageProblem` naming the option (exit code 2)."""
     import altarr as aa
     from altarr.copying import arrays_below
-    from altarr.transfer import check_copy, parse_codec
+    from altarr.transfer import check_copy, check_resume, existing_dataset, parse_codec
 
     fmt = format or node.format
     if checksum and fmt != "zarr3":
@@ -190,24 +162,9 @@ def _checked_options(
         checked_option(parse_codec, codec, fmt, pyramid.levels[0].dtype)
     for rel, src in arrays:
         kw = checked_option(options, src)
-        checked_option(check_copy, src, kw["format"], kw.get("chunks"), kw.get("shards", "same"), kw)
-        if resume:
-            checked_option(_check_resume, src, destination, rel, kw)
+        given = [kw.get("chunks"), kw.get("shards", "same"), kw["compressor"], kw.get("checksum"), CLI_NAMES]
+        asked, _, _ = checked_option(check_copy, src, kw["format"], *given)
+        dst = existing_dataset(destination, rel) if resume else None
+        if dst is not None:  # refuse, naming the options, what the interrupted copy wrote otherwise
+            checked_option(check_resume, dst, src, asked, CLI_NAMES)
     return options
-
-
-def _check_resume(src: Any, destination: str, rel: str, kw: dict[str, Any]) -> None:
-    """``--resume``: refuse, naming the options, a destination array the interrupted copy wrote otherwise."""
-    import altarr as aa
-    from altarr.transfer import check_resume, destination_layout, parse_codec
-
-    try:
-        dst = aa.open_dataset(destination, path=rel)
-    except FileNotFoundError:
-        return
-    fmt = kw["format"]
-    chunks, shards, _ = destination_layout(src, fmt, kw.get("chunks"), kw.get("shards", "same"), CLI_NAMES)
-    codec = None if kw["compressor"] == "auto" else parse_codec(kw["compressor"], fmt, src.dtype)
-    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": codec}
-    asked["compressor_given"] = kw["compressor"]
-    check_resume(dst, src, {**asked, "checksum": kw.get("checksum")}, CLI_NAMES)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, overload
 import typer
 
 from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
-from .running import _bar_reporter, _chunk_options, _cluster, _Interrupt
+from .running import _bar_reporter, _check_run, _chunk_options, _cluster, _Interrupt
 
 
 def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **o: Any) -> Any:
@@ -25,14 +25,7 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
         kw["shards"] = None  # plain N5, what every N5 reader opens (as for an array copied into N5)
         err_console.print("note: plain N5 written: shards dropped (--shards keeps them)", markup=False)
     total = sum(lv.dataset.nbytes for lv in pyramid.levels)
-    report, stop = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
-    moved = {"bytes": 0, "units": 0}
-
-    def counted(nbytes: int, units: int) -> None:
-        moved["bytes"] += nbytes
-        moved["units"] += units
-        report(nbytes, units)
-
+    report, bar = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
     try:
         out = convert_pyramid(
             pyramid,
@@ -42,14 +35,14 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
             overwrite=o["overwrite"],
             resume=o["resume"],
             workers=o["workers"],
-            progress=counted,
+            progress=report,
             run_units=o.get("run_units"),
             **kw,
         )
     finally:
-        stop()
+        bar.close()
     err_console.print(f"note: a pyramid ({pyramid.layout}, {len(out.levels)} levels) written as {layout}")
-    return CopyResult(out.group, written=moved["units"], bytes=moved["bytes"])
+    return CopyResult(out.group, written=bar.units, bytes=bar.done)
 
 
 @overload
@@ -80,13 +73,7 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
         if o["factors"] is None
         else [_numbers(s, ndim, "--factors", int) for s in o["factors"].split("/")]
     )
-    report, stop = _bar_reporter(o["progress"], Path(destination).name, None, interrupt)
-    moved = [0]
-
-    def counted(nbytes: int, units: int) -> None:
-        moved[0] += nbytes
-        report(nbytes, units)
-
+    report, bar = _bar_reporter(o["progress"], Path(destination).name, None, interrupt)
     try:
         out = build_pyramid(
             node,
@@ -103,12 +90,12 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
             overwrite=o["overwrite"],
             resume=o["resume"],
             workers=o["workers"],
-            progress=counted,
+            progress=report,
             run_units=o["run_units"],
         )
     finally:
-        stop()
-    return out, moved[0]
+        bar.close()
+    return out, bar.done
 
 
 @app.command()
@@ -162,39 +149,29 @@ def pyramid(
     fmt = checked_option(get_layout, layout).format
     if method not in METHODS:
         raise UsageProblem(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
-    if workers < 1:
-        raise UsageProblem(f"--workers must be at least 1, got {workers}")
-    if resume and overwrite:
-        raise UsageProblem("--resume and --overwrite contradict each other")
+    _check_run(workers, resume, overwrite)
     checked_option(parse_codec, codec, fmt, "u1")  # a bad codec: one line, before anything is written
     node = _open_node(source)
     t0 = time.perf_counter()
-    with _Interrupt() as interrupt:
-        try:
-            options = {
-                "layout": layout,
-                "method": method,
-                "levels": levels,
-                "factors": factors,
-                "axes": axes,
-                "scale": scale,
-                "unit": unit,
-                "chunks": chunks,
-                "shards": shards,
-                "codec": codec or "auto",
-                "overwrite": overwrite,
-                "resume": resume,
-                "workers": workers,
-                "progress": progress,
-                "run_units": _cluster(scheduler),
-            }
-            out, moved = _pyramid_of(node, source, destination, interrupt, options)
-        except KeyboardInterrupt:
-            err_console.print(
-                f"interrupted: run the same command with --resume to continue into {destination}",
-                markup=False,
-            )
-            raise typer.Exit(code=130) from None
+    with _Interrupt(destination) as interrupt:
+        options = {
+            "layout": layout,
+            "method": method,
+            "levels": levels,
+            "factors": factors,
+            "axes": axes,
+            "scale": scale,
+            "unit": unit,
+            "chunks": chunks,
+            "shards": shards,
+            "codec": codec or "auto",
+            "overwrite": overwrite,
+            "resume": resume,
+            "workers": workers,
+            "progress": progress,
+            "run_units": _cluster(scheduler),
+        }
+        out, moved = _pyramid_of(node, source, destination, interrupt, options)
     seconds = time.perf_counter() - t0
     shapes = ", ".join("x".join(map(str, lv.shape)) for lv in out.levels)
     print(

@@ -7,14 +7,18 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from .app import err_console
+import typer
+
+from .app import UsageProblem, err_console
 
 
 class _Interrupt:
-    """SIGINT during a copy: the first one stops after the units in flight (their journal entries are
-    written), a second one aborts at once."""
+    """SIGINT during a copy into ``destination``: the first one stops after the units in flight (their
+    journal entries are written), a second one aborts at once; either way the command ends with exit code
+    130, saying how to continue."""
 
-    def __init__(self) -> None:
+    def __init__(self, destination: str) -> None:
+        self.destination = destination
         self.requested = False
         self._old: Any = None
 
@@ -30,13 +34,28 @@ class _Interrupt:
             self._old = None
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: Any) -> None:
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            err_console.print(
+                "interrupted: the shards written so far are complete; run the same command with --resume "
+                f"to continue into {self.destination}",
+                markup=False,
+            )
+            raise typer.Exit(code=130) from None
 
     def check(self) -> None:
         if self.requested:
             raise KeyboardInterrupt
+
+
+def _check_run(workers: int, resume: bool, overwrite: bool) -> None:
+    """``--workers``, ``--resume`` and ``--overwrite`` of a long-running command, checked."""
+    if workers < 1:
+        raise UsageProblem(f"--workers must be at least 1, got {workers}")
+    if resume and overwrite:
+        raise UsageProblem("--resume and --overwrite contradict each other")
 
 
 def _cluster(scheduler: str | None) -> Any:
@@ -61,8 +80,8 @@ def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[st
 
 
 def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
-    """A ``progress(value_bytes, units)`` that drives the copy's progress bar on stderr
-    (:class:`altarr.transfer.ProgressBar`) and stops at a Ctrl-C, and the function that stops the bar."""
+    """A ``progress(value_bytes, units)`` that drives the copy's progress bar on stderr and stops at a
+    Ctrl-C, and the bar (:class:`altarr.transfer.ProgressBar`: its counts, ``close()``)."""
     from altarr.transfer import ProgressBar
 
     bar = ProgressBar(total, label, console=err_console, enabled=enabled)
@@ -71,4 +90,4 @@ def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Inte
         bar(nbytes, units)
         interrupt.check()
 
-    return report, bar.close
+    return report, bar

@@ -191,7 +191,7 @@ def open_altarr_dataset(
         variables = {} if name in drop else {name: _variable(node, location, storage_options=options)}
         return xr.Dataset(variables)
     variables = {}
-    for name, child in _arrays(node, "", recursive):
+    for name, child in _arrays(node, recursive):
         if name not in drop:
             # arrays of a group without dimension names get their own phony dims (``<name>_dim_0``), so
             # arrays of different shapes do not claim one dimension with two lengths
@@ -250,25 +250,11 @@ def _open_node(location: str, storage_options: dict[str, Any], consolidated: boo
             raise (g if consolidated else e) from None  # consolidated=True: say it is missing
 
 
-def _arrays(group: Any, prefix: str, recursive: bool) -> Any:
+def _arrays(group: Any, recursive: bool) -> list[tuple[str, Any]]:
     import altarr as aa
 
-    for name in group.keys():
-        child = group[name]
-        if isinstance(child, aa.Dataset):
-            yield prefix + name, child
-        elif recursive:
-            yield from _arrays(child, f"{prefix}{name}/", True)
-
-
-def _groups(group: Any, prefix: str) -> Any:
-    import altarr as aa
-
-    yield prefix, group
-    for name in group.keys():
-        child = group[name]
-        if isinstance(child, aa.Group):
-            yield from _groups(child, f"{prefix}{name}/")
+    members = group.members(max_depth=None if recursive else 0)
+    return [(name, node) for name, node in members if isinstance(node, aa.Dataset)]
 
 
 def open_groups_as_dict(
@@ -288,7 +274,5 @@ def open_groups_as_dict(
     root = _open_node(location, dict(storage_options or {}), consolidated)
     if isinstance(root, aa.Dataset):
         return {"/": open_altarr_dataset(location, **options, **kwargs)}
-    return {
-        "/" + path.rstrip("/"): open_altarr_dataset(_join(location, path.rstrip("/")), **options, **kwargs)
-        for path, _ in _groups(root, "")
-    }
+    groups = [""] + [name for name, node in root.members(max_depth=None) if isinstance(node, aa.Group)]
+    return {f"/{path}": open_altarr_dataset(_join(location, path), **options, **kwargs) for path in groups}
