@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import AltarrError, ChecksumError
+from .stores.local_files import TEMP_SUFFIX  # temporary files of writes in flight: not objects
 
 if TYPE_CHECKING:
     from .dataset import Dataset
@@ -55,8 +56,6 @@ __all__ = [
     "METADATA_NAMES",
 ]
 
-#: The suffix of the temporary files a local write creates before its rename (see ``stores/local.py``).
-TEMP_SUFFIX = ".altarr-tmp"
 
 #: Names of the metadata documents of every format (a folder holding one of them is a node).
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata", "attributes.json")
@@ -140,29 +139,10 @@ class VerifyReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-able data (what ``altarr verify --json`` prints)."""
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "checked": dict(self.checked),
-            "arrays": [
-                {
-                    "path": a.path or "/",
-                    "format": a.format,
-                    "objects": a.objects,
-                    "shards": a.shards,
-                    "chunks": a.chunks,
-                    "by_checksum": a.by_checksum,
-                    "decoded_only": a.decoded_only,
-                    "checksums": list(a.checksums),
-                }
-                for a in self.arrays
-            ],
-            "problems": [
-                {"key": p.key, "kind": p.kind, "message": p.message, "chunk": p.chunk} for p in self.problems
-            ],
-            "stale_temp_files": list(self.stale_temp_files),
-            "removed": list(self.removed),
-        }
+        doc = asdict(self)
+        for a, check in zip(doc["arrays"], self.arrays, strict=True):
+            a.update(path=check.path or "/", chunks=check.chunks)
+        return {"ok": self.ok, **doc}
 
     def __str__(self) -> str:
         c = self.checked
