@@ -63,17 +63,6 @@ class ToyStore(Store):
         under = prefix + "/" if prefix else ""
         return iter(sorted(k for k in list(self.objects) if k.startswith(under)))
 
-    def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
-        keys, dirs = [], set()
-        n = len(normalize_key(prefix))
-        for k in self.list(prefix):
-            head, sep, _ = k[n + 1 if n else 0 :].partition("/")
-            if sep:
-                dirs.add(head)
-            else:
-                keys.append(head)
-        return keys, sorted(dirs)
-
     def with_read_only(self) -> ToyStore:
         return ToyStore(self.name, read_only=True)
 

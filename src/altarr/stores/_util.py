@@ -15,11 +15,8 @@ __all__ = [
 ]
 
 #: Ranges of one object at most this far apart are read in one request from a store behind a network
-#: (S3, GCS, Azure, HTTP): a request costs a round trip and a server's per-request work, a MiB more in a
-#: response far less. Rust's object_store merges its ranged reads at the same distance
-#: (``OBJECT_STORE_COALESCE_DEFAULT``). Measured on moto (``benchmarks/bench_remote.py``): 48 scattered
-#: 32^3 uint16 chunks out of 8 shards, 50 requests at the local 64 KiB against 19 at 1 MiB, 222 -> 103 ms
-#: at 0 ms latency and 253 -> 155 ms at 20 ms (the two gaps interleaved in one process, median of 13).
+#: (S3, GCS, Azure, HTTP): a request costs a round trip, a MiB more in a response far less (the
+#: measurement: ``benchmarks/README.md``, docs/remote.md).
 NETWORK_COALESCE_GAP = 1 << 20
 
 #: Schemes served from this machine, where a request is a system call or a dict lookup: the small
