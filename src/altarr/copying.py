@@ -90,9 +90,9 @@ def copy_group(
     src = source if isinstance(source, aa.Group) else aa.open_group(source)
     fmt = format or src.format
     arrays = arrays_below(src)
+    layout = {k: array_options[k] for k in ("chunks", "shards", "compressor") if k in array_options}
     for _, ds in arrays:  # every array's layout and codec, before anything is written
-        options = {k: array_options[k] for k in ("chunks", "shards", "compressor") if k in array_options}
-        check_copy(ds, fmt, **options)
+        check_copy(ds, fmt, **layout)
     total = sum(ds.nbytes for _, ds in arrays)
     with progress_reporter(progress, total, str(destination)) as report:
         options = {"overwrite": overwrite, "resume": resume, "progress": report}

@@ -363,8 +363,8 @@ def check_resume(
 def check_copy(
     src: Any,
     fmt: str,
-    chunks: Any,
-    shards: Any,
+    chunks: Any = None,
+    shards: Any = "same",
     compressor: Any = "auto",
     checksum: bool | None = None,
     names: Mapping[str, str] = PYTHON_NAMES,
