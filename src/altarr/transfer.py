@@ -38,8 +38,8 @@ import numpy as np
 
 from .dataset import create_like, is_consolidated
 from .errors import ExistsError, MetadataError
+from .formats import FORMATS, get_format
 from .formats import consolidated as cm
-from .formats import get_format, registered_formats
 
 __all__ = [
     "ProgressBar",
@@ -57,36 +57,12 @@ __all__ = [
     "copy_tree",
     "CopyResult",
     "JOURNAL",
-    "FORMATS",
 ]
 
 #: Name of the resume journal, kept beside the destination array's metadata while a copy runs.
 JOURNAL = ".altarr-copy.json"
 
 
-class _CanShard(Mapping[str, bool]):
-    """The registered formats (detection order) -> whether each can hold shards, read live from the
-    format registry (a format registered later is in it)."""
-
-    def __getitem__(self, name: str) -> bool:
-        for f in registered_formats():
-            if f.name == name:
-                return f.can_shard
-        raise KeyError(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([f.name for f in registered_formats()])
-
-    def __len__(self) -> int:
-        return len(registered_formats())
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-#: The formats a copy can write, and whether each can hold shards (``{"zarr3": True, "zarr2": False,
-#: "n5": True}`` and any format registered since).
-FORMATS: Mapping[str, bool] = _CanShard()
 _UNIT_BYTES = 4 << 20  # target size of a unit of an unsharded destination
 
 
@@ -299,7 +275,7 @@ def destination_layout(
         raise MetadataError(f"{_said(names, 'chunks', chunks)}: give {src.ndim} positive lengths")
     if shards == "same":
         shards = src.shards
-        if shards is not None and not FORMATS[fmt]:
+        if shards is not None and not FORMATS[fmt].can_shard:
             notes.append(f"{fmt} cannot hold shards: shards {shards} dropped, chunks {chunks} kept")
             shards = None
         elif shards is not None and fmt == "n5" and src.format != "n5":
@@ -315,7 +291,7 @@ def destination_layout(
         nested = len(shards) > 0 and isinstance(shards[0], tuple | list)  # [inner, ..., outer]
         levels = [tuple(level) for level in shards] if nested else [tuple(shards)]
         shards = levels if nested else levels[0]
-        if not FORMATS[fmt]:
+        if not FORMATS[fmt].can_shard:
             raise MetadataError(f"{_said(names, 'shards', shards)}: {fmt} cannot hold shards")
         inner = chunks
         for level in levels:

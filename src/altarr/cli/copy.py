@@ -63,8 +63,9 @@ def copy(
     --codec zstd:5 --workers 2
     """
     import altarr as aa
+    from altarr.formats import FORMATS
     from altarr.multiscale.convert import layout_for_format
-    from altarr.transfer import FORMATS, copy_array, copy_tree
+    from altarr.transfer import copy_array, copy_tree
 
     if format is not None and format not in FORMATS:
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
