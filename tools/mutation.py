@@ -6,6 +6,8 @@ Usage (outside the default suite; needs ``pip install -e ".[quality]"``)::
     python tools/mutation.py coalesce            # mutate stores/coalesce.py, run its tests per mutant
     python tools/mutation.py coalesce --results  # the tally and the survivors of the last run
     python tools/mutation.py coalesce --show NAME  # the diff of one mutant
+    python tools/mutation.py coalesce --explain NAME --reason "..."  # keep a survivor's triage
+    python tools/mutation.py --table             # the kept verdicts per module
 
 Each run works in its own copy of the repository (``src``, ``tests``, ``pyproject.toml``) under
 ``--workdir`` (default ``/tmp/altarr-mutation/<module>``), so it never touches the work tree and several
@@ -18,27 +20,32 @@ written at the end of every run, or with ``--save``): a fresh copy starts from t
 machine tests only the mutants of functions that changed since (mutmut's per-function hashes) and the
 survivors (the tests may have grown). ``--fresh`` ignores the kept state too.
 
-The tally printed at the end counts each mutant once: ``killed`` (a test failed or timed out),
-``survived``, of which ``equivalent`` are the survivors written down as equivalent in
-``docs/development.md`` (by mutant name, with the reason), and ``unexplained`` the rest, each of which
-needs a test or an entry in the docs.
+The triage of the survivors is kept beside them, in ``tools/mutation-state/triage.json``: one entry per
+judged survivor, named by what it changes rather than by mutmut's number (which shifts with every edit of
+its function): the file, the function's qualified name and the mutant's diff (its ``-``/``+`` lines), with
+a verdict (``equivalent``, or ``killed by hand``: a test left out of mutmut's runs kills it) and the
+reason. The tally printed at the end counts each mutant once: ``killed`` (a test failed or timed out, or
+a triage entry says killed by hand), ``survived``, of which ``equivalent`` are the survivors a triage
+entry explains, and ``unexplained`` the rest, each of which needs a test or a triage entry.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "development.md"
 #: The judged mutants of each module's last run, kept in the repository (see :func:`save_state`)
 STATE = ROOT / "tools" / "mutation-state"
+#: The judged survivors, by file, function and diff (see :func:`triage`)
+TRIAGE = STATE / "triage.json"
 #: mutmut's exit codes of a mutant that no test failed on: judged again when a state is restored
 _UNKILLED = {0, 5, 33}
 
@@ -104,7 +111,17 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/dataset/test_native_kernel.py",
         ],
     ),
-    "reduce": (["src/altarr/lazy/reduce.py"], ["tests/lazy/test_lazy_reduce.py"]),
+    # the streamed reductions, split out of reduce.py by concern
+    "reduce": (
+        [
+            "src/altarr/lazy/reduce.py",
+            "src/altarr/lazy/streaming.py",
+            "src/altarr/lazy/moments.py",
+            "src/altarr/lazy/positions.py",
+            "src/altarr/lazy/products.py",
+        ],
+        ["tests/lazy/test_lazy_reduce.py"],
+    ),
 }
 
 _PYTEST_ARGS = ["-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q", "-x", "-o", "addopts="]
@@ -234,40 +251,176 @@ def mutmut(work: Path, *args: str, capture: bool = False) -> subprocess.Complete
     )
 
 
-def _documented(killed_by_hand: bool) -> set[str]:
-    if not DOCS.exists():
-        return set()
-    rows = re.findall(r"^\|\s*`([\w.ǁ]+__mutmut_\d+)`\s*\|\s*(.*)$", DOCS.read_text(), flags=re.M)
-    return {name for name, why in rows if why.startswith("killed by hand") == killed_by_hand}
+def function_name(mutant: str) -> str:
+    """The qualified name of the function a mutmut mutant name belongs to.
+
+    >>> function_name("altarr.stores.coalesce.xǁCoalescePlanǁsplit__mutmut_10")
+    'CoalescePlan.split'
+    >>> function_name("altarr.formats.zarr2.x_parse_zarray__mutmut_159")
+    'parse_zarray'
+    """
+    head = mutant.rpartition("__mutmut_")[0].rpartition(".")[2]
+    if head.startswith("xǁ"):
+        return ".".join(head.split("ǁ")[1:])
+    return head[2:]
 
 
-def documented_equivalents() -> set[str]:
-    """Mutant names listed as equivalent in docs/development.md (a table row starting with the name)."""
-    return _documented(killed_by_hand=False)
+def diff_lines(diff: str) -> list[str]:
+    """The changed lines of a unified diff (mutmut's ``show``), each ``-`` or ``+`` and the line without
+    its indentation: what names a mutant across edits of the lines around it.
+
+    >>> diff_lines("--- a\n+++ a\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2")
+    ['- return 1', '+ return 2']
+    """
+    body = [line for line in diff.splitlines() if not line.startswith(("---", "+++", "@@"))]
+    return [f"{line[0]} {line[1:].strip()}" for line in body if line[:1] in "+-"]
 
 
-def killed_by_hand() -> set[str]:
-    """Survivors of mutmut's runs that a test deselected there kills (rows whose reason starts with
-    "killed by hand": each mutant applied to a copy of the tree, without mutmut's trampolines)."""
-    return _documented(killed_by_hand=True)
+def triage() -> list[dict[str, str | list[str]]]:
+    """The kept triage entries: ``file``, ``function``, ``diff``, ``verdict``, ``reason`` (and ``was``,
+    the mutant's mutmut name and the commit it was judged at). The file's ``retired`` list keeps the
+    entries an edit of their function retired (their reason, for the next triage of that function)."""
+    if not TRIAGE.exists():
+        return []
+    entries: list[dict[str, str | list[str]]] = json.loads(TRIAGE.read_text())["entries"]
+    return entries
+
+
+def verdicts() -> dict[tuple[str, tuple[str, ...]], str]:
+    """``(function, diff lines) -> verdict`` of every triage entry."""
+    return {(str(e["function"]), tuple(e["diff"])): str(e["verdict"]) for e in triage()}
+
+
+def write_triage(entries: list[dict[str, str | list[str]]]) -> None:
+    """Keep ``entries`` in :data:`TRIAGE`, sorted by file, function and diff, one entry a line (a change
+    shows as the lines it touches); the retired entries stay as they are."""
+    retired = json.loads(TRIAGE.read_text()).get("retired", []) if TRIAGE.exists() else []
+
+    def lines(items: list[dict[str, str | list[str]]]) -> str:
+        items = sorted(items, key=lambda e: (e["file"], e["function"], e["diff"]))
+        return ",\n".join(json.dumps(e, ensure_ascii=False) for e in items)
+
+    TRIAGE.write_text(f'{{"entries": [\n{lines(entries)}\n],\n"retired": [\n{lines(retired)}\n]}}\n')
+
+
+def _functions(path: Path) -> dict[str, list[str]]:
+    """Qualified name -> stripped source lines of every function and method of a module."""
+    import ast
+
+    text = path.read_text()
+    lines = text.splitlines()
+    found: dict[str, list[str]] = {}
+    for node in ast.parse(text).body:
+        members = node.body if isinstance(node, ast.ClassDef) else [node]
+        prefix = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
+        for f in members:
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[prefix + f.name] = [line.strip() for line in lines[f.lineno - 1 : f.end_lineno]]
+    return found
+
+
+def holds(entry: dict[str, Any], functions: dict[str, dict[str, list[str]]] | None = None) -> bool:
+    """Whether ``entry``'s function still exists in its file and holds every line its diff removes."""
+    path = ROOT / str(entry["file"])
+    if functions is None:
+        functions = {str(entry["file"]): _functions(path) if path.exists() else {}}
+    body = functions.get(str(entry["file"]), {}).get(str(entry["function"]))
+    removed = [line[2:] for line in entry["diff"] if line.startswith("- ")]
+    return body is not None and all(line in body for line in removed)
+
+
+def retire_stale() -> int:
+    """Move the entries whose code an edit changed (:func:`holds` false) to the ``retired`` list;
+    returns how many moved."""
+    kept = json.loads(TRIAGE.read_text())
+    files = {str(e["file"]) for e in kept["entries"]}
+    functions = {f: _functions(ROOT / f) if (ROOT / f).exists() else {} for f in files}
+    stale = [e for e in kept["entries"] if not holds(e, functions)]
+    for e in stale:
+        e["retired"] = "the function changed since: the mutant no longer exists as judged"
+    TRIAGE.write_text(json.dumps({"entries": [], "retired": kept["retired"] + stale}))
+    write_triage([e for e in kept["entries"] if holds(e, functions)])
+    return len(stale)
+
+
+def explain(work: Path, mutant: str, verdict: str, reason: str) -> dict[str, str | list[str]]:
+    """Add (or replace) the triage entry of a survivor of ``work``'s run; returns it."""
+    module = mutant.rpartition("__mutmut_")[0].rpartition(".")[0]
+    entry: dict[str, str | list[str]] = {
+        "file": "src/" + module.replace(".", "/") + ".py",
+        "function": function_name(mutant),
+        "diff": mutant_diff(_mutated_copy(work, mutant), mutant),
+        "verdict": verdict,
+        "reason": reason,
+        "was": mutant,
+    }
+    key = (entry["file"], entry["function"], entry["diff"])
+    write_triage([e for e in triage() if (e["file"], e["function"], e["diff"]) != key] + [entry])
+    return entry
+
+
+def kept_table() -> list[str]:
+    """One Markdown row per module: the kept verdicts (mutants judged, killed, survived) and how many
+    triage entries name its files."""
+    rows = ["| module | mutants judged | killed | survived | triage entries |", "|---|---|---|---|---|"]
+    entries = triage()
+    for name, (mutate, _) in MODULES.items():
+        codes = [
+            code
+            for state in sorted((STATE / name).rglob("*.json"))
+            for code in json.loads(state.read_text())["exit_code_by_key"].values()
+        ]
+        survived = sum(code in _UNKILLED for code in codes)
+        files = {f for pattern in mutate for f in (str(p.relative_to(ROOT)) for p in ROOT.glob(pattern))}
+        triaged = sum(e["file"] in files for e in entries)
+        rows.append(f"| {name} | {len(codes)} | {len(codes) - survived} | {survived} | {triaged} |")
+    return rows
+
+
+def mutant_diff(module: Any, mutant: str) -> list[str]:
+    """The changed lines of ``mutant`` (:func:`diff_lines`), read from ``module``: mutmut's mutated copy
+    of its file (a parsed ``libcst.Module``), which holds each function unmutated and as every mutant."""
+    import libcst
+    from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
+
+    orig, mutated = (
+        libcst.Module([f]).code.strip().split("\n")
+        for f in (read_original_function(module, mutant), read_mutant_function(module, mutant))
+    )
+    return diff_lines("\n".join(difflib.unified_diff(orig, mutated, lineterm="")))
+
+
+def _mutated_copy(work: Path, mutant: str) -> Any:
+    """mutmut's mutated copy of the file ``mutant`` is in, parsed once per file."""
+    import libcst
+
+    module = mutant.rpartition("__mutmut_")[0].rpartition(".")[0]
+    path = work / "mutants" / "src" / (module.replace(".", "/") + ".py")
+    if path not in _PARSED:
+        _PARSED[path] = libcst.parse_module(path.read_text())
+    return _PARSED[path]
+
+
+_PARSED: dict[Path, Any] = {}
 
 
 def tally(work: Path) -> tuple[dict[str, int], list[str]]:
     out = mutmut(work, "results", "--all", "true", capture=True).stdout
     counts = {"killed": 0, "survived": 0, "equivalent": 0, "unexplained": 0, "not checked": 0, "other": 0}
     survivors = []
-    equivalents, by_hand = documented_equivalents(), killed_by_hand()
+    judged = verdicts()
     for line in out.splitlines():
         name, _, status = line.strip().rpartition(": ")
         if not name:
             continue
-        if status in ("killed", "timeout"):
+        verdict = None
+        if status in ("survived", "no tests"):  # no test even reaches it: a survivor too
+            verdict = judged.get((function_name(name), tuple(mutant_diff(_mutated_copy(work, name), name))))
+        if status in ("killed", "timeout") or verdict == "killed by hand":
             counts["killed"] += 1
-        elif name in by_hand:
-            counts["killed"] += 1
-        elif status in ("survived", "no tests"):  # no test even reaches it: a survivor too
+        elif status in ("survived", "no tests"):
             counts["survived"] += 1
-            if name in equivalents:
+            if verdict == "equivalent":
                 counts["equivalent"] += 1
             else:
                 counts["unexplained"] += 1
@@ -302,7 +455,31 @@ def main(argv: list[str] | None = None) -> int:
         "raise it on a loaded machine (set when a run starts; use --fresh to change it)",
     )
     parser.add_argument("--save", action="store_true", help="keep the run's verdicts in the repository")
+    parser.add_argument(
+        "--explain",
+        metavar="MUTANT",
+        help="keep a triage entry for a survivor of the last run (with --reason, and --killed-by-hand "
+        "when a test left out of the runs kills it)",
+    )
+    parser.add_argument(
+        "--reason", help="why the survivor of --explain cannot be told apart (or who kills it)"
+    )
+    parser.add_argument("--killed-by-hand", action="store_true", help="the --explain entry's verdict")
+    parser.add_argument(
+        "--table", action="store_true", help="the kept verdicts and triage entries per module (Markdown)"
+    )
+    parser.add_argument(
+        "--retire-stale",
+        action="store_true",
+        help="move the triage entries whose function no longer holds the lines their diff removes to retired",
+    )
     args = parser.parse_args(argv)
+    if args.table:
+        print("\n".join(kept_table()))
+        return 0
+    if args.retire_stale:
+        print(f"{retire_stale()} triage entries retired")
+        return 0
     if args.list or not args.module:
         for name, (mutate, tests) in MODULES.items():
             print(f"{name:9} {' '.join(mutate)}\n{'':9}   judged by {' '.join(tests)}")
@@ -310,6 +487,12 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir / args.module
     if args.show:
         return mutmut(work, "show", args.show).returncode
+    if args.explain:
+        if not args.reason:
+            parser.error("--explain needs --reason")
+        verdict = "killed by hand" if args.killed_by_hand else "equivalent"
+        print(json.dumps(explain(work, args.explain, verdict, args.reason), indent=1, ensure_ascii=False))
+        return 0
     if args.save:
         print(
             f"{args.module}: {save_state(args.module, work)} verdicts kept in {STATE.relative_to(ROOT)}/{args.module}"
@@ -330,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     score = f"{100 * counts['killed'] / total:.1f} %" if total else "n/a"
     print(
         f"{args.module}: {counts['killed']} killed / {counts['survived']} survived "
-        f"({counts['equivalent']} documented equivalent, {counts['unexplained']} unexplained); "
+        f"({counts['equivalent']} triaged equivalent, {counts['unexplained']} unexplained); "
         f"not checked {counts['not checked']}, other {counts['other']}; score {score}"
     )
     return 1 if counts["unexplained"] else 0
