@@ -331,6 +331,7 @@ def test_a_failing_encode_in_the_kernel_goes_to_the_python_path_and_nothing_is_w
 
     monkeypatch.setattr(native, "ext", Declining())
     monkeypatch.setattr(ZstdCodec if comp == "zstd3" else BloscCodec, "encode", failing)
+    monkeypatch.setattr(ZstdCodec, "encode_into", failing)
     with pytest.raises(CodecError, match="disk on fire") as info:
         ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
     assert info.value.key == ds.chunk_key((0, 0)) and calls
@@ -413,3 +414,34 @@ def test_whole_chunk_writes_leave_nothing_to_the_python_path(monkeypatch, comp):
         np.testing.assert_array_equal(ds[...], data)
         assert (python_path == []) is on, len(python_path)
         assert len(_chunk_frames(ds)) == 6 * 5 * 4 - 8  # the 8 fill chunks are not stored
+
+
+@pytest.mark.parametrize("comp", ["zstd3", "zstd0-checksum", "blosc-lz4"])
+def test_kernel_writes_compress_into_the_groups_arena(comp):
+    """The kernel's frames of a write group are views of the group's arena rows (one array whose pages
+    are faulted in once and reused, not a fresh buffer per chunk), zstd frames too; each is a standard
+    frame that announces the chunk's size, with zstd's checksum when the codec asks for it."""
+    import zstandard
+
+    from altarr.dataset import kernel
+
+    ds = aa.create_dataset(
+        MemoryStore(), shape=(8, 8, 8), dtype="u2", chunks=(4, 4, 4), shards=(8, 8, 8),
+        compressor=COMPRESSORS[comp], checksum=False,
+    )  # fmt: skip
+    plan = ds._access.native
+    data = np.random.default_rng(2).integers(1, 1000, (8, 8, 8)).astype("u2")
+    items = [((i, j, k), data[4 * i : 4 * i + 4, 4 * j : 4 * j + 4, 4 * k : 4 * k + 4]) for i in (0, 1)
+             for j in (0, 1) for k in (0, 1)]  # fmt: skip
+    items.append(((9, 9, 9), np.zeros((4, 4, 4), "u2")))  # the fill value: not stored
+    arena = np.empty((len(items), ds._access.encode_slot), np.uint8)
+    frames, rows = kernel.encode(plan, items, arena)
+    assert frames[-1] is None
+    for (_, values), frame, row in zip(items[:-1], frames, rows, strict=False):
+        assert np.shares_memory(frame, arena[row])
+        decoded = ds._access.codec.chain.decode(bytes(frame), (4, 4, 4), "u2")
+        np.testing.assert_array_equal(decoded, values)
+        if comp.startswith("zstd"):
+            params = zstandard.get_frame_parameters(bytes(frame))
+            assert params.content_size == values.nbytes
+            assert params.has_checksum == (comp == "zstd0-checksum")

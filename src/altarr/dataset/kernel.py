@@ -9,7 +9,7 @@ the per-chunk hot loop runs in C with the GIL released for the whole batch, on t
   when the chunk is one contiguous run of it, and copy the selected part into the result (strided copy);
 * **writes** (``Dataset[...] = ...``, ``write_chunks``): gather each chunk from its strided source (edge
   chunks padded with the fill value), tell fill-valued chunks apart exactly as ``is_fill`` does, and
-  compress it: blosc in C into its row of the write group's output arena, zstd by the chain's codec
+  compress it into its row of the write group's output arena: blosc in C, zstd by the chain's codec
   (python-zstandard, see :func:`_gather_and_compress`). The shard and its index are then built by the
   engine from the parts (``ShardingCodec.assemble_parts``) and written with ``writev``, as on the
   pure-Python path, so the arena is never copied into one joined buffer.
@@ -93,8 +93,8 @@ class KernelPlan:
     writes: bool
     fill: bytes
     fill_mode: int
-    #: blosc: bytes per chunk of the output arena writes compress into (``None``: zstd, no arena)
-    encode_slot: int | None
+    #: bytes per chunk of the output arena writes compress into (the codec's largest frame)
+    encode_slot: int
     #: bytes of one decoded chunk
     chunk_nbytes: int
 
@@ -144,7 +144,7 @@ def plan_for(
         return None
     nbytes = math.prod(chunk_shape) * dtype.itemsize  # np.prod was 7 % of an open
     if type(compressor) is ZstdCodec:
-        kind, slot = _ZSTD, None
+        kind, slot = _ZSTD, _zstd_bound(nbytes)
     elif type(compressor) is BloscCodec:
         kind, slot = _BLOSC, nbytes + ext.BLOSC_MAX_OVERHEAD
     else:
@@ -414,9 +414,9 @@ def encode(
     """Encode the whole-array updates of a write group with the kernel.
 
     ``items`` are ``(chunk, update)`` pairs as in ``ShardWriter.apply``. Returns, per item, its encoded
-    bytes (blosc: a view of its arena row), ``None`` for a chunk equal to the fill value that is not
+    bytes (a view of its arena row), ``None`` for a chunk equal to the fill value that is not
     stored, or :data:`TODO` where the pure-Python path must do it; and per item the arena row it owns
-    (the rows of the kernel's blosc items come first, so they are one contiguous block)."""
+    (the rows of the kernel's items come first, so they are one contiguous block)."""
     n = len(items)
     identity = list(range(n))
     ext = native.ext
@@ -430,24 +430,22 @@ def encode(
     result: list[Any] = [TODO] * n
     if not mine:
         return result, identity
-    if plan.codec == _ZSTD:
-        for i, frame in zip(
-            mine, pmap(lambda i: _gather_and_compress(ext, plan, items[i][1]), mine), strict=True
-        ):
-            result[i] = frame
-        return result, identity
     rows = [0] * n
     chosen = set(mine)
     for r, i in enumerate(mine + [i for i in range(n) if i not in chosen]):
         rows[i] = r
     k = len(mine)
     slot = plan.encode_slot
-    assert slot is not None  # a blosc plan has its encode slot
     usable = arena is not None and arena.shape[0] >= n and arena.shape[1] >= slot
     block = np.ascontiguousarray(
         arena[:k] if arena is not None and usable else np.empty((k, slot), dtype=np.uint8)
     )
     arrays = [items[i][1] for i in mine]
+    if plan.codec == _ZSTD:
+        frames = pmap(lambda r: _gather_and_compress(ext, plan, arrays[r], block[r]), range(k))
+        for i, frame in zip(mine, frames, strict=True):
+            result[i] = frame
+        return result, rows
     status = np.full(k, 1, dtype=np.int32)
     lengths = np.zeros(k, dtype=np.int64)
     counter = np.zeros(1, dtype=np.int64)
@@ -469,10 +467,30 @@ def encode(
 _gathered = threading.local()
 
 
-def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray) -> Any:
+def _zstd_bound(nbytes: int) -> int:
+    """The largest zstd frame ``nbytes`` compress to (zstd.h's ``ZSTD_COMPRESSBOUND``, the same in every
+    libzstd release).
+
+    >>> _zstd_bound(64 ** 3 * 2)
+    526336
+    """
+    small = (128 << 10) - nbytes >> 11 if nbytes < 128 << 10 else 0
+    return nbytes + (nbytes >> 8) + small
+
+
+def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray, row: np.ndarray) -> Any:
     """One zstd chunk: gathered and tested against the fill value by the kernel into this thread's
-    buffer, then compressed by the codec (python-zstandard, GIL released): ``None`` for a fill chunk,
+    buffer, then compressed by the codec (python-zstandard, GIL released) into ``row`` (its
+    row of the write group's arena; the result is a view of it): ``None`` for a fill chunk,
     :data:`TODO` for one the kernel or the codec refuses (the pure-Python path then says why).
+
+    Why into the arena: python-zstandard's ``compress`` returns each frame in a new bytes object of the
+    bound's size, and a group's frames (64 of 64^3 uint16: 33 MB) held until its shards were written
+    were fresh 4 KiB pages every group, faulted in while compressing and given back after the writes
+    (perf of whole 512^3 writes: 18 % more kernel time and 6 % more time in libzstd than c9fd1c8's
+    compressing into an arena). :meth:`ZstdCodec.encode_into
+    <altarr.codecs.compress.ZstdCodec.encode_into>` compresses into the row through python-zstandard's
+    public API; copying ``compress``'s frame into the row gained nothing (benchmarks/README.md).
 
     Why python-zstandard and not the linked libzstd: it bundles a newer libzstd than distributions
     ship, and the newer one is faster at the levels used (Debian 12's 1.5.4 made whole 512^3 zstd writes
@@ -483,6 +501,7 @@ def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray) -> Any:
     try:
         if ext.gather_chunk(values, buf, plan.chunk_shape, plan.fill, plan.fill_mode):
             return None
-        return plan.compressor.encode(buf)
+        n = plan.compressor.encode_into(buf, row)
+        return plan.compressor.encode(buf) if n is None else row[:n]
     except (ValueError, AltarrError):
         return TODO
