@@ -183,12 +183,6 @@ class Format(ABC):
         """
         return spec.codecs.to_json()
 
-    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
-        """The ``compressor=`` argument of :meth:`create_array` for a generic compressor ``name``
-        (``"zstd"``, ``"gzip"`` or ``"blosc"`` with blosc's inner ``cname``) at ``level``; by default the
-        bare name (the format's default level)."""
-        return name
-
     def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
         """The consolidated metadata of a group node from its fetched documents (``Node.raw``), or
         ``None`` where the format has none."""

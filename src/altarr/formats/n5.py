@@ -402,14 +402,6 @@ class N5Format(Format):
         ab = spec.codecs.array_bytes
         return ab.codecs_json() if isinstance(ab, N5BlockCodec) else spec.codecs.to_json()
 
-    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
-        """An N5 ``compression`` object (gzip as gzip, not zlib; blosc with byte shuffle)."""
-        if name == "blosc":
-            return {"type": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
-        if name == "gzip":
-            return {"type": "gzip", "level": level, "useZlib": False}
-        return {"type": "zstd", "level": level}
-
     def _batch(self, store: Store, prefix: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         keys = [join_key(prefix, ATTRIBUTES_KEY)] + ([ATTRIBUTES_KEY] if prefix else [])
         values = store.get_ranges([(k, WHOLE) for k in keys])

@@ -296,12 +296,6 @@ class Zarr2Format(Format):
             return Node(self, "group")
         return None
 
-    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
-        """A numcodecs configuration (blosc with byte shuffle)."""
-        if name == "blosc":
-            return {"id": "blosc", "cname": cname, "clevel": level, "shuffle": 1, "blocksize": 0}
-        return {"id": name, "level": level}
-
     def node_kind(self, store: Store, prefix: str) -> str | None:
         docs = fetch_documents(store, prefix, [ZARRAY, ZGROUP])
         if docs[ZARRAY] is not None:

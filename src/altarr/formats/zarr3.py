@@ -352,21 +352,6 @@ class Zarr3Format(Format):
         spec = self.spec_from_documents({METADATA_KEY: doc}, path) if kind == "array" else None
         return Node(self, kind, spec)
 
-    def compressor_json(self, name: str, level: int, cname: str, dtype: np.dtype) -> Any:
-        """A Zarr v3 codec object (blosc with byte shuffle and the dtype's item size)."""
-        if name == "blosc":
-            config = {
-                "cname": cname,
-                "clevel": level,
-                "shuffle": "shuffle",
-                "typesize": np.dtype(dtype).itemsize,
-                "blocksize": 0,
-            }
-            return {"name": "blosc", "configuration": config}
-        if name == "gzip":
-            return {"name": "gzip", "configuration": {"level": level}}
-        return {"name": "zstd", "configuration": {"level": level, "checksum": False}}
-
     # --- reading --------------------------------------------------------------------------------------
     def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
         data = fetch_documents(store, prefix, [METADATA_KEY])[METADATA_KEY]
