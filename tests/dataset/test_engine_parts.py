@@ -47,16 +47,16 @@ def test_layout_builds_and_splits_nested_shards_as_bytes():
     top = lay.grid.nlevels - 1
     pos = (1, 0)  # the edge shard: row 8 of a 9-row array
     new = {(4, 0): b"first", (4, 3): b"second-chunk", (4, 1): None}
-    parts = lay.build(top, pos, None, new, lay.key(pos), parts=True)
+    parts = lay.build(top, None, new, lay.key(pos), parts=True)
     shard = memoryview(b"".join(bytes(p) for p in parts))
-    assert bytes(lay.build(top, pos, None, new, lay.key(pos))) == bytes(shard)
-    found = lay.split_down(shard, top, pos, {(4, 0), (4, 3), (4, 1), (4, 2)}, lay.key(pos))
+    assert bytes(lay.build(top, None, new, lay.key(pos))) == bytes(shard)
+    found = lay.split_down(shard, top, {(4, 0), (4, 3), (4, 1), (4, 2)}, lay.key(pos))
     assert {c: bytes(b) for c, b in found.items()} == {(4, 0): b"first", (4, 3): b"second-chunk"}
     # an update carries the untouched chunks over as bytes and drops the deleted one
-    again = lay.build(top, pos, shard, {(4, 0): None, (4, 1): b"x"}, lay.key(pos))
-    found = lay.split_down(memoryview(again), top, pos, {(4, 0), (4, 1), (4, 3)}, lay.key(pos))
+    again = lay.build(top, shard, {(4, 0): None, (4, 1): b"x"}, lay.key(pos))
+    found = lay.split_down(memoryview(again), top, {(4, 0), (4, 1), (4, 3)}, lay.key(pos))
     assert {c: bytes(b) for c, b in found.items()} == {(4, 1): b"x", (4, 3): b"second-chunk"}
-    assert lay.build(top, pos, memoryview(again), {(4, 1): None, (4, 3): None}, lay.key(pos)) is None
+    assert lay.build(top, memoryview(again), {(4, 1): None, (4, 3): None}, lay.key(pos)) is None
     assert lay.group_by_shard([(0, 0), (4, 3), (1, 1)]) == {(0, 0): [(0, 0), (1, 1)], (1, 0): [(4, 3)]}
     assert lay.object_key((4, 3)) == lay.key((1, 0))
 

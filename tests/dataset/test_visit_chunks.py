@@ -45,7 +45,7 @@ def test_visit_gives_the_read_chunks_values_with_fewer_requests(store, fmt):
     assert store.stats.reads <= batch_reads + 2  # per chunk ranges instead of coalesced ones
     assert sorted(got) == list(range(len(coords))) and all(len(v) == 1 for v in got.values())
     for i, w in enumerate(want):
-        expected = np.full(ds._access._clipped(coords[i]), ds.fill_value, "int32") if w is None else w
+        expected = np.full(ds._access.layout.clipped(coords[i]), ds.fill_value, "int32") if w is None else w
         np.testing.assert_array_equal(got[i][0], expected)
 
 

@@ -119,9 +119,6 @@ class DatasetAccess:
     def group_by_shard(self, chunks: Sequence[Chunk]) -> dict[Chunk, list[Chunk]]:
         return self.layout.group_by_shard(chunks)
 
-    def _clipped(self, chunk: Chunk) -> tuple[int, ...]:
-        return self.layout.clipped(chunk)
-
     def decode_chunk(
         self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None
     ) -> np.ndarray:

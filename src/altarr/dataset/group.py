@@ -212,8 +212,7 @@ class Group(NodeNames):
 
     def __delitem__(self, name: str) -> None:
         """Delete the child ``name`` and everything below it (``del group["raw"]``)."""
-        if self.read_only:
-            raise ReadOnlyError("group was opened read-only", key=self.path)
+        self._check_writable()
         path = self._child(name)
         if not node_exists(self.store, path):
             raise ChildNotFoundError(f"no array or group {name!r} in this group", key=path)
@@ -281,8 +280,7 @@ class Group(NodeNames):
         """Create a child group (and any missing intermediate groups). An existing node there raises
         :class:`~altarr.errors.ExistsError` (a ``FileExistsError``), as zarr-python raises, unless
         ``overwrite=True``, which deletes it first."""
-        if self.read_only:
-            raise ReadOnlyError("group was opened read-only", key=self.path)
+        self._check_writable()
         path = self._child(name)
         clear_node(self.store, path, overwrite)
         self._ensure_parents(path)
@@ -304,8 +302,7 @@ class Group(NodeNames):
         """Create a child dataset in this group's format; keyword arguments as
         :func:`altarr.create_dataset` (``shape``/``dtype`` or ``data``, ``chunks``, ``shards``,
         ``compressor`` or ``compressors``, ...)."""
-        if self.read_only:
-            raise ReadOnlyError("group was opened read-only", key=self.path)
+        self._check_writable()
         path = self._child(name)
         self._ensure_parents(path)
         kwargs.setdefault("format", self.format)
@@ -375,6 +372,10 @@ class Group(NodeNames):
         arrays = sum(isinstance(n, Dataset) for _, n in members)
         more = {"No. members": len(members), "No. arrays": arrays, "No. groups": len(members) - arrays}
         return Info({**self._info_fields(), **more})
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("group was opened read-only", key=self.path)
 
     def _ensure_parents(self, path: str) -> None:
         parts = path.split("/")

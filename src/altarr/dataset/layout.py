@@ -29,7 +29,7 @@ import numpy as np
 
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import ShardingCodec
-from ..errors import AltarrError, GridError, UnsupportedError
+from ..errors import AltarrError, UnsupportedError
 from ..formats._common import check_spec_limits, join_key
 from ..formats.base import DatasetSpec
 from .grid import NestedGrid
@@ -84,11 +84,6 @@ class ShardLayout:
         check_spec_limits(spec.shape, shapes[::-1], self.dtype, key=meta_key)
         self.grid = NestedGrid(spec.shape, shapes[::-1])
         self.sharding: list[ShardingCodec | None] = [None, *shardings[::-1]]
-        for level in range(1, self.grid.nlevels):
-            sc = self.sharding[level]
-            assert sc is not None
-            if sc.chunks_per_shard(self.grid.levels[level]) != self.grid.per_block(level):
-                raise GridError(f"sharding codec at level {level} does not match the grid {self.grid}")
         #: The codec chain of one chunk (inside the innermost shard).
         self.chunk_chain = chunk_chain
         self.max_block_bytes: list[int] = [chunk_chain.max_encoded_size(self.grid.chunks, self.dtype)]
@@ -124,7 +119,7 @@ class ShardLayout:
 
     # --- shard bytes <-> raw chunk bytes (no decoding) ---------------------------------------------------
     def split_down(
-        self, mem: memoryview, level: int, pos: Chunk, chunks: set[Chunk], key: str
+        self, mem: memoryview, level: int, chunks: set[Chunk], key: str
     ) -> dict[Chunk, memoryview]:
         """Raw bytes of the stored ``chunks`` (level-0 coords) inside the level-``level`` block ``mem``."""
         sc = self.sharding[level]
@@ -145,8 +140,7 @@ class ShardLayout:
             if level == 1:
                 found[next(iter(group))] = entry
             else:
-                child = self.grid.position(next(iter(group)), level - 1)
-                found.update(self.split_down(entry, level - 1, child, group, key))
+                found.update(self.split_down(entry, level - 1, group, key))
         return found
 
     def empty(self, level: int) -> bytes:
@@ -156,30 +150,21 @@ class ShardLayout:
         return sc.empty_shard(self.grid.per_block(level))
 
     def build(
-        self,
-        level: int,
-        pos: Chunk,
-        old: memoryview | None,
-        new: dict[Chunk, Any],
-        key: str,
-        parts: bool = False,
+        self, level: int, old: memoryview | None, new: dict[Chunk, Any], key: str, parts: bool = False
     ) -> Any:
-        """Assemble the level-``level`` block at ``pos``: old entries carried over as bytes, ``new``
+        """Assemble a level-``level`` block: old entries carried over as bytes, ``new``
         (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty; with
         ``parts`` the block is returned as the list of its parts (see ``ShardingCodec.assemble_parts``)."""
         sc = self.sharding[level]
         assert sc is not None
         cps = self.grid.per_block(level)
-        n = 1
-        for k in cps:
-            n *= k
         if old is not None:
             try:
                 entries: list[Any] = list(sc.split(old, cps))
             except AltarrError as e:
                 raise e.with_context(key=key) from e
         else:
-            entries = [None] * n
+            entries = [None] * math.prod(cps)
         by_child: dict[Chunk, dict[Chunk, Any]] = {}
         for c, b in new.items():
             by_child.setdefault(self.grid.relative(c, level - 1, level), {})[c] = b
@@ -188,6 +173,5 @@ class ShardLayout:
             if level == 1:
                 entries[i] = next(iter(group.values()))
             else:
-                child = self.grid.position(next(iter(group)), level - 1)
-                entries[i] = self.build(level - 1, child, entries[i], group, key)
+                entries[i] = self.build(level - 1, entries[i], group, key)
         return sc.assemble_parts(entries, cps) if parts else sc.assemble(entries, cps)

@@ -294,9 +294,7 @@ class ShardWriter:
             for pos in positions:
                 group, mem = groups[pos], old_objects.get(pos)
                 # old raw bytes of every updated chunk (zero-copy slices of the old shard)
-                found = (
-                    self.layout.split_down(mem, top, pos, set(group), keys[pos]) if mem is not None else {}
-                )
+                found = self.layout.split_down(mem, top, set(group), keys[pos]) if mem is not None else {}
                 items += [(c, updates[c]) for c in group]
                 olds += [ChunkSlot(keys[pos], found[c]) if c in found else None for c in group]
             rows = None if arena is None else arena[used : used + len(items)]
@@ -315,7 +313,7 @@ class ShardWriter:
         for pos, group in groups.items():
             # the outermost level as parts, which the store writes back to back (no joined copy)
             shard = self.layout.build(
-                top, pos, old_objects.get(pos), {c: new[c] for c in group}, keys[pos], parts=True
+                top, old_objects.get(pos), {c: new[c] for c in group}, keys[pos], parts=True
             )
             if shard is not None:
                 to_set.append((keys[pos], shard))

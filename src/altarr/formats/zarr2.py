@@ -136,7 +136,7 @@ def _encode_float(v: float) -> Any:
 
 
 def parse_zarray(
-    doc: dict[str, Any], attrs: dict[str, Any] | None = None, *, key: str = ZARRAY, attrs_key: str = ZATTRS
+    doc: dict[str, Any], attrs: dict[str, Any] | None = None, *, key: str = ZARRAY
 ) -> DatasetSpec:
     """Validate a ``.zarray`` document (plus its ``.zattrs``) and build the spec."""
     from ..codecs.chain import CodecChain
@@ -169,10 +169,7 @@ def parse_zarray(
         raise MetadataError(f"field 'dimension_separator' must be '.' or '/', got {sep!r}", key=key)
     dtype = stored.newbyteorder("=")
     fill_value = decode_fill_value(doc["fill_value"], stored, key=key)
-    try:
-        codec = Zarr2ChunkCodec(stored, order, filter_codecs, comp)
-    except AltarrError as e:
-        raise e.with_context(key=key) from e
+    codec = Zarr2ChunkCodec(stored, order, filter_codecs, comp)  # every part checked above
 
     def chunk_key(pos: tuple[int, ...]) -> str:
         return sep.join(str(int(p)) for p in pos) if pos else "0"
@@ -325,17 +322,10 @@ class Zarr2Format(Format):
         attrs = docs.get(ZATTRS)
         if attrs is not None and not isinstance(attrs, dict):
             raise MetadataError(".zattrs must be a JSON object", key=join_key(prefix, ZATTRS))
-        return parse_zarray(docs[ZARRAY], attrs, key=key, attrs_key=join_key(prefix, ZATTRS))
+        return parse_zarray(docs[ZARRAY], attrs, key=key)
 
     def array_metadata(self, new: NewArray, key: str = ZARRAY) -> dict[str, Any]:
         """The ``.zarray`` document :meth:`create_array` writes (without writing it)."""
-        shape, dtype, chunks, compressor, fill_value = (
-            new.shape,
-            new.dtype,
-            new.chunks,
-            new.compressor,
-            new.fill_value,
-        )
         filters = new.options.get("filters")
         order = new.options.get("order", "C")
         dimension_separator = new.options.get("dimension_separator", ".")
@@ -343,11 +333,11 @@ class Zarr2Format(Format):
         from ..codecs.zarr2 import check_zarr2_dtype, numcodec_from_config
 
         try:
-            dt = check_zarr2_dtype(dtype, key=key)
+            dt = check_zarr2_dtype(new.dtype, key=key)
         except AltarrError as e:
             raise e.with_context(key=key) from e
-        shape = check_shape(list(shape), key=key, field="shape")
-        chunks = check_chunk_shape(list(chunks), len(shape), key=key, field="chunks")
+        shape = check_shape(list(new.shape), key=key, field="shape")
+        chunks = check_chunk_shape(list(new.chunks), len(shape), key=key, field="chunks")
         if order not in ("C", "F"):
             raise MetadataError(f"order must be 'C' or 'F', got {order!r}", key=key)
         if dimension_separator not in (".", "/"):
@@ -355,9 +345,9 @@ class Zarr2Format(Format):
                 f"dimension_separator must be '.' or '/', got {dimension_separator!r}", key=key
             )
         try:
-            comp = compressor_config(compressor, dt)
+            comp = compressor_config(new.compressor, dt)
             filter_configs = [numcodec_from_config(f, role="filter").get_config() for f in filters or []]
-            fill = encode_fill_value(fill_value, dt)
+            fill = encode_fill_value(new.fill_value, dt)
         except AltarrError as e:
             raise e.with_context(key=key) from e
         doc: dict[str, Any] = {

@@ -157,14 +157,6 @@ def _codec_chain(value: Any, key: str) -> CodecChain:
         raise e.with_context(key=key) from e
 
 
-def _validate_chain(chain: CodecChain, shape: tuple[int, ...], dtype: np.dtype, key: str) -> None:
-    """Check the chain against the block shape it encodes (shard shapes divide, ``bytes`` endianness)."""
-    try:
-        chain.validate(shape, dtype)
-    except AltarrError as e:
-        raise e.with_context(key=key) from e
-
-
 def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> DatasetSpec:
     """Validate a Zarr v3 array document and build its spec (``key`` names it in errors)."""
     _check_common(doc, key, "array")
@@ -222,7 +214,10 @@ def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> Dat
         names = tuple(names)
 
     chain = _codec_chain(doc["codecs"], key)
-    _validate_chain(chain, chunk_shape, dtype, key)
+    try:  # the chain against the block shape it encodes (shard shapes divide, ``bytes`` endianness)
+        chain.validate(chunk_shape, dtype)
+    except AltarrError as e:
+        raise e.with_context(key=key) from e
     return DatasetSpec(
         format="zarr3",
         shape=shape,
@@ -383,13 +378,6 @@ class Zarr3Format(Format):
     # --- writing --------------------------------------------------------------------------------------
     def array_metadata(self, new: NewArray, key: str = METADATA_KEY) -> dict[str, Any]:
         """The ``zarr.json`` document :meth:`create_array` writes (without writing it)."""
-        shape, dtype, chunks, shards = new.shape, new.dtype, new.chunks, new.shards
-        compressor, fill_value, attributes, dimension_names = (
-            new.compressor,
-            new.fill_value,
-            new.attributes,
-            new.dimension_names,
-        )
         index_location = new.options.get("index_location", "end")
         chunk_key_separator = new.options.get("chunk_key_separator", "/")
         checksum = new.options.get("checksum", True)
@@ -397,19 +385,19 @@ class Zarr3Format(Format):
             raise MetadataError(f"checksum must be True or False, got {checksum!r}", key=key)
 
         try:
-            dt = np.dtype(dtype)
+            dt = np.dtype(new.dtype)
         except TypeError as e:
-            raise MetadataError(f"invalid dtype {dtype!r}", key=key) from e
+            raise MetadataError(f"invalid dtype {new.dtype!r}", key=key) from e
         data_type = data_type_name(dt)
-        shape = check_shape(list(shape), key=key, field="shape")
-        levels = normalize_levels(chunks, shards, len(shape), key=key)
+        shape = check_shape(list(new.shape), key=key, field="shape")
+        levels = normalize_levels(new.chunks, new.shards, len(shape), key=key)
         if index_location not in ("start", "end"):
             raise MetadataError(f"index_location must be 'start' or 'end', got {index_location!r}", key=key)
         _, cke = chunk_key_function(
             {"name": "default", "configuration": {"separator": chunk_key_separator}}, key=key
         )
         try:
-            compression = compressor_json(compressor, dt)
+            compression = compressor_json(new.compressor, dt)
             inner = [
                 {"name": "bytes", "configuration": {"endian": "little"}},
                 *(with_checksum(compression) if checksum else compression),
@@ -423,15 +411,16 @@ class Zarr3Format(Format):
             "data_type": data_type,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(levels[-1])}},
             "chunk_key_encoding": cke,
-            "fill_value": _encode_fill(fill_value, dt, key),
+            "fill_value": _encode_fill(new.fill_value, dt, key),
             "codecs": nest_in_shards(levels, inner, _INDEX_CODECS, index_location),
-            "attributes": dict(attributes or {}),
+            "attributes": dict(new.attributes or {}),
         }
-        if dimension_names is not None:
-            names = list(dimension_names)
+        if new.dimension_names is not None:
+            names = list(new.dimension_names)
             if len(names) != len(shape) or not all(n is None or isinstance(n, str) for n in names):
                 raise MetadataError(
-                    f"dimension_names must be {len(shape)} strings or None, got {dimension_names!r}", key=key
+                    f"dimension_names must be {len(shape)} strings or None, got {new.dimension_names!r}",
+                    key=key,
                 )
             doc["dimension_names"] = names
         return doc
