@@ -235,26 +235,16 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         from numcodecs.compat import ensure_ndarray_like
 
         chunk: Any = data
-        caps = self._caps(math.prod(shape))
-        if self.compressor is not None:
+        caps = self._caps(math.prod(shape))  # stage i (filter i, then the compressor) decodes to caps[i]
+        stages = [*self.filters, *([] if self.compressor is None else [self.compressor])]
+        for i in reversed(range(len(stages))):
+            failed = "filter failed to decode" if i < len(self.filters) else "chunk failed to decompress"
             try:
-                chunk = _decompress_capped(self.compressor, chunk, caps[-1])
+                chunk = _decompress_capped(stages[i], chunk, caps[i])
             except CorruptChunkError as e:
-                raise e.with_context(codec=self._codec_name(self.compressor)) from e
+                raise e.with_context(codec=self._codec_name(stages[i])) from e
             except Exception as e:
-                raise CorruptChunkError(
-                    f"Zarr v2 chunk failed to decompress: {e}", codec=self._codec_name(self.compressor)
-                ) from e
-        for i in reversed(range(len(self.filters))):  # each stops at what its stage can hold
-            f = self.filters[i]
-            try:
-                chunk = _decompress_capped(f, chunk, caps[i])
-            except CorruptChunkError as e:
-                raise e.with_context(codec=self._codec_name(f)) from e
-            except Exception as e:
-                raise CorruptChunkError(
-                    f"Zarr v2 filter failed to decode: {e}", codec=self._codec_name(f)
-                ) from e
+                raise CorruptChunkError(f"Zarr v2 {failed}: {e}", codec=self._codec_name(stages[i])) from e
         arr = ensure_ndarray_like(chunk)
         try:
             flat = arr.reshape(-1, order="A").view(self.dtype)
