@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import altarr as aa
+from altarr.errors import CodecError
+from altarr.lazy import fetching
 from altarr.stores import MemoryStore
+from altarr.stores.base import Fetched
 
 
 class _NoCheapStat(MemoryStore):
@@ -90,3 +93,107 @@ def test_without_cheap_versions_a_fully_cached_shard_is_consistent():
     aa.open_dataset(store, mode="r+")[...] = 5
     assert np.unique(np.asarray(x[0:4, 0:4])).tolist() == [1]  # all from one (cached) version
     assert np.unique(np.asarray(x[0:4, 4:8])).tolist() == [5]  # partly cached: read again whole
+
+
+def test_a_shard_rewritten_during_a_read_is_read_again_whole_in_one_call():
+    """Issue 34: the cached chunk of a shard passes its version check, the shard is rewritten before its
+    other chunk is read, and again before that shard is read again. The second read asks for every
+    requested chunk of the shard in one call (before, the cached chunk alone was read again and came
+    back a version newer than its neighbour)."""
+    store = MemoryStore()
+    _make(store)
+    x = aa.open(store)
+    assert np.unique(x[0:2, 0:2]).tolist() == [1]  # chunk (0, 0) cached at version 1
+    fetch = x._source.fetch
+    check, read = fetch.current_versions, fetch.fetch_versioned
+    asked = []
+
+    def checked_then_rewritten(groups):
+        got = check(groups)
+        _rewrite(store, 2)  # after the check: the cached chunk looks current
+        return got
+
+    def read_then_rewritten(chunks):
+        asked.append(sorted(map(tuple, chunks.tolist())))
+        got = read(chunks)
+        if len(asked) == 1:
+            _rewrite(store, 3)  # before the shard is read again
+        return got
+
+    fetch.current_versions, fetch.fetch_versioned = checked_then_rewritten, read_then_rewritten
+    before = aa.stats(x)
+    got = x[0:2, 0:4]
+    after = aa.stats(x)
+    assert np.unique(got).tolist() == [3]
+    assert asked == [[(0, 1)], [(0, 0), (0, 1)]]  # the miss, then the whole shard's part in one call
+    assert after["fetch_calls"] - before["fetch_calls"] == 2
+    assert after["chunks_fetched"] - before["chunks_fetched"] == 3
+
+
+class _NoVersions(MemoryStore):
+    """A store whose reads report no versions and whose ``stat`` is not cheap (fsspec), with a hook run
+    once after the next read batch; ``batches`` records the keys of every read batch."""
+
+    cheap_stat = False
+    after_read = None
+    batches: list = []
+
+    def _fetch(self, merged, versioned):
+        got = super()._fetch(merged, versioned)
+        self.batches.append(sorted({key for key, _ in merged}))
+        hook, self.after_read = self.after_read, None
+        if hook is not None:
+            hook()
+        return Fetched(got.data)
+
+
+def _shard(values):
+    """The ``(4, 8)`` array ``values`` as one shard of (2, 2) chunks in a :class:`_NoVersions` store, and
+    that shard's key and bytes."""
+    store = _NoVersions()
+    ds = aa.create_dataset(store, shape=(4, 8), dtype="i4", chunks=(2, 2), shards=(4, 8))
+    ds[...] = values
+    key = ds.chunk_key((0, 0))
+    return store, key, store.get(key)
+
+
+def _opened(store):
+    """A lazy array over ``store``, its requests counted from here on."""
+    x = aa.open(store)
+    store.batches = []
+    store.stats.reset()
+    return x
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_shard_replaced_between_its_index_and_its_chunks_is_read_again(guard, monkeypatch):
+    """On a store whose reads report no versions a shard replaced between the read of its index and the
+    read of a chunk gives bytes the index does not describe: the read is tried again (its index too) and
+    gives the new version, not a CorruptChunkError. With the guard switched off the same read fails."""
+    monkeypatch.setattr(fetching, "SHARD_VERSION_GUARD", guard)
+    noise = np.random.default_rng(1).integers(1, 1 << 30, (4, 8)).astype("i4")
+    _, _, new = _shard(noise)  # chunks of another size than those of constant values
+    store, key, _ = _shard(1)
+    x = _opened(store)
+    store.after_read = lambda: store.set(key, new)  # after the index read of the first attempt
+    if not guard:
+        with pytest.raises(CodecError):
+            x[0:2, 0:4]
+        return
+    np.testing.assert_array_equal(x[0:2, 0:4], noise[0:2, 0:4])
+    assert store.batches == [[key]] * 4  # index, chunks; index, chunks
+    assert store.stats.size_queries == 1  # the version after the failure
+
+
+def test_a_damaged_shard_still_raises_after_one_more_read():
+    """A shard that fails to decode again at the version it had after the failure is damaged: its error
+    is raised after one more read (and two stat calls), not after DECODE_ATTEMPTS of them."""
+    store, key, data = _shard(1)
+    damaged = bytearray(data)
+    damaged[:16] = bytes(16)  # the first chunk's bytes
+    store.set(key, bytes(damaged))
+    x = _opened(store)
+    with pytest.raises(CodecError) as e:
+        x[0:2, 0:2]
+    assert e.value.key == key
+    assert store.batches == [[key]] * 4 and store.stats.size_queries == 2

@@ -25,6 +25,7 @@ from .assign_values import Paste, Scatter, plan_values, region_values, selection
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_like_setitem
 from .consolidated import refresh_consolidated
+from .index_cache import MISSING
 from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
 from .members import ArrayMembers
@@ -232,11 +233,35 @@ class Dataset(ArrayMembers):
         """One chunk (clipped at the array edge), or ``None`` if it is not stored."""
         return self._access.read_chunks([coords])[0]
 
-    def read_chunks(self, coords: Sequence[Sequence[int]] | np.ndarray) -> list[np.ndarray | None]:
+    def read_chunks(
+        self, coords: Sequence[Sequence[int]] | np.ndarray, *, versions: dict[str, Any] | None = None
+    ) -> list[np.ndarray | None]:
         """Many chunks in one batched call, in request order; ``None`` for chunks that are not stored.
 
-        Per shard: one index read and only the byte ranges of the requested chunks."""
-        return self._access.read_chunks(coords)
+        Per shard: one index read and only the byte ranges of the requested chunks. All chunks of one
+        shard come from one version of it (a shard replaced during the call is read again). ``versions``:
+        a dict that receives, for a sharded array, the version of every shard the call read, keyed by
+        :meth:`chunk_key` (``None`` where the store reports none; compare with :meth:`shard_versions`)."""
+        return self._access.read_chunks(coords, versions=versions)
+
+    def shard_versions(self, keys: Sequence[str]) -> dict[str, Any] | None:
+        """The current version of each shard (by :meth:`chunk_key`), as :meth:`read_chunks` reports it,
+        where the store tells it without a request (local files, memory, zip: a ``stat``); ``None`` on
+        other stores, where asking would cost a request per shard.
+
+        >>> import altarr as aa
+        >>> ds = aa.create_dataset("memory://doc-versions", shape=(4,), dtype="u1", chunks=(1,), shards=(2,))
+        >>> ds[:2] = 1
+        >>> seen = {}
+        >>> _ = ds.read_chunks([(0,)], versions=seen)
+        >>> seen == ds.shard_versions(list(seen))
+        True
+        """
+        store = self.store
+        if not store.cheap_stat:
+            return None
+        stats = {key: store.stat(key) for key in dict.fromkeys(keys)}
+        return {key: MISSING if st is None else st[1] for key, st in stats.items()}
 
     def visit_chunks(
         self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]

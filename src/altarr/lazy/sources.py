@@ -24,17 +24,23 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..dataset import create_dataset, open_dataset
-from ..dataset.index_cache import MISSING
-from ..errors import MetadataError
+from ..errors import CodecError, MetadataError
+from . import fetching
 from .functions import altarr
 
-__all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_decoder"]
+__all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_decoder", "DECODE_ATTEMPTS"]
+
+_T = TypeVar("_T")
+
+#: How many times a :class:`DatasetFetch` reads chunks that fail to decode while their shard's version
+#: moves between attempts (see :meth:`DatasetFetch.fetch_versioned`).
+DECODE_ATTEMPTS = 4
 
 
 def _scalar(v: Any) -> Any:
@@ -207,52 +213,76 @@ class DatasetFetch:
         assert self._decoder is not None
         return self._decoder.dtype
 
-    def visit(self, chunks: np.ndarray, fn: Any, versions: dict[str, Any] | None = None) -> None:
+    def visit(self, chunks: np.ndarray, fn: Any) -> None:
         """Streaming form of a fetch: ``fn(i, values)`` per row, on the engine's pool, with ``values``
         valid only during the call (decoded into scratch by :meth:`altarr.Dataset.visit_chunks`). The lazy
-        layer uses it when it does not keep the chunks, so nothing is allocated per chunk. ``versions``
-        receives the version of every shard read (see :meth:`chunk_groups`)."""
+        layer uses it when it does not keep the chunks, so nothing is allocated per chunk. A read retried
+        after a decode failure (see :meth:`fetch_versioned`) calls ``fn`` again for rows it had visited:
+        the last call of a row holds its values."""
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        ds._access.visit_chunks(chunks, lambda i, a: fn(i, decoder(a)), versions=versions)
+        self._retried(lambda: ds.visit_chunks(chunks, lambda i, a: fn(i, decoder(a))))
 
     # --- shard versions: the lazy cache never combines chunks of two versions of one shard -------------
     def chunk_groups(self, chunks: np.ndarray) -> list[str] | None:
         """The store key of the shard holding each chunk, or ``None`` for an unsharded dataset (whose
         chunks are objects of their own, so no read can mix versions of one)."""
-        acc = self.dataset()._access
-        if not acc.sharded:
+        ds = self.dataset()
+        if ds.shards is None:
             return None
-        return [acc.key(acc.shard_of(c)) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+        return [ds.chunk_key(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
 
     def current_versions(self, groups: Sequence[str]) -> dict[str, Any] | None:
-        """The current version of each shard where the store tells it cheaply (local files, memory: a
-        ``stat``), else ``None`` (object stores: one request per shard would cost as much as a read)."""
-
-        store = self.dataset().store
-        if not store.cheap_stat:
-            return None
-        out: dict[str, Any] = {}
-        for g in dict.fromkeys(groups):
-            st = store.stat(g)
-            out[g] = MISSING if st is None else st[1]
-        return out
+        """The current version of each shard where the store tells it cheaply (local files, memory, zip:
+        a ``stat``), else ``None`` (object stores: one request per shard would cost as much as a read);
+        see :meth:`altarr.Dataset.shard_versions`."""
+        versions: dict[str, Any] | None = self.dataset().shard_versions(list(groups))
+        return versions
 
     def fetch_versioned(self, chunks: np.ndarray) -> tuple[list[np.ndarray], dict[str, Any]]:
         """:meth:`__call__` and the version of every shard it read (all its chunks of one shard come from
-        that version)."""
+        that version; ``None`` where the store reports none).
+
+        A chunk that fails to decode (a :class:`~altarr.errors.CodecError` naming its shard) is read
+        again while its shard's version moves between attempts (:data:`DECODE_ATTEMPTS` reads at most):
+        on a store whose reads report no versions (fsspec) a shard replaced between the read of its
+        index and the read of a chunk gives bytes the index does not describe, and the engine cannot
+        tell that from damage. A shard that fails again at the version it had after the last failure is
+        damaged: its error is raised (a damaged shard costs one read and two ``stat`` calls more)."""
         versions: dict[str, Any] = {}
-        return self._read(chunks, versions), versions
+        return self._retried(lambda: self._read(chunks, versions)), versions
 
     def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
-        return self._read(chunks, None)
+        return self._retried(lambda: self._read(chunks, None))
+
+    def _retried(self, read: Callable[[], _T]) -> _T:
+        """``read()``, again after a decode failure while the failing shard's version moves (see
+        :meth:`fetch_versioned`)."""
+        if not fetching.SHARD_VERSION_GUARD:
+            return read()
+        store = self.dataset().store
+        seen: dict[str, Any] = {}  # the version of each failing shard after its failure
+        attempt = 1
+        while True:
+            try:
+                return read()
+            except CodecError as e:
+                key = e.key
+                if key is None or attempt >= DECODE_ATTEMPTS:
+                    raise
+                st = store.stat(key)
+                now = None if st is None else st[1]
+                if key in seen and seen[key] == now:
+                    raise  # failed again at the same version: the shard is damaged
+                seen[key] = now
+                attempt += 1
 
     def _read(self, chunks: np.ndarray, versions: dict[str, Any] | None) -> list[np.ndarray]:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        raw = ds._access.read_chunks(chunks, versions=versions)
+        raw = ds.read_chunks(chunks, versions=versions)
         shape = np.asarray(ds.shape, dtype=np.int64)
         csize = np.asarray(ds.chunks, dtype=np.int64)
         fill = ds.fill_value if ds.fill_value is not None else 0
