@@ -231,7 +231,11 @@ class DatasetFetch:
         ds = self.dataset()
         if ds.shards is None:
             return None
-        return [ds.chunk_key(c) for c in np.asarray(chunks, dtype=np.int64).tolist()]
+        rows = [tuple(r) for r in np.asarray(chunks, dtype=np.int64).tolist()]
+        key_of: dict[tuple[int, ...], str] = {}
+        for members in ds.group_by_shard(rows).values():  # one key per shard, not per chunk
+            key_of.update(dict.fromkeys(members, ds.chunk_key(members[0])))
+        return [key_of[r] for r in rows]
 
     def current_versions(self, groups: Sequence[str]) -> dict[str, Any] | None:
         """The current version of each shard where the store tells it cheaply (local files, memory, zip:
