@@ -57,6 +57,24 @@ def test_one_read_never_mixes_shard_versions(location, how):
     assert got.tolist() == [2]
 
 
+@pytest.mark.parametrize("where", ["local", "memory", "no-cheap-stat"])
+def test_shard_versions_are_the_versions_reads_report(where, tmp_path):
+    """Dataset.shard_versions tells, without a read, the version read_chunks(versions=) reports, also of a
+    shard that is not stored; None where it would cost a request."""
+    store = {"local": str(tmp_path / "a"), "memory": MemoryStore(), "no-cheap-stat": _NoCheapStat()}[where]
+    ds = _make(store)
+    ds.delete_chunks([(3, 3), (3, 2), (2, 3), (2, 2)])  # shard (1, 1) is gone
+    seen = {}
+    ds.read_chunks([(0, 0), (3, 3)], versions=seen)
+    now = ds.shard_versions(list(seen))
+    if where == "no-cheap-stat":
+        assert now is None
+        return
+    assert now == seen and len(set(now.values())) == 2
+    ds[0:2, 0:2] = 7
+    assert ds.shard_versions(list(seen))[ds.chunk_key((0, 0))] != seen[ds.chunk_key((0, 0))]
+
+
 def test_unchanged_shards_are_served_from_the_cache(tmp_path):
     path = str(tmp_path / "a")
     _make(path)

@@ -250,7 +250,8 @@ class Dataset(ArrayMembers):
         other stores, where asking would cost a request per shard.
 
         >>> import altarr as aa
-        >>> ds = aa.create_dataset("memory://doc-versions", shape=(4,), dtype="u1", chunks=(1,), shards=(2,))
+        >>> from altarr.stores import MemoryStore
+        >>> ds = aa.create_dataset(MemoryStore(), shape=(4,), dtype="u1", chunks=(1,), shards=(2,))
         >>> ds[:2] = 1
         >>> seen = {}
         >>> _ = ds.read_chunks([(0,)], versions=seen)
