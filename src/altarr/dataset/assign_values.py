@@ -21,7 +21,7 @@ import numpy as np
 from ..selection import RegionPlan, Selection, SelectionPlan
 from .casting import cast_for_selection
 
-__all__ = ["Paste", "PasteWhere", "Scatter", "plan_values", "region_values", "selection_values"]
+__all__ = ["Paste", "PasteWhere", "Scatter", "plan_values", "region_values"]
 
 
 def region_values(sel: Selection, r: RegionPlan, values: Any, dtype: np.dtype) -> np.ndarray:
@@ -31,15 +31,8 @@ def region_values(sel: Selection, r: RegionPlan, values: Any, dtype: np.dtype) -
     return r.unfinish(cast_for_selection(values, dtype, sel))
 
 
-def selection_values(sel: Selection, values: Any, dtype: np.dtype) -> np.ndarray:
-    """``values`` for an advanced selection ``sel`` (normalized with ``resolve=False``), cast and broadcast
-    to its result's shape as ``a[key] = values`` does: NumPy converts and broadcasts the values before it
-    checks the index arrays' bounds, so before the plan is made."""
-    return cast_for_selection(values, dtype, sel)
-
-
 def plan_values(p: SelectionPlan, vals: np.ndarray) -> np.ndarray:
-    """Values of the result's shape (:func:`selection_values`) laid out as the plan's work array."""
+    """Values of the result's shape (:func:`~altarr.dataset.casting.cast_for_selection`) laid out as the plan's work array."""
     return p.unfinish(vals)
 
 

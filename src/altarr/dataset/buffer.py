@@ -49,7 +49,8 @@ import numpy as np
 
 from ..errors import AltarrError
 from ..selection import DimSelection, normalize, plan, plan_dim, plan_region
-from .assign_values import Paste, PasteWhere, Scatter, plan_values, region_values, selection_values
+from .assign_values import Paste, PasteWhere, Scatter, plan_values, region_values
+from .casting import cast_for_selection
 from .shard_write import Merge
 from .written import Pending, box_mask, box_of, simple_box
 
@@ -173,7 +174,7 @@ class WriteBuffer:
                 return
             sel = normalize(selection, ds.shape, resolve=False)
             if not sel.basic:  # NumPy's order: the values are cast before the index arrays are checked
-                vals = selection_values(sel, values, ds.dtype)
+                vals = cast_for_selection(values, ds.dtype, sel)
                 p = plan(sel, ds.chunks)
                 self._scatter(p, plan_values(p, vals))
             else:

@@ -21,9 +21,9 @@ from ..errors import ReadOnlyError
 from ..formats.base import DatasetSpec, Format
 from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
 from .access import DatasetAccess, Merge
-from .assign_values import Paste, Scatter, plan_values, region_values, selection_values
+from .assign_values import Paste, Scatter, plan_values, region_values
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
-from .casting import cast_like_setitem
+from .casting import cast_for_selection, cast_like_setitem
 from .consolidated import refresh_consolidated
 from .index_cache import MISSING
 from .locks import run_exclusive
@@ -439,7 +439,7 @@ class Dataset(ArrayMembers):
     def _write_selection(self, sel: Selection, values: Any) -> None:
         """Write ``values`` into a selection of any form (``ds[...]``, ``ds.oindex``, ``ds.vindex``), normalized
         with ``resolve=False``: its index types, integer bounds and mask shapes are checked. The rest in
-        NumPy's order (:func:`~altarr.dataset.assign_values.selection_values`): the values are cast (NumPy's
+        NumPy's order (:func:`~altarr.dataset.casting.cast_for_selection`): the values are cast (NumPy's
         scalar rules where the selection is basic, its array cast for advanced indices), the indices
         broadcast, the values broadcast to the selection, then the index arrays' bounds."""
         if sel.basic:  # integers and slices, in whichever form: a region, as ``ndarray[...] = `` writes it
@@ -448,7 +448,7 @@ class Dataset(ArrayMembers):
             if updates:
                 self._access.apply(updates)
             return
-        vals = selection_values(sel, values, self.dtype)
+        vals = cast_for_selection(values, self.dtype, sel)
         p = plan(sel, self.chunks)
         work = plan_values(p, vals)
         if not len(p.coords) or work.size == 0:
