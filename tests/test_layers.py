@@ -104,8 +104,7 @@ def test_no_layer_above_the_engine_reads_a_private_attribute_of_its_classes() ->
             if isinstance(node, ast.Attribute) and node.attr in private:
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     found.append(f"{path.relative_to(SRC)}:{node.lineno} .{node.attr}")
-    # lazy/sources.py: its versioned reads move to public calls with lazy per-shard versions (session 3)
-    assert [f for f in found if not f.startswith("lazy/sources.py")] == []
+    assert found == []
 
 
 def test_a_cycle_hidden_in_a_function_breaks_the_contract(tmp_path: Path) -> None:
