@@ -35,6 +35,15 @@ def lint_imports(src_parent: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def lint_imports_with(tmp_path: Path, module: str, added: str) -> subprocess.CompletedProcess[str]:
+    """lint-imports over a copy of altarr whose ``module`` (a path below src/altarr) has ``added`` at its end."""
+    copy = tmp_path / "src" / "altarr"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    victim = copy / module
+    victim.write_text(victim.read_text() + added)
+    return lint_imports(copy.parent)
+
+
 def test_layer_contracts_kept() -> None:
     run = lint_imports(SRC.parent)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -42,11 +51,9 @@ def test_layer_contracts_kept() -> None:
 
 
 def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
-    copy = tmp_path / "src" / "altarr"
-    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    victim = copy / "codecs" / "crc32c.py"
-    victim.write_text(victim.read_text() + "\n\ndef _upward():\n    from ..dataset import grid  # noqa\n")
-    run = lint_imports(copy.parent)
+    run = lint_imports_with(
+        tmp_path, "codecs/crc32c.py", "\n\ndef _upward():\n    from ..dataset import grid  # noqa\n"
+    )
     assert run.returncode != 0
     assert "altarr.codecs.crc32c -> altarr.dataset.grid" in run.stdout
 
@@ -54,13 +61,9 @@ def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
 def test_an_engine_module_imported_from_above_breaks_the_contract(tmp_path: Path) -> None:
     """The lazy layer may import ``altarr.dataset`` (its public names), not one of its modules: an import
     of ``altarr.dataset.access``, even inside a function, must break the contract."""
-    copy = tmp_path / "src" / "altarr"
-    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    victim = copy / "lazy" / "views.py"
-    victim.write_text(
-        victim.read_text() + "\n\ndef _inside():\n    from ..dataset.access import Merge  # noqa\n"
+    run = lint_imports_with(
+        tmp_path, "lazy/views.py", "\n\ndef _inside():\n    from ..dataset.access import Merge  # noqa\n"
     )
-    run = lint_imports(copy.parent)
     assert run.returncode != 0
     assert "altarr.lazy.views -> altarr.dataset.access" in run.stdout, run.stdout
 
@@ -110,11 +113,9 @@ def test_no_layer_above_the_engine_reads_a_private_attribute_of_its_classes() ->
 def test_a_cycle_hidden_in_a_function_breaks_the_contract(tmp_path: Path) -> None:
     """formats/base.py imports formats/_common.py at load time; an import back, even inside a function
     (where Python would not notice the cycle), must break the acyclic contract."""
-    copy = tmp_path / "src" / "altarr"
-    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    victim = copy / "formats" / "_common.py"
-    victim.write_text(victim.read_text() + "\n\ndef _back():\n    from .base import Format  # noqa\n")
-    run = lint_imports(copy.parent)
+    run = lint_imports_with(
+        tmp_path, "formats/_common.py", "\n\ndef _back():\n    from .base import Format  # noqa\n"
+    )
     assert run.returncode != 0
     assert "No cycles are allowed in altarr.formats" in run.stdout, run.stdout
 
