@@ -46,7 +46,7 @@ _PUBLIC = {
     "create_group": "altarr.dataset",
     "copy_dataset": "altarr.copying",
     "copy_group": "altarr.copying",
-    "consolidate_metadata": "altarr.dataset.consolidated",
+    "consolidate_metadata": "altarr.dataset.api",
     # stores
     "store_from_url": "altarr.stores",
     "MemoryStore": "altarr.stores",

@@ -1,4 +1,5 @@
-"""Opening and creating datasets and groups (the copy functions are :mod:`altarr.copying`).
+"""Opening and creating datasets and groups, and consolidating a group's metadata (the copy functions
+are :mod:`altarr.copying`).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -13,16 +14,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import MetadataError, NodeNotFoundError
+from ..errors import MetadataError, NodeNotFoundError, UnsupportedError
+from ..formats import consolidated as cm
 from ..formats import get_format, open_node, registered_formats
+from ..formats._common import join_key, parse_json
 from ..stores import store_from_url
 from ..stores.base import Store
 from .consolidated import refresh_consolidated
 from .dataset import Dataset
 from .group import Group, clear_node, new_dataset
+from .locks import run_exclusive
 from .n5_container import n5_container_above
 
-__all__ = ["open_dataset", "create_dataset", "open_group", "create_group", "create_like"]
+__all__ = [
+    "open_dataset",
+    "create_dataset",
+    "open_group",
+    "create_group",
+    "create_like",
+    "consolidate_metadata",
+]
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
@@ -271,3 +282,38 @@ def create_like(
         path=path,
         **format_options,
     )
+
+
+def consolidate_metadata(
+    path_or_group: str | Store | Group, *, path: str = "", **storage_options: Any
+) -> Group:
+    """Write the consolidated metadata of the Zarr group ``path_or_group`` (a path, URL or store with
+    ``path`` inside it, or an open :class:`~altarr.Group`) as zarr-python does: Zarr v2 ``.zmetadata``,
+    Zarr v3 ``consolidated_metadata`` in the group's ``zarr.json``; returns the group opened read-only
+    from it. Needed once: altarr's later writes below the group keep it up to date. N5 has no
+    consolidated metadata (:class:`~altarr.errors.UnsupportedError`).
+
+    >>> import altarr as aa
+    >>> g = aa.create_group("memory://doc-cm")
+    >>> _ = g.create_group("sub")
+    >>> list(aa.consolidate_metadata("memory://doc-cm").keys())
+    ['sub']
+    """
+    if isinstance(path_or_group, Group):
+        group = path_or_group
+    else:
+        group = open_group(path_or_group, "r+", path=path, consolidated=False, **storage_options)
+    store, prefix, fmt = group.store, group.path, get_format(group.format)
+    holder = cm.holder_name(fmt.name)
+    if holder is None:
+        raise UnsupportedError(f"{fmt.title} has no consolidated metadata", key=prefix or "/")
+    key = join_key(prefix, holder)
+
+    def write() -> None:
+        metadata = cm.gather(store, prefix, fmt.name)
+        raw = store.get(key) if fmt.name == "zarr3" else None
+        current = parse_json(raw, key) if raw is not None else None
+        store.set(key, cm.dump_holder(fmt.name, cm.with_snapshot(fmt.name, current, metadata), key))
+
+    run_exclusive(store, [key], write)
+    return open_group(store, path=prefix, consolidated=True)

@@ -1,4 +1,4 @@
-"""Consolidated metadata kept true: :func:`consolidate_metadata` writes it, and every metadata write of
+"""Consolidated metadata kept true: :func:`altarr.consolidate_metadata` writes it, and every metadata write of
 altarr into a consolidated hierarchy (creating an array or group, deleting one, changing attributes,
 resizing) updates the snapshot of each consolidated group above it with :func:`refresh_consolidated`,
 so zarr-python's ``open_consolidated`` and ``xarray.open_zarr`` see what altarr wrote.
@@ -8,7 +8,7 @@ holders above the written node in one batched request (one round trip per metada
 or not) and rewrites each consolidated one under its lock or write condition
 (:func:`~altarr.dataset.locks.run_exclusive`), so concurrent altarr writers do not lose each other's
 entries. Writers that are not altarr (zarr-python's own writes, a copy with other tools) leave the
-snapshot stale, as they do with zarr-python; run :func:`consolidate_metadata` again after them.
+snapshot stale, as they do with zarr-python; run :func:`altarr.consolidate_metadata` again after them.
 
 >>> import altarr as aa
 >>> g = aa.create_group("memory://doc-consolidated", format="zarr2")
@@ -21,11 +21,9 @@ snapshot stale, as they do with zarr-python; run :func:`consolidate_metadata` ag
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import UnsupportedError
 from ..formats import consolidated as cm
-from ..formats import get_format
 from ..formats._common import join_key, parse_json
 from ..stores.ranges import WHOLE
 from .locks import run_exclusive
@@ -35,48 +33,10 @@ if TYPE_CHECKING:
     from ..stores.base import Store
     from .group import Group
 
-__all__ = ["consolidate_metadata", "refresh_consolidated", "is_consolidated"]
+__all__ = ["refresh_consolidated", "is_consolidated"]
 
 #: What a metadata write did to the node at its prefix (see :func:`refresh_consolidated`).
 CHANGES = ("changed", "created", "deleted")
-
-
-def consolidate_metadata(
-    path_or_group: str | Store | Group, *, path: str = "", **storage_options: Any
-) -> Group:
-    """Write the consolidated metadata of the Zarr group ``path_or_group`` (a path, URL or store with
-    ``path`` inside it, or an open :class:`~altarr.Group`) as zarr-python does: Zarr v2 ``.zmetadata``,
-    Zarr v3 ``consolidated_metadata`` in the group's ``zarr.json``; returns the group opened read-only
-    from it. Needed once: altarr's later writes below the group keep it up to date. N5 has no
-    consolidated metadata (:class:`~altarr.errors.UnsupportedError`).
-
-    >>> import altarr as aa
-    >>> g = aa.create_group("memory://doc-cm")
-    >>> _ = g.create_group("sub")
-    >>> list(aa.consolidate_metadata("memory://doc-cm").keys())
-    ['sub']
-    """
-    from .api import open_group  # api imports the group module, which imports this one
-    from .group import Group
-
-    if isinstance(path_or_group, Group):
-        group = path_or_group
-    else:
-        group = open_group(path_or_group, "r+", path=path, consolidated=False, **storage_options)
-    store, prefix, fmt = group.store, group.path, get_format(group.format)
-    holder = cm.holder_name(fmt.name)
-    if holder is None:
-        raise UnsupportedError(f"{fmt.title} has no consolidated metadata", key=prefix or "/")
-    key = join_key(prefix, holder)
-
-    def write() -> None:
-        metadata = cm.gather(store, prefix, fmt.name)
-        raw = store.get(key) if fmt.name == "zarr3" else None
-        current = parse_json(raw, key) if raw is not None else None
-        store.set(key, cm.dump_holder(fmt.name, cm.with_snapshot(fmt.name, current, metadata), key))
-
-    run_exclusive(store, [key], write)
-    return open_group(store, path=prefix, consolidated=True)
 
 
 def is_consolidated(group: Group) -> bool:
