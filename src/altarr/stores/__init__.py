@@ -1,16 +1,6 @@
-"""Stores: key -> bytes, with ranged, batched, coalesced and counted reads.
-
-* :class:`MemoryStore` - a dict in memory;
-* :class:`LocalStore` - files under a directory (positional reads, atomic replace, thread pool);
-* :class:`ObstoreStore` - object stores and HTTP through obstore (Rust ``object_store``), the client of
-  ``s3://``, ``gs://``, ``az://`` and ``http(s)://`` (see ``docs/remote.md``);
-* :class:`FsspecStore` - every other fsspec URL (``memory://``, chained ``a::b`` URLs, ``sftp://``, ...);
-* :class:`ZipStore` - members of a zip archive;
-* :func:`store_from_url` - the right store for a path or URL, found in a URL-scheme registry
-  (:func:`register_scheme`: a new store registers itself in one line).
-
-Read requests are typed: ``(key, WHOLE)``, ``(key, Range(start, stop))``, ``(key, Offset(start))``,
-``(key, Suffix(length))`` (:mod:`altarr.stores.ranges`).
+"""Stores: key -> bytes, with ranged, batched, coalesced and counted reads: :class:`MemoryStore`,
+:class:`LocalStore`, :class:`ObstoreStore` (``s3://``, ``gs://``, ``az://``, ``http(s)://``),
+:class:`FsspecStore` (every other fsspec URL), :class:`ZipStore`, and :func:`store_from_url`.
 
 Example:
     >>> from altarr.stores import store_from_url

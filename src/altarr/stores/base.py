@@ -1,32 +1,6 @@
-"""The store interface: key -> bytes, with ranged, batched and counted reads.
-
-A store maps ``/``-separated string keys (``"array/c/0/1"``) to bytes. Everything above the store layer
-talks to it through the methods of :class:`Store`; the dataset layer never opens files itself.
-
-Read requests are typed (:mod:`altarr.stores.ranges`): ``(key, WHOLE)``, ``(key, Range(start, stop))``,
-``(key, Offset(start))`` and ``(key, Suffix(length))`` (the last ``length`` bytes, or the whole object if
-it is shorter); their keys and types are checked once, by
-:func:`~altarr.stores.ranges.normalize_requests`, before anything else sees them.
-
-A request for a key that does not exist yields ``None`` in its slot; it never raises. Results of a batch
-come back in request order. A range past the end of an object is clipped like a Python slice; callers
-that need an exact length check it themselves and raise ``CorruptShardError``.
-
-One read path for every store: :meth:`Store.get_ranges` checks the batch, merges it
-(:func:`~altarr.stores.coalesce.plan_reads`), hands the merged requests to the store's one primitive
-:meth:`Store._fetch`, counts, and cuts each original result back out. A store implements only
-``_fetch``.
-
-Counting: every store keeps a :class:`StoreStats`. One *read* is one request that went to the backend
-after coalescing (so two nearby ranges of one key merged into one request count as one read);
-``bytes_read`` counts the bytes that request transferred. A request for a missing key counts as one
-read with zero bytes. ``writes``/``bytes_written``, ``deletes``, ``lists`` and ``size_queries`` count
-likewise.
-
-Capabilities are declared, never probed: class attributes of :class:`Store` (``cheap_stat``,
-``versioned_reads``, ``reports_versions``, ``reports_sizes``, ``concurrent_writes``,
-:attr:`Store.identity`) and the mixin :class:`OpensReaders`
-(stores that hand out open files for many ranged reads, checked with ``isinstance``).
+"""The store interface: ``/``-separated keys -> bytes, with typed, batched, coalesced and counted reads
+(``docs/architecture.md``, "Stores"). A missing key reads as ``None``; a range past the end is clipped
+like a slice; a store implements :meth:`Store._fetch` and declares its capabilities.
 
 Example:
     >>> from altarr.stores import MemoryStore, Range, Suffix, WHOLE
@@ -48,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
-from ..errors import ReadOnlyError
+from ..errors import InvalidKeyError, ReadOnlyError
 from .coalesce import DEFAULT_COALESCE_GAP, DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .keys import normalize_key
 from .ranges import WHOLE, ByteRequest, ReadRequest, normalize_requests
@@ -66,18 +40,12 @@ __all__ = [
 
 
 class Fetched(NamedTuple):
-    """What a store's :meth:`Store._fetch` primitive returns for a batch of merged requests."""
+    """What :meth:`Store._fetch` returns: per merged request its bytes (``None``: missing), and when
+    asked and known its object's version and total size; ``reads`` when not one per request."""
 
-    #: Per merged request, its bytes (any bytes-like object) or ``None`` for a missing key.
     data: list[Any]
-    #: Per merged request, the version token of the object the bytes came from (as :meth:`Store.stat`
-    #: gives it), when ``versioned`` was asked and the store knows versions; else ``None``.
     versions: list[Any] | None = None
-    #: Backend requests made, when not one per merged request (``None``: ``len(data)``).
     reads: int | None = None
-    #: Per merged request, the total size in bytes of the object the bytes came from, when ``versioned``
-    #: was asked and the backend told it with the bytes (a file's ``fstat``, an object store's ``GET``
-    #: answer, a dict value's length); else ``None`` (all of them, or that request's).
     sizes: list[int | None] | None = None
 
 
@@ -92,8 +60,7 @@ class StoreStats:
     deletes: int = 0
     lists: int = 0
     size_queries: int = 0
-    #: Batched backend calls whose requests were in flight together (one network round trip each on
-    #: object stores); counted by the remote stores (fsspec, obstore).
+    #: Batched backend calls whose requests were in flight together (remote stores)
     rounds: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -120,50 +87,28 @@ class StoreStats:
 
 
 def _one_batch(datas: list, versions: list, sizes: list) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-    """:meth:`Store.get_ranges_as_ready`'s answer when everything came at once: one batch of
-    ``(position, bytes, version, object size)``."""
+    """:meth:`Store.get_ranges_as_ready`'s answer when everything came at once."""
     return iter([list(zip(range(len(datas)), datas, versions, sizes, strict=True))])
 
 
 class Store(ABC):
-    """Abstract key -> bytes store. See the module docstring for range and counting semantics.
+    """Abstract key -> bytes store: implements :meth:`_fetch`, :meth:`size`, :meth:`set`, :meth:`delete`
+    and :meth:`list`, and declares its capabilities (``docs/stores.md``, "Capabilities")."""
 
-    A store implements :meth:`_fetch` (serve merged read requests), :meth:`size`, :meth:`set`,
-    :meth:`delete` and :meth:`list` (and :meth:`list_dir` where it lists a folder faster), and declares what it can do with the capability
-    attributes below; callers read those attributes, they never probe for methods.
-    """
-
-    # --- capabilities (declared; overridden by the stores that have them) ------------------------------
-    #: True when writes are refused.
     read_only: bool = False
-    #: True when :meth:`stat` is cheap (a system call or a dict lookup, not a network round trip), so
-    #: callers may validate cached data (shard indexes) against it on every use.
     cheap_stat: bool = False
-    #: True when every ranged read reports the version of the object it read, at no extra cost (an
-    #: object store's ``GET`` answers with the ETag): :meth:`get_ranges_versioned` then validates cached
-    #: data without a :meth:`stat`.
     versioned_reads: bool = False
-    #: True when :meth:`get_ranges_versioned` reports versions at all (else all ``None``).
     reports_versions: bool = False
-    #: True when :meth:`get_ranges_sized` reports the total size of every object it read, taken with its
-    #: bytes at no extra request; else sizes are ``None`` where the store cannot tell them for free.
     reports_sizes: bool = False
-    #: Ranges of one key whose gap is at most this many bytes are merged into one backend request.
     coalesce_gap: int = DEFAULT_COALESCE_GAP
-    #: A merged span of ranges is not grown past this many bytes.
     max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE
-    #: True when :meth:`get_ranges_as_ready` hands each answer over as it arrives (the store sends a
-    #: batch's requests concurrently), else it answers a batch at once. The write path works either way
-    #: (per batch it gets); the declaration is for callers and the store conformance suite.
     answers_as_ready: bool = False
-    #: The merged results of :meth:`get_ranges_versioned` are handed out as zero-copy views even where a
-    #: request equals its merged request (stores whose backend buffers are not ``bytes``).
+    #: Merged results are handed out as zero-copy views (backend buffers that are not ``bytes``)
     _whole_views: bool = False
 
     @property
     def identity(self) -> object:
-        """What makes two store objects the same storage (two LocalStores on one folder share it); the
-        dataset layer keys its in-process shard locks on it. Default: the object itself."""
+        """What makes two store objects the same storage (the key of the in-process shard locks)."""
         return id(self)
 
     def __init__(self) -> None:
@@ -171,9 +116,7 @@ class Store(ABC):
 
     # --- reads ----------------------------------------------------------------------------------------
     def get_ranges(self, requests: Sequence[ReadRequest]) -> list[bytes | None]:
-        """Read many byte ranges (of one or many keys) in one call, concurrently where the backend
-        allows, coalescing nearby ranges of one key. Results (``bytes``) in request order; ``None`` for a
-        missing key.
+        """Read many byte ranges in one call, coalesced; in request order, ``None`` for a missing key.
 
         >>> from altarr.stores import MemoryStore, Offset, Range
         >>> s = MemoryStore(); s.set("k", b"abcdef")
@@ -185,20 +128,15 @@ class Store(ABC):
     def get_ranges_versioned(
         self, requests: Sequence[ReadRequest]
     ) -> tuple[list[bytes | None], list[float | int | str | None]]:
-        """:meth:`get_ranges` plus, per request, the version token (as :meth:`stat` gives it) of the object
-        the bytes came from, read atomically with them; ``None`` where unknown (stores that do not
-        :attr:`report versions <reports_versions>`) or the key is missing. The results are bytes-like: a
-        range merged with others may come back as a zero-copy ``memoryview`` slice of the merged read."""
+        """:meth:`get_ranges` (bytes-like) plus each object's version token, read with the bytes."""
         datas, versions, _ = self._read_batch(requests, True)
         return datas, versions
 
     def get_ranges_sized(
         self, requests: Sequence[ReadRequest]
     ) -> tuple[list[bytes | None], list[float | int | str | None], list[int | None]]:
-        """:meth:`get_ranges_versioned` plus, per request, the total size in bytes of the object its bytes
-        came from, told by the backend with them (no size query, no extra request); ``None`` where the
-        store cannot tell it for free (see :attr:`reports_sizes`) or the key is missing. Callers check
-        positions read out of an object (a shard index at its end) against it.
+        """:meth:`get_ranges_versioned` plus each object's total size where the backend tells it with the
+        bytes (``None`` elsewhere).
 
         >>> from altarr.stores import MemoryStore, Suffix
         >>> s = MemoryStore(); s.set("k", b"abcdef")
@@ -210,13 +148,9 @@ class Store(ABC):
     def get_ranges_as_ready(
         self, requests: Sequence[ReadRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """:meth:`get_ranges_sized` handed over as the answers arrive, so that a caller works on the first
-        while the others are still on the way (the write path rebuilds each shard as it comes). Yields,
-        per backend answer, the requests it answers as ``(position in requests, bytes-like or None,
-        version, object size)``. The requests are sent when this is called, not when the iterator is
-        first advanced; merged, counted and (inside
-        :meth:`exclusive`) recorded as by :meth:`get_ranges_sized`. A store that does not declare
-        :attr:`answers_as_ready` answers everything at once, in request order, in one batch.
+        """:meth:`get_ranges_sized` handed over as the answers arrive (sent at once): per answer, a list of
+        ``(position, bytes-like or None, version, object size)``; one batch where not
+        :attr:`answers_as_ready`.
 
         >>> from altarr.stores import MemoryStore, Range
         >>> s = MemoryStore(); s.set("a", b"123")
@@ -233,20 +167,17 @@ class Store(ABC):
         return self.get_ranges([(key, WHOLE)])[0]
 
     def get_range(self, key: str, request: ByteRequest) -> bytes | None:
-        """One byte request of one key (``get_range(key, Range(2, 5))``), or ``None`` if the key does not
-        exist."""
+        """One byte request of one key, or ``None`` if the key does not exist."""
         return self.get_ranges([(key, request)])[0]
 
     def _read_batch(self, requests: Sequence[ReadRequest], versioned: bool) -> tuple[list, list, list]:
-        """The one read path: check, merge, :meth:`_fetch`, count, split. Returns the data and, with
-        ``versioned``, the version and object size per request (else two empty lists)."""
+        """The one read path: check, merge, :meth:`_fetch`, count, split."""
         if not requests:
             return [], [], []
         plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
         return self._read_planned(plan, versioned)
 
     def _read_planned(self, plan: CoalescePlan, versioned: bool) -> tuple[list, list, list]:
-        """:meth:`_read_batch` once the requests are merged: fetch, count, split."""
         fetched = self._fetch(plan.merged, versioned)
         data = fetched.data
         self.stats.add(
@@ -273,13 +204,8 @@ class Store(ABC):
 
     @abstractmethod
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """The store's read primitive: serve every merged request (see
-        :func:`~altarr.stores.coalesce.plan_reads` for their shapes: ``WHOLE``, ``Range(s, e)`` with
-        ``s <= e``, ``Offset(s)``, ``Suffix(n)``), concurrently where the backend allows. Per request its
-        bytes (clipped at the end of the object like a slice) or ``None`` for a missing key, and with
-        ``versioned`` the version each came from and, where the backend tells it with the bytes, the
-        object's total size (:attr:`Fetched.sizes`, declared by :attr:`reports_sizes`). Counting and
-        splitting are the base class's."""
+        """The store's read primitive: serve every merged request (clipped like a slice; ``None`` for a
+        missing key), with ``versioned`` their versions and, where told, object sizes."""
 
     @abstractmethod
     def size(self, key: str) -> int | None:
@@ -289,26 +215,18 @@ class Store(ABC):
         return self.size(key) is not None
 
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
-        """``(size, version_token)`` of an object, or ``None`` if it does not exist (counts a size query).
-
-        The version token changes whenever the object is replaced (a file's modification time and inode,
-        an object store's ETag, a per-key write counter in memory); compare tokens for equality only.
-        Callers use it to validate cached data such as shard indexes. This default, for stores that
-        cannot tell versions, returns the size as the token (a weak check).
-        """
+        """``(size, version_token)`` of an object, or ``None``; the token changes whenever the object is
+        replaced (this default: the size, a weak check)."""
         size = self.size(key)
         return None if size is None else (size, size)
 
     # --- writes ---------------------------------------------------------------------------------------
     @abstractmethod
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        """Write a whole object atomically (readers see the old or the new object, never a mix).
-
-        ``value`` is bytes-like, or a list/tuple of bytes-like parts written back to back (a shard's
-        chunks and index): a local file gets them with ``writev``, without a joined copy."""
+        """Write a whole object atomically; ``value`` is bytes-like or a list of parts written back to back."""
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects; concurrent where the backend allows. Each write is atomic on its own."""
+        """Write many objects, each atomically."""
         for key, value in items:
             self.set(key, value)
 
@@ -327,11 +245,10 @@ class Store(ABC):
     # --- listing --------------------------------------------------------------------------------------
     @abstractmethod
     def list(self, prefix: str = "") -> Iterator[str]:
-        """Every key under ``prefix`` (recursively), as full keys. ``prefix`` is a folder path."""
+        """Every key under folder ``prefix`` (recursively), as full keys."""
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        """The immediate children of folder ``prefix``: ``(keys, subfolders)``, names relative to it,
-        sorted. This default takes them from one :meth:`list` of ``prefix``."""
+        """The immediate children of folder ``prefix``: ``(keys, subfolders)``, relative, sorted."""
         prefix = normalize_key(prefix)
         n = len(prefix) + 1 if prefix else 0
         keys: builtins.list[str] = []
@@ -345,33 +262,32 @@ class Store(ABC):
         return sorted(keys), sorted(folders)
 
     # --- concurrent writers ----------------------------------------------------------------------------
-    #: How this store keeps two writers (processes, machines) doing a read-modify-write of one object
-    #: from losing an update: ``"locked"`` (an OS lock held from the read to the write),
-    #: ``"conditional"`` (writes conditioned on the version that was read, :class:`WriteConflictError`
-    #: on a change, retried by the caller) or ``"single-writer"`` (neither: give each object one writer
-    #: at a time). Threads of one process are always serialized by the dataset layer.
+    #: ``"locked"``, ``"conditional"`` or ``"single-writer"`` (``docs/stores.md``, "Several writers")
     concurrent_writes: str = "single-writer"
 
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
-        """Make the read-modify-write of ``keys`` done inside safe against other writers, as
-        :attr:`concurrent_writes` says: hold locks, or condition the writes of these keys on the
-        versions read inside (raising :class:`~altarr.errors.WriteConflictError` to be retried). This
-        default (``"single-writer"`` stores) does nothing."""
+        """Make the read-modify-write of ``keys`` inside safe against other writers, as
+        :attr:`concurrent_writes` says (this default does nothing)."""
         yield
 
     def list_temporary(self, prefix: str = "") -> builtins.list[str]:
-        """Leftover temporary files of writers that were killed (``.altarr-tmp`` files of unfinished
-        writes, ``.altarr-lock`` files of killed lock holders) under ``prefix``; other listings skip
-        them. Stores that write objects whole, without temporary objects, have none (this default)."""
+        """Leftover ``.altarr-tmp``/``.altarr-lock`` files of killed writers under ``prefix``."""
         return []
 
     def remove_temporary(self, keys: Iterable[str]) -> builtins.list[str]:
-        """Remove leftover temporary files listed by :meth:`list_temporary`; returns those removed."""
+        """Remove files listed by :meth:`list_temporary`; returns those removed."""
         return []
 
+    def _check_key_for_write(self, key: str, operation: str) -> str:
+        """The normalized key of an object to write or delete (not the root)."""
+        key = normalize_key(key)
+        self._require_writable(key, operation)
+        if not key:
+            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        return key
+
     def _require_writable(self, key: str | None, operation: str) -> None:
-        """Raise :class:`~altarr.errors.ReadOnlyError` if this store refuses writes."""
         if self.read_only:
             raise ReadOnlyError(f"cannot {operation}: the store is read-only ({self!r})", key=key)
 
@@ -390,45 +306,35 @@ class Store(ABC):
 
 
 class VersionedReads:
-    """Mixin declaring that :meth:`Store.get_ranges_versioned` reports each object's version, read
-    atomically with its bytes (``_fetch`` fills :attr:`Fetched.versions` when asked)."""
+    """Mixin: :meth:`Store.get_ranges_versioned` reports each object's version."""
 
     reports_versions: bool = True
 
 
 class ObjectReader(ABC):
-    """An open object for many ranged reads, all from one version of it (what
-    :meth:`OpensReaders.open_reader` returns). Safe to read from several threads at once; each read
-    counts as one read in its store's stats. A context manager that closes it."""
+    """An open object for many ranged reads (thread-safe, counted), all from one ``version`` of it; ``fd``
+    may be read positionally by native code, which reports what it read with :meth:`count_reads`."""
 
-    #: The store key it reads.
     key: str
-    #: The version token of the object it holds (as :meth:`Store.stat` gives it).
     version: Any
-    #: An OS file descriptor that native code may read positionally (then it reports what it read with
-    #: :meth:`count_reads`), or ``None`` when the reader has none.
     fd: int | None = None
 
     @property
     def size(self) -> int | None:
-        """The size of the object version it holds, ``None`` if it cannot tell without a request."""
         return None
 
     @abstractmethod
-    def read(self, request: ByteRequest) -> bytes:
-        """The bytes of one byte request (see :mod:`altarr.stores.ranges`)."""
+    def read(self, request: ByteRequest) -> bytes: ...
 
     @abstractmethod
     def read_into(self, start: int, buffer: Any) -> int:
         """Read ``len(buffer)`` bytes at ``start`` into ``buffer``; how many were read."""
 
     @abstractmethod
-    def count_reads(self, reads: int, nbytes: int) -> None:
-        """Count reads made on :attr:`fd` directly (by native code) in the store's stats."""
+    def count_reads(self, reads: int, nbytes: int) -> None: ...
 
     @abstractmethod
-    def close(self) -> None:
-        """Release the object (idempotent)."""
+    def close(self) -> None: ...
 
     def __enter__(self) -> ObjectReader:
         return self
@@ -438,12 +344,7 @@ class ObjectReader(ABC):
 
 
 class OpensReaders(ABC):
-    """Mixin (a declared capability) of stores that hand out an open object for many ranged reads of one
-    key, all from one version of it: ``open_reader(key)`` returns ``None`` for a missing key, else an
-    object with ``version``, ``read(ByteRequest)``, ``read_into(start, buffer)``, ``count_reads`` and
-    ``close()`` (see :class:`~altarr.stores.local_files.FileReader`). Callers test ``isinstance(store,
-    OpensReaders)``."""
+    """Mixin (a declared capability) of stores that hand out an :class:`ObjectReader` per key."""
 
     @abstractmethod
-    def open_reader(self, key: str) -> ObjectReader | None:
-        """An open reader of ``key``, or ``None`` if it does not exist."""
+    def open_reader(self, key: str) -> ObjectReader | None: ...

@@ -1,23 +1,5 @@
-"""Coalescing of byte-range requests: many typed requests -> few backend requests.
-
-:func:`plan_reads` is pure: it turns a batch of typed read requests (``(key, ByteRequest)`` pairs, see
-:mod:`altarr.stores.ranges`) into a :class:`CoalescePlan` whose :attr:`~CoalescePlan.merged` are the
-merged requests to send to the backend, and whose :meth:`~CoalescePlan.split` cuts each original result
-back out of the merged results. The store base class runs it once for every store
-(:meth:`altarr.stores.Store.get_ranges`); a store only serves the merged requests.
-
-Rules, per key:
-
-* a whole-object request (:data:`WHOLE` or ``Offset(0)``) absorbs every other request of the key;
-* :class:`Suffix` requests are merged into one suffix of the largest length (a shorter suffix lies
-  inside a longer one); they never merge with ranges, because the object size is unknown;
-* :class:`Range`/:class:`Offset` requests, sorted by start, are merged while the gap between the merged
-  span and the next one is at most ``gap`` bytes and the merged span stays within ``max_size`` bytes (a
-  range that lies inside the span is always absorbed). An :class:`Offset` makes its span open-ended.
-
-Merged requests are :data:`WHOLE`, ``Range(s, e)`` with ``s <= e`` (``s == e`` only for an empty
-original range, so the backend can still tell a missing key), ``Offset(s)`` with ``s > 0`` and
-``Suffix(n)`` with ``n > 0``.
+"""Coalescing of typed byte-range requests into few backend requests, per key: a whole request absorbs
+all, suffixes merge into the longest, ranges within ``gap`` merge into spans up to ``max_size``.
 
 Example:
     >>> plan = plan_reads([("k", Range(0, 4)), ("k", Range(10, 12)), ("k", Suffix(3)), ("j", WHOLE)], gap=16)

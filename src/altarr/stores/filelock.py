@@ -1,19 +1,6 @@
-"""Cross-process exclusive locks on objects of local files: ``flock`` on a lock file beside the object.
-
-A read-modify-write of a stored object (a shard, an unsharded chunk, a metadata document) holds the lock
-of that object from the read to the rename of the new file, so writers in different processes (or
-threads, or different store objects on the same files) never both read the same old version. The lock
-file of ``<folder>/<name>`` is ``<folder>/.<name>.altarr-lock``; listings skip it.
-
-``flock`` locks belong to an open file, not to a process, so two threads of one process exclude each
-other too, and the kernel releases a lock when its holder dies (a ``SIGKILL`` leaves no stale lock,
-at most a stale, unlocked lock file). The holder removes the lock file when it releases the lock; a
-waiter that then gets the lock checks that the path still names the file it locked and otherwise locks
-the new one, so removing lock files never lets two writers in at once.
-
-``flock`` is advisory and local: it holds between processes on one machine (and on NFS where the
-client maps it to ``fcntl`` locks), not across machines sharing a network file system without lock
-support; on platforms without ``fcntl`` (Windows) :data:`AVAILABLE` is false and there is no lock.
+"""Cross-process exclusive locks on objects of local files: ``flock`` on ``.<name>.altarr-lock`` beside
+the object, held from a read-modify-write's read to its rename (``docs/engine.md``, "Safety"); no lock
+where ``fcntl`` is missing (:data:`AVAILABLE`).
 
 Example:
     >>> import os, tempfile

@@ -1,8 +1,5 @@
-"""What fsspec's HTTP file system asks and what it does with an answer, for
-:class:`~altarr.stores.FsspecStore` (obstore reads ``http(s)://`` URLs; fsspec's HTTP file system serves
-chained URLs such as ``simplecache::https://...`` and file systems given as instances): every request
-asks for the bytes as stored, and a ``200`` answer to a ranged ``GET`` (a server that ignores ``Range``)
-is read only within a bound.
+"""What fsspec's HTTP file system asks (the bytes as stored) and how far it reads a ``200`` answer to a
+ranged ``GET``, for :class:`~altarr.stores.FsspecStore`.
 
 Example:
     >>> identity_options("https://h/x", {})["headers"]
@@ -21,26 +18,18 @@ from ._util import NETWORK_COALESCE_GAP
 __all__ = ["HTTP_PROTOCOLS", "RANGE_IGNORED_MARGIN", "bounded_answer", "identity_headers", "identity_options"]
 
 
-#: What every request of fsspec's HTTP file system asks and does with an answer: the bytes as stored
-#: (``Accept-Encoding: identity``), and a body a server compresses anyway handed over as sent, not
-#: inflated (aiohttp asks for ``gzip, deflate`` and inflates the whole body by default: 1 MB of answer
-#: became 2 GB). A compressed answer then fails as a corrupt chunk or document, at its own size.
+#: Protocols whose requests ask for the bytes as stored and inflate nothing (aiohttp inflates whole
+#: bodies by default: 1 MB of answer became 2 GB)
 HTTP_PROTOCOLS = frozenset({"http", "https"})
 
 
-#: A ``200`` answer (the whole object) to a ranged ``GET`` over HTTP is read when it is at most this many
-#: bytes longer than the range asked: an object on a server that ignores ``Range`` stays readable where
-#: it is no longer than a coalesced read may be (unwanted bytes up to the network's coalescing gap), and
-#: the range is cut out of it here; a longer one is refused before its body is read.
+#: How much longer than the range asked a ``200`` answer to a ranged ``GET`` may be and still be read
 RANGE_IGNORED_MARGIN = NETWORK_COALESCE_GAP
 
 
 def _extra_bytes(asked: str, length: int | None) -> int | None:
-    """How many bytes longer than the range ``asked`` (a ``Range`` header as fsspec writes it:
-    ``bytes=a-b``, ``bytes=a-``, ``bytes=-n``) a whole-object answer of ``length`` bytes is; ``None``
-    where that is not known (no announced length, a header of another form) or the range's bytes
-    could not be cut out of it (from an offset to the end: the answer's length cannot tell a whole
-    object from the range, see :meth:`FsspecStore._cut`).
+    """How many bytes longer than the ``Range`` header ``asked`` a whole answer of ``length`` bytes is;
+    ``None`` where unknown or the range could not be cut out of it (from an offset to the end).
 
     >>> _extra_bytes("bytes=0-9", 100), _extra_bytes("bytes=-16", 10), _extra_bytes("bytes=5-", 100)
     (90, 0, None)
@@ -56,12 +45,8 @@ def _extra_bytes(asked: str, length: int | None) -> int | None:
 
 
 async def bounded_answer(response: Any) -> None:
-    """aiohttp's status hook (``raise_for_status``) of each read of fsspec's HTTP file system, called
-    with the answer's head before its body is read: a ``200`` to a ranged ``GET`` (a server that ignores
-    ``Range`` sends the whole object) whose announced length exceeds the range asked by more than
-    :data:`RANGE_IGNORED_MARGIN`, or is not announced, is refused with a
-    :class:`~altarr.errors.StoreError` naming the URL; the connection is closed unread (fsspec's
-    ``cat_file`` would otherwise read the whole body into memory, however long)."""
+    """aiohttp's ``raise_for_status`` hook: refuse, before its body is read, a ``200`` to a ranged ``GET``
+    longer than the range by more than :data:`RANGE_IGNORED_MARGIN` (or of unannounced length)."""
     asked = response.request_info.headers.get("Range")
     if response.status != 200 or not asked:
         return
@@ -83,10 +68,8 @@ def identity_headers(headers: Any) -> dict[str, Any]:
 
 
 def identity_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` for ``url_to_fs(url, **options)`` with every HTTP file system of ``url`` (chained
-    ones too: ``simplecache::https://...``) asking for identity and inflating nothing (see
-    :data:`HTTP_PROTOCOLS`). fsspec gives the outermost file system the options left over, an inner one
-    those under its protocol's name.
+    """``options`` for ``url_to_fs(url, **options)`` with every HTTP file system of ``url`` (chained ones
+    under their protocol's name) asking for identity and inflating nothing.
 
     >>> identity_options("simplecache::https://h/x", {"https": {"headers": {"X": "1"}}})["https"]
     {'headers': {'X': '1', 'Accept-Encoding': 'identity'}, 'client_kwargs': {'auto_decompress': False}}

@@ -1,29 +1,7 @@
-"""A store over any fsspec file system: every URL whose scheme has no client of its own in altarr
-(``memory://``, chained ``a::b`` URLs such as ``simplecache::...`` or ``reference::...``, ``sftp://``,
-``file://`` given as a file system, ...), through fsspec's public API only.
-
-A batch of ranged reads is coalesced (see :mod:`altarr.stores.coalesce`) and sent as one
-``fs.cat_ranges`` call, which async file systems run concurrently. Suffix ranges are sent as such where
-the file system serves them natively (``Range: bytes=-n`` over HTTP and S3; memory and local files
-slice); elsewhere a size query precedes a ranged read and both are counted. Writes use ``fs.pipe_file``
-(one atomic PUT per object on object stores), deletes ``fs.rm_file``, listings ``fs.find``/``fs.ls``
-(with the listing cache invalidated first, so other writers' objects are seen).
-
-Concurrent writers (:attr:`FsspecStore.concurrent_writes`): on local files (``file://``) writes and
-deletes go through a :class:`~altarr.stores.LocalStore` on the same folder: temporary file and rename
-(``durable=True`` adds fsync), cross-process locks, stale temporary files listed (``"locked"``). fsspec's
-public API cannot condition a write on the version that was read, so every other file system is
-``"single-writer"``: give each object one writer (``s3://``, ``gs://`` and ``az://`` URLs go to
-:class:`~altarr.stores.ObstoreStore`, which conditions its writes).
-
-Failures are told apart by type: ``FileNotFoundError`` is a missing key (``None``); a ranged read that
-fails otherwise is an empty read only where the object's size (one size query) shows the range lies past
-its end (S3 and HTTP answer such a range with ``416``), else a :class:`~altarr.errors.StoreError` with the
-file system's exception as its cause. Empty ranges never reach the backend (S3 ignores a range whose end
-precedes its start and sends the whole object); a server that ignores ``Range`` and answers ``200`` with
-the whole object is read only within a bound, and the range is cut out of it here (see
-:mod:`altarr.stores.fsspec_http`: fsspec's HTTP file system would read such a body whole); deletes of
-missing keys succeed silently on object stores, so :meth:`FsspecStore.delete` asks for the size first there.
+"""A store over any fsspec file system, through fsspec's public API only: every URL whose scheme has
+no client of its own in altarr (``memory://``, chained ``a::b`` URLs, ``sftp://``, ...). A batch of
+ranges is one ``fs.cat_ranges`` call; ``file://`` writes go through a :class:`~altarr.stores.LocalStore`
+(``"locked"``), every other file system is ``"single-writer"`` (``docs/remote.md``).
 
 Example:
     >>> from altarr.stores import WHOLE, Range, Suffix
@@ -47,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 from fsspec.core import url_to_fs
 
-from ..errors import InvalidKeyError
 from ._util import as_bytes, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
@@ -96,16 +73,9 @@ def _token(value: Any) -> float | int | str:
 
 
 class FsspecStore(Store):
-    """A store rooted at an fsspec URL (or a file system instance plus ``path``).
-
-    ``storage_options`` go to the file system (``key``, ``secret``, ``client_kwargs``, ``anon``, ...).
-    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
-    default, 64 KiB for local and memory file systems, see
-    :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`), ``native_suffix``
-    (``None``: decided from the protocol; ``False`` forces size query + ranged read for suffixes),
-    ``batch_size`` (concurrent requests of batched writes, deletes and size queries on async file systems).
-
-    The :meth:`stat` version token is the object's ETag (S3), generation (GCS) or modification time.
+    """A store rooted at an fsspec URL (or a file system instance plus ``path``); ``storage_options`` go
+    to the file system. Tuning: ``coalesce_gap``, ``max_coalesced_size``, ``native_suffix`` (``False``:
+    a size query before each suffix), ``batch_size`` (concurrent requests on async file systems).
 
     >>> s = FsspecStore("memory://altarr-doc-class")
     >>> s.set("x", b"abc"); s.size("x"), s.exists("y")
@@ -149,7 +119,6 @@ class FsspecStore(Store):
             bool(protocols & NATIVE_SUFFIX_PROTOCOLS) if native_suffix is None else native_suffix
         )
         self._rm_reports_missing = bool(protocols & RM_REPORTS_MISSING)
-        #: per-request options of reads: an HTTP file system given as an instance asks for identity too
         self._read_options: dict[str, Any] = {}
         if protocols & HTTP_PROTOCOLS:
             headers = identity_headers(getattr(fs, "kwargs", {}).get("headers"))
@@ -166,8 +135,7 @@ class FsspecStore(Store):
         self._set_write_mode()
 
     def _set_write_mode(self) -> None:
-        """Local files are written through a LocalStore on the same folder (temporary file + rename,
-        locks)."""
+        """Local files are written through a LocalStore on the same folder."""
         if self._has_folders:
             from .local import LocalStore
 
@@ -184,16 +152,18 @@ class FsspecStore(Store):
         where = self.url or f"{type(self.fs).__name__}:{self._root}"
         return f"FsspecStore({where!r}{ro})"
 
-    def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
-        kwargs = {
-            "read_only": self.read_only,
+    def _kwargs(self, read_only: bool) -> dict[str, Any]:
+        return {
+            "read_only": read_only,
             "coalesce_gap": self.coalesce_gap,
             "max_coalesced_size": self.max_coalesced_size,
             "native_suffix": self.native_suffix,
             "batch_size": self.batch_size,
             "durable": self.durable,
         }
-        return (_rebuild, (self.fs, self._root, kwargs))
+
+    def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
+        return (_rebuild, (self.fs, self._root, self._kwargs(self.read_only)))
 
     # --- paths ----------------------------------------------------------------------------------------
     def _path(self, key: str) -> str:
@@ -208,10 +178,8 @@ class FsspecStore(Store):
             return path[len(self._root_sep) :] if path.startswith(self._root_sep) else None
         return path.lstrip("/")
 
-    # --- concurrency helper ---------------------------------------------------------------------------
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-        """Run ``(async_fn, args)`` calls concurrently on the file system's loop (exceptions returned);
-        run ``(sync_fn, args)`` one after the other on a synchronous file system."""
+        """Run ``(fn, args)`` calls, concurrently on an async file system; exceptions are returned."""
         if not self.fs.async_impl:
             out = []
             for fn, args in calls:
@@ -247,10 +215,8 @@ class FsspecStore(Store):
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """One ``fs.cat_ranges`` call for the batch (concurrent on async file systems), preceded by one
-        batch of size queries for the requests the backend cannot take as they are: empty ranges
-        (existence only) and, without native suffix support, suffixes (size first). The object sizes
-        those size queries learnt are reported (:attr:`Fetched.sizes`); other sizes are unknown."""
+        """One ``fs.cat_ranges`` call, after size queries for empty ranges and (without native suffix
+        support) suffixes; the sizes those learnt are reported."""
         results: list[bytes | None] = [None] * len(merged)
         sizes: list[int | None] = [None] * len(merged)
         probe = [
@@ -269,9 +235,7 @@ class FsspecStore(Store):
     def _probe(
         self, merged: list[ReadRequest], probe: list[int], results: list, sizes: list
     ) -> dict[int, tuple[int, int]]:
-        """Size queries for the requests ``probe``: an empty range is answered by its object's existence
-        (``b""`` or ``None``), a suffix by the bounds it names in the object (returned, by request) unless
-        the object is missing or empty."""
+        """Size queries for ``probe``: an empty range answered by existence, a suffix's bounds returned."""
         infos = self._infos([self._path(merged[m][0]) for m in probe])
         bounds: dict[int, tuple[int, int]] = {}
         for m, info in zip(probe, infos, strict=True):
@@ -292,9 +256,7 @@ class FsspecStore(Store):
     def _cat(
         self, merged: list[ReadRequest], todo: list[int], bounds: dict[int, tuple[int, int]], results: list
     ) -> None:
-        """The requests ``todo`` in one ``cat_ranges`` call (by the bounds a size query found, else as
-        asked) into ``results``; a ranged read that failed, but for a missing key, is resolved by the
-        object's size (:meth:`_past_the_end`)."""
+        """The requests ``todo`` in one ``cat_ranges`` call into ``results``."""
         paths, starts, ends = [], [], []
         for m in todo:
             key, req = merged[m]
@@ -319,10 +281,8 @@ class FsspecStore(Store):
             self._past_the_end(merged, failed, results)
 
     def _past_the_end(self, merged: list[ReadRequest], failed: list[tuple[int, Any]], results: list) -> None:
-        """Ranged reads that failed with anything but ``FileNotFoundError`` (a ``416`` of S3 or HTTP for a
-        range past the end reaches here as whatever exception the file system makes of it): an empty read
-        where the object's size shows the range lies past its end, else a ``StoreError`` from the
-        file system's exception."""
+        """Failed ranged reads: empty where the object's size shows the range lies past its end, else a
+        ``StoreError``."""
         infos = self._infos([self._path(merged[m][0]) for m, _ in failed])
         self.stats.add(size_queries=len(failed))
         for (m, err), info in zip(failed, infos, strict=True):
@@ -334,19 +294,14 @@ class FsspecStore(Store):
             results[m] = b""
 
     def _cat_bounds(self, req: ByteRequest) -> tuple[int | None, int | None]:
-        """A byte request as the ``start``/``end`` arguments of fsspec's ``cat_ranges`` (whose own
-        convention serves a negative start as a suffix)."""
         if type(req) is not Whole:
             return legacy_bounds(req)
-        # A whole object as the open range "bytes=0-": s3fs asks for the size (HEAD) before an unranged
-        # GET; a ranged GET is one request (an error for an empty object: resolved by its size).
+        # "bytes=0-": s3fs sends a HEAD before an unranged GET
         return (0 if self.fs.async_impl else None), None
 
     @staticmethod
     def _cut(r: Any, start: int | None, end: int | None) -> bytes:
-        """The answer to one ``cat_ranges`` request with the bounds it was sent with: a server that
-        ignores ``Range`` sends the whole object (over HTTP: at most :data:`~altarr.stores.fsspec_http.RANGE_IGNORED_MARGIN` bytes
-        more than asked), and the range is cut out of it here."""
+        """One ``cat_ranges`` answer, the range cut out where a server ignored ``Range``."""
         data = r if isinstance(r, bytes) else as_bytes(r)
         if start is not None and start >= 0 and end is not None and len(data) > end - start:
             data = data[start:end]
@@ -382,13 +337,6 @@ class FsspecStore(Store):
         return size, size
 
     # --- writes ---------------------------------------------------------------------------------------
-    def _check_key_for_write(self, key: str, operation: str) -> str:
-        key = normalize_key(key)
-        self._require_writable(key, operation)
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
-        return key
-
     def _pipe_call(self, path: str, data: bytes) -> tuple[Callable[..., Any], tuple]:
         return (self.fs._pipe_file if self.fs.async_impl else self.fs.pipe_file), (path, data)
 
@@ -396,7 +344,6 @@ class FsspecStore(Store):
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects; concurrent PUTs on async file systems. Each write is atomic on its own."""
         if not items:
             return
         if self._local is not None:
@@ -415,9 +362,7 @@ class FsspecStore(Store):
 
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
-        """Guard a read-modify-write of ``keys`` against other writers where the store can (see
-        :attr:`concurrent_writes`): local files hold cross-process locks; other file systems do nothing
-        (``"single-writer"``: one writer per object).
+        """Local files hold cross-process locks; other file systems do nothing (``"single-writer"``).
 
         >>> s = FsspecStore("memory://altarr-doc-exclusive")
         >>> with s.exclusive(["k"]):
@@ -431,20 +376,16 @@ class FsspecStore(Store):
         with self._local.exclusive(keys):
             yield
 
-    # --- temporary files ----------------------------------------------------------------------------------
     def list_temporary(self, prefix: str = "") -> list[str]:
-        """Leftover temporary files of killed writers (local files only; object stores have none)."""
         return [] if self._local is None else self._local.list_temporary(prefix)
 
     def remove_temporary(self, keys: Iterable[str]) -> list[str]:
-        """Remove leftover temporary files (see :meth:`LocalStore.remove_temporary`)."""
         return [] if self._local is None else self._local.remove_temporary(keys)
 
     def delete(self, key: str) -> bool:
         return self.delete_many([key])[0]
 
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
-        """Delete many objects (concurrently on async file systems); whether each existed."""
         if not keys:
             return []
         if self._local is not None:
@@ -470,8 +411,7 @@ class FsspecStore(Store):
         return existed
 
     def delete_prefix(self, prefix: str) -> int:
-        """Delete every key under folder ``prefix`` with one listing and bulk deletes (S3 deletes up to
-        1000 objects per request); returns how many keys were deleted (each counted in ``deletes``)."""
+        """One listing and bulk deletes."""
         self._require_writable(prefix, "delete")
         if self._local is not None:
             return self._local.delete_prefix(prefix)
@@ -508,7 +448,6 @@ class FsspecStore(Store):
         return iter(sorted(keys))
 
     def _is_temporary(self, key: str) -> bool:
-        """A temporary or lock file of the local writes (listings skip them, as LocalStore's do)."""
         if self._local is None:
             return False
         from .filelock import LOCK_SUFFIX
@@ -542,19 +481,7 @@ class FsspecStore(Store):
         return sorted(set(keys)), sorted(set(dirs))
 
     def with_read_only(self) -> FsspecStore:
-        """A read-only store over the same file system and root."""
-        return _rebuild(
-            self.fs,
-            self._root,
-            {
-                "read_only": True,
-                "coalesce_gap": self.coalesce_gap,
-                "max_coalesced_size": self.max_coalesced_size,
-                "native_suffix": self.native_suffix,
-                "batch_size": self.batch_size,
-                "durable": self.durable,
-            },
-        )
+        return _rebuild(self.fs, self._root, self._kwargs(True))
 
 
 def _rebuild(fs: fsspec.AbstractFileSystem, root: str, kwargs: dict) -> FsspecStore:

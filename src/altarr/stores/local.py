@@ -1,16 +1,6 @@
-"""A store over a directory of the local file system.
-
-Keys map to files under the root (``a/b/c`` -> ``<root>/a/b/c``). Reads are positional (``os.pread``
-on a file descriptor, no seek, no buffered file object), and a batch runs concurrently on altarr's I/O
-threads (:func:`altarr._threads.io_threads`, at the store's ``max_workers``); a batch of one request runs
-inline. Writes go to a temporary file in the target's directory, then ``os.replace`` it over the
-target (atomic: readers see the old or the new object); ``durable=True`` also fsyncs the file and its
-folder. A key can never resolve outside the root, checked at every use (nothing cached): the folder of
-a key is opened and the path of the open folder (``/proc/self/fd``) checked to lie inside the root, then
-every operation on the object is relative to that open folder (``openat``-style, ``O_NOFOLLOW``), so a
-folder swapped for a symlink at any moment cannot lead outside; a symlink as the last component is
-followed only when what was opened lies inside the root. :meth:`LocalStore.exclusive` holds
-cross-process locks for read-modify-writes (see :mod:`altarr.stores.filelock`).
+"""A store over a directory of local files: positional reads on the I/O threads, atomic writes (a
+temporary file renamed), keys confined to the root at every use (:mod:`.local_paths`), cross-process
+locks for read-modify-writes (:mod:`.filelock`).
 
 Example:
     >>> import tempfile
@@ -65,17 +55,9 @@ __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
 
 class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
-    """Files under a root directory. See the module docstring.
-
-    Parameters: ``root`` (created on the first write), ``read_only`` (writes raise ``ReadOnlyError``),
-    ``max_workers`` (the threads a batch runs on; default: altarr's pool size in force at each batch,
-    ``altarr.set_options(threads=N)`` / ``ALTARR_THREADS`` / the cores available), ``durable`` (fsync
-    each written file and its folder before returning, so a write that returned survives a power loss),
-    ``coalesce_gap``/``max_coalesced_size`` (request merging, see
-    :func:`~altarr.stores.coalesce.plan_reads`).
-
-    The :meth:`stat` version token is ``"<mtime_ns>:<inode>"``: every write replaces the file by a new
-    inode, so the token changes even when two writes fall within the file system's timestamp granularity.
+    """Files under ``root`` (created on the first write). ``max_workers``: a batch's threads (default:
+    altarr's pool size); ``durable``: fsync each written file and its folder before returning. The
+    :meth:`stat` version token is ``"<mtime_ns>:<inode>"`` (every write makes a new inode).
 
     >>> import tempfile
     >>> s = LocalStore(tempfile.mkdtemp())
@@ -83,10 +65,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
     (3, ['x/y'])
     """
 
-    #: ``stat`` is a local system call: cheap enough to validate cached data on every use.
     cheap_stat = True
-    #: A versioned read reports each file's size, from the ``fstat`` of the open file that gives its
-    #: version (the same system call, no counted request).
     reports_sizes = True
 
     def __init__(
@@ -111,7 +90,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
 
     @property
     def max_workers(self) -> int:
-        """The batch pool's size: ``max_workers`` as given, else altarr's pool size in force now."""
         return self._max_workers or get_threads()
 
     @property
@@ -122,24 +100,20 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"LocalStore({self.root!r}{ro})"
 
-    def __reduce__(self) -> tuple[Callable[..., LocalStore], tuple[object, ...]]:
-        kwargs = {
-            "read_only": self.read_only,
+    def _kwargs(self, read_only: bool) -> dict[str, object]:
+        return {
+            "read_only": read_only,
             "max_workers": self._max_workers,
             "durable": self.durable,
             "coalesce_gap": self.coalesce_gap,
             "max_coalesced_size": self.max_coalesced_size,
         }
-        return (_rebuild, (self.root, kwargs))
+
+    def __reduce__(self) -> tuple[Callable[..., LocalStore], tuple[object, ...]]:
+        return (_rebuild, (self.root, self._kwargs(self.read_only)))
 
     def open_reader(self, key: str) -> FileReader | None:
-        """One open file to read many ranges of ``key`` from (``None`` if it does not exist;
-        :class:`~altarr.errors.StoreError` naming the key if it is a folder).
-
-        The engine opens each shard once per call and reads every chunk's range from it, inside the
-        chunk's decode task: one ``open`` per shard instead of per chunk, and every range comes from the
-        same version of the file (a writer replaces files by rename, so an open descriptor keeps seeing
-        the file it opened). Close it (or use it as a context manager) when done.
+        """One open file to read many ranges of ``key`` from, all of one version (``None`` if missing).
 
         >>> import tempfile
         >>> s = LocalStore(tempfile.mkdtemp()); s.set("k", b"0123456789")
@@ -163,17 +137,12 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             raise
         return FileReader(fd, key, file_version(st), self.stats)
 
-    # --- pool -----------------------------------------------------------------------------------------
     def _executor(self) -> ThreadPoolExecutor:
-        """The threads a batch's file reads, writes and deletes run on: altarr's I/O threads at this
-        store's :attr:`max_workers` (:func:`altarr._threads.io_threads`, shared by every store of that
-        size in the process and made anew in a forked child)."""
         return io_threads(self.max_workers)
 
     # --- reads ----------------------------------------------------------------------------------------
     def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
-        """Read the merged requests ``items`` = ``[(m, request), ...]`` of one key into ``results[m]``
-        (and the file's version token and size into ``versions[m]`` when asked)."""
+        """Read ``items`` = ``[(m, request), ...]`` of one key into ``results[m]`` (and ``versions[m]``)."""
         fd = self._open(key)
         if fd is None:
             return
@@ -188,10 +157,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             os.close(fd)
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """The merged requests, and with ``versioned`` the version token (as :meth:`stat` gives it) and
-        the size of the file each came from, taken from the same open file (``None`` for a missing key)."""
         results: list[bytes | None] = [None] * len(merged)
-        # with ``versioned``: per merged request, (version, size) of its file
         versions: list | None = [None] * len(merged) if versioned else None
         if len(merged) == 1:
             key, req = merged[0]
@@ -215,14 +181,8 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             sizes=[None if v is None else v[1] for v in versions],
         )
 
-    def _read_keys(self, keys: list[str], groups: dict, results: list, versions: list | None) -> None:
-        for key in keys:
-            self._read_group(key, groups[key], results, versions)
-
     def _spread(self, work: list, task: Callable[[list], None]) -> None:
-        """``task`` over ``work`` cut into a few runs per worker (a task per item would cost more in thread
-        hand-offs than reading a small file): the pool takes every run but the first, the calling thread
-        that one."""
+        """``task`` over ``work`` cut into a few runs per worker, the first on the calling thread."""
         step = -(-len(work) // min(len(work), 2 * self.max_workers))
         runs = [work[i : i + step] for i in range(0, len(work), step)]
         futures = [self._executor().submit(task, run) for run in runs[1:]]
@@ -235,7 +195,12 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
 
     def _read_by_key(self, groups: dict, results: list, versions: list | None) -> None:
         """Many keys: each task reads a contiguous run of keys."""
-        self._spread(list(groups), lambda keys: self._read_keys(keys, groups, results, versions))
+
+        def read_keys(keys: list[str]) -> None:
+            for key in keys:
+                self._read_group(key, groups[key], results, versions)
+
+        self._spread(list(groups), read_keys)
 
     def _read_by_request(self, groups: dict, results: list, versions: list | None) -> None:
         """Few keys, many requests each: open each file once, read its ranges in parallel runs."""
@@ -271,16 +236,10 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         return None if st is None else (st.st_size, file_version(st))
 
     # --- writes ---------------------------------------------------------------------------------------
-    #: How concurrent read-modify-writes of one object are kept from losing updates: an OS lock held
-    #: from the read to the rename (see :meth:`exclusive`).
     concurrent_writes = "locked" if filelock.AVAILABLE else "single-writer"
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        key = normalize_key(key)
-        self._require_writable(key, "write")
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
-        # an object given in parts (a shard's chunks and index) is written with writev, never joined
+        key = self._check_key_for_write(key, "write")
         mvs = [as_byte_view(p) for p in value] if isinstance(value, list | tuple) else [as_byte_view(value)]
         nbytes = sum(m.nbytes for m in mvs)
         name = key.rpartition("/")[2]
@@ -321,7 +280,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             raise StoreError(oserror_message("fsync of the folder", e), key=key) from e
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects concurrently on the store's I/O threads (each write atomic)."""
         if len(items) <= 1 or self.max_workers == 1:
             for key, value in items:
                 self.set(key, value)
@@ -333,10 +291,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
             f.result()
 
     def delete(self, key: str) -> bool:
-        key = normalize_key(key)
-        self._require_writable(key, "delete")
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        key = self._check_key_for_write(key, "delete")
         dfd = self._parent_fd(key)
         self.stats.add(deletes=1)
         if dfd is None:
@@ -375,12 +330,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
 
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
-        """Hold the cross-process exclusive lock of each of ``keys`` (in sorted order, so two writers
-        cannot deadlock) for a read-modify-write: read, build, write and rename all happen inside.
-
-        Locks are ``flock`` locks on ``.<name>.altarr-lock`` files beside the objects (see
-        :mod:`altarr.stores.filelock`); they exclude other processes, other threads and other store
-        objects over the same files. A read-only store takes no locks.
+        """Hold the cross-process lock of each of ``keys`` (sorted: no deadlock) for a read-modify-write.
 
         >>> import tempfile
         >>> s = LocalStore(tempfile.mkdtemp())
@@ -406,10 +356,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
                 self._prune(key)  # the lock file may have been the last entry of a new folder
 
     def list_temporary(self, prefix: str = "") -> list[str]:
-        """Keys of leftover temporary files under ``prefix``: ``.altarr-tmp`` files of writes that were
-        killed before their rename, and ``.altarr-lock`` files of lock holders that were killed. Other
-        listings skip both. Run it (and :meth:`remove_temporary`) when no writer is active: a write in
-        flight has a temporary file too.
+        """Leftover ``.altarr-tmp``/``.altarr-lock`` files under ``prefix`` (run when no writer is active).
 
         >>> import os, tempfile
         >>> d = tempfile.mkdtemp(); s = LocalStore(d)
@@ -424,9 +371,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         return builtins.list(self._walk(prefix, top, temporary=True))
 
     def remove_temporary(self, keys: Iterable[str]) -> list[str]:
-        """Remove leftover temporary files (keys as :meth:`list_temporary` gives them); returns the keys
-        removed. Only ``.altarr-tmp`` and ``.altarr-lock`` files are accepted (anything else raises
-        ``InvalidKeyError``); a lock file someone holds is left alone."""
+        """Remove leftover temporary files (a held lock file stays); returns the keys removed."""
         removed = []
         for key in keys:
             key = normalize_key(key)
@@ -467,7 +412,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         return self._walk(prefix, top)
 
     def _walk(self, prefix: str, top: str, temporary: bool = False) -> Iterator[str]:
-        """The keys under ``top``: the objects, or with ``temporary`` the temporary and lock files."""
 
         def onerror(e: OSError) -> None:
             if not isinstance(e, FileNotFoundError | NotADirectoryError):
@@ -504,15 +448,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         return sorted(keys), sorted(dirs)
 
     def with_read_only(self) -> LocalStore:
-        """A read-only store over the same root."""
-        return LocalStore(
-            self.root,
-            True,
-            self._max_workers,
-            durable=self.durable,
-            coalesce_gap=self.coalesce_gap,
-            max_coalesced_size=self.max_coalesced_size,
-        )
+        return _rebuild(self.root, self._kwargs(True))
 
 
 def _rebuild(root: str, kwargs: dict) -> LocalStore:

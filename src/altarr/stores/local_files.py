@@ -1,5 +1,5 @@
-"""The file side of :class:`~altarr.stores.LocalStore`: positional reads and writes on open descriptors,
-version tokens of files, and :class:`FileReader`, the open file the engine reads a shard's chunks from.
+"""The file side of :class:`~altarr.stores.LocalStore`: positional reads and writes, version tokens,
+:class:`FileReader`.
 
 Example:
     >>> import os, pathlib, tempfile

@@ -1,9 +1,5 @@
-"""The paths of :class:`~altarr.stores.LocalStore`, confined to its root at every use: the folder of a key
-is opened and the path of the open folder (``/proc/self/fd``) checked to lie inside the root, then every
-operation on the object is relative to that open folder (``openat``-style, ``O_NOFOLLOW``), so a folder
-swapped for a symlink at any moment cannot lead outside; a symlink as the last component is followed only
-when what was opened lies inside the root. Nothing is cached. Folders are made on the way to a write or
-a lock, again when a concurrent delete prunes them before they are used (:data:`PRUNED_RETRIES`).
+"""The paths of :class:`~altarr.stores.LocalStore`, confined to its root at every use: each operation is
+relative to the key's open folder, checked to lie inside the root (``docs/engine.md``).
 
 Example:
     >>> import tempfile

@@ -16,7 +16,6 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator
 
-from ..errors import InvalidKeyError
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, VersionedReads, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
@@ -133,10 +132,7 @@ class MemoryStore(VersionedReads, Store):
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        key = normalize_key(key)
-        self._require_writable(key, "write")
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        key = self._check_key_for_write(key, "write")
         if type(value) is not bytes:
             value = as_bytes(value)
         sh = self._shared

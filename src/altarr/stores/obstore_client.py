@@ -41,14 +41,12 @@ DEFAULT_CONCURRENCY = 64
 #: The recorded version of an object that did not exist when it was read (written with ``"create"``).
 ABSENT = "<absent>"
 
-#: Whether this process made an obstore client, and whether it is a child forked after its parent (or an
-#: ancestor) did: obstore's Rust runtime does not survive fork(), a request from such a child would hang
-#: (a new client too), so :func:`client_for` raises there instead (set by the fork rule of altarr._threads)
+#: Whether this process made an obstore client, and whether it was forked after an ancestor did (obstore's
+#: Rust runtime does not survive fork(): :func:`client_for` raises there instead of hanging)
 _used = False
 _forked_after_use = False
-#: obstore clients by URL and a digest of their configuration (the configuration holds credentials:
-#: kept out of anything that could be shown): opening a dataset again reuses the client and its open
-#: connections (a new client cost 3-6 ms here, plus a TCP and TLS handshake per connection)
+#: obstore clients by URL and a digest of their configuration (which holds credentials), reused with
+#: their open connections
 _clients: dict[Any, Any] = {}
 atexit.register(_clients.clear)  # dropped while the interpreter is whole, not during finalization
 _lock = threading.Lock()  # guards _clients
@@ -56,8 +54,7 @@ _lock = threading.Lock()  # guards _clients
 
 @after_fork_in_child
 def _after_fork() -> None:
-    """altarr's fork rule (:mod:`altarr._threads`), for obstore: the child keeps none of the parent's
-    clients, and refuses obstore altogether when the parent used it."""
+    """The child keeps none of the parent's clients, and refuses obstore when the parent used it."""
     global _forked_after_use, _lock
     _forked_after_use = _forked_after_use or _used
     _clients.clear()
@@ -65,28 +62,12 @@ def _after_fork() -> None:
 
 
 def forked_after_use() -> bool:
-    """Whether this process was forked after obstore was used (then every obstore call is refused)."""
     return _forked_after_use
 
 
 def request_threads(limit: int) -> ThreadPoolExecutor:
-    """The threads that send a batch's requests, at most ``limit`` at once (altarr's I/O threads,
-    :func:`altarr._threads.io_threads`), each blocking in one of obstore's synchronous calls (``get``,
-    ``put``, ``head``, ``delete``) with the GIL released.
-
-    Not obstore's async calls on an event-loop thread, for two reasons:
-
-    * speed: each async call's completion crosses into the loop thread (a read twice: headers, then
-      body). The 8 whole shards (23 MB) of a 256^3 read over a loopback HTTP server at 20 ms per request
-      took 37.1 ms as coroutines and 32.0 ms from threads (tensorstore 31.8 ms); 6 whole-shard PUTs
-      (2.9 MB each) to moto 58.1 ms and 52.4 ms (``benchmarks/README.md``);
-    * exit: obstore completes an async call from one of its Rust threads, which takes the GIL to call
-      ``loop.call_soon_threadsafe`` and wakes the loop through a socket ``send`` that releases the GIL
-      and takes it back. The caller can finish and the interpreter start finalizing before that
-      ``send`` returns; a thread taking the GIL back then is ended with ``pthread_exit``, which cannot
-      unwind through Rust frames, and the process aborted (SIGABRT) after all its work was done: 5 of
-      60 short processes of 8 writing threads, one S3 soak writer in four. A blocking call returns on
-      the Python thread that made it; no Rust thread ever enters Python."""
+    """The threads that send a batch's requests, each blocking in one of obstore's synchronous calls
+    (not its async ones: faster, and no Rust thread enters Python at exit; ``docs/remote.md``)."""
     return io_threads(limit)
 
 
@@ -132,8 +113,7 @@ def fsspec_to_obstore_options(url: str, options: dict[str, Any]) -> dict[str, An
 
 
 def _check_not_forked(url: str) -> None:
-    """Raise in a process forked after its parent used obstore (its Rust runtime's threads are not the
-    child's: a request would hang); mark obstore used otherwise."""
+    """Raise in a process forked after its parent used obstore; mark obstore used otherwise."""
     global _used
     if _forked_after_use:
         raise StoreError(
@@ -145,10 +125,8 @@ def _check_not_forked(url: str) -> None:
 
 
 def client_for(url: str, config: dict[str, Any], own: Any = None) -> Any:
-    """The obstore client of ``url`` with ``config``: shared by the stores of one URL and configuration in
-    a process. ``memory://`` stores keep their own (``own``, once made): each is its own storage, as a
-    test double should be. Raises :class:`~altarr.errors.StoreError` in a forked child (see
-    :func:`_check_not_forked`) and for a URL or configuration obstore refuses."""
+    """The obstore client of ``url`` with ``config``, shared in a process (a ``memory://`` store keeps its
+    ``own``: each is its own storage); :class:`~altarr.errors.StoreError` for what obstore refuses."""
     _check_not_forked(url)
     shared = not url.startswith("memory:")
     if not shared and own is not None:
@@ -173,10 +151,8 @@ def client_for(url: str, config: dict[str, Any], own: Any = None) -> Any:
 
 
 def version_of(meta: Any) -> str | None:
-    """The version of the object a ``GET`` or ``HEAD`` answer describes: its ETag (GCS: its generation,
-    obstore's ``version``), ``None`` when the server sends neither. Not its ``Last-Modified``: a date of
-    one-second resolution would call two writes within a second one version (and obstore reports the
-    epoch when the header is missing)."""
+    """The ETag (GCS: generation) of a ``GET``/``HEAD`` answer's object; never ``Last-Modified``, whose
+    one-second resolution cannot tell two writes apart."""
     if not meta:
         return None
     for name in ("e_tag", "version"):
@@ -186,15 +162,13 @@ def version_of(meta: Any) -> str | None:
 
 
 def size_of(meta: Any) -> int | None:
-    """The object's total size in a ``GET`` or ``HEAD`` answer's metadata (not the length of the range
-    read: obstore takes it from ``Content-Range`` for ranged reads)."""
+    """The object's total size in a ``GET`` or ``HEAD`` answer's metadata (not the range's length)."""
     size = meta.get("size") if meta else None
     return None if size is None else int(size)
 
 
 def put_version(meta: Any) -> dict[str, str] | str:
-    """What a conditional PUT is conditioned on: obstore's ``UpdateVersion`` (ETag and, for GCS, the
-    generation) of the object ``meta`` describes.
+    """What a conditional PUT is conditioned on: obstore's ``UpdateVersion`` of ``meta``'s object.
 
     >>> put_version({"e_tag": '"e1"', "version": None}), put_version({})
     ({'e_tag': '"e1"'}, '<absent>')
@@ -204,8 +178,7 @@ def put_version(meta: Any) -> dict[str, str] | str:
 
 
 def is_conflict(e: BaseException) -> bool:
-    """Whether a conditional PUT failed because the object changed: ``412 Precondition Failed`` for a
-    version that is no longer current, the object's existence for ``"create"``."""
+    """Whether a conditional PUT failed because the object changed (412, or it exists for a create)."""
     from obstore.exceptions import AlreadyExistsError, PreconditionError
 
     return isinstance(e, PreconditionError | AlreadyExistsError)

@@ -1,42 +1,8 @@
-"""A store over obstore, the Python binding of Rust's ``object_store``: ``s3://``, ``gs://``, ``az://``,
-``http(s)://`` (the one client of these schemes: reads, writes, conditional writes, listings).
-
-Every batch of range requests is coalesced (see :mod:`altarr.stores.coalesce`) and sent as concurrent
-``GET`` requests, all in flight together (one *round*, counted in ``stats.rounds``). Each answer carries
-the object's ETag, which :meth:`ObstoreStore.get_ranges_versioned` hands back with the bytes: the
-dataset layer validates its cached shard indexes against the version of the very response that brought
-a chunk's bytes, so a warm read needs no index request and no ``HEAD``, and never uses a stale index
-(see ``docs/remote.md``). A server that sends no ETag reports no version: its indexes are read again on
-every call.
-
-Why this client (numbers in ``benchmarks/README.md``): its requests run on a Rust HTTP client outside
-the GIL, it answers a ranged ``GET`` with the object's ETag (s3fs and fsspec's HTTP file system drop it),
-and it writes conditionally (``If-Match``) without a second code path.
-
-Failures are told apart by obstore's exception types, never by their text: ``FileNotFoundError`` is a
-missing key (``None``); a ranged ``GET`` that fails otherwise (obstore reports ``416 Range Not
-Satisfiable`` and a whole-object ``200`` answer to a ranged request as ``GenericError`` and
-``NotSupportedError``, with no status) is an empty read only where a ``HEAD`` shows the range lies past
-the end of the object; every other failure is a :class:`~altarr.errors.StoreError` with obstore's
-exception as its cause. A ``200`` answer to a ranged ``GET`` is refused by obstore before its body is
-read.
-
-Concurrent writers (:attr:`ObstoreStore.concurrent_writes`): on S3, GCS, Azure and obstore's memory
-store, a read-modify-write inside :meth:`ObstoreStore.exclusive` records the version of each object it
-reads (ETag; GCS: generation) and writes it with ``put(..., mode=UpdateVersion)`` (``"create"`` for
-an object that did not exist); another writer's change fails the write with
-:class:`~altarr.errors.WriteConflictError` naming it, and the dataset layer reads, merges and writes it
-again. object_store has no conditional ``DELETE``: a delete compares the ETag of a ``HEAD`` first
-(a write between the two requests is not seen). HTTP has no conditional ``PUT`` in object_store:
-``"single-writer"``, one writer per object.
-
-``storage_options`` are obstore's own configuration keys (``access_key_id``, ``endpoint``, ``region``,
-``client_options``, ...); the fsspec spellings ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``
-and ``client_kwargs={"endpoint_url": ..., "region_name": ...}`` are translated
-(:func:`~altarr.stores.obstore_client.fsspec_to_obstore_options`). Credentials otherwise come from the
-client's usual environment (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_REGION``/
-``AWS_ENDPOINT_URL``, ``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_ACCOUNT_NAME``/
-``AZURE_STORAGE_ACCOUNT_KEY``, ...).
+"""A store over obstore (Rust's ``object_store``): the one client of ``s3://``, ``gs://``, ``az://`` and
+``http(s)://``. Each batch of ranges is coalesced and sent as concurrent ``GET`` requests (one round),
+each answer carrying the object's ETag; failures are told apart by obstore's exception types; writes
+are conditioned on the version read inside :meth:`ObstoreStore.exclusive` where the backend can
+(``docs/remote.md``: clients, failures, ``storage_options``, credentials, concurrent writers).
 
 Example:
     >>> from altarr.stores import WHOLE, Range, Suffix
@@ -58,7 +24,7 @@ from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import InvalidKeyError, WriteConflictError
+from ..errors import WriteConflictError
 from ._util import as_bytes, byte_length, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, _one_batch, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
@@ -79,46 +45,30 @@ from .ranges import ByteRequest, Offset, Range, Suffix, Whole, legacy_bounds, no
 
 __all__ = ["ObstoreStore"]
 
-#: URL schemes whose obstore backend conditions a PUT on the version read (``PutMode``): S3 sends
-#: ``If-Match``/``If-None-Match`` (``conditional_put="etag"``, object_store's default), GCS
-#: ``x-goog-if-generation-match`` with the object's generation, Azure ``If-Match``/``If-None-Match``,
-#: and the in-memory store compares its own ETags. object_store's HTTP (WebDAV) and local-file backends
-#: do not implement ``PutMode::Update``: they stay ``"single-writer"``.
+#: Schemes whose obstore backend implements ``PutMode::Update`` (HTTP and local files do not).
 _CONDITIONAL_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "memory")
 
 
 class _Scope(threading.local):
-    """One thread's read-modify-write inside :meth:`ObstoreStore.exclusive`: the keys watched and the
-    versions their reads saw, ``None`` outside one. Class defaults, so that asking outside a scope raises
-    nothing inside (a ``getattr`` default on a bare ``threading.local`` raised and caught an
-    ``AttributeError`` on each of a read's requests)."""
+    """One thread's read-modify-write in :meth:`ObstoreStore.exclusive`: keys watched, versions read."""
 
     keys: set[str] | None = None
     versions: dict[str, Any] | None = None
 
 
 class ObstoreStore(Store):
-    """A store rooted at an object-store or HTTP URL, read and written through obstore.
-
-    Keyword-only tuning: ``coalesce_gap``/``max_coalesced_size`` (request merging; the gap is 1 MiB by
-    default, 64 KiB for ``file://`` and ``memory://``, see
-    :data:`~altarr.stores._util.NETWORK_COALESCE_GAP`) and ``concurrency`` (requests in flight at once).
-    Other keywords are ``storage_options`` (see the module docstring). The :meth:`stat` version token is
-    the object's ETag (its size where the server sends none).
+    """A store rooted at an object-store or HTTP URL. Tuning: ``coalesce_gap``, ``max_coalesced_size``,
+    ``concurrency``; other keywords are obstore's ``storage_options`` (``docs/remote.md``).
 
     >>> s = ObstoreStore("memory://")
     >>> s.set("x", b"abc"); s.size("x"), s.exists("y"), s.stat("x")[0]
     (3, False, 3)
     """
 
-    #: Ranged reads come back with the version (ETag) of the object they were read from.
     versioned_reads = True
     reports_versions = True
-    #: ... and with the object's total size (the ``GET`` answer's metadata, ``Content-Range`` on S3).
     reports_sizes = True
-    #: obstore's buffers are handed out as zero-copy views by ``get_ranges_versioned``.
     _whole_views = True
-    #: Each answer of :meth:`get_ranges_as_ready` is handed over as it arrives.
     answers_as_ready = True
 
     def __init__(
@@ -145,23 +95,20 @@ class ObstoreStore(Store):
         self._config = fsspec_to_obstore_options(url, storage_options)
         self._client: Any = None
         self._store  # noqa: B018 - build the client now: a bad URL or option fails here
-        # S3 answers a DELETE of a missing key with success: ask first where "existed" is wanted
         self._rm_reports_missing = url.startswith("memory://")
-        #: ``"conditional"`` where the backend conditions PUTs on a version (see _CONDITIONAL_SCHEMES)
         self.concurrent_writes = "conditional" if scheme in _CONDITIONAL_SCHEMES else "single-writer"
         self._scope = _Scope()
 
     @property
     def _store(self) -> Any:
-        """The obstore client (:func:`~altarr.stores.obstore_client.client_for`): shared by the stores of
-        one URL and configuration in a process, refused in a forked child."""
+        """The obstore client, shared by the stores of one URL and configuration in a process."""
         if self._client is None or forked_after_use():
             self._client = client_for(self.url, self._config, self._client)
         return self._client
 
     @property
     def identity(self) -> object:
-        """The URL and the endpoint it is reached at (one S3 URL names other storage on another server)."""
+        """The URL and its endpoint (one S3 URL names other storage on another server)."""
         return ("obstore", self.url, self._config.get("endpoint"))
 
     def __repr__(self) -> str:
@@ -169,7 +116,6 @@ class ObstoreStore(Store):
         return f"ObstoreStore({self.url!r}{ro})"
 
     def _kwargs(self) -> dict[str, Any]:
-        """The keywords this store was made with (tuning and storage options)."""
         tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
         return {**tuning, "concurrency": self.concurrency, **self.storage_options}
 
@@ -181,9 +127,7 @@ class ObstoreStore(Store):
         return _rebuild(self.url, True, self._kwargs())
 
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-        """Run blocking ``(fn, args)`` calls concurrently on :func:`request_threads` (at most
-        ``concurrency`` at once; one call runs on the calling thread); exceptions are returned in place
-        of results."""
+        """Run blocking ``(fn, args)`` calls concurrently; exceptions are returned in place of results."""
         if len(calls) == 1:
             return [outcome(*calls[0])]
         pool = request_threads(self.concurrency)
@@ -202,12 +146,10 @@ class ObstoreStore(Store):
 
     @staticmethod
     def _existence_only(req: ByteRequest) -> bool:
-        """An empty range: the backend is only asked whether the object exists."""
         return type(req) is Range and req.stop <= req.start
 
     def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
-        """One ``GET`` (a ``HEAD`` for an empty range), blocking the calling thread (see :meth:`_gather`):
-        ``(bytes, metadata)``, or obstore's exception (``FileNotFoundError`` for a missing key)."""
+        """One ``GET`` (a ``HEAD`` for an empty range): ``(bytes, metadata)``."""
         obs, store = self._obs, self._store
         if self._existence_only(req):
             return b"", obs.head(store, key)
@@ -220,12 +162,9 @@ class ObstoreStore(Store):
         return got.bytes(), got.meta
 
     def _beyond_range(self, key: str, req: ByteRequest, err: Exception) -> tuple[Any, Any]:
-        """A ranged ``GET`` that failed with an error obstore gives no type of its own (a ``416 Range Not
-        Satisfiable``, a whole-object ``200`` answer to a ranged request, a ``5xx``, a timeout): the
-        object's size, asked with a ``HEAD``, tells whether the range lies past its end (an empty read,
-        as a slice past the end) or the whole object is what the request asks for (a suffix at least as
-        long as the object: moto answers it with ``200``), and then it is read whole, its length checked
-        before the body is; else ``err`` stands."""
+        """A ranged ``GET`` failed with an untyped error (416, a ``200`` to a ranged request, 5xx...): a
+        ``HEAD`` tells whether the range lies past the end (empty read) or is the whole object (a suffix
+        at least as long: read whole); else ``err`` stands."""
         obs, store = self._obs, self._store
         self.stats.add(size_queries=1)
         try:
@@ -246,8 +185,7 @@ class ObstoreStore(Store):
         raise err
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """Concurrent ``GET`` requests, all in flight together (one round; see :meth:`_gather`); each
-        with its ETag and the object's total size, both from the answer's metadata."""
+        """Concurrent ``GET`` requests (one round), each with its ETag and the object's size."""
         out = self._gather([(self._get_sync, (k, req)) for k, req in merged])
         answers = [self._answer(key, req, r) for (key, req), r in zip(merged, out, strict=True)]
         if self._watched():
@@ -256,8 +194,7 @@ class ObstoreStore(Store):
         return Fetched([a[0] for a in answers], [a[1] for a in answers], sizes=[a[2] for a in answers])
 
     def _answer(self, key: str, req: ByteRequest, r: Any) -> tuple[Any, Any, int | None]:
-        """The ``(bytes, version, object size)`` of one ``GET``'s outcome (``_get_sync``'s answer or its
-        exception): all ``None`` for a missing key; any other failure raises ``StoreError``."""
+        """``(bytes, version, object size)`` of one ``GET``'s outcome; a failure raises ``StoreError``."""
         if isinstance(r, FileNotFoundError):
             return None, None, None
         if isinstance(r, BaseException):
@@ -267,9 +204,7 @@ class ObstoreStore(Store):
     def get_ranges_as_ready(
         self, requests: Sequence[ReadRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """Every merged ``GET`` sent now, all in flight together (one round); each answer handed over (as
-        zero-copy views of obstore's buffer) as soon as it is in, its version recorded inside
-        :meth:`exclusive` on the thread that advances the iterator (the scope is that thread's)."""
+        """Every merged ``GET`` sent now (one round); each answer handed over as soon as it is in."""
         if not requests:
             return iter([])
         plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
@@ -325,28 +260,15 @@ class ObstoreStore(Store):
         return int(meta["size"]), (v if v is not None else int(meta["size"]))
 
     # --- writes ---------------------------------------------------------------------------------------
-    def _check_key_for_write(self, key: str, operation: str) -> str:
-        key = normalize_key(key)
-        self._require_writable(key, operation)
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
-        return key
-
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self.set_many([(key, value)])
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
-        """Write many objects with concurrent PUTs (one round). Each write is atomic on its own.
-
-        Inside :meth:`exclusive`, an object read there is written conditioned on the version read
-        (``UpdateVersion``, or ``"create"`` where it did not exist); a conditional PUT is never multipart.
-        :class:`~altarr.errors.WriteConflictError` names the objects another writer changed meanwhile
-        (the others are written)."""
+        """Write many objects with concurrent PUTs (one round); inside :meth:`exclusive`, conditioned on
+        the version read (:class:`~altarr.errors.WriteConflictError` names the objects changed meanwhile)."""
         if not items:
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
-        # the parts of an object given in parts are joined by the thread that sends it (_put): the
-        # joins (2.9 MB a shard) run side by side and beside the other PUTs, not one after another here
         sizes = [byte_length(v) for _, v in items]
         recorded = self._recorded()
         conditions = [recorded.get(k) for k in keys]
@@ -377,11 +299,8 @@ class ObstoreStore(Store):
     # --- conditional writes -----------------------------------------------------------------------------
     @contextmanager
     def exclusive(self, keys: Iterable[str]) -> Iterator[None]:
-        """Guard a read-modify-write of ``keys`` against other writers where the backend conditions
-        writes (:attr:`concurrent_writes` ``"conditional"``: S3, GCS, Azure, memory): the version (ETag,
-        generation) of each of them read inside is recorded, and their writes are conditioned on it;
-        deletes compare it with a ``HEAD`` first (object_store has no conditional DELETE). Elsewhere
-        (HTTP) this does nothing: one writer per object.
+        """Condition the writes of ``keys`` on the versions read inside, where the backend can
+        (:attr:`concurrent_writes` ``"conditional"``); elsewhere this does nothing.
 
         >>> s = ObstoreStore("memory://")
         >>> s.set("k", b"1")
@@ -401,18 +320,14 @@ class ObstoreStore(Store):
             self._scope.keys = self._scope.versions = None
 
     def _watched(self) -> builtins.set[str] | None:
-        """The keys of this thread's read-modify-write (:meth:`exclusive`), ``None`` outside one."""
         return self._scope.keys
 
     def _recorded(self) -> dict[str, Any]:
-        """The versions this thread's read-modify-write recorded (a new empty dict outside one)."""
         versions = self._scope.versions
         return {} if versions is None else versions
 
     def _record(self, keys: Sequence[str], outcomes: Sequence[Any]) -> None:
-        """Record the versions that reads of watched keys saw (``(data, meta)`` or an exception per key).
-        Two reads of one object in one update that saw different versions are a conflict, raised before
-        anything is written: it names every watched key, so the caller does the whole update again."""
+        """Record the versions reads of watched keys saw; two different ones are a conflict."""
         watched, versions = self._scope.keys, self._scope.versions
         if watched is None or versions is None:  # not inside exclusive(): nothing to record
             return
@@ -435,11 +350,9 @@ class ObstoreStore(Store):
         return self.delete_many([key])[0]
 
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
-        """Delete many objects (concurrently); whether each existed (asked with one HEAD each first, since
-        S3 reports no difference). Inside :meth:`exclusive`, an object whose HEAD shows another version
-        than the one read is left alone and named by :class:`~altarr.errors.WriteConflictError` (after
-        the others are deleted); the HEAD and the DELETE are two requests (object_store has no
-        conditional DELETE), so a write landing between them is not seen."""
+        """Delete many objects; whether each existed (a ``HEAD`` each first: S3 reports no difference).
+        Inside :meth:`exclusive`, an object changed since it was read is left and named by
+        :class:`~altarr.errors.WriteConflictError`."""
         if not keys:
             return []
         keys = [self._check_key_for_write(k, "delete") for k in keys]
@@ -466,7 +379,6 @@ class ObstoreStore(Store):
         return existed
 
     def delete_prefix(self, prefix: str) -> int:
-        """Delete every key under folder ``prefix``: one listing and bulk deletes."""
         self._require_writable(prefix, "delete")
         keys = list(self.list(prefix))
         if keys:

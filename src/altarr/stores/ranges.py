@@ -1,17 +1,5 @@
-"""Typed byte-range requests: what part of an object a read asks for.
-
-A read request is a pair ``(key, byte_request)`` whose ``byte_request`` is one of four small immutable
-types:
-
-* :data:`WHOLE` (the one :class:`Whole`) - the whole object;
-* :class:`Range` ``(start, stop)`` - bytes ``[start, stop)``, clipped at the end of the object (empty when
-  ``stop <= start``);
-* :class:`Offset` ``(start)`` - from ``start`` to the end;
-* :class:`Suffix` ``(length)`` - the last ``length`` bytes (the whole object if it is shorter).
-
-Every bound is a non-negative integer: no sign carries a meaning. :func:`normalize_requests` checks a
-batch's keys and request types once, where the public read calls take it (see
-:meth:`altarr.stores.Store.get_ranges`).
+"""Typed byte-range requests: :data:`WHOLE`, :class:`Range` ``(start, stop)``, :class:`Offset`
+``(start)``, :class:`Suffix` ``(length)``; no bound is negative.
 
 Example:
     >>> from altarr.stores import MemoryStore

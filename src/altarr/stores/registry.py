@@ -1,19 +1,11 @@
-"""The URL-scheme registry of stores: :func:`store_from_url` looks the scheme of a URL up here.
-
-A factory is called as ``factory(url, mode=mode, **storage_options)`` and returns a
-:class:`~altarr.stores.Store` or a ``(store, prefix)`` pair (the node prefix inside the store). A new
-store registers itself in one line, next to its class:
+"""The URL-scheme registry of stores that :func:`store_from_url` looks a URL up in. A factory is
+``factory(url, mode=mode, **storage_options)`` -> a store or ``(store, prefix)``:
 
     >>> from altarr.stores import MemoryStore, register_scheme, store_from_url
     >>> register_scheme("doc-mem", lambda url, mode, **o: MemoryStore(mode == "r"), replace=True)
     >>> store, prefix = store_from_url("doc-mem://anything", mode="w")
     >>> type(store).__name__, store.read_only, prefix
     ('MemoryStore', False, '')
-
-Registered here: plain paths and ``file://`` (a folder, or a ``.zip`` archive) and the object-store and
-HTTP schemes (obstore); any other URL (``memory://``, chained ``a::b`` URLs, any other fsspec protocol)
-goes to fsspec. One client per scheme: a store of the other client is made by its class
-(``FsspecStore("s3://...")``) and passed as a store.
 """
 
 from __future__ import annotations

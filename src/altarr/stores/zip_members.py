@@ -1,10 +1,5 @@
-"""Zip members read positionally and decoded with a cap (the ``zipfile`` module inflates a bzip2 or lzma
-member's input blocks whole: a 2.5 KB archive became 2 GB of memory).
-
-A member is decoded by :mod:`altarr.capped`'s decoders, which stop at the size its directory entry
-declares, and its size and CRC are checked; a compressed member that declares more than
-:data:`MAX_INFLATE_RATIO` times its compressed size (and over 1 MiB) is refused before anything is
-inflated. Stored, deflate, bzip2 and lzma members are read; others (and encrypted ones) are refused.
+"""Zip members read positionally and decoded by :mod:`altarr.capped` at the size their directory entry
+declares (size and CRC checked; a declared ratio over :data:`MAX_INFLATE_RATIO` is refused first).
 
 Example:
     >>> import io, os, tempfile, zipfile

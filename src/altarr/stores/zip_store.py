@@ -1,31 +1,8 @@
-"""A store over a zip archive: reads of an existing archive, or writing one that is published whole.
+"""A store over a zip archive: reads of an existing one, or writing one that is published whole.
 
-Mode ``"r"`` reads an archive (read-only). Ranged reads of stored (uncompressed) members are positional
-reads of the archive file at the member's data offset; compressed members (deflate, bzip2, lzma) are
-inflated once per batch and sliced, by decoders capped at the size the member's directory entry declares
-(:mod:`altarr.capped`), and a member that declares more than :data:`MAX_INFLATE_RATIO` times its
-compressed size (and over 1 MiB) is refused before it is inflated: a 2.5 KB archive does not become 2 GB
-of memory.
-
-Writing never changes the archive at its path in place. Modes ``"w"`` (new archive, replacing),
-``"x"`` (new archive, must not exist) and ``"a"`` (change an archive, copied first, or start one) write members
-(``compression``: ``zipfile.ZIP_STORED`` by default, so chunks stay range-readable) to a staging file
-beside the archive (``.<name>.<random>.altarr-tmp``), and :meth:`ZipStore.close` publishes it with one
-atomic rename (``durable=True`` fsyncs the file and the folder first). So the file at the path is a
-complete zip at every moment, the old one or the new one: a writer killed at any point leaves the old
-archive (and a stale staging file, which :meth:`ZipStore.list_temporary` lists), never a broken one.
-
-Why not append in place: a zip is read from its end (the central directory); appending members and a
-new directory to the archive itself leaves, after a crash, a file whose end is not a directory, which
-zip readers (Python's ``zipfile``, zarr-python, libzip) refuse until it is repaired. Staging and renaming
-keeps every reader working, at the cost of copying an archive opened with ``"a"`` once per session.
-
-A zip member cannot be replaced in place: writing a key again appends a new member that shadows the old
-one (reads see the newest) and :meth:`ZipStore.delete` drops a member from the directory. The bytes
-they leave behind are reclaimed: when they exceed the live members' bytes (and 1 MiB) the staging file
-is rewritten with the live members only, and the published archive never holds shadowed or deleted
-members. One writer at a time: a second store opening the same archive for writing (in any process)
-raises ``StoreError`` while the first is open (an ``flock`` lock beside the archive).
+Writes (modes ``"w"``, ``"x"``, ``"a"``) fill a staging file beside the archive, and
+:meth:`ZipStore.close` publishes it with one atomic rename; a key written again shadows the old member,
+and dead members are reclaimed. One writer at a time (``docs/engine.md``, "Every store crash-safe").
 
 Example:
     >>> import os, tempfile
@@ -63,8 +40,7 @@ from .zip_members import MAX_INFLATE_RATIO, data_offset, read_member
 __all__ = ["ZipStore", "COMPACT_MIN_BYTES", "MAX_INFLATE_RATIO"]
 
 _MODES = ("r", "w", "x", "a")
-#: The staging file is rewritten with its live members when the bytes of shadowed and deleted members
-#: exceed both the live members' bytes and this many bytes.
+#: The staging file is compacted when dead members' bytes exceed the live ones' and this many bytes
 COMPACT_MIN_BYTES = 1 << 20
 
 
@@ -79,9 +55,8 @@ def _member_bytes(info: zipfile.ZipInfo) -> int:
 
 
 class _Session:
-    """The state of a writing :class:`ZipStore`: staging file, its ``ZipFile``, the writer lock. Kept
-    apart from the store so that a store dropped without ``close`` still publishes (``weakref.finalize``;
-    a failure then has no caller to raise to, and Python prints it as an ignored exception)."""
+    """A writing :class:`ZipStore`'s staging file, its ``ZipFile`` and the writer lock (apart from the
+    store, so that a store dropped without ``close`` still publishes, by ``weakref.finalize``)."""
 
     def __init__(self, path: str, mode: str, compression: int, compresslevel: int | None, durable: bool):
         self.path, self.compression, self.compresslevel, self.durable = (
@@ -143,7 +118,7 @@ class _Session:
         return max(0, self.zf.start_dir - live), live
 
     def compact(self) -> None:
-        """Rewrite the staging file with the live members only (a new file; the old one is removed)."""
+        """Rewrite the staging file with the live members only."""
         assert self.zf is not None
         target = self._new_staging()
         try:
@@ -162,7 +137,6 @@ class _Session:
         self.zf = self._open(target, "a")
 
     def read_member(self, info: zipfile.ZipInfo) -> bytes:
-        """A member of the staging file, decoded with a cap (see :func:`zip_members.read_member`)."""
         assert self.zf is not None and self.zf.fp is not None
         self.zf.fp.flush()  # what zipfile buffered, on disk for the positional read
         fd = os.open(self.staging, os.O_RDONLY | O_CLOEXEC)
@@ -221,8 +195,7 @@ class _Session:
 
 
 def _check_target(path: str, mode: str) -> bool:
-    """Whether ``mode`` starts from the archive at ``path`` (``"a"`` on an existing one); refuses what
-    cannot be written there: an existing path in mode ``"x"``, a folder, a file that is not a zip."""
+    """Whether ``mode`` starts from the archive at ``path``; refuses what cannot be written there."""
     if os.path.isdir(path):
         raise StoreError(f"cannot write zip archive {path}: it is a folder")
     exists = os.path.exists(path)
@@ -241,7 +214,7 @@ def _unlink(path: str) -> None:
 
 
 class ZipStore(Store):
-    """Members of a zip archive as objects. See the module docstring.
+    """Members of a zip archive as objects.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "x.zip")
@@ -282,7 +255,6 @@ class ZipStore(Store):
                 raise StoreError(f"zip archive not found: {self.path}") from e
             except (OSError, zipfile.BadZipFile) as e:
                 raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
-            # Positional reads of stored members: one descriptor, data offsets cached.
             self._fd = os.open(self.path, os.O_RDONLY | O_CLOEXEC)
         else:
             self._session = _Session(self.path, mode, compression, compresslevel, self.durable)
@@ -300,8 +272,7 @@ class ZipStore(Store):
         return (ZipStore, (self.path, "r"))
 
     def close(self) -> None:
-        """Close the archive. In the writing modes this publishes it: the staging file, compacted and
-        with its directory, replaces the archive at the path in one rename."""
+        """Close the archive; in the writing modes, publish it (one rename)."""
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -328,7 +299,6 @@ class ZipStore(Store):
         return info
 
     def _data_offset(self, info: zipfile.ZipInfo) -> int:
-        """Where a member's data starts in the archive open for reading (cached: its members stay put)."""
         off = self._offsets.get(info.filename)
         if off is None:
             assert self._fd is not None
@@ -336,9 +306,7 @@ class ZipStore(Store):
         return off
 
     # --- reads ----------------------------------------------------------------------------------------
-    #: :meth:`get_ranges_versioned` reports each member's version (as :meth:`stat` gives it).
     reports_versions = True
-    #: :meth:`get_ranges_sized` reports each member's uncompressed size (from the archive's directory).
     reports_sizes = True
 
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
@@ -385,8 +353,6 @@ class ZipStore(Store):
         return whole[off:end]
 
     def _inflate(self, info: zipfile.ZipInfo) -> bytes:
-        """A compressed member's bytes (:func:`~altarr.stores.zip_members.read_member`), from the archive
-        or, while writing, the staging file."""
         if self._fd is not None:
             return read_member(self._fd, info, self._data_offset(info))
         assert self._session is not None
@@ -454,8 +420,7 @@ class ZipStore(Store):
 
     # --- temporary files ------------------------------------------------------------------------------
     def list_temporary(self, prefix: str = "") -> list[str]:
-        """Paths of stale staging and lock files beside the archive, left by killed writers (this
-        store's own staging file is not listed). ``prefix`` is ignored: they belong to the archive."""
+        """Paths of stale staging and lock files beside the archive (``prefix`` is ignored)."""
         folder, name = os.path.split(self.path)
         own = self._session.staging if self._session is not None and self._session.zf is not None else None
         out = []
@@ -472,7 +437,6 @@ class ZipStore(Store):
         return out
 
     def remove_temporary(self, keys: Iterable[str]) -> list[str]:
-        """Remove stale staging and lock files listed by :meth:`list_temporary`; returns those removed."""
         allowed = set(self.list_temporary())
         removed = []
         for path in keys:
