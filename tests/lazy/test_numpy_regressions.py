@@ -341,3 +341,25 @@ def test_an_empty_orthogonal_product_checks_no_bounds():
     for key in ((slice(None), 5), ([5], slice(None))):  # an integer, or an array over a non-empty axis
         with pytest.raises(IndexError):
             L(data, (1, 1)).oindex[key]
+
+
+# --- soak seed 245824412: var/std overflow where NumPy's sums in the computing dtype do ---------------------
+def test_var_and_std_overflow_as_numpys_sums_in_the_computing_dtype_do():
+    f4, f8 = np.finfo("f4").max, np.finfo("f8").max
+    cases = [
+        np.array([-0.0, -f4, 1.0], "f4"),  # the soak's example: the squared deviations overflow float32
+        np.array([-1.5e19, 1.5e19], "f4"),  # each square fits, their sum does not
+        np.array([f4, f4], "f4"),  # the sum of the values overflows (the squares are 0)
+        np.array([f8, f8, f8, 1.0, -0.0, 1.0, f8]),  # float64: a chunk's sum overflows, its mean does not
+        np.array([-1e154, 6.7e153, -7e153]),  # float64: the merge's squared difference alone overflows
+        np.array([f4, -f4], "c8"),
+        np.array([3e38, 1e38], "c8"),  # a complex sum that overflows, divided by the count: NaN
+        np.array([1.0, 2.0, 4.0, 8.0], "f4"),  # (finite, as before)
+    ]
+    for data in cases:
+        for f in (np.var, np.std, np.nanvar, np.nanstd):
+            want = outcome(lambda f=f, d=data: f(d))
+            for c in (1, 2, 3):  # whatever the chunks; finite answers to rounding (merged moments)
+                got = outcome(lambda f=f, d=data, c=c: f(L(d, (c,))))
+                assert type(got) is type(want) and got.dtype == want.dtype, (got, want)
+                np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{f.__name__} {data} chunks {c}")

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,8 @@ def var(
     complex_ = calc.kind == "c" and x.dtype.kind == "c"
     nan_capable = nan and x.dtype.kind in "fc"
     partial, combine = _moment_merge(calc, complex_, nan_capable)
-    n, _, m2 = stream(x, red, partial, combine, where=where)
+    n, m, m2 = stream(x, red, partial, combine, where=where)
+    m2 = _overflow_as_numpy(calc, n, m, m2)
     if res_dtype.kind == "c":  # NumPy sums the squared magnitudes in a complex dtype= and divides there:
         m2 = np.asarray(m2).astype(calc, copy=False)  # no dof gives inf+nanj / nan+nanj, as its sqrt
     res = _divide_by_dof(n, m2, ddof, nan_capable)
@@ -176,6 +178,19 @@ def _moment_merge(calc: np.dtype, complex_: bool, nan_capable: bool) -> tuple[An
         squared: np.ndarray = (d * np.conj(d)).real if complex_ else d * d
         return squared
 
+    wide = np.result_type(calc, np.float64) if calc.kind in "fc" else None  # float32 sums cannot overflow
+
+    def mean_of(c: np.ndarray, red: tuple[int, ...], n: np.ndarray, valid: Any) -> Any:
+        kw: dict[str, Any] = {"axis": red, "keepdims": True, "dtype": wide}
+        if valid is not None:
+            kw["where"] = valid
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.sum(c, **kw) / n
+            if not np.isfinite(m).all():  # float64 values whose sum overflows (their mean does not):
+                s = 0.5 ** math.ceil(math.log2(c.size))  # summed scaled by a power of two, exact
+                m = np.where(np.isfinite(m), m, np.sum(c * s, **kw) / (n * s))
+        return m
+
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
         c = chunk.astype(calc, copy=False)
         valid = mask
@@ -183,13 +198,11 @@ def _moment_merge(calc: np.dtype, complex_: bool, nan_capable: bool) -> tuple[An
             valid = ~np.isnan(c) if valid is None else valid & ~np.isnan(c)
         if valid is not None:
             n = np.sum(valid, axis=red, keepdims=True).astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                m = np.sum(c, axis=red, keepdims=True, where=valid) / n
-            m = np.where(n > 0, m, 0)
+            m = np.where(n > 0, mean_of(c, red, n, valid), 0)
             m2 = np.sum(sq(c - m), axis=red, where=valid)
         else:
             n = np.full((1,) * c.ndim, float(np.prod([c.shape[d] for d in red])))
-            m = np.sum(c, axis=red, keepdims=True) / n
+            m = mean_of(c, red, n, None)
             m2 = np.sum(sq(c - m), axis=red)
         kept_shape = m2.shape
         return (np.broadcast_to(n.reshape(n.shape), m.shape).reshape(kept_shape), m.reshape(kept_shape), m2)
@@ -201,11 +214,33 @@ def _moment_merge(calc: np.dtype, complex_: bool, nan_capable: bool) -> tuple[An
         with np.errstate(invalid="ignore", divide="ignore"):
             w = np.where(n > 0, nb / n, 0.0)
         delta = mb - ma
-        m = ma + delta * w
-        q = qa + qb + sq(delta) * na * w
+        with np.errstate(invalid="ignore"):  # where delta overflows, the mean does not: weigh the two
+            m = np.where(np.isinf(delta) & np.isfinite(ma), ma * (1 - w) + mb * w, ma + delta * w)
+        with np.errstate(over="ignore", invalid="ignore"):  # delta squared alone may overflow
+            d2 = sq(delta) * na * w
+            d2 = np.where(np.isinf(d2) & np.isfinite(delta), sq(delta * np.sqrt(na * w)), d2)
+        q = qa + qb + d2
         return (n, m, q)
 
     return partial, combine
+
+
+def _overflow_as_numpy(calc: np.dtype, n: Any, m: Any, m2: Any) -> Any:
+    """``m2`` where NumPy's var overflows: it sums the values (for the mean) and the squared deviations in
+    ``calc``, so where the sum of the squares passes that dtype's range its variance is ``inf``, and so it
+    is where the sum of the values does (a complex one, divided by the count, is NaN). altarr merges
+    float32 moments in float64: without this its answer there would be finite, or depend on the chunks.
+    A NaN (from an infinity among the values) stays NaN."""
+    if calc.kind not in "fc":
+        return m2
+    with np.errstate(over="ignore", invalid="ignore"):
+        over_sum = np.isinf(np.asarray(n * m).astype(calc))
+        over = over_sum | np.isinf(np.asarray(m2).astype(calc))
+    if not over.any():
+        return m2
+    res = np.where(over & ~np.isnan(m2), np.inf, m2)
+    res = np.where(over_sum, np.nan, res) if calc.kind == "c" else res
+    return res if isinstance(m2, np.ndarray) else res[()]
 
 
 def _divide_by_dof(n: Any, m2: Any, ddof: Any, nan_capable: bool) -> Any:
