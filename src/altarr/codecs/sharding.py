@@ -252,9 +252,8 @@ class ShardingCodec(ArrayBytesCodec):
         endian, then only ``crc32c``) is checked entry by entry on Python integers; larger or other ones
         with NumPy's vector operations. Both give the same result and the same first error. Why two:
         an index arrives right after a wait for the store, when each of the dozen NumPy calls of the
-        vector check costs 15-90 us while NumPy's code comes back into the CPU's caches (a 64-entry index
-        after a 20 ms wait: 370 us against 180, of a round between an answer and the next request that
-        tensorstore turns around in 0.7 ms).
+        vector check is slow while NumPy's code comes back into the CPU's caches (benchmarks/README.md,
+        "Numbers moved out of the code").
         """
         cps = tuple(int(c) for c in cps)
         n = self.index_nbytes(cps)

@@ -217,10 +217,8 @@ class DatasetAccess:
             if got is None:
                 a = np.broadcast_to(self.codec.fill_array, self.layout.clipped(chunk))
             else:
-                # decoded into this thread's scratch buffer, then copied out by ``fn``: decoding straight
-                # into a region read's (fresh, page-faulting) result was measured slower even where a
-                # whole chunk lands in one contiguous run of it (128 MB slab read in (8, 512, 512) blosc
-                # chunks: 23-25 ms straight, 20.5 ms through the cache-hot scratch buffer)
+                # decoded into this thread's scratch buffer, then copied out by ``fn`` (faster than into a
+                # fresh, page-faulting result: benchmarks/README.md, "Numbers moved out of the code")
                 a = self.codec.decode_chunk(
                     ShardReader.slot_bytes(got.key, got.data),
                     chunk,
@@ -249,14 +247,8 @@ class DatasetAccess:
     ) -> tuple[Slots, list[Chunk]]:
         """The kernel's part of a region read on a store that hands its answers over as they arrive:
         the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next
-        answer in. Returns the read's slots and the chunks left to the pure-Python path.
-
-        Measured against the decode after the last answer, interleaved in one process (2 cores, the server
-        on the same machine, 20 ms per request, medians of 21 and 31): the whole 256^3 array from moto (8
-        shards whose answers come over ~24 ms) 124.5 -> 112.9 and 125.2 -> 119.0 ms; a 128x256x256 slab
-        (4 shards, ~9 ms apart) 83.9 -> 81.3 and 84.3 -> 85.6 ms, over HTTP 69.9 -> 69.5 ms: it gains
-        where the answers are spread out, and decoding competes for the cores with the receiving (and
-        here with the server) where they are not.
+        answer in. Returns the read's slots and the chunks left to the pure-Python path (measured: see
+        benchmarks/README.md, "Numbers moved out of the code").
         """
         raw: Slots = {}
         decoder = kernel.ReadInto(self.codec.native, *into)

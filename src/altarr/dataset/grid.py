@@ -131,7 +131,7 @@ class NestedGrid:
     ) -> dict[tuple[int, ...], list[tuple[int, ...]]]:
         """The level-0 ``chunks`` by the position of the level-``level`` block holding them, in
         first-seen order (one C-level ``map`` per chunk: a batch's planning calls this for every chunk
-        at every level, where :meth:`position` per chunk cost ~3 ms per 512 chunks).
+        at every level).
 
         >>> NestedGrid((8, 8), [(2, 2), (4, 4)]).group_by_block([(0, 0), (3, 3), (1, 0)], 1)
         {(0, 0): [(0, 0), (1, 0)], (1, 1): [(3, 3)]}

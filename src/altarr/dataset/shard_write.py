@@ -143,8 +143,7 @@ class ShardWriter:
         The group's chunks are compressed into rows of one large array instead of a fresh buffer each:
         its pages (transparent huge pages, where the kernel gives them) are faulted in once and reused by
         every later group of the call, where fresh per-chunk buffers took a page fault per 4 KiB of
-        output (64^3 uint16 blosc chunks: 345-427 us per chunk into fresh buffers, 300 us into an
-        arena). The stores copy or write what they are given before ``set`` returns, so a row is free
+        output. The stores copy or write what they are given before ``set`` returns, so a row is free
         again when its group is done."""
         if self.codec.encode_slot is None or n < 2:
             return None
@@ -261,12 +260,10 @@ class ShardWriter:
     ) -> None:
         """Rebuild and write the shards of ``updates`` (one read round and one write round for all of
         them); ``existed`` receives, per chunk, whether it was stored. Each shard is rebuilt as soon as its
-        old bytes arrive, while the others are still on the way (on moto at 20 ms per request, 8 boxes
-        over 6 shards: 2-4 % faster than after the last one; no difference at 0 ms, where the answers land
-        together), and those rewritten outright before that; nothing is written until every shard is
-        rebuilt. ``existed`` is filled before the writes: when some shards'
-        conditional writes meet another writer's change, the others are written and only the conflicting
-        ones go again (overwriting their entries), so every chunk keeps an answer."""
+        old bytes arrive, while the others are still on the way, and those rewritten outright before that;
+        nothing is written until every shard is rebuilt. ``existed`` is filled before the writes: when some
+        shards' conditional writes meet another writer's change, the others are written and only the
+        conflicting ones go again (overwriting their entries), so every chunk keeps an answer."""
         top = self.grid.nlevels - 1
         groups = self.layout.group_by_shard(list(updates))
         # a shard needs its old bytes unless every in-bounds chunk of it is replaced outright

@@ -182,15 +182,12 @@ def _node_from(probe: Probe, parse: bool) -> Node:
     """The node the probed documents describe: an array's parse is memoized by the documents' bytes.
 
     Re-opening an array (a service that opens per request, a loop over the same remote array) parses
-    nothing when its documents are unchanged: on an open and one chunk read over HTTP at 20 ms per
-    request, the parse was 0.4 ms of the 1.3 ms of Python between the metadata answer and the index
-    request (the metadata's codec chain, validation and nesting checks run cold after the wait). The
+    nothing when its documents are unchanged (benchmarks/README.md, "Mechanisms kept and removed"). The
     key is the documents' exact bytes, so a changed document is parsed afresh; the parse is a pure
     function of them and the node's prefix. What is shared between opens is immutable in use (shapes,
     dtype, fill value, codec objects, which keep only memo dicts); each open gets its own copies of the
     attributes and metadata documents, which callers may change: kept as :mod:`marshal` bytes (exact
-    for JSON values; loaded in 5 us where a JSON round trip of a 1.2 KB ``zarr.json`` took 28, 94
-    against 211 us right after a wait). Errors are never memoized.
+    for JSON values, and faster to load than a JSON round trip). Errors are never memoized.
     """
     key = _parse_key(probe, parse)
     if key is not None:
