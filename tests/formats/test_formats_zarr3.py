@@ -776,12 +776,12 @@ def test_an_ignorable_storage_transformer_does_not_hide_a_later_unsupported_one(
 
 
 def test_compressor_json_lists_unknown_names_and_wrong_types():
-    """``compressor=`` of ``create_dataset``: a list chains its items' codecs (each with the dtype's
-    item size where it has one); an unknown name is an ``UnknownCodecError`` naming it and the known
-    presets; anything else a ``MetadataError`` saying what is accepted."""
+    """``compressor=`` of ``create_array``, read by the codec vocabulary: a list chains its items' codecs
+    (each with the dtype's item size where it has one); an unknown name is an ``UnknownCodecError`` naming
+    it and the grammar; anything else a ``MetadataError`` saying what is accepted."""
     from altarr.formats.zarr3 import compressor_json
 
-    got = compressor_json(["blosc", None, ("gzip",)], np.dtype("u2"))
+    got = compressor_json(["blosc", None, "gzip"], np.dtype("u2"))
     assert got == [
         {
             "name": "blosc",
@@ -799,11 +799,14 @@ def test_compressor_json_lists_unknown_names_and_wrong_types():
         compressor_json(["zstd", "lz5"], np.dtype("f4"))
     assert info.value.codec == "lz5"
     assert info.value.message == (
-        "unknown compressor 'lz5' for Zarr v3; use one of ['blosc', 'gzip', 'zstd'], None, or a codec JSON object"
+        "compressor='lz5': unknown codec 'lz5'; use NAME[:LEVEL] (zstd, gzip, zlib, bz2, lzma, lz4), "
+        "blosc[:CNAME][:LEVEL] or none"
     )
     with pytest.raises(MetadataError) as info:
         compressor_json(3, np.dtype("f4"))
-    assert info.value.message == "compressor must be a name, None or a codec JSON object, got 3"
+    assert info.value.message == (
+        "compressor=3: a compressor is a name string, a codec dict, a numcodecs or zarr.codecs codec"
+    )
 
 
 # --- writers: data types, fill values, options and the errors that name the document ----------------------
@@ -1014,7 +1017,7 @@ def test_create_errors_exact_message_and_key(changes, error, message):
 @pytest.mark.parametrize(
     "compressor, message, codec",
     [
-        ("lzma", "unknown compressor 'lzma' for Zarr v3; use one of ['blosc', 'gzip', 'zstd'], None, or a codec JSON object", "lzma"),
+        ("lzma", "compressor='lzma': Zarr v3 has no 'lzma' compressor its readers decode; use one of ['zstd', 'gzip', 'blosc', 'crc32c']", "lzma"),
         ({"name": "bytes", "configuration": {"endian": "big"}}, "codec 'bytes' at position 1 is a second array->bytes codec (the first is 'bytes'); a chain has exactly one", "bytes"),
     ],
 )  # fmt: skip

@@ -22,9 +22,6 @@ import zarr
 
 import altarr as aa
 from _peers import altarr_chunks_match, read_json, sample, ts_read
-from altarr.formats import get_format
-from altarr.formats.zarr2 import read_consolidated_metadata
-from altarr.stores import LocalStore
 
 # region reads and writes through the native kernel and the pure-Python path (conftest.py)
 pytestmark = pytest.mark.usefixtures("engine_path")
@@ -405,17 +402,12 @@ def test_consolidated_metadata(tmp_path, writer):
     np.testing.assert_array_equal(zg["sub/b"][...], arrays["sub/b"])
 
     # and so does altarr
-    store = LocalStore(str(path))
-    meta = read_consolidated_metadata(store)
-    assert meta is not None
-    fmt = get_format("zarr2")
+    root = aa.open_group(str(path))
     for name, want in arrays.items():
-        spec = fmt.open_array(store, name, consolidated=meta)
-        ds = aa.Dataset(store, name, spec, fmt)
+        ds = root[name]
         np.testing.assert_array_equal(ds[...], want)
         assert ds.dtype == want.dtype.newbyteorder("=")
-    a = aa.Dataset(store, "a", fmt.open_array(store, "a", consolidated=meta), fmt)
-    assert a.attrs["units"] == "m" and np.isnan(a.fill_value)
+    assert root["a"].attrs["units"] == "m" and np.isnan(root["a"].fill_value)
 
 
 def test_altarr_consolidates_what_zarr_python_wrote(tmp_path):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MetadataError, UnsupportedError
+from . import consolidated
 from ._common import join_key, parse_json
 
 if TYPE_CHECKING:  # formats may not import the store layer at run time (layering)
@@ -184,9 +185,12 @@ class Format(ABC):
         return spec.codecs.to_json()
 
     def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
-        """The consolidated metadata of a group node from its fetched documents (``Node.raw``), or
-        ``None`` where the format has none."""
-        return None
+        """The consolidated metadata of a group node from its fetched documents (``Node.raw``): the
+        snapshot in its holder document (:mod:`altarr.formats.consolidated`), or ``None``."""
+        holder = consolidated.holder_name(self.name)
+        if holder is None or raw.get(holder) is None:
+            return None
+        return consolidated.snapshot(self.name, parse_json(raw[holder], join_key(prefix, holder)))
 
     def consolidated_probe_keys(self) -> tuple[str, ...]:
         """Documents beside the node's own that hold consolidated metadata (fetched with

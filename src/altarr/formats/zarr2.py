@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Zarr2Format",
     "parse_zarray",
-    "read_consolidated_metadata",
     "decode_fill_value",
     "encode_fill_value",
     "compressor_config",
@@ -197,52 +196,25 @@ def parse_zarray(
 
 
 def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None:
-    """The ``.zarray`` ``compressor`` of a compressor argument: ``"zstd"`` (level 3), ``"zlib"`` (level 5),
-    ``"gzip"`` (level 5), ``"blosc"`` (lz4, clevel 5, byte shuffle), ``None``/``"none"``, a numcodecs config
-    dict or a numcodecs codec.
+    """The ``.zarray`` ``compressor`` of a compressor argument in any form of the codec vocabulary
+    (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"zlib"``/``"gzip"``
+    level 5, ``"blosc"`` lz4 clevel 5 byte shuffle, ``None``, a numcodecs config dict or codec, ...).
 
     >>> compressor_config("zlib", np.dtype("f4"))
     {'id': 'zlib', 'level': 5}
     """
+    from ..codecs.vocabulary import compressor_argument
     from ..codecs.zarr2 import numcodec_from_config
 
-    if compressor is None or compressor == "none":
+    given = compressor_argument(compressor, "zarr2", dtype)
+    if given is None:
         return None
-    if isinstance(compressor, str):
-        presets = {
-            "zstd": {"id": "zstd", "level": 3},
-            "zlib": {"id": "zlib", "level": 5},
-            "gzip": {"id": "gzip", "level": 5},
-            "blosc": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0},
-        }
-        if compressor not in presets:
-            from ..errors import UnknownCodecError
-
-            raise UnknownCodecError(
-                f"unknown compressor {compressor!r} for Zarr v2; use one of {sorted(presets)}, None, "
-                "or a numcodecs config dict",
-                codec=compressor,
-            )
-        compressor = presets[compressor]
-    config: dict[str, Any] = numcodec_from_config(compressor).get_config()
+    config: dict[str, Any] = numcodec_from_config(given).get_config()
     if config.get("id") == "zstd" and config.get("checksum") is False:
         # numcodecs' default; leaving it out lets tensorstore's zarr driver, which refuses members it
         # does not know, read the array (zarr-python and numcodecs read both forms)
         del config["checksum"]
     return config
-
-
-def read_consolidated_metadata(store: Store, prefix: str = "") -> dict[str, Any] | None:
-    """The ``metadata`` mapping of ``<prefix>/.zmetadata`` (relative key -> document), or ``None``."""
-    key = join_key(prefix, ZMETADATA)
-    data = store.get(key)
-    if data is None:
-        return None
-    doc = parse_json(data, key)
-    meta = doc.get("metadata")
-    if doc.get("zarr_consolidated_format") != 1 or not isinstance(meta, dict):
-        raise MetadataError("not a consolidated metadata document (zarr_consolidated_format 1)", key=key)
-    return meta
 
 
 class Zarr2Format(Format):
@@ -275,16 +247,6 @@ class Zarr2Format(Format):
     def consolidated_probe_keys(self) -> tuple[str, ...]:
         return (ZMETADATA,)
 
-    def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
-        """The ``metadata`` of a group's ``.zmetadata`` (child key -> document)."""
-        if raw.get(ZMETADATA) is None:
-            return None
-        doc = parse_json(raw[ZMETADATA], join_key(prefix, ZMETADATA))
-        meta = doc.get("metadata") if isinstance(doc, dict) else None
-        if doc.get("zarr_consolidated_format") == 1 and isinstance(meta, dict):
-            return meta
-        return None
-
     def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
         if isinstance(children.get(f"{rel}/{ZARRAY}"), dict):
             docs = {ZARRAY: children[f"{rel}/{ZARRAY}"], ZATTRS: children.get(f"{rel}/{ZATTRS}")}
@@ -299,20 +261,13 @@ class Zarr2Format(Format):
             return "array"
         return "group" if docs[ZGROUP] is not None else None
 
-    def open_array(
-        self, store: Store, prefix: str, *, consolidated: dict[str, Any] | None = None
-    ) -> DatasetSpec:
-        """Read ``.zarray`` and ``.zattrs`` in one batched request (or take them from ``consolidated``, the
-        ``metadata`` mapping of a root ``.zmetadata`` whose keys are relative to the store root)."""
-        if consolidated is not None and join_key(prefix, ZARRAY) in consolidated:
-            docs: dict[str, Any] = {
-                ZARRAY: consolidated[join_key(prefix, ZARRAY)],
-                ZATTRS: consolidated.get(join_key(prefix, ZATTRS)),
-            }
-        else:
-            raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
-            docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
-        return self.spec_from_documents(docs, prefix)
+    def _fetch(self, store: Store, prefix: str) -> dict[str, Any]:
+        """``.zarray`` and ``.zattrs`` (parsed, ``None`` where absent), read in one batched request."""
+        raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
+        return {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
+
+    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
+        return self.spec_from_documents(self._fetch(store, prefix), prefix)
 
     def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
         """Build the spec from parsed documents ``{".zarray": doc, ".zattrs": doc or None}``."""
@@ -398,8 +353,7 @@ class Zarr2Format(Format):
         is (a consolidated ``.zmetadata`` above is updated by the dataset layer,
         :mod:`altarr.dataset.consolidated`)."""
         key = join_key(prefix, ZARRAY)
-        raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
-        docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
+        docs = self._fetch(store, prefix)
         before = self.spec_from_documents(docs, prefix)
         meta = docs[ZARRAY]
         assert meta is not None  # spec_from_documents raised NodeNotFoundError without it

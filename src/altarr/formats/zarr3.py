@@ -234,48 +234,18 @@ def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> Dat
 
 # --- creation helpers -------------------------------------------------------------------------------------
 def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
-    """The bytes->bytes codec list of a compressor argument: ``"zstd"`` (level 3), ``"gzip"`` (level 5),
-    ``"blosc"`` (lz4, clevel 5, shuffle, typesize = itemsize), ``None``/``"none"``, a codec JSON object
-    or a codec instance (or a list of those).
+    """The bytes->bytes codec list of a compressor argument in any form of the codec vocabulary
+    (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"gzip"`` level 5,
+    ``"blosc"`` lz4 clevel 5 with shuffle and the item size, ``None``, a codec JSON object or instance,
+    a list of those), each as its codec writes it.
 
     >>> compressor_json("gzip", np.dtype("f8"))
     [{'name': 'gzip', 'configuration': {'level': 5}}]
     """
-    from ..codecs.base import Codec
     from ..codecs.registry import codec_from_json
+    from ..codecs.vocabulary import compressor_argument
 
-    if compressor is None or compressor == "none":
-        return []
-    if isinstance(compressor, list | tuple):
-        return [c for item in compressor for c in compressor_json(item, dtype)]
-    if isinstance(compressor, str):
-        presets = {
-            "zstd": {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
-            "gzip": {"name": "gzip", "configuration": {"level": 5}},
-            "blosc": {
-                "name": "blosc",
-                "configuration": {
-                    "cname": "lz4",
-                    "clevel": 5,
-                    "shuffle": "shuffle",
-                    "typesize": dtype.itemsize,
-                    "blocksize": 0,
-                },
-            },
-        }
-        if compressor not in presets:
-            raise UnknownCodecError(
-                f"unknown compressor {compressor!r} for Zarr v3; use one of {sorted(presets)}, None, "
-                "or a codec JSON object",
-                codec=compressor,
-            )
-        obj: Any = presets[compressor]
-    elif isinstance(compressor, dict | Codec):
-        obj = compressor
-    else:
-        raise MetadataError(f"compressor must be a name, None or a codec JSON object, got {compressor!r}")
-    codec = codec_from_json(obj)
-    return [codec.to_json()]
+    return [codec_from_json(c).to_json() for c in compressor_argument(compressor, "zarr3", dtype)]
 
 
 def with_checksum(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -329,15 +299,6 @@ class Zarr3Format(Format):
             self.spec_from_documents({METADATA_KEY: doc}, probe.prefix) if kind == "array" and parse else None
         )
         return Node(self, kind, spec)
-
-    def consolidated_children(self, raw: dict[str, Any], prefix: str) -> dict[str, Any] | None:
-        """``consolidated_metadata.metadata`` of a group's ``zarr.json`` (child path -> document)."""
-        if raw.get(METADATA_KEY) is None:
-            return None
-        doc = parse_json(raw[METADATA_KEY], join_key(prefix, METADATA_KEY))
-        cm = doc.get("consolidated_metadata") if isinstance(doc, dict) else None
-        meta = cm.get("metadata") if isinstance(cm, dict) else None
-        return meta if isinstance(meta, dict) else None
 
     def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
         doc = children.get(rel)
