@@ -66,8 +66,7 @@ def _n5_compressions() -> dict[str, type[Codec]]:
     return registered_codecs(N5_NAMESPACE)
 
 
-def _check_int(params: dict[str, Any], name: str, default: int, lo: int, hi: int, type_: str) -> int:
-    value = params.get(name, default)
+def _check_int(value: Any, name: str, lo: int, hi: int, type_: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise MetadataError(
             f"N5 {type_} compression: {name!r} must be an integer in [{lo}, {hi}], got {value!r}"
@@ -114,11 +113,8 @@ class N5Compression(BytesBytesCodec):
         return CorruptChunkError(f"N5 {self.name} decompression failed ({what}){detail}", codec=self.name)
 
 
-@register_n5_compression
-class RawCompression(N5Compression):
-    """N5 ``raw``: no compression."""
-
-    name = "raw"
+class _PassThrough(BytesBytesCodec):
+    """A data codec that leaves the bytes as they are."""
 
     def encode(self, data: BytesLike) -> BytesLike:
         return data
@@ -128,6 +124,13 @@ class RawCompression(N5Compression):
 
     def encoded_size(self, decoded_size: int) -> int | None:
         return decoded_size
+
+
+@register_n5_compression
+class RawCompression(_PassThrough, N5Compression):
+    """N5 ``raw``: no compression."""
+
+    name = "raw"
 
 
 _GZIP_OS_BYTE = 9  # offset of the OS field in a gzip member header (RFC 1952)
@@ -149,11 +152,9 @@ class GzipCompression(N5Compression):
     name = "gzip"
 
     def __init__(self, level: int = 6, use_zlib: bool = False) -> None:
-        if isinstance(level, bool) or not isinstance(level, int) or not -1 <= level <= 9:
-            raise MetadataError(f"N5 gzip compression: 'level' must be an integer in [-1, 9], got {level!r}")
+        self.level = _check_int(level, "level", -1, 9, "gzip")
         if not isinstance(use_zlib, bool):
             raise MetadataError(f"N5 gzip compression: 'useZlib' must be a boolean, got {use_zlib!r}")
-        self.level = level
         self.use_zlib = use_zlib
 
     @classmethod
@@ -199,7 +200,7 @@ class Bzip2Compression(N5Compression):
     name = "bzip2"
 
     def __init__(self, block_size: int = 9) -> None:
-        self.block_size = _check_int({"blockSize": block_size}, "blockSize", 9, 1, 9, "bzip2")
+        self.block_size = _check_int(block_size, "blockSize", 1, 9, "bzip2")
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
@@ -228,7 +229,7 @@ class XzCompression(N5Compression):
     name = "xz"
 
     def __init__(self, preset: int = 6) -> None:
-        self.preset = _check_int({"preset": preset}, "preset", 6, 0, 9, "xz")
+        self.preset = _check_int(preset, "preset", 0, 9, "xz")
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
@@ -281,9 +282,7 @@ class Lz4Compression(N5Compression):
     name = "lz4"
 
     def __init__(self, block_size: int = 65536) -> None:
-        self.block_size = _check_int(
-            {"blockSize": block_size}, "blockSize", 65536, _LZ4_MIN_BLOCK, _LZ4_MAX_BLOCK, "lz4"
-        )
+        self.block_size = _check_int(block_size, "blockSize", _LZ4_MIN_BLOCK, _LZ4_MAX_BLOCK, "lz4")
         self.level = max(0, (self.block_size - 1).bit_length() - _LZ4_LEVEL_BASE)
 
     @classmethod
@@ -391,7 +390,7 @@ class ZstdCompression(N5Compression):
     name = "zstd"
 
     def __init__(self, level: int = 3) -> None:
-        self.level = _check_int({"level": level}, "level", 3, -131072, 22, "zstd")
+        self.level = _check_int(level, "level", -131072, 22, "zstd")
         self._shared = ZstdCodec(level=self.level)
 
     @classmethod
@@ -430,10 +429,10 @@ class BloscCompression(N5Compression):
                 f"N5 blosc compression: unknown 'cname' {cname!r}; expected one of {_BLOSC_CNAMES}"
             )
         self.cname = cname
-        self.clevel = _check_int({"clevel": clevel}, "clevel", 6, 0, 9, "blosc")
-        self.shuffle = _check_int({"shuffle": shuffle}, "shuffle", 0, -1, 2, "blosc")
-        self.blocksize = _check_int({"blocksize": blocksize}, "blocksize", 0, 0, 2**31 - 1, "blosc")
-        self.nthreads = _check_int({"nthreads": nthreads}, "nthreads", 1, 1, 1024, "blosc")
+        self.clevel = _check_int(clevel, "clevel", 0, 9, "blosc")
+        self.shuffle = _check_int(shuffle, "shuffle", -1, 2, "blosc")
+        self.blocksize = _check_int(blocksize, "blocksize", 0, 2**31 - 1, "blosc")
+        self.nthreads = _check_int(nthreads, "nthreads", 1, 1024, "blosc")
         self._by_typesize: dict[int, BloscCodec] = {}
 
     @classmethod
@@ -492,19 +491,10 @@ class BloscCompression(N5Compression):
         return self._shared(1).decode_capped(data, max_size, out)
 
 
-class IdentityCodec(BytesBytesCodec):
+class IdentityCodec(_PassThrough):
     """N5 4.x ``id`` data codec: passes bytes through unchanged."""
 
     name = "id"
-
-    def encode(self, data: BytesLike) -> BytesLike:
-        return data
-
-    def decode(self, data: BytesLike) -> BytesLike:
-        return data
-
-    def encoded_size(self, decoded_size: int) -> int | None:
-        return decoded_size
 
 
 def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compression:

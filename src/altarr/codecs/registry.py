@@ -38,10 +38,6 @@ C = TypeVar("C", bound=type[Codec])
 _REGISTRY: dict[str, type[Codec]] = {}  # the Zarr v3 names (namespace "")
 _NAMESPACES: dict[str, dict[str, type[Codec]]] = {"": _REGISTRY}
 _LOCK = threading.Lock()
-#: Modules of this package written separately that register further codecs; imported on the first lookup
-#: of a name that is not registered yet (keeps ``import altarr.codecs`` free of import cycles).
-_PLUGIN_MODULES = ("altarr.codecs.zarr2", "altarr.codecs.n5_compressions")
-_plugins_loaded = False
 _ALLOWED_KEYS = frozenset({"name", "configuration", "must_understand"})
 
 
@@ -73,16 +69,9 @@ def register_codec(cls: C, *, replace: bool = False, namespace: str = "") -> C:
 
 
 def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for module in _PLUGIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as e:  # the module is optional; anything else is a real bug
-            if e.name != module:
-                raise
+    """Register the N5 compressions (namespace ``"n5"``): their module imports this one, so it is imported
+    on the first lookup of a name that is not registered yet rather than by ``import altarr.codecs``."""
+    importlib.import_module("altarr.codecs.n5_compressions")
 
 
 def get_codec_class(name: str, *, namespace: str = "") -> type[Codec]:
