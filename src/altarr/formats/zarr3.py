@@ -43,7 +43,6 @@ from .registry import register_format
 from .zarr3_types import data_type_name, decode_fill_value, dtype_from_data_type, encode_fill_value
 
 if TYPE_CHECKING:
-    from ..codecs.chain import CodecChain
     from ..stores.base import Store
 
 __all__ = [
@@ -146,19 +145,10 @@ def _check_common(doc: dict[str, Any], key: str, node_type: str | None = None) -
     return str(kind)  # "array" or "group"
 
 
-def _codec_chain(value: Any, key: str) -> CodecChain:
-    from ..codecs.chain import CodecChain
-
-    if not isinstance(value, list) or not value:
-        raise MetadataError(f"field 'codecs' must be a non-empty list, got {value!r}", key=key)
-    try:
-        return CodecChain.from_json(value)
-    except AltarrError as e:
-        raise e.with_context(key=key) from e
-
-
 def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> DatasetSpec:
     """Validate a Zarr v3 array document and build its spec (``key`` names it in errors)."""
+    from ..codecs.chain import CodecChain
+
     _check_common(doc, key, "array")
     missing = [
         f
@@ -213,8 +203,11 @@ def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> Dat
             )
         names = tuple(names)
 
-    chain = _codec_chain(doc["codecs"], key)
-    try:  # the chain against the block shape it encodes (shard shapes divide, ``bytes`` endianness)
+    codecs = doc["codecs"]
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(f"field 'codecs' must be a non-empty list, got {codecs!r}", key=key)
+    try:  # the chain, checked against the block shape it encodes (shard shapes divide, ``bytes`` endianness)
+        chain = CodecChain.from_json(codecs)
         chain.validate(chunk_shape, dtype)
     except AltarrError as e:
         raise e.with_context(key=key) from e
@@ -363,6 +356,7 @@ class Zarr3Format(Format):
                 {"name": "bytes", "configuration": {"endian": "little"}},
                 *(with_checksum(compression) if checksum else compression),
             ]
+            fill = encode_fill_value(new.fill_value, dt)
         except AltarrError as e:
             raise e.with_context(key=key) from e
         doc: dict[str, Any] = {
@@ -372,7 +366,7 @@ class Zarr3Format(Format):
             "data_type": data_type,
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(levels[-1])}},
             "chunk_key_encoding": cke,
-            "fill_value": _encode_fill(new.fill_value, dt, key),
+            "fill_value": fill,
             "codecs": nest_in_shards(levels, inner, _INDEX_CODECS, index_location),
             "attributes": dict(new.attributes or {}),
         }
@@ -436,13 +430,6 @@ class Zarr3Format(Format):
         key = join_key(prefix, METADATA_KEY)
         doc = {"zarr_format": 3, "node_type": "group", "attributes": dict(attributes or {})}
         store.set(key, dump_json(doc, key=key))
-
-
-def _encode_fill(value: Any, dtype: np.dtype, key: str) -> Any:
-    try:
-        return encode_fill_value(value, dtype)
-    except AltarrError as e:
-        raise e.with_context(key=key) from e
 
 
 register_format(Zarr3Format())
