@@ -30,7 +30,7 @@ ds[...] = np.arange(64, dtype="u2").reshape(8, 8)
 assert (ds[1:7, ::3] == np.arange(64).reshape(8, 8)[1:7, ::3]).all()
 s = aa.native_status()
 print(json.dumps({"active": s.active, "reason": s.reason, "libraries": s.libraries, "text": str(s),
-                  "plan": ds._access.native is not None, "loaded": native.loaded() is not None}))
+                  "plan": ds._access.codec.native is not None, "loaded": native.loaded() is not None}))
 """
 
 

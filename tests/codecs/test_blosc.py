@@ -136,9 +136,9 @@ def test_writes_through_the_output_arena_store_what_fresh_buffers_store(
             checksum=False,  # [bytes, blosc]: the chain the arena serves
         )
         if slot == "fresh":
-            ds._access.encode_slot = None
+            ds._access.codec.encode_slot = None
         else:
-            assert ds._access.encode_slot == 16 * 16 * 16 * 2 + 16  # + BLOSC_MAX_OVERHEAD
+            assert ds._access.codec.encode_slot == 16 * 16 * 16 * 2 + 16  # + BLOSC_MAX_OVERHEAD
         ds[...] = data
         np.testing.assert_array_equal(ds[...], data)
         stores.append(store)

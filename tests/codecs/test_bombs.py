@@ -171,7 +171,7 @@ def _dataset_with_bomb(tmp_path, kind: str) -> tuple[str, int]:
         )
         sc = ds._access.sharding[1]
         frames = _zstd_bomb(5 * (64 << 20))  # 5 frames without content size: 320 MiB
-        assert len(frames) <= ds._access.max_block_bytes[0]
+        assert len(frames) <= ds._access.layout.max_block_bytes[0]
         bomb = sc.assemble([frames], (1, 1))
     elif kind.startswith("zarr2filter-"):  # issue 34: the same streams as a Zarr v2 *filter*
         cid = kind.split("-")[1]

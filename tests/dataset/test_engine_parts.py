@@ -104,9 +104,7 @@ def test_the_facade_hands_out_its_parts():
     assert isinstance(acc, DatasetAccess)
     assert acc.grid is acc.layout.grid and acc.sharding is acc.layout.sharding
     assert acc.reader.index_cache is acc.index_cache is acc.writer.index_cache
-    assert acc.native is acc.codec.native
-    acc.encode_slot = None  # the façade's knob reaches the codec the writer uses
-    assert acc.writer.codec.encode_slot is None
+    assert acc.writer.codec is acc.codec  # the writer compresses with the façade's codec
 
 
 # --- ChunkCodec, the thread buffers, the façade's attributes and the index cache, input by input ------
@@ -264,7 +262,7 @@ def test_the_facade_names_its_inputs_and_parts():
     acc = DatasetAccess(store, "arr", ds.spec)
     assert (acc.store, acc.prefix, acc.spec) == (store, "arr", ds.spec)
     assert acc.key((1, 0)) == "arr/c/1/0"
-    assert acc.max_block_bytes == acc.layout.max_block_bytes and acc.sharded is False
+    assert acc.sharded is False
     assert acc.dtype == np.dtype("uint16")
     store.stats.reset()
     acc.write_chunks([(0, 0)], [np.zeros((4, 4), "uint16")])  # the fill value: not stored by default
@@ -331,14 +329,14 @@ def test_opens_of_one_memoized_parse_share_the_layout_and_the_codec_plan_but_not
     one, two = aa.open_dataset(store, path="a"), aa.open_dataset(store, path="a")
     assert one.spec.codecs is two.spec.codecs  # the parse's memo
     assert one._access.layout is two._access.layout and one._access.layout.prefix == "a"
-    assert one._access.codec is not two._access.codec and one._access.native is two._access.native
-    assert one._access.native is not None
-    one._access.encode_slot = None
-    assert two._access.encode_slot is not None
+    assert one._access.codec is not two._access.codec and one._access.codec.native is two._access.codec.native
+    assert one._access.codec.native is not None
+    one._access.codec.encode_slot = None
+    assert two._access.codec.encode_slot is not None
     keeping = aa.open_dataset(store, path="a", write_empty_chunks=True)  # another plan: fill chunks kept
     assert keeping._access.layout is one._access.layout
-    assert keeping._access.native is not one._access.native
-    assert keeping._access.native.fill_mode != one._access.native.fill_mode
+    assert keeping._access.codec.native is not one._access.codec.native
+    assert keeping._access.codec.native.fill_mode != one._access.codec.native.fill_mode
     other = aa.open_dataset(store, path="b")
     assert other._access.layout is not one._access.layout and other._access.key((1, 0)) == "b/c/1/0"
     assert one._access.key((1, 0)) == "a/c/1/0"

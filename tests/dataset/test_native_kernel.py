@@ -49,7 +49,7 @@ COMPRESSORS = {
 
 def test_datasets_of_kernel_chains_get_a_kernel_plan():
     ds = aa.create_dataset(MemoryStore(), shape=(8, 8), dtype="u2", chunks=(4, 4), shards=(8, 8))
-    assert ds._access.native is not None and ds._access.native.writes
+    assert ds._access.codec.native is not None and ds._access.codec.native.writes
 
 
 def _stores(tmp_path, name):
@@ -347,7 +347,7 @@ def test_missing_chunks_and_other_chains_mix_with_kernel_chunks(tmp_path):
     want[:8, :8] = 5
     np.testing.assert_array_equal(ds[...], want)
     gz = aa.create_dataset(MemoryStore(), shape=(16, 16), dtype="i4", chunks=(4, 4), compressor="gzip")
-    assert gz._access.native is None  # gzip: pure-Python path
+    assert gz._access.codec.native is None  # gzip: pure-Python path
     gz[...] = want
     np.testing.assert_array_equal(gz[...], want)
 

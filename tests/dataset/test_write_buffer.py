@@ -30,7 +30,7 @@ def _make(store, **kw) -> aa.Dataset:
 def _arena(ds) -> int:
     """The output arena of a write-out of one shard: a slot per chunk, where the chain compresses into
     one (0 where it does not)."""
-    return 18 * (ds._access.encode_slot or 0)
+    return 18 * (ds._access.codec.encode_slot or 0)
 
 
 def _stored_bytes(store, ds) -> int:
@@ -56,7 +56,7 @@ def test_buffered_plane_loop_writes_each_shard_once_and_reads_nothing(tmp_path, 
     # (a chunk's bytes and the codec's bound) for a write-out group (14 of these small shards fit a
     # quarter of the budget)
     _, per_group, arena = b._geometry
-    slot = ds._access.encode_slot
+    slot = ds._access.codec.encode_slot
     assert per_group == 14 and arena == (0 if slot is None else 14 * 18 * slot)
     assert b.peak_bytes == 16 * 24 * 24 * 2 + arena
     np.testing.assert_array_equal(ds[...], vol)

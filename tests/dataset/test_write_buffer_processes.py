@@ -109,7 +109,7 @@ INTERLEAVED = [16 * s + i for i in range(16) for s in range(4)]
 def _budget(path: str, shards: float) -> int:
     """Room for ``shards`` shards of values and the output arena (a slot per chunk of one shard)."""
     ds = aa.open_dataset(path)
-    return int(shards * 16 * 32 * 32 * 2) + 8 * (ds._access.encode_slot or 0)
+    return int(shards * 16 * 32 * 32 * 2) + 8 * (ds._access.codec.encode_slot or 0)
 
 
 def _killed_writer(path: str, budget: int, order: list[int], stop_at: int, progress) -> None:

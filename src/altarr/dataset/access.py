@@ -59,7 +59,6 @@ from .shard_write import Merge, ShardWriter
 if TYPE_CHECKING:
     from ..selection.regions import Geometry
     from ..stores.base import Store
-    from .kernel import KernelPlan
 
 __all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 
@@ -90,26 +89,10 @@ class DatasetAccess:
         # the parts' fixed attributes, named here for callers
         self.grid: NestedGrid = self.layout.grid
         self.sharding: list[ShardingCodec | None] = self.layout.sharding
-        self.max_block_bytes: list[int] = self.layout.max_block_bytes
         self.sharded: bool = self.layout.sharded
         self.dtype: np.dtype = self.layout.dtype
-        self.fill_value: Any = self.codec.fill_value
 
     # --- the parts' attributes, named here for callers -------------------------------------------------
-    @property
-    def native(self) -> KernelPlan | None:
-        """The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``)."""
-        return self.codec.native
-
-    @property
-    def encode_slot(self) -> int | None:
-        """Bytes per chunk of the output arena writes compress into (None: each chunk its own buffer)."""
-        return self.codec.encode_slot
-
-    @encode_slot.setter
-    def encode_slot(self, value: int | None) -> None:
-        self.codec.encode_slot = value
-
     def key(self, outer_pos: Sequence[int]) -> str:
         return self.layout.key(outer_pos)
 
