@@ -217,27 +217,25 @@ def nest_in_shards(
     levels: Sequence[Sequence[int]],
     inner: list[dict[str, Any]],
     index_codecs: list[dict[str, Any]],
-    index_location: str = "end",
+    index_location: str,
+    *,
+    codecs_last: bool = False,
 ) -> list[dict[str, Any]]:
     """The ``codecs`` JSON that wraps the chunk codecs ``inner`` in one ``sharding_indexed`` level per
     shard shape: ``levels`` are the block shapes innermost (the chunk) first, in the document's order.
+    ``codecs_last`` writes the configuration's keys in Java N5's order (``codecs`` after the index's).
 
-    >>> nest_in_shards([[2], [4]], [{"name": "bytes"}], [{"name": "bytes"}])[0]["configuration"]["chunk_shape"]
-    [2]
+    >>> nest_in_shards([[2], [4]], [{"name": "bytes"}], [{"name": "bytes"}], "end")[0]["configuration"]
+    {'chunk_shape': [2], 'codecs': [{'name': 'bytes'}], 'index_codecs': [{'name': 'bytes'}], 'index_location': 'end'}
     """
     codecs = inner
     for i in range(1, len(levels)):
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(levels[i - 1]),
-                    "codecs": codecs,
-                    "index_codecs": copy.deepcopy(index_codecs),  # each document owns its parts
-                    "index_location": index_location,
-                },
-            }
-        ]
+        config: dict[str, Any] = {"chunk_shape": list(levels[i - 1]), "codecs": codecs}
+        config["index_codecs"] = copy.deepcopy(index_codecs)  # each document owns its parts
+        config["index_location"] = index_location
+        if codecs_last:
+            config["codecs"] = config.pop("codecs")
+        codecs = [{"name": "sharding_indexed", "configuration": config}]
     return codecs
 
 

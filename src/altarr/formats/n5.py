@@ -59,6 +59,7 @@ from ._common import (
     dump_json,
     fetch_documents,
     join_key,
+    nest_in_shards,
     normalize_levels,
     parse_json,
 )
@@ -238,19 +239,7 @@ def _codecs_json(
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
         codecs.append(compression.to_json())
-    for inner in levels[:-1]:
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(inner),
-                    "index_codecs": index.codecs_json(),
-                    "index_location": index.location,
-                    "codecs": codecs,
-                },
-            }
-        ]
-    return codecs
+    return nest_in_shards(levels, codecs, index.codecs_json(), index.location, codecs_last=True)
 
 
 @dataclass(frozen=True)
