@@ -748,8 +748,13 @@ def test_a_codec_object_outside_the_numcodecs_registry_is_refused_naming_the_zar
             chunks=(2,),
             **{option: codec if option == "compressor" else [codec]},
         )
-    assert str(ei.value) == (
-        f"unknown Zarr v2 {role} codec id 'altarr-test-unregistered' (not in the numcodecs registry) "
-        "[key='arr/.zarray', codec='altarr-test-unregistered']"
-    )
+    if option == "compressor":  # read by the codec vocabulary, which knows what Zarr v2 readers decode
+        assert str(ei.value).startswith(
+            "compressor=_Unregistered(): Zarr v2 has no 'altarr-test-unregistered' compressor its readers decode"
+        )
+    else:
+        assert str(ei.value) == (
+            f"unknown Zarr v2 {role} codec id 'altarr-test-unregistered' (not in the numcodecs registry) "
+            "[key='arr/.zarray', codec='altarr-test-unregistered']"
+        )
     assert store.get(KEY) is None
