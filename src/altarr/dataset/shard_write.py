@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from .._threads import pmap
 from ..errors import WriteConflictError
 from ..stores.ranges import WHOLE
 from . import kernel, locks
-from .chunk_codec import ChunkCodec
+from .chunk_codec import ChunkCodec, check_room
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
 from .locks import store_exclusive
@@ -187,7 +188,12 @@ class ShardWriter:
             return None
         if isinstance(update, Merge):
             if old is None:
-                base = np.full(self.layout.clipped(chunk), self.codec.fill_value, dtype=self.codec.dtype)
+                shape, dtype = self.layout.clipped(chunk), self.codec.dtype
+                what = f"a chunk of shape {shape} and dtype {dtype}"
+                check_room(
+                    math.prod(shape) * dtype.itemsize, what, key=self.layout.object_key(chunk), chunk=chunk
+                )
+                base = np.full(shape, self.codec.fill_value, dtype=dtype)
             else:
                 base = self.codec.decode_chunk(old.data, chunk, old.key, byte_range=old.span)
                 if not base.flags.writeable or base.base is not None:
