@@ -1,16 +1,5 @@
-"""Compressors (bytes -> bytes) backed by numcodecs: Zarr v3 ``gzip``, ``zstd`` and ``blosc``.
-
-Codec objects hold one numcodecs codec each and are safe to share across threads (numcodecs' GZip, Zstd
-and Blosc encode/decode are reentrant; Blosc serialises its global-context calls with its own lock).
-Inputs are passed to numcodecs as memoryviews (no copy); outputs are returned as numcodecs gives them.
-
-``decode(data, out=...)`` decompresses straight into a caller-provided C-contiguous byte buffer when the
-stream's header announces exactly ``out.nbytes`` bytes (Zstd frames with a content size, Blosc); a stream
-of more than ``out.nbytes`` bytes is refused (``CorruptChunkError``) before it is decoded, and a shorter
-one is returned as a new buffer, so callers must use the return value. ``decode_capped(data, max_size)``
-bounds the output the same way without ``out``: headers announcing more are refused before any
-allocation, and streams without a size (gzip, zstd frames without a content size) are inflated
-incrementally up to the cap (see :mod:`altarr.codecs.bounded`).
+"""Compressors (bytes -> bytes) backed by numcodecs: Zarr v3 ``gzip``, ``zstd`` and ``blosc``, safe to
+share across threads.
 
 Example:
     >>> z = ZstdCodec(level=3)
@@ -84,16 +73,16 @@ class _NumcodecsCodec(BytesBytesCodec):
             raise CodecError(f"{self.name} compression failed: {e}", codec=self.name) from e
 
     def decode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
-        """Decompress ``data``; see the module docstring for ``out``. With ``out`` the output is capped
-        at ``out.nbytes`` (see :meth:`decode_capped`)."""
+        """Decompress ``data``. With ``out`` (C-contiguous bytes) the output is capped at ``out.nbytes``
+        and decoded straight into it when the header announces exactly that size (zstd with a content
+        size, blosc); a shorter stream comes back as a new buffer: use the return value."""
         if out is not None:
             return self.decode_capped(data, out.nbytes, out)
         return self._decode(as_byte_view(data), None)
 
     def decode_capped(self, data: BytesLike, max_size: int, out: np.ndarray | None = None) -> BytesLike:
-        """Decompress at most ``max_size`` bytes: a header announcing more is refused before anything is
-        allocated, a stream without a size is inflated incrementally up to the cap
-        (``CorruptChunkError``: a decompression bomb or a corrupt stream)."""
+        """Decompress at most ``max_size`` bytes (else ``CorruptChunkError``): a header announcing more is
+        refused before anything is allocated, a stream without a size is inflated up to the cap."""
         mv = as_byte_view(data)
         announced = self._content_size(mv)
         check_announced(self.name, announced, max_size)
@@ -104,8 +93,7 @@ class _NumcodecsCodec(BytesBytesCodec):
         return self._decode(mv, out)
 
     def _stream(self, data: memoryview, max_size: int) -> bytes | None:
-        """Capped incremental decoding of a stream whose header gives no size (``None``: the codec's
-        format always announces its size, so the plain decoder is bounded already)."""
+        """Capped incremental decoding of a stream whose header gives no size (``None``: not needed)."""
         return None
 
     def _decode(self, mv: memoryview, out: np.ndarray | None) -> BytesLike:
@@ -303,11 +291,8 @@ class BloscCodec(_NumcodecsCodec):
         # Blosc 1 header: version, versionlz, flags, typesize, nbytes (uint32 LE), blocksize, cbytes.
         return int.from_bytes(data[4:8], "little") if len(data) >= 16 else None
 
-    # With the native kernel active, blosc runs through c-blosc's reentrant calls in the extension
-    # (``blosc_*_ctx``: one thread, no global lock, GIL released, straight into the caller's buffer);
-    # anything they do not accept goes to numcodecs, which reports the problem. numcodecs' own wrapper,
-    # the pure-Python path, takes blosc's global lock and its thread pool when called from the main
-    # thread (which altarr's pool also runs tasks on).
+    # With the native kernel active, blosc runs through c-blosc's reentrant calls in the extension;
+    # anything they refuse goes to numcodecs, which reports the problem (docs/engine.md, "Speed").
     def encode_bound(self, decoded_size: int) -> int | None:
         ext = native.ext
         return None if ext is None else decoded_size + ext.BLOSC_MAX_OVERHEAD

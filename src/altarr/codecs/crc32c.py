@@ -30,8 +30,7 @@ def crc32c_value(data: BytesLike) -> int:
     >>> hex(crc32c_value(b"123456789")), crc32c_value(memoryview(bytearray(b"abc"))[1:]) == crc32c_value(b"bc")
     ('0xe3069283', True)
     """
-    # google-crc32c takes read-only bytes-like objects only (no memoryview, no bytearray): a NumPy view
-    # of the bytes passes without a copy
+    # google-crc32c takes neither memoryview nor bytearray: a NumPy view passes without a copy
     value: int = google_crc32c.value(np.frombuffer(as_byte_view(data), dtype=np.uint8))
     return value
 

@@ -1,29 +1,6 @@
-"""The native shard kernel under region reads and writes (the loop of the C extension ``altarr._native``).
-
-What it does: for the chunks of one call whose codec chain is ``[bytes (native order), zstd or blosc]``,
-the per-chunk hot loop runs in C with the GIL released for the whole batch, on the engine's thread pool
-(one C call per pool thread; the threads share the chunks through one atomic counter):
-
-* **reads** (``Dataset[...]``): ``pread`` each chunk's byte range from its shard's open file (or take the
-  bytes the store returned), decompress it into a reused per-thread buffer, or straight into the result
-  when the chunk is one contiguous run of it, and copy the selected part into the result (strided copy);
-* **writes** (``Dataset[...] = ...``, ``write_chunks``): gather each chunk from its strided source (edge
-  chunks padded with the fill value), tell fill-valued chunks apart exactly as ``is_fill`` does, and
-  compress it into its row of the write group's output arena: blosc in C, zstd by the chain's codec
-  (python-zstandard, see :func:`_gather_and_compress`). The shard and its index are then built by the
-  engine from the parts (``ShardingCodec.assemble_parts``) and written with ``writev``, as on the
-  pure-Python path, so the arena is never copied into one joined buffer.
-
-Planning, the shard-index cache, request grouping, version checks and locks stay in Python, so the
-request contract (one batched read per level, counters in ``store.stats``) is the same on both paths.
-The codecs are libzstd (decoding) and c-blosc 1.x, linked by the extension (see :mod:`altarr.native`
-for whether it is built and active). Decoding is bounded: the codec gets exactly the chunk's size as its
-output capacity, and a frame that does not decode to exactly that size is a failure.
-
-A chunk the kernel cannot do (another codec or chain, a missing chunk, a read error, a frame that does not
-decode to the chunk's size, a merge of a partial write) goes through the pure-Python path, which does the
-work or raises the usual error naming key, chunk and codec. That path is also the whole engine when the
-extension is not built, or when it is switched off (``ALTARR_NATIVE=0``, :func:`altarr.native.set_enabled`).
+"""The Python side of the native kernel (``altarr._native``): per-dataset plans, the task tables of region
+reads and the encoding of write groups, for chunks whose chain is ``[bytes, zstd or blosc]``. What it
+does and what it leaves to the pure-Python path: docs/engine.md, "The native kernel".
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -207,13 +184,7 @@ def touch_pages(out: np.ndarray) -> Callable[..., None] | None:
     :data:`TOUCH_BYTES`, not contiguous, or no pool). Nothing else may write ``out`` before ``wait()``
     returned: the byte written is a zero.
 
-    Why: the first write to each page of fresh memory is a page fault, and the copies of the decoded
-    chunks into the result took them all, after the data had come. A read over a network leaves the
-    pool idle while its requests are on the way; taking the faults then takes them off the read's
-    critical path. On virtual machines they cost more than on bare metal, and most where the host has
-    taken back memory the guest freed (free page reporting): here, 32 MiB of fresh transparent huge
-    pages took 3-9 ms to fill just after being freed and 40-58 ms three seconds later; in 4 KiB pages
-    15-25 ms.
+    Why: docs/architecture.md, "Stores: typed requests, declared capabilities, one read path".
 
     >>> out = np.empty(TOUCH_BYTES, np.uint8)
     >>> wait = touch_pages(out)
@@ -239,13 +210,7 @@ class ReadInto:
     """:func:`read_into` for the parts of a read that arrive one after the other: each part's chunks are
     decoded on the pool while the calling thread takes the next part in, and :meth:`finish` has the
     calling thread join the decoding of what is left. A part's pool tasks exist only while it has
-    chunks to decode (no pool thread waits idle for the next answer, where another caller's work could
-    not run).
-
-    Every worker decodes, none is left to the receiving: on 2 cores against moto on the same machine, a
-    128x256x256 slab at 20 ms per request took 83.9 ms decoded after the last answer, 82.0 with one
-    thread decoding while the answers came and 81.3 with two (median of 21; the whole 256^3 array
-    124.5, 117.6 and 112.9 ms).
+    chunks to decode (no pool thread waits idle for the next answer).
 
     >>> out = np.zeros(4, "u1")
     >>> r = ReadInto(None, out, [{}])   # no kernel plan: every chunk is left to the Python path
@@ -260,25 +225,21 @@ class ReadInto:
         self._touch_started = False
 
     def touch(self) -> None:
-        """Start :func:`touch_pages` on ``out`` (once; later calls do nothing): the moment is the
-        caller's, once the read's requests are out (a page-touching pool woken before took 0.2 ms from
-        the sending of a slab's requests)."""
+        """Start :func:`touch_pages` on ``out`` once, when the caller has sent the read's requests."""
         if not self._touch_started:
             self._touch_started = True
             self._touching = touch_pages(self.out)
 
     def _touched(self) -> None:
-        """Wait until :func:`touch_pages` is done with ``out``: nothing else writes it before; none is
-        started after. Touching no pool thread has started yet is dropped, not waited for (the pool busy
-        with another call's work): the copies then take the faults, as without it."""
+        """Wait until :func:`touch_pages` is done with ``out`` (touching no pool thread started yet is
+        dropped: the copies then take the faults)."""
         self._touch_started = True
         if self._touching is not None:
             wait, self._touching = self._touching, None
             wait(skip_unstarted=True)
 
     def add(self, raw: Mapping[Any, ChunkSlot | None]) -> None:
-        """Start decoding the chunks of one part (a dict as :meth:`ShardReader.read_raw` gives) on the
-        pool."""
+        """Start decoding the chunks of one part (as :meth:`ShardReader.read_raw` gives) on the pool."""
         chunks = list(raw)
         self._touched()
         job = _job(self.plan, raw, chunks, self.out, self.geometry)
@@ -304,13 +265,8 @@ class ReadInto:
 
 
 class _Job:
-    """One kernel call's tables: the sources (bytes or open files), one task row per chunk, and per row
-    a status the kernel sets.
-
-    The tables are :mod:`array` buffers, not NumPy arrays: this runs on the calling thread right after a
-    store's answer, where the first NumPy calls after a wait cost 30-90 us each while the interpreter
-    and NumPy's code come back into the CPU's caches (an open + one chunk over HTTP at 20 ms per request
-    made three of them here, and two more in :meth:`finish`)."""
+    """One kernel call's tables (:mod:`array` buffers: NumPy calls right after a store's answer are
+    slow): the sources (bytes or open files), one task row per chunk, and per row a status."""
 
     def __init__(
         self,
@@ -331,10 +287,8 @@ class _Job:
         self.ext, self.plan, self.sources, self.out = ext, plan, sources, out
 
     def call(self) -> None:
-        """Decode tasks until none is left (several threads may call it at once: they share the
-        counter). A method, not a closure kept on the job: that is a reference cycle, and the job's
-        sources (whole shards) and output then wait for the cyclic garbage collector (a CLI copy's peak
-        memory grew by 20 MB)."""
+        """Decode tasks until none is left (threads share the counter). A method, not a closure kept on
+        the job: a cycle would keep the sources and output until the cyclic garbage collector ran."""
         p = self.plan
         self.ext.read_chunks(
             self.sources, self.tasks, self.counter, self.status, self.out, p.chunk_shape, p.codec
@@ -342,7 +296,6 @@ class _Job:
 
     def finish(self, chunks: Sequence[Any]) -> list[Any]:
         """Count the file reads, and return the chunks of ``chunks`` the kernel did not decode."""
-        # the store's counters: one read per chunk range read from a file, as FileReader.read_into counts
         counts: dict[int, list[Any]] = {}
         status = self.status.tolist()
         lengths = self.tasks[2 :: len(self.tasks) // self.n].tolist()
@@ -364,11 +317,8 @@ def _job(
     out: np.ndarray,
     geometry: Geometry,
 ) -> _Job | None:
-    """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none.
-
-    This loop runs on the calling thread for every part of a read as it arrives (it delays the part's
-    decoding): each chunk's row is its source, its byte count and its geometry looked up per dimension
-    (64 chunks: 82 -> 64 us against reading each chunk's slices)."""
+    """The kernel call for the chunks of ``raw`` it can decode into ``out``, or ``None`` for none; a
+    chunk's row is its source, its byte range and its geometry per dimension."""
     ext = native.ext
     if plan is None or ext is None or not out.flags.writeable:
         return None
@@ -387,7 +337,7 @@ def _job(
             rec = [len(sources), 0, length]
             sources.append(data)
             reader = None
-        else:  # a ChunkRange: read from its shard's open file (a reader with a descriptor and counters)
+        else:  # a ChunkRange: read from its shard's open file
             data = cast("ChunkRange", data)
             reader = data.reader
             fd = reader.fd
@@ -482,19 +432,8 @@ def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray, row: np
     """One zstd chunk: gathered and tested against the fill value by the kernel into this thread's
     buffer, then compressed by the codec (python-zstandard, GIL released) into ``row`` (its
     row of the write group's arena; the result is a view of it): ``None`` for a fill chunk,
-    :data:`TODO` for one the kernel or the codec refuses (the pure-Python path then says why).
-
-    Why into the arena: python-zstandard's ``compress`` returns each frame in a new bytes object of the
-    bound's size, and a group's frames (64 of 64^3 uint16: 33 MB) held until its shards were written
-    were fresh 4 KiB pages every group, faulted in while compressing and given back after the writes
-    (perf of whole 512^3 writes: 18 % more kernel time and 6 % more time in libzstd than c9fd1c8's
-    compressing into an arena). :meth:`ZstdCodec.encode_into
-    <altarr.codecs.compress.ZstdCodec.encode_into>` compresses into the row through python-zstandard's
-    public API; copying ``compress``'s frame into the row gained nothing (benchmarks/README.md).
-
-    Why python-zstandard and not the linked libzstd: it bundles a newer libzstd than distributions
-    ship, and the newer one is faster at the levels used (Debian 12's 1.5.4 made whole 512^3 zstd writes
-    9 % slower than python-zstandard's 1.5.7, paired interval [1.06, 1.18]; benchmarks/README.md)."""
+    :data:`TODO` for one the kernel or the codec refuses (the pure-Python path then says why). Why the
+    arena and python-zstandard: docs/engine.md, "The native kernel"."""
     buf = getattr(_gathered, "buf", None)
     if buf is None or buf.nbytes != plan.chunk_nbytes:
         buf = _gathered.buf = np.empty(plan.chunk_nbytes, dtype=np.uint8)

@@ -1,18 +1,5 @@
-"""The read side: the encoded bytes of a batch of chunks, one batched store round per nesting level.
-
-:meth:`ShardReader.read_raw` groups the chunks by the outermost shard that holds them, reads every
-shard's index in one batched ``get_ranges`` call (a suffix or prefix range, never a size query), then
-every nested level's index, then the chunks' byte ranges (the store coalesces nearby ranges). A shard
-whose requested chunks make up most of it is read whole instead (the *whole-shard rule*,
-:data:`WHOLE_SHARD_FRACTION`). A missing shard costs one request and yields ``None`` for its chunks.
-Indexes come from the :class:`~altarr.dataset.index_cache.IndexCache` when it holds a valid entry; a
-shard replaced between its index read and its chunks' reads makes the call read again
-(:data:`READ_ATTEMPTS`).
-
-On stores with open readers (local files) each shard is opened once for the call
-(:meth:`ShardReader.open_readers`); no shard is then read whole, and the chunks' ranges are not read
-here but left as :class:`ChunkRange` slots that :meth:`ShardReader.slot_bytes` reads inside each
-chunk's decode task.
+"""The read side: the encoded bytes of a batch of chunks, one batched store round per nesting level
+(the steps of a read: docs/architecture.md, "The dataset engine").
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -57,15 +44,13 @@ __all__ = [
     "Slots",
 ]
 
-#: An absent entry's offset and length, as the Python int the index's ``tolist()`` gives: compared with a
-#: NumPy scalar instead, the two tests per child took half of :meth:`ShardReader._children`'s time
+#: An absent entry's offset and length, as a Python int (compared with the index's ``tolist()``)
 _EMPTY = 2**64 - 1
 
 #: Read a shard whole when the requested chunks are at least this fraction of its in-bounds chunks.
 WHOLE_SHARD_FRACTION = 0.5
 
-#: How often a batched read is redone when another writer replaces a shard between reading its index
-#: and reading its chunks (detected through the stores' version tokens) before it gives up.
+#: How often a batched read is redone when another writer replaces a shard during it, before it gives up.
 READ_ATTEMPTS = 5
 
 
@@ -144,9 +129,7 @@ def _span(n: _Node) -> tuple[int, int]:
 
 def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> list[Any]:
     """The ``(offset, nbytes)`` index entries, as Python ints, of the children at grid ``positions``
-    (global; taken modulo ``cps``, the children per node) of an index as
-    :meth:`~altarr.codecs.sharding.ShardingCodec.index_words` gives it (or as ``decode_index`` does),
-    with one fancy index."""
+    (taken modulo ``cps``, the children per node) of an index."""
     positions = list(positions)
     where = np.array(positions, dtype=np.intp) % np.array(cps, dtype=np.intp)
     pairs = np.frombuffer(index, dtype=np.uint64).reshape(-1, 2)
@@ -177,15 +160,10 @@ class ShardReader:
     ) -> Slots:
         """The encoded bytes of each chunk (a :class:`ChunkSlot`), or ``None`` where it is not stored.
 
-        ``readers`` (a dict from :meth:`open_readers`, on stores that have ``open_reader``): each shard is
-        opened once for the call and its version taken from the open file, which validates the cached
-        index without a ``stat``; index reads come from that file, shards are never read whole, and the
-        chunks' own ranges are not read here: their slots hold a :class:`ChunkRange` that
-        :meth:`slot_bytes` reads inside the decode task, so reading and decoding overlap on the pool and
-        each chunk's bytes are still in the CPU cache when decoded. Every range of a shard then comes
-        from the same version of the file.
-
-        ``versions``: a dict that receives the version token of every shard the call read."""
+        ``readers`` (a dict from :meth:`open_readers`): each shard is opened once for the call (its
+        version from the open file), shards are never read whole, and the chunks' slots hold a
+        :class:`ChunkRange` that :meth:`slot_bytes` reads inside the decode task. ``versions``: a dict
+        that receives the version token of every shard the call read."""
         if not self.layout.sharded:
             keys = [self.layout.key(c) for c in chunks]
             datas = self.store.get_ranges([(k, WHOLE) for k in keys])
@@ -206,17 +184,13 @@ class ShardReader:
         versions: dict[str, Any] | None = None,
         on_sent: Callable[[], None] | None = None,
     ) -> Iterator[ReadPart]:
-        """:meth:`read_raw` (without open readers) handed over in parts as the store's answers arrive, so
-        that the caller decodes the chunks of one shard while the others are still on the way: each
-        part maps some of ``chunks`` to their slots, and together the parts cover every chunk once. On
-        stores that answer everything at once (:attr:`~altarr.stores.base.Store.answers_as_ready`
-        false) and for unsharded arrays, one part.
+        """:meth:`read_raw` (without open readers) in parts as the store's answers arrive; together the
+        parts cover every chunk once (one part on stores without
+        :attr:`~altarr.stores.base.Store.answers_as_ready` and for unsharded arrays).
 
-        A :data:`RESTART` part means another writer replaced a shard during the read: every part before it
-        is void (wait until nothing uses it any more), and the read starts over from the index round.
-        ``versions`` is filled once the iterator is exhausted. ``on_sent()`` is called each time a batch of
-        requests whose answers come as ready has been handed to the store (not on the one-part paths):
-        the caller's moment to use the wait."""
+        A :data:`RESTART` part voids every part before it: the read starts over. ``versions`` is filled
+        once the iterator is exhausted; ``on_sent()`` is called each time a batch of requests has been
+        handed to the store."""
         if not self.layout.sharded or not self.store.answers_as_ready:
             yield self.read_raw(chunks, versions=versions)
             return
@@ -272,8 +246,7 @@ class ShardReader:
         groups = self.layout.group_by_shard(chunks)
         nodes = [_Node(self.layout.key(pos), pos, group) for pos, group in groups.items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
-        # object sizes where an open file or the index read tells them (index entry checks)
-        sizes: dict[str, int] = {}
+        sizes: dict[str, int] = {}  # object sizes where an open file or the index read tells them
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
@@ -348,9 +321,8 @@ class ShardReader:
 
     @staticmethod
     def slot_bytes(key: str, data: bytes | memoryview | ChunkRange) -> bytes | memoryview:
-        """The bytes of a :meth:`read_raw` slot: a deferred :class:`ChunkRange` is read now (one ranged
-        read from its open file, inline on the calling thread) into this thread's reusable input buffer,
-        so the result is valid only until the thread reads again (decode it at once)."""
+        """The bytes of a :meth:`read_raw` slot: a :class:`ChunkRange` is read now into this thread's
+        reusable input buffer (valid until the thread reads again)."""
         if not isinstance(data, ChunkRange):
             return data
         buf = scratch_bytes(data.length)
@@ -358,12 +330,9 @@ class ShardReader:
         return _checked_range(key, data.chunk, data.start, data.length, buf[:got])
 
     def _read_sized(self, requests: list) -> tuple[list, list, list]:
-        """The index reads of a batched call (no open files held for it) of an end-located index on a
-        store that opens readers (local files), each from a file opened for it (open, fstat, pread,
-        close), with the size of the very file it came from. The batched store call reports that size
-        too (:meth:`IndexCache.read_sized`); this path stays because it keeps today's request counts
-        exactly: the index reads of one nesting level of a shard are not coalesced here, where the
-        batched call merges nearby ones (fewer requests, more bytes)."""
+        """End-located index reads on a store that opens readers, each from a file opened for it, with
+        the size of that very file (unlike the batched call, nearby reads are not coalesced: the request
+        counts stay one per index)."""
         store = cast(OpensReaders, self.store)
 
         def one(request: tuple) -> tuple[Any, Any, int | None]:
@@ -378,20 +347,16 @@ class ShardReader:
         return [d for d, _, _ in got], [v for _, v, _ in got], [z for _, _, z in got]
 
     def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list, list]:
-        """Ranged reads with object versions: from each key's open reader when the call has readers
-        (they never ask for whole objects; the files' sizes were taken when they were opened), else in
-        one batched store call that also gives each object's size where the store tells it with the
-        bytes (:meth:`IndexCache.read_sized`: no request added)."""
+        """Ranged reads with object versions: from each key's open reader when the call has readers, else
+        in one batched store call (:meth:`IndexCache.read_sized`)."""
         if not readers:
             return self.index_cache.read_sized(requests)
         got = [(readers[k].read(req), readers[k].version) for k, req in requests]
         return [d for d, _ in got], [v for _, v in got], [None] * len(got)
 
     def _index_error(self, e: AltarrError, n: _Node, level: int) -> AltarrError:
-        """``e`` from the index of node ``n`` with the dataset's names: its key, and as ``chunk`` the
-        dataset chunk coordinates (the sharding codec names an entry by its place inside the shard,
-        which its message keeps: for the first chunk of that inner block; else the call's first chunk
-        of ``n``)."""
+        """``e`` from the index of node ``n`` naming its key and, as ``chunk``, dataset chunk coordinates
+        (the first chunk of the inner block the codec named, else the call's first chunk of ``n``)."""
         if e.chunk is not None and len(e.chunk) == len(n.pos):
             per = self.grid.per_block(level)
             inner = tuple(p * k + w for p, k, w in zip(n.pos, per, e.chunk, strict=True))
@@ -411,13 +376,8 @@ class ShardReader:
         on_sent: Callable[[], None] | None = None,
     ) -> Iterator[list[_Node]]:
         """Read the index of every level-``level`` node (or the whole node) and yield its children: first
-        those of the nodes whose index needs no read (cached, or in a parent read whole), then those of
-        the nodes read, all at once or (``as_ready``) one part per store answer.
-
-        Every index entry is checked (:meth:`ShardingCodec.decode_index`) before it leads to a read: no
-        longer than a child block can be, inside the object where its size is known (a nested node's
-        length, an open file's size, a whole read, the size a store reports with the index read: files,
-        memory, zip, obstore), else below ``2**63``."""
+        those whose index needs no read, then those of the nodes read, all at once or (``as_ready``) one
+        part per store answer. Every entry is checked before it leads to a read."""
         indexed, requests, targets = self._index_reads(nodes, level, tokens, readers)
         if indexed:
             yield self._children(indexed, level)
@@ -439,9 +399,8 @@ class ShardReader:
     def _index_reads(
         self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None
     ) -> tuple[list[tuple[_Node, Any]], list[tuple[str, Any]], list[tuple[_Node, bool]]]:
-        """Every node's decoded index where it needs no read (parsed out of its bytes in memory: read whole
-        here, or sliced from a parent read whole; or cached), and for the others the request that reads
-        it, or the whole node (the whole-shard rule), with ``(node, whole)`` per request."""
+        """Every node's index where it needs no read (in memory or cached), and for the others the
+        request that reads it or the whole node (the whole-shard rule), with ``(node, whole)`` each."""
         max_child = self.layout.max_block_bytes[level - 1]
         sc = self.layout.sharding[level]
         assert sc is not None
@@ -452,11 +411,8 @@ class ShardReader:
             if n.mem is not None:
                 indexed.append((n, self._parse_index(n, level, tokens.get(n.key), max_child)))
                 continue
-            # with open files (local disk) a chunk's range is a pread inside its decode task, and reading
-            # ranges beats reading a shard whole even when most of it is wanted (no 18 MB buffer to
-            # fault in and copy out of: whole 512^3 blosc reads 102 -> 91 ms, zstd 235 -> 209 ms)
-            # a cached index comes first, also for a shard mostly wanted: its chunks' ranges then go
-            # out in the data round, and a warm read costs that one round
+            # a cached index comes first, also for a shard mostly wanted (a warm read: one round); with
+            # open files a shard is never read whole (benchmarks/README.md: "Numbers moved out of the code")
             cached = self.index_cache.get(n.key, level, n.start, tokens)
             if cached is not None:
                 indexed.append((n, cached))
@@ -508,8 +464,8 @@ class ShardReader:
         tokens: dict[str, Any],
         sizes: dict[str, int] | None,
     ) -> Any:
-        """Node ``n``'s index from the answer ``d`` to its index read (or its whole read), checked and
-        cached; ``None`` for a shard that is not stored (its chunks are absent)."""
+        """Node ``n``'s index from the answer ``d`` (index or whole read), checked and cached; ``None``
+        for a shard that is not stored."""
         if d is None:
             if n.length is None:  # a missing shard: all its chunks are absent
                 tokens[n.key] = MISSING
@@ -547,8 +503,7 @@ class ShardReader:
         return index
 
     def _parse_index(self, n: _Node, level: int, version: Any, max_child: int) -> np.ndarray:
-        """The index of node ``n`` whose bytes are in memory (read whole, or sliced from a parent read
-        whole), checked and cached."""
+        """The index of node ``n`` whose bytes are in memory, checked and cached."""
         sc = self.layout.sharding[level]
         assert sc is not None and n.mem is not None
         try:
@@ -559,8 +514,7 @@ class ShardReader:
         return index
 
     def _children(self, indexed: list[tuple[_Node, Any]], level: int) -> list[_Node]:
-        """The stored children of each node, with their byte ranges (and their bytes, sliced out of a
-        node in memory); an absent child is left out (its chunks stay ``None``)."""
+        """The stored children of each node, with their byte ranges (and bytes, for a node in memory)."""
         cps = self.grid.per_block(level)
         children: list[_Node] = []
         for n, index in indexed:
