@@ -1,7 +1,6 @@
-"""Codecs (Zarr v3 model): array->array, array->bytes, bytes->bytes, chains, and the sharding byte layer.
-
-Codecs are pure functions of bytes and arrays; they never see a store. Every codec class registers under
-its Zarr v3 name, and :func:`codec_from_json` / :meth:`CodecChain.from_json` build them from metadata.
+"""Codecs (Zarr v3 model: array->array, array->bytes, bytes->bytes), chains and the sharding byte layer;
+pure functions of bytes and arrays, built from metadata by :func:`codec_from_json` /
+:meth:`CodecChain.from_json`.
 
 Example:
     >>> import numpy as np

@@ -1,13 +1,5 @@
-"""Codec interfaces, following the Zarr v3 model: array->array, array->bytes, bytes->bytes.
-
-A chunk is encoded by a :class:`~altarr.codecs.chain.CodecChain`: zero or more :class:`ArrayArrayCodec`,
-exactly one :class:`ArrayBytesCodec`, zero or more :class:`BytesBytesCodec`; encoding runs in list
-order and decoding in reverse. Codecs are pure: they never see a store. Each codec names itself in
-errors through its ``name``.
-
-Every codec serializes to and from its Zarr v3 JSON form ``{"name": ..., "configuration": {...}}``
-through :meth:`Codec.to_json` and :meth:`Codec.from_config`; :func:`altarr.codecs.registry.codec_from_json`
-dispatches on the name.
+"""Codec interfaces of the Zarr v3 model (array->array, array->bytes, bytes->bytes), each codec pure and
+serialized to its Zarr v3 JSON form (:meth:`Codec.to_json`, :meth:`Codec.from_config`).
 
 Example:
     >>> import numpy as np

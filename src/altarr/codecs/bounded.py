@@ -1,13 +1,7 @@
-"""Decompression with a cap: every decoder stops at the size the chunk can have, so a decompression bomb
-(a few KB that inflate to GBs) fails with :class:`~altarr.errors.CorruptChunkError` after producing at
-most ``max_size + 1`` bytes, never allocating more.
-
-The cap is known before any decompression: a chunk's decoded size follows from its shape and dtype (see
-:meth:`altarr.codecs.CodecChain.decode_limits`). Streams that announce their size in a header (zstd
-frames with a content size, blosc, numcodecs' lz4) are checked against the cap before anything is
-allocated; streams that do not (deflate, bzip2, xz, zstd without a content size) are inflated
-incrementally with ``max_length`` (those stream decoders live in :mod:`altarr.capped`, below the
-stores, which cap zip members with them; they are re-exported here).
+"""Decompression with a cap (the chunk's decoded size, :meth:`altarr.codecs.CodecChain.decode_limits`):
+sizes announced in a header are checked before anything is allocated, other streams inflated up to the
+cap (the stream decoders live in :mod:`altarr.capped`, re-exported here), so a decompression bomb fails
+with :class:`~altarr.errors.CorruptChunkError`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The Zarr v3 ``bytes`` codec: an array as its raw elements in C order, little- or big-endian.
-
-Users always get arrays in native byte order; the codec swaps bytes only when the stored order differs
-from the machine's. Decoding is zero-copy where possible: the result is then a read-only view of the
-input buffer (copy it before writing to it), or, with ``out=``, the values are written into ``out``.
+"""The Zarr v3 ``bytes`` codec: an array as its raw elements in C order, little- or big-endian; decoding
+is zero-copy where it can be (a read-only view of the input), or into ``out=``.
 
 Example:
     >>> import numpy as np

@@ -1,8 +1,5 @@
-"""The codec chain of one stored object: array->array codecs, one array->bytes codec, bytes->bytes codecs.
-
-Encoding runs the codecs in list order, decoding in reverse. Unexpected exceptions raised inside a codec
-are wrapped into :class:`~altarr.errors.CodecError` naming the codec (chained with ``from``); altarr's own
-errors pass through unchanged.
+"""The codec chain of one stored object (array->array codecs, one array->bytes codec, bytes->bytes
+codecs); errors raised inside a codec are wrapped in :class:`~altarr.errors.CodecError` naming it.
 
 Example:
     >>> import numpy as np

@@ -1,20 +1,6 @@
-"""The N5 block format (``n5bytes``) and N5's data type names.
-
-An N5 block is a big-endian header followed by the (compressed) big-endian payload::
-
-    mode      uint16   0 = default, 1 = varlength (numElements follows the sizes), 2 = object
-    ndim      uint16   (modes 0 and 1)
-    size[d]   uint32   x ndim, in N5 order (the reverse of NumPy order), the block's actual size
-    numElements uint32 (modes 1 and 2)
-    payload   the elements in N5 F-order == NumPy C-order over the reversed size, big-endian,
-              then passed through the compression (only the payload is compressed, never the header)
-
-Because N5 F-order over ``size`` is NumPy C-order over ``size[::-1]``, :class:`N5BlockCodec` works in
-NumPy order throughout: ``encode`` takes an array of NumPy shape ``s`` and writes ``s[::-1]`` into the
-header; ``decode`` returns an array of shape ``size[::-1]``. Edge blocks are stored truncated
-(``truncates_edges = True``): the header records the smaller size.
-
-The payload passes through the N5 compressions (:mod:`altarr.codecs.n5_compressions`).
+"""The N5 block format (``n5bytes``: a big-endian header with the block's size, then the compressed
+big-endian payload; docs/n5.md, "Plain N5") and N5's data type names. :class:`N5BlockCodec` works in
+NumPy order: the header's size is the reversed shape, and edge blocks are stored truncated.
 
 Example:
     >>> import numpy as np

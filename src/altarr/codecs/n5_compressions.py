@@ -1,15 +1,7 @@
-"""The N5 compressions: bytes->bytes codecs with two JSON forms, the N5 ``compression`` object
-(``{"type": "gzip", "useZlib": false, "level": 6}``, :meth:`N5Compression.to_n5_json`,
-:func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (``{"name": "gzip", "configuration":
-{...}}``, :meth:`~altarr.codecs.base.Codec.to_json`, :func:`n5_codec_from_json`). They live in their own
-namespace of the codec registry, separate from the Zarr v3 names (N5's ``gzip`` is not Zarr's ``gzip``).
-:class:`~altarr.codecs.n5.N5BlockCodec` applies them to a block's payload.
-
-``lz4`` is the lz4-java ``LZ4BlockOutputStream`` stream format, not the LZ4 frame format: a sequence of
-blocks, each ``"LZ4Block"`` magic, a token byte (method ``0x10`` raw / ``0x20`` LZ4, or-ed with the
-compression level ``max(0, ceil(log2(blockSize)) - 10)``), the compressed length, the decompressed
-length and an xxhash32 checksum (seed ``0x9747b28c``, masked with ``0x0FFFFFFF``) as little-endian
-int32, then the data; the stream ends with an empty block (lengths and checksum 0).
+"""The N5 compressions, bytes->bytes codecs with two JSON forms: the ``compression`` object
+(:func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (:func:`n5_codec_from_json`), in the
+registry's ``"n5"`` namespace (N5's ``gzip`` is not Zarr's). ``lz4`` is lz4-java's block stream
+(docs/n5.md).
 
 Example:
     >>> from altarr.codecs.n5_compressions import compression_from_n5_json

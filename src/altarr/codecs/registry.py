@@ -1,17 +1,7 @@
-"""The codec registry: Zarr v3 codec JSON -> :class:`~altarr.codecs.base.Codec` objects.
-
-Codec classes register themselves by their ``name`` with :func:`register_codec`, in a *namespace*: the
-default one holds the Zarr v3 codec names; ``"n5"`` holds the N5 compressions (``{"type": ...}``),
-whose names overlap Zarr's (``gzip``, ``zstd``, ``blosc``) with other parameters, and which are thin
-adapters over this package's shared compressors. One registry, one lookup (:func:`get_codec_class`).
-
-:func:`codec_from_json` builds a codec from any of the Zarr v3 forms of a codec description:
-
-* ``{"name": "gzip", "configuration": {"level": 5}}`` (the configuration may be omitted),
-* the Zarr v3.1 short-hand, a bare name string ``"crc32c"``,
-* either with ``"must_understand": false`` (allowed, but a codec can never be skipped: data encoded with
-  an unknown codec cannot be decoded, so an unknown codec always raises
-  :class:`~altarr.errors.UnknownCodecError`).
+"""The codec registry: codec classes register by ``name`` (:func:`register_codec`) in a namespace (the
+default one for Zarr v3 names, ``"n5"`` for the N5 compressions), and :func:`codec_from_json` builds a
+codec from a Zarr v3 description (``{"name", "configuration"}`` or a bare name). A codec is never
+skipped: an unknown one raises :class:`~altarr.errors.UnknownCodecError`, ``must_understand`` or not.
 
 Example:
     >>> from altarr.codecs import codec_from_json

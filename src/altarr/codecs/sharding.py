@@ -1,15 +1,6 @@
-"""The Zarr v3 ``sharding_indexed`` codec: the pure-bytes layer of sharding (no store access).
-
-A shard is one stored object holding a grid of inner chunks (``chunks_per_shard``, C order), each
-encoded with the inner chain ``codecs`` (which may itself end in another sharding codec: nested shards),
-plus an index of ``(offset, nbytes)`` uint64 pairs (offsets absolute within the object; both words
-``2**64-1`` for an empty chunk) encoded with the fixed-size chain ``index_codecs`` and placed at the
-``start`` or the ``end`` of the object.
-
-This module parses and builds indexes, slices a shard into raw chunk bytes without decoding them
-(:meth:`ShardingCodec.split`) and assembles a compact shard from raw chunk bytes
-(:meth:`ShardingCodec.assemble`), which is what lets the dataset layer rewrite a shard without
-re-encoding the chunks it does not touch.
+"""The Zarr v3 ``sharding_indexed`` codec, bytes only (no store access): shard indexes parsed and built,
+a shard split into raw chunk bytes (:meth:`ShardingCodec.split`) and assembled from them
+(:meth:`ShardingCodec.assemble`), so a shard is rewritten without re-encoding its untouched chunks.
 
 Example:
     >>> import numpy as np

@@ -1,24 +1,7 @@
-"""One codec vocabulary: every way a user names a compressor, turned into the form a format writes.
-
-The same words work in Python (``compressor=``, and zarr-python 3's ``compressors=``, ``filters=``,
-``serializer=``) and on the command line (``altarr copy --codec``):
-
-* a string ``NAME[:LEVEL]`` or ``blosc[:CNAME][:LEVEL]``: ``"zstd"``, ``"zstd:5"``, ``"gzip:6"``,
-  ``"blosc:zstd:7"``, ``"zlib"``, ``"bz2"`` (``"bzip2"``), ``"lzma"`` (``"xz"``), ``"lz4"``, and
-  ``"none"`` (``"raw"``, ``None``) for no compression; ``"auto"`` is the format's default;
-* a dict: a Zarr v3 codec (``{"name": "zstd", "configuration": {"level": 5}}``), a numcodecs config
-  (``{"id": "zstd", "level": 5}``) or an N5 compression (``{"type": "gzip", "level": 6}``);
-* an object: a numcodecs codec (``numcodecs.Zstd(level=5)``), a ``zarr.codecs`` codec
-  (``zarr.codecs.ZstdCodec(level=5)``), an altarr codec;
-* a list or tuple of those (Zarr v3 chains several bytes-to-bytes codecs; Zarr v2 and N5 take one).
-
-Each form is read into one neutral description, a numcodecs config (``{"id": "zstd", "level": 5}``),
-checked there (the name, the level's range, blosc's inner compressor against what this machine's blosc
-was built with), and written in the format's own terms: Zarr v3 codec JSON, a ``.zarray`` compressor,
-an N5 ``compression``. A description already in the format's own terms keeps all its fields. A bad
-name or option raises :class:`~altarr.errors.UnknownCodecError` or
-:class:`~altarr.errors.MetadataError` whose message starts with the argument (``compressor='lz5': ...``,
-``--codec 'lz5': ...``), before anything is written.
+"""One codec vocabulary: every way a user names a compressor (a ``NAME[:LEVEL]`` string, a Zarr v3,
+numcodecs or N5 dict, a codec object, a list of those; docs/zarr-python.md, "Codecs: one vocabulary"),
+read into a numcodecs config, checked, and written in the format's own terms. A bad name or option
+raises an error whose message starts with the argument, before anything is written.
 
 Example:
     >>> import numpy as np

@@ -1,11 +1,5 @@
-"""The Zarr v2 chunk codec: ``order`` + ``filters`` + ``compressor`` of a ``.zarray`` as one codec.
-
-A Zarr v2 chunk is the full chunk (edge chunks padded) laid out in the array's ``order`` ("C" or "F")
-with the stored dtype (byte order included, e.g. ``>i4``), passed through the ``filters`` in order and
-then the ``compressor``. :class:`Zarr2ChunkCodec` is that whole pipeline as one array->bytes codec, so a
-Zarr v2 array's chain is ``CodecChain([Zarr2ChunkCodec(...)])``. Filters and compressors are numcodecs
-codecs (anything in the numcodecs registry). This codec is not a Zarr v3 codec and is not registered in
-the v3 registry; its ``to_json`` is for inspection only.
+"""The Zarr v2 chunk pipeline (stored dtype and ``order``, numcodecs ``filters``, ``compressor``) as one
+array->bytes codec, :class:`Zarr2ChunkCodec` (not a Zarr v3 codec: its ``to_json`` is for inspection).
 
 Example:
     >>> import numpy as np

@@ -1,31 +1,6 @@
-"""Batched chunk access for one array: the façade the dataset talks to.
-
-This is the Java N5 ``DatasetAccess``/``PositionValueAccess`` role. :class:`DatasetAccess` composes the
-engine's pieces, each in its own module and each free of the others' concerns:
-
-* :mod:`~altarr.dataset.layout`: grid position -> store key, grouping by shard, and carving and
-  assembling nested shards as bytes (no I/O);
-* :mod:`~altarr.dataset.chunk_codec`: one chunk's bytes <-> values, fill detection, scratch buffers;
-* :mod:`~altarr.dataset.index_cache`: decoded shard indexes across calls, and the version rules;
-* :mod:`~altarr.dataset.shard_read`: the encoded bytes of a batch of chunks, one batched store round
-  per nesting level (index descent, whole-shard rule, open readers, version retries);
-* :mod:`~altarr.dataset.shard_write`: the read-modify-write of each touched object (write groups,
-  locks, conflict retries).
-
-Here the requests are validated, the reads are decoded on the pool (into fresh arrays, or into the
-threads' scratch buffers for region reads) and results come back in request order. One batched call
-is one round of store I/O per nesting level:
-
-* **read**: the requested chunks are grouped by the outermost shard that holds them; every shard's index
-  is read in one batched ``get_ranges`` call (a suffix or prefix range, never a size query), then every
-  nested level's index, then the chunks' byte ranges (the store coalesces nearby ranges). A shard whose
-  requested chunks make up most of it is read whole instead (one request). A missing shard costs one
-  request and yields ``None`` for its chunks.
-* **write**: per touched shard, at most one whole-object read (none when every in-bounds chunk of the
-  shard is being replaced) and one write. Untouched chunks are carried over as bytes: they are never
-  decoded. Everything is encoded before anything is written, so a failing encode leaves the store as
-  it was; each object write is atomic in the store.
-* **delete**: per touched shard one read and one write (or a delete of the key once its last chunk goes).
+"""Batched chunk access for one array: :class:`DatasetAccess`, the façade the dataset talks to, composing
+layout, chunk codec, index cache, reader and writer (docs/architecture.md, "The dataset engine"). Here
+requests are validated, reads decoded on the pool and results returned in request order.
 
 Example:
     >>> import numpy as np, altarr as aa

@@ -1,14 +1,6 @@
 """The arguments of a new array, checked and completed before anything is written: shape and dtype from
-``data=``, automatic ``chunks``, and the codecs in any form of the codec vocabulary
-(:mod:`altarr.codecs.vocabulary`), spelled as altarr (``compressor=``) or zarr-python 3
-(``compressors=``, ``filters=``, ``serializer=``) spells them.
-
-Automatic chunks (``chunks="auto"``, the default, as in zarr-python 3) follow zarr-python's rule (h5py's
-before it): a target chunk size that grows with the array, 256 KiB times 2 to the power of log10 of the
-array's size in MiB, kept between 128 KiB and 64 MiB (1 MiB with ``shards``); the dimensions are halved
-in turn, first to last, until a chunk is under the target or within half of it. A 1000 x 1000 float64
-array gets (250, 250) chunks, a 512^3 uint16 volume (64, 64, 128), as zarr-python gives them. With
-``shards`` each chunk dimension is then lowered to the nearest divisor of the shard's.
+``data=``, automatic ``chunks`` (zarr-python 3's rule: docs/zarr-python.md), and the codecs in any form
+of the codec vocabulary, spelled as altarr or zarr-python 3 spells them.
 
 Example:
     >>> guess_chunks((1000, 1000), 8), guess_chunks((512, 512, 512), 2)

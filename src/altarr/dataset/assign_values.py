@@ -1,8 +1,5 @@
-"""The values of an assignment laid out for its plan: cast, broadcast and ordered like the work array.
-
-``ds[sel] = v``, ``ds.oindex[sel] = v`` and the write buffer's ``b[sel] = v`` take their values through
-here, so the three cast (as ``ndarray.__setitem__`` does, :mod:`~altarr.dataset.casting`), broadcast and
-fail alike.
+"""The values of an assignment (``ds[sel] = v``, ``ds.oindex[sel] = v``, the write buffer's) cast,
+broadcast and ordered like the work array of its plan, the same way for all three.
 
 Example:
     >>> import numpy as np

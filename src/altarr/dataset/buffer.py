@@ -1,25 +1,6 @@
 """Writes that arrive piece by piece (planes, tiles, time steps), held in memory until each stored object
-is whole: :class:`WriteBuffer`, opened with :meth:`Dataset.buffered <altarr.Dataset.buffered>`.
-
-Without a buffer every ``ds[z] = plane`` is a read-modify-write of each shard it touches: a chunk 64
-planes deep is decoded, merged, encoded and its shard rewritten 64 times. A buffer keeps the written
-values of each stored object (a shard, or a chunk of an unsharded array) decoded in memory, with a record
-of which elements were written: one box while the writes' union is a box (planes in order, tiles along
-one axis), else a boolean mask, as tensorstore's masked write arrays do. An object is written once,
-through the engine's own write (:meth:`ShardWriter.apply <altarr.dataset.shard_write.ShardWriter.apply>`:
-its locks or conditional writes, atomic replacement, conflict retries):
-
-* as soon as every element of it was written (then without reading it: every chunk is replaced);
-* when the buffer needs room for another object (``max_bytes``): the most complete one goes first, the
-  least recently written of equals; chunks it holds in part are merged with their stored values then;
-* at :meth:`~WriteBuffer.flush` and at the end of the ``with`` block.
-
-Memory: the decoded values (and masks) held never exceed ``max_bytes``; writing one object out takes its
-encoded bytes on top (at most about its decoded size). An object larger than ``max_bytes`` is not
-buffered: writes to it go straight through, as ``ds[...] = v`` would.
-
-Reads through the buffer (``b[sel]``) see its writes: chunks wholly written come from memory, the others
-from the store with the buffered part laid over them.
+is whole: :class:`WriteBuffer`, opened with :meth:`Dataset.buffered <altarr.Dataset.buffered>`. When an
+object is written, the memory bound and reads through the buffer: docs/writing.md, "The write buffer".
 
 Example:
     >>> import numpy as np, altarr as aa

@@ -1,10 +1,5 @@
-"""Values written to a dataset are cast exactly as ``ndarray.__setitem__`` casts them.
-
-NumPy refuses a Python integer that does not fit the target type (``OverflowError``), a float NaN into
-an integer type (``ValueError``) and a float infinity into an integer type (``OverflowError``); arrays
-are cast with its unsafe rule (NumPy's ``RuntimeWarning`` on invalid values included). The cast is done
-*by* NumPy, into an array of the dataset's dtype, before anything is written, so a refused value never
-leaves a partly written region or batch.
+"""Values written to a dataset cast exactly as ``ndarray.__setitem__`` casts them (by NumPy, before
+anything is written, so a refused value never leaves a partial write).
 
 Example:
     >>> import numpy as np

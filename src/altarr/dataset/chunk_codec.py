@@ -1,10 +1,6 @@
-"""One chunk's bytes <-> values: decode, encode, fill detection, and the threads' scratch buffers.
-
-:class:`ChunkCodec` wraps the chunk codec chain of an array (the chain inside the innermost shard) with
-what the engine needs around it: decoding straight into a destination (a fresh array, or this thread's
-reusable scratch buffer), clipping at the array edge, padding edge chunks for encoding, telling a chunk
-that equals the fill value apart (not stored unless ``write_empty_chunks``), and the native kernel's
-plan for the chains it handles (:mod:`~altarr.dataset.kernel`). It never touches a store.
+"""One chunk's bytes <-> values (:class:`ChunkCodec`: decoding into a fresh array or this thread's
+scratch buffer, clipping and padding at the edge, fill detection, the kernel's plan), and the threads'
+scratch buffers. No store access.
 
 Example:
     >>> import numpy as np, altarr as aa

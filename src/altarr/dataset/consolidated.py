@@ -1,14 +1,6 @@
-"""Consolidated metadata kept true: :func:`altarr.consolidate_metadata` writes it, and every metadata write of
-altarr into a consolidated hierarchy (creating an array or group, deleting one, changing attributes,
-resizing) updates the snapshot of each consolidated group above it with :func:`refresh_consolidated`,
-so zarr-python's ``open_consolidated`` and ``xarray.open_zarr`` see what altarr wrote.
-
-The documents are zarr-python's (:mod:`altarr.formats.consolidated`). Each refresh reads the candidate
-holders above the written node in one batched request (one round trip per metadata write, consolidated
-or not) and rewrites each consolidated one under its lock or write condition
-(:func:`~altarr.dataset.locks.run_exclusive`), so concurrent altarr writers do not lose each other's
-entries. Writers that are not altarr (zarr-python's own writes, a copy with other tools) leave the
-snapshot stale, as they do with zarr-python; run :func:`altarr.consolidate_metadata` again after them.
+"""Consolidated metadata kept true: after each of altarr's metadata writes into a consolidated hierarchy,
+:func:`refresh_consolidated` updates the snapshot of each consolidated group above it, under its lock or
+write condition (docs/writing.md, "Consolidated metadata").
 
 >>> import altarr as aa
 >>> g = aa.create_group("memory://doc-consolidated", format="zarr2")

@@ -1,9 +1,5 @@
-"""Chunk <-> shard <-> nested-shard coordinate math (the Java N5 ``NestedGrid``/``NestedPosition`` role).
-
-A :class:`NestedGrid` holds the block shapes of every level in array elements, level 0 being the chunk
-(the unit that is encoded) and the last level the stored object (the outermost shard; for an unsharded
-dataset there is only level 0). Every level must be a positive multiple of the one below, per dimension.
-All coordinates are NumPy (C) order and 0-based.
+"""Chunk <-> shard <-> nested-shard coordinate math: :class:`NestedGrid` holds the block shape of every
+level (level 0 the chunk, the last the stored object), in NumPy order, 0-based.
 
 Example:
     >>> g = NestedGrid((100, 70), [(10, 7), (20, 35)])

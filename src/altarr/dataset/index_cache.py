@@ -1,10 +1,6 @@
-"""Decoded shard indexes kept across calls, and the version rules that keep them honest.
-
-A shard's index is read once and reused while the shard's object stays the same version; every read of
-one call must come from one version of each shard. :class:`IndexCache` holds the entries and says, per
-store, how an entry is validated (its docstring states the staleness rule); :func:`check_versions`
-raises :class:`ShardChanged` when a read of a call came from another version than an earlier one, which
-makes the read side (:mod:`~altarr.dataset.shard_read`) drop the entries and read again.
+"""Decoded shard indexes kept across calls (:class:`IndexCache`, whose docstring gives the staleness rule
+per store), and :func:`check_versions`, which raises :class:`ShardChanged` when the reads of one call
+came from two versions of a shard.
 
 Example:
     >>> import numpy as np

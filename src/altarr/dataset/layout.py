@@ -1,12 +1,6 @@
-"""Where chunks live: the nested shard layout of one array, free of I/O.
-
-A :class:`ShardLayout` knows the grid (chunk, shard and nested-shard shapes), the sharding codec of
-each level, the store key of each outermost block and how a batch of chunks groups into stored objects.
-It also carves the raw chunk bytes out of a shard held in memory (:meth:`ShardLayout.split_down`) and
-assembles a shard from raw chunk bytes (:meth:`ShardLayout.build`), recursing through nested shards,
-without decoding a chunk. Nothing here reads or writes a store: the read side
-(:mod:`~altarr.dataset.shard_read`) and the write side (:mod:`~altarr.dataset.shard_write`) bring the
-bytes.
+"""Where chunks live: :class:`ShardLayout`, the nested shard layout of one array (grid, each level's
+sharding codec, store keys, grouping by stored object), and the carving and assembling of shards as raw
+chunk bytes through nested levels, without I/O or decoding.
 
 Example:
     >>> import altarr as aa

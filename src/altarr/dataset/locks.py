@@ -1,22 +1,7 @@
-"""Locks that make a stored object's read-modify-write atomic with respect to other writers.
-
-Two writers changing different chunks of one shard at the same time would otherwise both read the old
-shard and the second write would drop the first one's chunk: the silent loss zarr-python users hit
-with dask (zarr-python#3682). altarr guards each read-modify-write twice:
-
-* inside a process, a lock per stored object and store (:func:`shard_locks`) serializes threads;
-* across processes, the store's :meth:`~altarr.stores.Store.exclusive` does what the store can
-  (:attr:`~altarr.stores.Store.concurrent_writes`): local files hold an ``flock`` lock from the read
-  to the rename; object stores (S3 with either client, GCS and Azure through obstore) condition each
-  write on the version that was read and the write is retried from the read when another writer got
-  there first (:func:`run_exclusive`, bounded, then :class:`~altarr.errors.WriteConflictError`); other
-  stores (HTTP, zip archives, GCS through gcsfs) give each object one writer at a time, which callers
-  arrange with ``Dataset.group_by_shard``.
-
-Locks are taken in sorted key order, so two batched writes touching overlapping sets cannot deadlock.
-
-``_cross_process`` is a private switch for tests: set it to ``False`` and stores are not asked for
-their cross-process guard (updates can then be lost between processes, which the tests show).
+"""Locks that make a stored object's read-modify-write atomic with respect to other writers: a lock per
+object inside the process (:func:`shard_locks`, taken in sorted key order), and the store's guard
+across processes (:func:`run_exclusive`: a file lock, or conditional writes retried a bounded number of
+times; docs/stores.md, "Several writers"). ``_cross_process = False`` (tests only) skips the latter.
 
 Example:
     >>> from altarr.stores import MemoryStore

@@ -1,11 +1,6 @@
-"""Many selections in one call: planned together, read in one round per nesting level plus one for data.
-
-A batch of selections (basic regions, integer-array or boolean index expressions, in NumPy, ``oindex``
-or ``vindex`` meaning) is planned selection by selection (:func:`altarr.selection.plan_selections`); the
-chunks they touch are merged into one set, so every shard's index is read once, in one batched store
-call per nesting level, every chunk's byte range once, coalesced across selections in one more call,
-and a chunk that several selections share is decoded once and copied into each of their results. Writes of many regions are merged into one update per chunk and applied in one
-pass: per touched shard one read (none when the regions cover it) and one write for the whole batch.
+"""Many selections in one call: planned together, so each shard index is read once per nesting level,
+the chunks' ranges in one more call, and a chunk several selections share is decoded once; many region
+writes become one update per chunk, applied in one pass.
 
 Example:
     >>> import numpy as np, altarr as aa

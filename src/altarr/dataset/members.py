@@ -1,9 +1,6 @@
-"""The members a zarr-python 3 user reaches for on an array, where the concept is altarr's too:
-``info``, ``info_complete()``, ``nchunks``, ``nchunks_initialized``, ``cdata_shape``, ``compressors``,
-``filters``, ``serializer``, ``codecs``, ``name``, ``basename`` (``docs/zarr-python.md`` has the table).
-
-:class:`ArrayMembers` is a base of :class:`~altarr.dataset.dataset.Dataset`; :class:`Info` is the
-printable summary that ``Dataset.info`` and ``Group.info`` return, as zarr-python's ``info`` is.
+"""The members a zarr-python 3 user reaches for on an array (``info``, ``nchunks``, ``compressors``...;
+the table is in docs/zarr-python.md): :class:`ArrayMembers`, a base of
+:class:`~altarr.dataset.dataset.Dataset`, and :class:`Info`, the printable summary.
 
 Example:
     >>> import altarr as aa

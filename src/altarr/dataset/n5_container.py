@@ -1,11 +1,5 @@
-"""A group inside an N5 container, named by its own path or URL.
-
-N5 needs no ``attributes.json`` in a group's directory (z5py and Java N5 write none for a group without
-attributes): every directory below a container root, whose ``attributes.json`` records the ``"n5"``
-version, is a group. A store rooted at such a directory (``altarr info data.n5/raw``,
-``xr.open_dataset("data.n5", group="raw")``) sees no metadata at all; :func:`n5_container_above` finds
-the container root among the path's parents and gives the store rooted there and the group's prefix
-inside it. A zip archive, a store object or a chained URL is taken as given.
+"""A group inside an N5 container named by its own path or URL (a directory below the container root,
+which N5 does not mark): :func:`n5_container_above` finds the root among the path's parents.
 
 >>> import tempfile, os, altarr as aa
 >>> root = os.path.join(tempfile.mkdtemp(), "c.n5")

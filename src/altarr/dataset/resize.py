@@ -1,31 +1,6 @@
 """Changing an array's shape: ``ds.resize(shape)`` and ``ds.append(data, axis)``, as zarr-python 3 has
-them (``resize`` returns ``None``, ``append`` the new shape), for Zarr v3, Zarr v2 and N5.
-
-The metadata document is rewritten under its lock or write condition (:func:`~altarr.dataset.locks.
-run_exclusive`): read again, only its shape changed (attributes another writer added meanwhile are kept),
-written atomically (local files: a temporary file renamed over it; object stores: conditioned on the
-version read, retried when another writer got there first).
-
-**Shrinking** deletes the stored objects wholly past the new edge (those the store lists) and rewrites
-each shard that straddles it: its chunks wholly past the edge dropped, its chunks that straddle the edge
-re-encoded at their new clipped size (fill value past the edge). So values past the edge read as the fill
-value after the array grows again. zarr-python 3.1 and tensorstore 0.1 delete only the objects wholly
-past the edge and leave straddling ones as they are, so their old values come back when the array grows
-again (zarr-python documents it); altarr removes them, as a shrink removes data, and as NumPy's
-``ndarray.resize`` fills what grows. Files written either way read the same in all three (altarr reads
-what is stored: a peer's shrink followed by a grow shows the peer's old values in altarr too). The
-metadata goes first: a crash in the middle leaves the smaller shape with values past the edge still
-stored, the state a peer's shrink leaves.
-
-**Growing** rewrites the metadata only: edge chunks were stored padded with the fill value, so the new
-elements read as the fill value and the edge keeps its values. N5 stores edge blocks truncated (their
-size in the block header); those the edge moved away from are rewritten at their new size, padded with
-0, since readers take a block smaller than its place only at the edge (z5py misreads one elsewhere).
-
-**Append** reserves its rows first: the stored shape is read and grown under the document's lock or
-condition, then the data is written into the rows it reserved, so two processes appending at once each
-get their own rows (a handle whose shape is stale appends after what is stored). A crash between the two
-leaves the grown shape with fill values in the rows not written, as zarr-python's append does.
+them, for Zarr v3, Zarr v2 and N5. What a shrink deletes, what a grow rewrites and how appends reserve
+their rows: docs/writing.md, "Growing and shrinking".
 
 Example:
     >>> import numpy as np, altarr as aa

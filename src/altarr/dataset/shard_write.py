@@ -1,17 +1,6 @@
-"""The write side: apply chunk updates as one read-modify-write per touched stored object.
-
-:meth:`ShardWriter.apply` takes ``{chunk: update}`` where an array replaces a chunk, ``None`` deletes it
-and a :class:`Merge` edits it. Per touched shard it does at most one whole-object read (none when every
-in-bounds chunk of the shard is being replaced) and one write; untouched chunks are carried over as bytes
-(:meth:`ShardLayout.build <altarr.dataset.layout.ShardLayout.build>`), never decoded. The shards are read
-together and each is rebuilt as it arrives (:meth:`Store.get_ranges_as_ready
-<altarr.stores.base.Store.get_ranges_as_ready>`), but everything of a group is encoded before anything is
-written, so a failing encode leaves the store as it was; each object write is atomic in the store. A
-delete costs one read and one write per shard, or a delete of the key once its last chunk goes.
-
-Large calls go in groups of whole objects (:data:`WRITE_GROUP_BYTES`), each under its objects' locks
-(:mod:`~altarr.dataset.locks`); objects whose conditional write met another writer's change are read,
-merged and written again, a bounded number of times.
+"""The write side: :meth:`ShardWriter.apply` applies ``{chunk: update}`` (an array replaces a chunk,
+``None`` deletes it, a :class:`Merge` edits it) as one read-modify-write per touched stored object, in
+groups of whole objects under their locks (docs/architecture.md, "The dataset engine": a write).
 
 Example:
     >>> import numpy as np, altarr as aa

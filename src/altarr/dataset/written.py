@@ -1,9 +1,5 @@
-"""What a write buffer holds of one stored object: its values and which of them were written.
-
-A :class:`Pending` object keeps the decoded values of a shard (or of a chunk of an unsharded array) in the
-object's clipped shape, and the elements written so far as one box while the union of the writes is a box
-(planes in order, tiles along one axis), else as a boolean mask, as tensorstore's masked write arrays do;
-the buffer (:mod:`~altarr.dataset.buffer`) asks it which chunks are whole (:meth:`Pending.part`).
+"""What a write buffer holds of one stored object (:class:`Pending`): its decoded values, and the
+elements written so far as one box while their union is a box, else as a boolean mask.
 
 Example:
     >>> import numpy as np

@@ -1,11 +1,6 @@
-"""On-disk formats: Zarr v3 (``zarr.json``), Zarr v2 (``.zarray``/``.zgroup``) and N5 (``attributes.json``).
-
-Each format maps its metadata to one :class:`~altarr.formats.base.DatasetSpec` in NumPy order and
-registers itself once (:func:`register_format`) from its own module, declaring how it is detected (its
-probe keys and :meth:`~altarr.formats.base.Format.detect`), its options and capabilities.
-:func:`get_format` returns the format singleton by name; :func:`detect_format` finds which format a node is
-stored in, with one batched store request for all registered formats' candidate metadata keys;
-:func:`open_node` does the same and also parses the array metadata from that one request.
+"""On-disk formats: Zarr v3, Zarr v2 and N5, each mapping its metadata to a
+:class:`~altarr.formats.base.DatasetSpec` in NumPy order and registered once; :func:`open_node` detects
+and parses a node from one batched store request.
 
 Example:
     >>> from altarr.formats import get_format

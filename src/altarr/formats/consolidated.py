@@ -1,18 +1,6 @@
-"""Consolidated metadata: one document holding the metadata of every node below a group, so that a
-reader lists and opens the whole hierarchy with one request (what zarr-python's
-``consolidate_metadata`` writes and ``zarr.open_consolidated`` and xarray read).
-
-* Zarr v2: ``<group>/.zmetadata`` is ``{"zarr_consolidated_format": 1, "metadata": {...}}``, whose keys
-  are the documents' keys relative to the group (``"a/.zarray"``, ``"a/.zattrs"``, ``"sub/.zgroup"``),
-  the group's own ``.zgroup`` and ``.zattrs`` under their bare names.
-* Zarr v3: the group's ``zarr.json`` holds ``"consolidated_metadata": {"kind": "inline",
-  "must_understand": false, "metadata": {...}}``, whose keys are the nodes' paths relative to the group
-  and whose values are their ``zarr.json`` documents; a group there carries an empty inline
-  ``consolidated_metadata`` of its own (its children are listed beside it), as zarr-python writes it.
-* N5 has none.
-
-This module builds and edits those documents; :mod:`altarr.dataset.consolidated` decides when (the
-public :func:`altarr.consolidate_metadata`, and the refresh after each of altarr's metadata writes).
+"""Consolidated metadata documents as zarr-python writes them (Zarr v2 ``.zmetadata``, Zarr v3 inline
+``consolidated_metadata``; N5 has none): built, read and edited here; :mod:`altarr.dataset.consolidated`
+decides when (docs/writing.md, "Consolidated metadata").
 
 >>> from altarr.stores import MemoryStore
 >>> from altarr.formats import get_format

@@ -1,40 +1,6 @@
-"""N5: ``attributes.json`` <-> :class:`~altarr.formats.base.DatasetSpec`, byte-compatible with Java N5.
-
-**Dimension order.** N5 writes every shape and position in F order (``[x, y, z]``, first dimension
-fastest); altarr users always see NumPy (C) order. This module reverses at the boundary: a dataset with
-N5 ``dimensions [7, 5]`` and ``blockSize [5, 4]`` has ``spec.shape == (5, 7)`` and
-``spec.outer_chunks == (4, 5)``; the block at NumPy grid position ``(i, j)`` is stored under the key
-``j/i`` (the N5 position, ``/``-joined); and a block's payload is directly a C-order array of its
-reversed header size. (z5py and zarr-python 2's N5 store do the same; tensorstore's ``n5`` driver keeps
-N5 order.)
-
-**Metadata.** ``dimensions``, ``blockSize``, ``dataType`` and ``compression`` (the legacy
-``compressionType`` string is read too) live in the same JSON object as the user attributes;
-:meth:`N5Format.read_attributes` strips them and :meth:`N5Format.write_attributes` keeps them. The
-container root records the format version (``{"n5": "4.0.0"}``); a major version above 4 is refused. N5
-has no fill value: missing blocks read as 0 (a numeric N5 4.x ``defaultValue`` is honoured when present).
-
-**N5 4.x ``codecs``.** When present, ``codecs`` wins over ``compression`` (as in the Java reader):
-element 0 is the block codec (``n5bytes``; ``raw-bytes``, spelled ``bytes`` before N5 4.0.0-alpha-7, with
-``endian``, default big; or ``sharding_indexed``), the rest are data codecs (``raw``, ``gzip``, ``bzip2``,
-``lz4``, ``xz``, ``zstd``, ``blosc``, ``crc32c``, ``id``). A ``sharding_indexed`` ``chunk_shape`` is in
-**NumPy order**: Java serializes it reversed (``@N5Annotations.ReverseArray``) while ``blockSize`` and
-``dimensions`` stay in N5 order; its inner ``codecs`` and ``index_codecs`` use the same N5 codec names.
-
-**Writing sharded N5** (``create_array(shards=...)``) gives Java N5 4.0.2's layout, as its
-``NameConfigAdapter`` serializes it (docs/n5.md has the whole story): ``dataType``, ``blockSize`` = the
-**outermost (shard) size** in N5 order, ``dimensions``, and ``codecs`` = ``[sharding_indexed(chunk_shape=
-<chunk, NumPy order>, index_codecs=[raw-bytes(endian), crc32c?], index_location, codecs=[n5bytes,
-<compression>])]`` (nested once per shard level), keys in Java's order. The options are Java's:
-``index_location`` (``"end"``/``"start"``), ``index_endian`` (``"big"``/``"little"``), ``index_crc32c``
-(default **True**: every reader of this layout, Java >= 4.0.0-alpha-7 and altarr, verifies it; it turns a
-torn or corrupt index into an error), and ``legacy_compression`` (default False): Java's ``createDataset``
-also writes ``"compression":{"type":"raw"}``, which no N5 4.x reader needs and which makes readers without
-N5 sharding (z5py, Java 3.x) read shards as plain blocks (z5py silently returns wrong values); altarr
-writes it only on request, to reproduce Java's document exactly. Shard files are Java's byte for byte: the
-chunks' ``n5bytes`` blocks (edge chunks truncated) back to back in C order, then (or before) the index,
-chunks wholly outside the array indexed as empty. Unsharded datasets get exactly the legacy keys, in the
-order Java N5 writes them (``dataType``, ``compression``, ``blockSize``, ``dimensions``), as compact JSON.
+"""N5: ``attributes.json`` <-> :class:`~altarr.formats.base.DatasetSpec`, byte-compatible with Java N5,
+plain and sharded (docs/n5.md). Shapes and positions are reversed at this boundary: users see NumPy
+order, N5 documents, keys and block headers keep N5's (docs/engine.md, "N5 and dimension order").
 
 Example:
     >>> from altarr.formats.n5 import parse_n5_attributes

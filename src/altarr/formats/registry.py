@@ -1,10 +1,6 @@
-"""The format registry: each format registers itself once; detection asks every registered format.
-
-A format module ends with ``register_format(TheFormat())``. :func:`open_node` fetches every registered
-format's probe documents (:attr:`~altarr.formats.base.Format.probe_keys`, and
-:attr:`~altarr.formats.base.Format.root_probe_keys` at the store root) in **one** batched ``get_ranges``
-round, then asks the formats in :attr:`~altarr.formats.base.Format.priority` order which one the node
-is (:meth:`~altarr.formats.base.Format.detect`). Nothing outside a format's own module names it.
+"""The format registry: each format module registers its format once (:func:`register_format`), and
+:func:`open_node` fetches every format's probe documents in one batched round and asks the formats, in
+priority order, which one the node is.
 
 Example:
     >>> from altarr.formats import get_format, registered_formats

@@ -1,15 +1,6 @@
-"""Zarr v2: ``.zarray`` / ``.zattrs`` / ``.zgroup`` (and consolidated ``.zmetadata``) <-> DatasetSpec.
-
-A Zarr v2 array stores full-size (padded) chunks under keys ``0.1.2`` (or ``0/1/2`` with
-``"dimension_separator": "/"``; ``0`` for a 0-d array). Its chunk pipeline (stored dtype with byte order,
-``order`` C or F, numcodecs ``filters`` and ``compressor``) is one
-:class:`~altarr.codecs.zarr2.Zarr2ChunkCodec`, so ``spec.codecs`` is ``CodecChain([Zarr2ChunkCodec(...)])``.
-Users get the native byte order whatever the stored one. Objects, strings and records are refused with
-:class:`~altarr.errors.UnsupportedError`. A ``null`` fill value is kept as ``null`` in the metadata; the
-spec then uses the type's zero (missing chunks read as zeros, as zarr-python does).
-
-``_ARRAY_DIMENSIONS`` (the xarray convention) in ``.zattrs`` gives ``spec.dimension_names``;
-``create_array(dimension_names=...)`` writes it.
+"""Zarr v2: ``.zarray`` / ``.zattrs`` / ``.zgroup`` <-> :class:`~altarr.formats.base.DatasetSpec`; the
+chunk pipeline is one :class:`~altarr.codecs.zarr2.Zarr2ChunkCodec`, and ``_ARRAY_DIMENSIONS`` (xarray's
+convention) in ``.zattrs`` gives the dimension names (docs/engine.md, "Formats").
 
 Example:
     >>> from altarr.formats.zarr2 import parse_zarray

@@ -1,13 +1,6 @@
-"""Zarr v3: ``zarr.json`` array and group metadata <-> :class:`~altarr.formats.base.DatasetSpec`.
-
-Reads every core data type and fill value (:mod:`altarr.formats.zarr3_types`), the ``regular`` chunk grid, the ``default`` and ``v2`` chunk
-key encodings, ``dimension_names``, ``attributes`` and ``storage_transformers``. Fields and extension
-objects altarr does not know make opening fail unless they say ``"must_understand": false``, as the
-specification requires.
-
-:meth:`Zarr3Format.create_array` writes an unsharded chain ``[bytes(little), <compressor>]``, or, with
-``shards``, ``sharding_indexed`` with ``index_codecs [bytes(little), crc32c]``, nested once per shard level
-(``shards`` as a list of shapes, innermost level first).
+"""Zarr v3: ``zarr.json`` array and group metadata <-> :class:`~altarr.formats.base.DatasetSpec` (what
+is read and written: docs/engine.md, "Formats"; data types and fill values in
+:mod:`altarr.formats.zarr3_types`).
 
 Example:
     >>> from altarr.formats.zarr3 import parse_array_metadata

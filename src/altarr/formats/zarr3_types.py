@@ -1,7 +1,5 @@
-"""Zarr v3 data types and fill values: every core data type (``bool``, ``int8``-``int64``,
-``uint8``-``uint64``, ``float16/32/64``, ``complex64/128``) and ``r<N>`` raw bits as NumPy void, fill values
-in all their JSON forms (numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, hex bit patterns such as
-``"0x7fc00000"``, complex numbers as 2-element arrays, raw bits as byte lists), both ways.
+"""Zarr v3 data types (the core types and ``r<N>`` raw bits as NumPy void) and fill values in all their
+JSON forms, both ways.
 
 Example:
     >>> import numpy as np
