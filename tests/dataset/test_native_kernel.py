@@ -429,12 +429,12 @@ def test_kernel_writes_compress_into_the_groups_arena(comp):
         MemoryStore(), shape=(8, 8, 8), dtype="u2", chunks=(4, 4, 4), shards=(8, 8, 8),
         compressor=COMPRESSORS[comp], checksum=False,
     )  # fmt: skip
-    plan = ds._access.native
+    plan = ds._access.codec.native
     data = np.random.default_rng(2).integers(1, 1000, (8, 8, 8)).astype("u2")
     items = [((i, j, k), data[4 * i : 4 * i + 4, 4 * j : 4 * j + 4, 4 * k : 4 * k + 4]) for i in (0, 1)
              for j in (0, 1) for k in (0, 1)]  # fmt: skip
     items.append(((9, 9, 9), np.zeros((4, 4, 4), "u2")))  # the fill value: not stored
-    arena = np.empty((len(items), ds._access.encode_slot), np.uint8)
+    arena = np.empty((len(items), ds._access.codec.encode_slot), np.uint8)
     frames, rows = kernel.encode(plan, items, arena)
     assert frames[-1] is None
     for (_, values), frame, row in zip(items[:-1], frames, rows, strict=False):
