@@ -1,11 +1,4 @@
-"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand (made by
-:func:`~altarr.lazy.functions.altarr`).
-
-A lazy array is a *recipe* (shape, chunk shape, dtype, dims, coords and a source: a user ``fetch`` or a
-lazy elementwise expression over other lazy arrays). Indexing plans the touched chunks first and
-fetches the missing ones in one call through the shared byte-budget cache; reductions stream in
-batches; elementwise ufuncs build lazy expressions; anything else materializes through one guarded
-path.
+"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand (docs/lazy-arrays.md).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -86,9 +79,7 @@ class _IndexerProxy:
 
 
 def _adapter(library: str, name: str) -> Callable[..., Any]:
-    """The converter ``name`` of ``altarr.integrations.<library>``. The adapters live in the layer above
-    this one, which knows the lazy array; the lazy layer only looks them up by name when a conversion
-    is asked for, and does not import their code (nor dask or xarray) otherwise."""
+    """The converter ``name`` of ``altarr.integrations.<library>`` (the layer above), imported when asked."""
     import importlib
 
     adapter: Callable[..., Any] = getattr(importlib.import_module(f"altarr.integrations.{library}"), name)
@@ -235,12 +226,8 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return key._materialize() if isinstance(key, LazyArray) else key
 
     def _execute(self, p: SelectionPlan) -> Any:
-        """Fetch the plan's missing chunks and assemble the result.
-
-        When the missing chunks fit the cache budget they are fetched in one call and cached. Otherwise
-        they are streamed in batches (see :func:`_batches_by_bytes`), each placed into the result and
-        dropped, and the cache is left alone.
-        """
+        """Fetch the plan's missing chunks (in one call and cached when they fit the cache budget, else
+        streamed in batches, :func:`_batches_by_bytes`) and assemble the result."""
         work = p.new_work(self._dtype)
         coords = p.coords
         if len(coords):
@@ -249,12 +236,9 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             missing = src.row_missing_nbytes(coords)
             if int(missing.sum()) <= budget:
                 chunks = src.get_chunks(coords, store=True)
-                # chunks fill disjoint parts of the result: place them on the pool (NumPy's copies and
-                # gathers release the GIL)
+                # disjoint parts of the result: placed on the pool (NumPy's copies release the GIL)
                 pmap(lambda i: p.place(work, i, chunks[i]), range(len(chunks)))
-            else:  # bigger than the cache: stream in bounded batches, cache nothing
-                # each chunk is placed as it comes; a streaming fetch (altarr.open) hands it over
-                # straight from the engine's scratch buffer, so the result is all such a read holds
+            else:  # bigger than the cache: bounded batches, each chunk placed as it comes, nothing cached
                 for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
                     src.visit_chunks(
                         coords[rows], lambda j, chunk, rows=rows: p.place(work, int(rows[j]), chunk)
@@ -299,11 +283,9 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return arr
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-
         return array_function(func, types, args, kwargs)
 
     def __pow__(self, exponent: Any) -> Any:
@@ -324,7 +306,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             >>> x.astype("int8")[...]
             array([0, 1, 2], dtype=int8)
         """
-
         return cast(self, check_dtype(dtype))
 
     @property
@@ -337,7 +318,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             >>> aa.is_altarr(x.T), x.T.shape, x.T.chunks, x.T[:, 1].tolist()
             (True, (3, 2), (2, 1), [1.0, 1.0, 1.0])
         """
-
         return transpose(self)
 
     @property
@@ -349,7 +329,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
 
     def transpose(self, *axes: Any) -> LazyArray:
         """A lazy view with permuted axes (NumPy's signature: ``x.transpose(1, 0)`` or ``((1, 0))``)."""
-
         given: Sequence[Any] | None = axes
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
             given = axes[0]
@@ -365,9 +344,8 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return transpose(self, perm)
 
     def ravel(self, order: Literal["C", "F", "A", "K"] = "C") -> Any:
-        """C-order flattening: lazy when every chunk spans the whole trailing dimensions (a chunk of the
-        result is then one chunk, flattened), else NumPy data through the guarded materialization."""
-
+        """C-order flattening: lazy when every chunk spans the whole trailing dimensions, else NumPy data
+        through the guarded materialization."""
         if order not in ("C", "A", "K"):
             return np.ravel(self._materialize(), order=order)
         return ravel(self)
@@ -377,10 +355,9 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return self.ravel(order)
 
     def reshape(self, *shape: Any, order: Literal["C", "F", "A"] = "C", copy: bool | None = None) -> Any:
-        """NumPy's ``reshape`` (``x.reshape(2, 3)``, ``x.reshape((2, -1))``): a lazy view in C order when
-        every chunk of the result is one chunk of ``x`` reshaped (the chunks split only the first axis
-        of each group of axes the reshape joins or splits, as ``ravel`` needs; adding or removing axes of
-        length 1 always is), else NumPy data through the guarded materialization.
+        """NumPy's ``reshape``: a lazy view in C order when every chunk of the result is one chunk of ``x``
+        reshaped (:func:`~altarr.lazy.views.reshape_chunks`), else NumPy data through the guarded
+        materialization.
 
         Example:
             >>> import numpy as np, altarr as aa
@@ -398,8 +375,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return reshape(self, new)
 
     def tolist(self) -> Any:
-        """The values as nested Python lists (a Python scalar for a 0-d array), through the guarded
-        materialization.
+        """The values as nested Python lists (a Python scalar for a 0-d array), materialized.
 
         Example:
             >>> import numpy as np, altarr as aa
@@ -409,8 +385,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return self._materialize().tolist()
 
     def item(self, *args: Any) -> Any:
-        """One element as a Python scalar (NumPy's ``item``: no argument for a one-element array, a flat
-        index, or one index per dimension).
+        """One element as a Python scalar (NumPy's ``item``).
 
         Example:
             >>> import numpy as np, altarr as aa
@@ -446,15 +421,13 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
 
     # --- container protocol -----------------------------------------------------------------------------
     def read_many(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
-        """Many selections in one call: their chunks fetched together, each once (see
-        :func:`altarr.read_many`).
+        """Many selections in one call: their chunks fetched together, each once (:func:`altarr.read_many`).
 
         >>> import numpy as np, altarr as aa
         >>> x = aa.altarr((4,), 2, lambda c: [np.arange(2 * i, 2 * i + 2) for (i,) in c], dtype="i8")
         >>> [r.tolist() for r in x.read_many([np.s_[1:3], np.s_[::3]])] == [[1, 2], [0, 3]]
         True
         """
-
         return read_many(self, selections, mode=mode)
 
     def __len__(self) -> int:
@@ -475,8 +448,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         return bool((self == value).any())
 
     def _scalar(self, kind: Callable[[Any], _S]) -> _S:
-        """``float(x)``, ``int(x)``, ``complex(x)`` as the installed NumPy converts an array: a 0-d one
-        only from NumPy 2.4 (an array of one element before, deprecated from 1.25)."""
+        """``float(x)``, ``int(x)``, ``complex(x)`` as the installed NumPy converts an array."""
         if self.ndim and _ONLY_0D_TO_SCALAR:
             raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
         if self.size != 1:
@@ -526,8 +498,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
     def __copy__(self) -> LazyArray:
         return LazyArray(self._shape, self._chunks, self._dtype, self._source, self._dims, self._coords)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> LazyArray:
-        # A deep copy of the recipe: dims/coords copied, the source (fetch, cache, counters) shared.
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyArray:  # the source (cache, counters) shared
         return LazyArray(
             self._shape,
             self._chunks,
@@ -538,7 +509,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-
         return (
             rebuild_lazy_array,
             (
@@ -557,13 +527,9 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
 
 
 def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> Iterator[np.ndarray]:
-    """Row numbers of the fetch batches of a selection too big for the cache, in order.
-
-    ``missing[i]`` is what row ``i`` costs to fetch (0 when cached). A batch holds at least
-    ``batch_chunks`` missing chunks, and more while they fit in ``budget`` bytes, so a batch's working
-    memory is at most about ``max(budget, batch_chunks chunks)`` and the number of fetch calls is at most
-    ``ceil(missing chunks / batch_chunks)``; with ``budget=0`` it is exactly that. Cached rows ride along
-    in whichever batch they fall in.
+    """Row numbers of the fetch batches of a selection too big for the cache, in order: at least
+    ``batch_chunks`` missing chunks each (``missing[i]``: the bytes row ``i`` costs, 0 when cached), more
+    while they fit in ``budget``.
 
     Example:
         >>> [b.tolist() for b in _batches_by_bytes(np.array([8, 8, 0, 8, 8, 8]), 0, 2)]

@@ -1,18 +1,10 @@
-"""A batch context for lazy arrays: ``with altarr.batch(): ...`` collects reads and fetches them together.
+"""``with altarr.batch(): ...``: reads of lazy arrays collected inside the block and fetched together when
+it exits, one fetch call per array (docs/lazy-arrays.md, "Many reads at once").
 
-Inside the block, ``x[sel]``, ``x.oindex[sel]`` and ``x.vindex[sel]`` of any lazy array are planned at
-once but not fetched: each returns a :class:`BatchResult`, a placeholder. When the block exits, the reads
-of each array are fetched together, as :func:`altarr.read_many` fetches a list of selections: the union
-of the chunks they touch in **one** fetch call per array (for :func:`altarr.open` arrays one batched
-engine read: one store round per shard level plus one for the data, coalesced across the reads), a chunk
-shared by several reads fetched once. Then every placeholder holds its value: ``r.result()``,
-``np.asarray(r)``. This is tensorstore's ``Batch`` for NumPy-style code that issues its reads one by one
-(a loop over tiles, a model's sampler).
-
-If the block raises, nothing is fetched and the placeholders raise :class:`BatchError` when asked. Other
-operations (reductions, ``np.asarray(x)``, arithmetic) are not deferred. Batches nest: a read belongs to
-the innermost open batch, fetched when that one exits. A batch belongs to the thread (and asyncio task)
-that opened it.
+Inside the block ``x[sel]``, ``x.oindex[sel]`` and ``x.vindex[sel]`` return a :class:`BatchResult`
+placeholder; other operations are not deferred. If the block raises, nothing is fetched and the
+placeholders raise :class:`BatchError`. Batches nest and belong to the thread (and asyncio task) that
+opened them.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -81,10 +73,9 @@ class BatchResult:
 
 
 class Batch:
-    """The reads collected by one :func:`batch` block (see the module docstring). ``len(b)``: how many."""
+    """The reads collected by one :func:`batch` block. ``len(b)``: how many."""
 
     def __init__(self) -> None:
-        #: per lazy array (by identity): the array, its plans and their placeholders
         self._reads: dict[int, tuple[Any, list[Any], list[BatchResult]]] = {}
 
     def __len__(self) -> int:
@@ -100,7 +91,6 @@ class Batch:
 
     def fetch(self) -> None:
         """Fetch every collected read, one fetch call per array, and fill the placeholders."""
-
         reads, self._reads = self._reads, {}
         error: BaseException | None = None
         for x, plans, outs in reads.values():

@@ -1,14 +1,5 @@
-"""The decoded-chunk cache: one process-wide LRU with a byte budget, thread-safe, single-flight.
-
-Entries are keyed by ``(owner, chunk_coords)`` where ``owner`` is the token of one fetch source (an
-array made by :func:`altarr.altarr` and all its copies share one). The budget (option ``cache_bytes``)
-bounds the bytes of all entries together; inserting past it evicts least-recently-used entries of any
-owner. Per-owner counts, bytes and evictions feed :func:`altarr.stats`.
-
-Single flight: :meth:`ChunkCache.claim` hands out, for every requested key, either the cached array,
-a :class:`Flight` another thread is already fetching (wait on it), or a new :class:`Flight` that the
-caller must fetch and then :meth:`ChunkCache.complete`. So when several threads ask for one chunk at
-once, only one fetch of it is in flight.
+"""The decoded-chunk cache: one process-wide LRU with a byte budget (option ``cache_bytes``), keyed by
+``(owner token, chunk coords)``, thread-safe, single-flight (:meth:`ChunkCache.claim`).
 
 Example:
     >>> import numpy as np
@@ -59,12 +50,10 @@ class ChunkCache:
         self._entries: OrderedDict[Key, tuple[np.ndarray, int]] = OrderedDict()
         self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
         self._inflight: dict[Key, Flight] = {}
-        # The version of the stored object (a shard) each entry was read from, for sources that report
-        # one: a read never combines chunks of one shard taken from two versions (see get_versions).
-        self._versions: dict[Key, Hashable] = {}
+        self._versions: dict[Key, Hashable] = {}  # the version of the shard each entry was read from
         self._total = 0
-        # Owners whose array was garbage-collected. A finalizer may run inside any allocation, also while
-        # this thread holds the lock, so it only queues the owner; the next locked call drops it.
+        # Owners whose array was garbage-collected: a finalizer may run while this thread holds the lock,
+        # so it only queues them; the next locked call drops them.
         self._pending: list[Hashable] = []
 
     def forget_owner_later(self, owner: Hashable) -> None:

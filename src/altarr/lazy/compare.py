@@ -1,13 +1,8 @@
 """Streamed comparisons: ``np.array_equal``, ``np.array_equiv`` and ``np.allclose`` with early exit.
 
-NumPy implements ``array_equal`` and ``array_equiv`` by converting their arguments inside
-``try: ... except Exception: return False``. Run on a lazy array, that conversion is the guarded
-materialization, so a refused one (``MaterializeError``) or a failing fetch would silently become
-``False``. These functions are therefore handled here: the lazy operand's chunk grid is walked
-``batch_chunks`` chunks per fetch call (nothing cached), each batch is compared with the matching part
-of the other operand, and the walk stops at the first batch that decides the answer. Errors of the lazy
-side (fetch failures, a refused materialization) propagate; only the conversion of a *non-lazy*
-argument is treated as NumPy treats it.
+NumPy's own ``array_equal``/``array_equiv`` would turn a refused materialization or a failing fetch into
+``False`` (docs/lazy-arrays.md); here errors of the lazy side propagate, and only the conversion of a
+non-lazy argument is treated as NumPy treats it.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -26,37 +21,19 @@ from typing import Any
 
 import numpy as np
 
-from . import options
-from .streaming import chunk_regions, grid_batch
+from .geometry import is_lazy
+from .streaming import chunk_batches, chunk_regions, part_reader
 
 __all__ = ["array_equal", "array_equiv", "allclose", "all_chunks"]
-
-
-def _lazy(v: Any) -> bool:
-    return getattr(type(v), "_is_lazy_array", False)
 
 
 def _reader(ref: Any, other: Any, shape: tuple[int, ...]) -> Callable[[np.ndarray], list[Any]]:
     """How to read, for a batch of ``ref``'s chunks, the matching part of ``other`` in the broadcast
     ``shape`` of the two (``ref`` itself may be broadcast: its chunk is then compared with every part of
     ``other`` it stands for). ``other`` is NumPy data, or a lazy array of ``ref``'s shape."""
-    if _lazy(other) and other.chunks == ref.chunks and other.shape == ref.shape == shape:
-        if other._source is ref._source:  # the same values: compared with themselves, read once
-            return lambda coords: [None] * len(coords)
-        return lambda coords: other._source.get_chunks(coords, store=False)
-    if _lazy(other):  # same shape, another chunk grid: one planned read of the batch's bounding box
-
-        def bbox(coords: np.ndarray) -> list[Any]:
-            regions = chunk_regions(ref, coords)
-            lo = [min(r[d].start for r in regions) for d in range(ref.ndim)]
-            hi = [max(r[d].stop for r in regions) for d in range(ref.ndim)]
-            block = np.asarray(other[tuple(slice(a, b) for a, b in zip(lo, hi, strict=True))])
-            return [
-                block[tuple(slice(s.start - a, s.stop - a) for s, a in zip(r, lo, strict=True))]
-                for r in regions
-            ]
-
-        return bbox
+    if is_lazy(other) or ref.shape == shape:  # a lazy other has the shape of ref (see _streamable)
+        read = part_reader(ref, other)
+        return lambda coords: read(coords, chunk_regions(ref, coords))
     full = np.broadcast_to(other, shape)
     lead = len(shape) - ref.ndim
 
@@ -73,13 +50,8 @@ def all_chunks(ref: Any, other: Any, shape: tuple[int, ...], test: Callable[...,
     """Whether ``test(ref_chunk, other_part)`` holds for every chunk of ``ref``, streamed with early exit:
     ``batch_chunks`` chunks of ``ref`` per fetch call, nothing cached, stop at the first failure."""
     ref._count("reduce")
-    grid = ref.nchunks
-    total = int(np.prod(grid, dtype=np.int64))
-    batch = options._get("batch_chunks")
     read_other = _reader(ref, other, shape)
-    for start in range(0, total, batch):
-        coords = grid_batch(grid, start, min(start + batch, total))
-        mine = ref._source.get_chunks(coords, store=False)
+    for coords, mine in chunk_batches(ref):
         theirs = read_other(coords)
         for chunk, part in zip(mine, theirs, strict=True):
             if not test(chunk, chunk if part is None else part):
@@ -89,18 +61,18 @@ def all_chunks(ref: Any, other: Any, shape: tuple[int, ...], test: Callable[...,
 
 def _streamable(a: Any, b: Any, shape: tuple[int, ...]) -> bool:
     """One lazy operand (the other NumPy data) or two lazy operands of the broadcast shape."""
-    if _lazy(a) and _lazy(b):
+    if is_lazy(a) and is_lazy(b):
         return bool(a.shape == b.shape == shape)
     return True
 
 
 def _convert(v: Any) -> Any:
     """A non-lazy argument as NumPy converts it (may raise, as NumPy's conversion does)."""
-    return v if _lazy(v) else np.asarray(v)
+    return v if is_lazy(v) else np.asarray(v)
 
 
 def _materialized(v: Any) -> Any:
-    return v._materialize() if _lazy(v) else v
+    return v._materialize() if is_lazy(v) else v
 
 
 def _cannot_hold_nan(dt: np.dtype) -> bool:
@@ -115,7 +87,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
         return False
     if a1.shape != a2.shape:
         return False
-    ref, other = (a1, a2) if _lazy(a1) else (a2, a1)
+    ref, other = (a1, a2) if is_lazy(a1) else (a2, a1)
     if ref.size == 0:
         return True
     nan_aware = equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype))
@@ -142,7 +114,7 @@ def array_equiv(a1: Any, a2: Any) -> bool:
     except ValueError:
         return False
     shape = tuple(shape)
-    ref, other = (a1, a2) if _lazy(a1) else (a2, a1)
+    ref, other = (a1, a2) if is_lazy(a1) else (a2, a1)
     if not _streamable(a1, a2, shape):  # two lazy arrays broadcast together: guarded, never swallowed
         return bool(np.array_equiv(_materialized(a1), _materialized(a2)))
     if int(np.prod(shape, dtype=np.int64)) == 0:
@@ -154,7 +126,7 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
     """``np.allclose`` with NumPy's answer, streamed with early exit."""
     a, b = _convert(a), _convert(b)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))  # raises as NumPy's isclose does
-    ref, other = (a, b) if _lazy(a) else (b, a)
+    ref, other = (a, b) if is_lazy(a) else (b, a)
     if int(np.prod(shape, dtype=np.int64)) == 0:
         return True
     if not _streamable(a, b, shape):  # two lazy arrays broadcast together: guarded, never swallowed

@@ -1,13 +1,5 @@
-"""Lazy elementwise computation: ufuncs, operators and ``np.where``-like functions as lazy expressions.
-
-``x * 2 + 1``, ``x > 0``, ``np.isnan(x)``, ``np.where(x > 0, x, 0)`` over lazy arrays of one shape and
-chunk grid (plus scalars, and NumPy arrays that broadcast to that shape without enlarging it) give lazy
-arrays whose source is an :class:`ElementwiseSource`: reading a chunk of the result reads that chunk of
-every underlying lazy array (each distinct source once, in one batched fetch) and applies the function.
-So ``np.isnan(x).any()`` streams with early exit and ``(x > t).sum(axis=0)`` never materializes.
-
-Result dtypes follow NumPy's own rules: the function is applied once to empty arrays of the operand
-dtypes (Python scalars stay weakly typed, NEP 50).
+"""Lazy elementwise computation: ufuncs, operators and ``np.where``-like functions over lazy arrays of one
+shape and chunk grid give lazy arrays whose source is an :class:`ElementwiseSource` (docs/lazy-arrays.md).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -25,16 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .geometry import VALUE_KINDS
+from .geometry import VALUE_KINDS, is_lazy
 
 if TYPE_CHECKING:
     from .array import LazyArray
 
 __all__ = ["ElementwiseSource", "make_elementwise", "cast"]
-
-
-def _is_lazy(v: Any) -> bool:
-    return getattr(type(v), "_is_lazy_array", False)
 
 
 def _name(func: Any) -> str:
@@ -78,12 +66,11 @@ class ElementwiseSource:
         return self
 
     def operands(self) -> list[Any]:
-        """The distinct sources this expression reads chunks from: fetch sources and views (the sources
-        of nested expressions are looked through)."""
+        """The distinct sources this expression reads chunks from (nested expressions looked through)."""
         if self._leaves is None:
             seen: dict[int, Any] = {}
             for a in self.args:
-                if _is_lazy(a):
+                if is_lazy(a):
                     src = a._source
                     for op in src.operands() if isinstance(src, ElementwiseSource) else [src]:
                         seen.setdefault(id(op), op)
@@ -101,7 +88,7 @@ class ElementwiseSource:
     def describe(self) -> str:
         parts = []
         for a in self.args:
-            if _is_lazy(a):
+            if is_lazy(a):
                 parts.append("<lazy>")
             elif isinstance(a, np.ndarray) and a.ndim:
                 parts.append(f"<ndarray {a.shape}>")
@@ -113,7 +100,7 @@ class ElementwiseSource:
     def dask_token(self) -> Any:
         toks = []
         for a in self.args:
-            if _is_lazy(a):
+            if is_lazy(a):
                 toks.append(a.__dask_tokenize__())
             elif isinstance(a, np.ndarray):
                 toks.append(("ndarray", a.shape, a.dtype.str, a.tobytes() if a.size <= 4096 else id(a)))
@@ -152,7 +139,7 @@ class ElementwiseSource:
     def _eval(self, i: int, region: tuple[slice, ...], values: dict[int, list[np.ndarray]]) -> np.ndarray:
         vals = []
         for a in self.args:
-            if _is_lazy(a):
+            if is_lazy(a):
                 src = a._source
                 vals.append(
                     src._eval(i, region, values) if isinstance(src, ElementwiseSource) else values[id(src)][i]
@@ -175,7 +162,7 @@ class ElementwiseSource:
 
 def _operand(a: Any, shape: tuple[int, ...]) -> tuple[bool, Any, Any]:
     """(ok, operand kept in the recipe, sample for dtype resolution)."""
-    if _is_lazy(a):
+    if is_lazy(a):
         return True, a, np.empty((0,), a.dtype)
     if isinstance(a, bool | numbers.Number) and not isinstance(a, np.ndarray):
         return True, a, a
@@ -199,7 +186,7 @@ def make_elementwise(
 ) -> Any:
     """A lazy array (or a tuple of ``nout`` of them) for ``func(*args, **kwargs)``, or ``None`` when the
     operands are not lazy arrays of one shape and chunk grid (plus scalars / broadcastable arrays)."""
-    lazies = [a for a in args if _is_lazy(a)]
+    lazies = [a for a in args if is_lazy(a)]
     if not lazies:
         return None
     ref = lazies[0]

@@ -1,14 +1,6 @@
-"""The fetch contract: calling a user ``fetch(chunks)``, sync or async, and validating what it returns.
-
-``fetch`` gets an ``int64`` array of shape ``(n, ndim)`` (0-based chunk coordinates, one row per chunk)
-and returns a sequence of ``n`` array-likes in row order, each holding that chunk's values clipped at
-the array edge, in the chunk's clipped shape or flat in C order. Values of another dtype are coerced as
-``numpy.asarray(v).astype(dtype)`` would. A broken contract raises :class:`~altarr.errors.FetchError`
-naming the chunk; an exception raised inside ``fetch`` propagates unchanged (with a note naming the
-chunks it was asked for).
-
-:class:`FetchSource` is the leaf of every lazy array: the fetch function, the array geometry, the
-counters, and the link to the shared cache.
+"""The fetch contract (docs/lazy-arrays.md): :class:`FetchSource`, the leaf of every lazy array, calls a
+user ``fetch(chunks)``, sync or async, validates what it returns and keeps the counters and the link to
+the shared cache.
 
 Example:
     >>> import numpy as np
@@ -54,10 +46,8 @@ COUNTER_NAMES = (
 _tokens = itertools.count(1)
 _reads = itertools.count(1)
 
-#: The guard that keeps a lazy read to one version of each shard (issue 34): cached chunks checked
-#: against their shard's version, stale shards read again whole, decode failures of a shard rewritten
-#: under the read retried (:mod:`altarr.lazy.sources`). ``False`` only to show that the concurrency soak
-#: (tests/lazy/test_lazy_versions_soak.py) detects mixed versions without it; never in use.
+#: The guard that keeps a lazy read to one version of each shard (docs/engine.md). ``False`` only in the
+#: tests that show the concurrency soak detects mixed versions without it.
 SHARD_VERSION_GUARD = True
 
 
@@ -87,11 +77,7 @@ async def _await(awaitable: Any) -> Any:
 
 
 def run_awaitable(awaitable: Any) -> Any:
-    """Run an awaitable to completion from synchronous code.
-
-    With no event loop running in this thread, ``asyncio.run`` is used; inside a running loop (Jupyter,
-    an async application) the awaitable runs in a helper thread with its own loop.
-    """
+    """Run an awaitable to completion: ``asyncio.run``, in a helper thread inside a running loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -107,8 +93,7 @@ def _describe_chunks(coords: np.ndarray, limit: int = 4) -> str:
 
 
 class GroupedFetch(Protocol):
-    """A fetch that names the group (shard) of each chunk, as :class:`~altarr.lazy.sources.DatasetFetch`
-    does; a read that must not mix two versions of one group goes through these methods."""
+    """A fetch that names the group (shard) of each chunk, as :class:`~altarr.lazy.sources.DatasetFetch`."""
 
     def chunk_groups(self, chunks: np.ndarray) -> Sequence[Hashable] | None: ...
     def current_versions(self, groups: Sequence[Any]) -> dict[Any, Any] | None: ...
@@ -117,11 +102,8 @@ class GroupedFetch(Protocol):
 
 
 class FetchSource:
-    """The leaf of a lazy array: ``fetch``, geometry, counters and the cache owner token.
-
-    Copies of a lazy array share one source (so one cache and one set of counters); unpickling makes a
-    fresh source with an empty cache and zeroed counters.
-    """
+    """The leaf of a lazy array: ``fetch``, geometry, counters and the cache owner token (shared by copies;
+    unpickling makes a fresh one)."""
 
     def __init__(
         self, fetch: Callable[..., Any], shape: tuple[int, ...], chunks: tuple[int, ...], dtype: np.dtype
@@ -180,12 +162,8 @@ class FetchSource:
 
     # --- reading ---------------------------------------------------------------------------------------
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
-        """The chunks at ``coords`` (rows of unique chunk coordinates), in row order.
-
-        Cached chunks are used as they are; the missing ones are fetched in one call (chunks another
-        thread is fetching right now are waited for, not fetched twice). With ``store`` the fetched
-        chunks are inserted into the cache, otherwise they are handed back and dropped.
-        """
+        """The chunks at ``coords`` (unique rows), in row order: cached ones as they are, the missing ones
+        in one fetch call (waiting for those another thread is fetching), cached when ``store``."""
         n = len(coords)
         if n == 0:
             return []
@@ -238,13 +216,9 @@ class FetchSource:
         return cast(list[np.ndarray], out)  # every slot was filled above
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        """``fn(i, chunk)`` for every row of ``coords``, caching nothing (the streaming path).
-
-        Cached chunks are used as they are. When ``fetch`` has a ``visit(chunks, fn)`` method (as
-        :class:`~altarr.lazy.sources.DatasetFetch` has) the missing chunks go through it in one call:
-        ``fn`` then runs on the fetch's own threads with chunks that are valid only during the call, so
-        nothing is allocated per chunk. Otherwise they are fetched in one call and visited in order.
-        """
+        """``fn(i, chunk)`` for every row of ``coords``, caching nothing. The missing chunks go through the
+        fetch's ``visit(chunks, fn)`` when it has one (``fn`` then runs on its threads, with chunks valid
+        only during the call), else through one fetch call."""
         n = len(coords)
         if n == 0:
             return
@@ -262,39 +236,11 @@ class FetchSource:
             for i, chunk in zip(hits.tolist(), self.get_chunks(coords[hits], store=False), strict=True):
                 fn(i, chunk)
         rows = np.flatnonzero(~cached)
-        if not len(rows):
-            return
-        request = np.array(coords[rows], dtype=np.int64, order="C", copy=True)
-        extents = self.extents(request)
-        self.counters.add("cache_misses", len(rows))
-        self.counters.add("fetch_calls")
-        seen = np.zeros(len(rows), dtype=bool)
+        if len(rows):
+            self._stream(coords, rows, fn)
 
-        def checked(j: int, values: Any) -> None:
-            arr = validate([values], request[j : j + 1], extents[j : j + 1], self.dtype)[0]
-            seen[j] = True
-            fn(int(rows[j]), arr)
-
-        try:
-            visit(request, checked)
-        except Exception as e:
-            e.add_note(f"altarr: raised by fetch.visit() asked for chunks {_describe_chunks(request)}")
-            raise
-        if not seen.all():
-            raise FetchError("fetch.visit() skipped a requested chunk", chunk=request[int(np.argmin(seen))])
-        self.counters.add("chunks_fetched", len(rows))
-        self.counters.add("bytes_fetched", int(extents.prod(axis=1).sum()) * self.dtype.itemsize)
-
-    # --- sources with shard versions (DatasetFetch over a sharded dataset) -----------------------------
-    # A read takes every chunk of one shard from one version of it. A cached chunk is used only when its
-    # shard is known to be unchanged (the fetch tells the current version cheaply: local files, memory,
-    # zip), or, where it cannot tell (object stores), when every requested chunk of that shard is cached
-    # from one version. The other chunks are read in one call of the engine, which reads all chunks of
-    # one shard from one version; when that version is not the one the cached chunks of the shard came
-    # from (the shard was rewritten since its stat), every requested chunk of the shard is read again,
-    # together, in the next round: one version, two rounds at most.
+    # --- sources with shard versions: one version per shard in a read (docs/engine.md) ----------------
     def _grouped(self) -> GroupedFetch:
-        """``fetch`` as the fetch with groups it is where :meth:`_groups` found its ``chunk_groups``."""
         return cast(GroupedFetch, self.fetch)
 
     def _groups(self, coords: np.ndarray) -> list[Hashable] | None:
@@ -403,27 +349,26 @@ class FetchSource:
 
     def _fetch_validated_versioned(self, coords: np.ndarray) -> tuple[list[np.ndarray], dict]:
         """The chunks at ``coords`` and the version of every shard they came from: the one the fetch
-        reports, else (a store that reports none) a token of this read, so that cached chunks of two
-        reads are never taken for one version."""
-        request = np.array(coords, dtype=np.int64, order="C", copy=True)
-        self.counters.add("fetch_calls")
-        try:
-            result, reported = self._grouped().fetch_versioned(request)
-        except Exception as e:
-            e.add_note(f"altarr: raised by fetch() asked for chunks {_describe_chunks(coords)}")
-            raise
-        values = validate(result, coords, self.extents(coords), self.dtype)
-        self.counters.add("chunks_fetched", len(values))
-        self.counters.add("bytes_fetched", sum(v.nbytes for v in values))
+        reports, else a token of this read (cached chunks of two reads are never one version)."""
+        reported: dict[Hashable, Any] = {}
+
+        def call(request: np.ndarray) -> Any:
+            result, versions = self._grouped().fetch_versioned(request)
+            reported.update(versions)
+            return result
+
+        values = self._fetch_validated(coords, call)
         read = ("read", next(_reads))
         versions = defaultdict(lambda: read, {g: read if v is None else v for g, v in reported.items()})
         return values, versions
 
-    def _fetch_validated(self, coords: np.ndarray) -> list[np.ndarray]:
+    def _fetch_validated(
+        self, coords: np.ndarray, call: Callable[[np.ndarray], Any] | None = None
+    ) -> list[np.ndarray]:
         request = np.array(coords, dtype=np.int64, order="C", copy=True)
         self.counters.add("fetch_calls")
         try:
-            result = self.fetch(request)
+            result = (call or self.fetch)(request)
             if inspect.isawaitable(result):
                 result = run_awaitable(result)
         except Exception as e:
@@ -444,8 +389,8 @@ def _rows_by_group(groups: Sequence[Hashable]) -> dict[Hashable, list[int]]:
 
 
 def _compact(arr: np.ndarray) -> np.ndarray:
-    """A chunk to keep in the cache: copied when it is a small view of a much larger buffer (a slice of
-    a block the fetch read at once), so the cache's byte count is the memory it really holds."""
+    """A chunk to cache: copied when it is a small view of a much larger buffer (so the cache's byte count
+    is the memory it holds)."""
     if arr.base is None:
         return arr
     base: Any = arr.base

@@ -1,6 +1,5 @@
-"""The public functions of lazy arrays: :func:`altarr` (make one over any ``fetch``), :func:`extract` and
-:func:`plan` (a hyperslab read, and its plan), :func:`stats` and :func:`reset` (counters and cache),
-:func:`is_altarr`.
+"""The public functions of lazy arrays: :func:`altarr`, :func:`extract`, :func:`plan`, :func:`stats`,
+:func:`reset`, :func:`is_altarr`.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -40,9 +39,8 @@ def altarr(
         shape: the array shape.
         chunks: the chunk shape; an int is used for every dimension.
         fetch: ``fetch(chunks)`` gets an ``int64`` array ``(n, ndim)`` of 0-based chunk coordinates and
-            returns ``n`` array-likes in row order, each the chunk's values clipped at the array edge (in
-            the clipped shape or flat in C order). May be ``async def``. See the fetch contract in
-            ``docs/lazy-arrays.md``.
+            returns ``n`` array-likes in row order (may be ``async def``; the fetch contract:
+            docs/lazy-arrays.md).
         dtype: any NumPy bool or numeric dtype.
         dims: optional dimension names.
         coords: optional coordinates, ``{dim: 1-D values}``.
@@ -71,11 +69,9 @@ def _require(x: Any) -> LazyArray:
 
 
 def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
-    """A hyperslab: the cartesian product of per-dimension subscripts, read with one planned fetch.
-
-    Each subscript is an int, a slice, an integer array or a boolean mask; a missing subscript (or
-    ``None``) means the whole dimension. With ``drop=True`` an integer subscript drops its dimension
-    (NumPy style); with ``drop=False`` every dimension is kept.
+    """A hyperslab: the cartesian product of per-dimension subscripts (int, slice, integer array, boolean
+    mask; missing or ``None``: the whole dimension), read with one planned fetch. ``drop=True``: an
+    integer subscript drops its dimension.
 
     Example:
         >>> import numpy as np, altarr as aa
@@ -94,10 +90,9 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
     """The chunks a hyperslab would touch, as a pandas DataFrame, computed without reading anything
     (pandas is the optional dependency ``altarr[pandas]``).
 
-    One row per touched chunk (C order) with columns ``chunk_<d>`` (chunk coordinates), ``start_<d>``
-    (0-based first element) and ``extent_<d>`` (clipped chunk length) for every dimension ``<d>`` (its
-    name when the array has ``dims``, else its number), then ``elements`` (selected elements in that
-    chunk), ``nbytes`` (decoded chunk bytes) and ``cached``. Subscripts as in :func:`extract`.
+    One row per touched chunk (C order): ``chunk_<d>``, ``start_<d>``, ``extent_<d>`` per dimension (its
+    name or number), ``elements`` (selected), ``nbytes`` (decoded) and ``cached``. Subscripts as in
+    :func:`extract`.
 
     Example:
         >>> import numpy as np, altarr as aa
@@ -122,12 +117,9 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
     start = coords * chunk_arr
     extent = np.minimum(chunk_arr, np.asarray(x.shape, dtype=np.int64) - start)
     cols: dict[str, Any] = {}
-    for d, name in enumerate(names):
-        cols[f"chunk_{name}"] = coords[:, d]
-    for d, name in enumerate(names):
-        cols[f"start_{name}"] = start[:, d]
-    for d, name in enumerate(names):
-        cols[f"extent_{name}"] = extent[:, d]
+    for column, values in (("chunk", coords), ("start", start), ("extent", extent)):
+        for d, name in enumerate(names):
+            cols[f"{column}_{name}"] = values[:, d]
     cols["elements"] = p.row_elements()
     cols["nbytes"] = extent.prod(axis=1) * x.dtype.itemsize
     leaves = x._leaves()
@@ -139,12 +131,8 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
 
 
 def stats(x: LazyArray) -> dict[str, int]:
-    """Counters of a lazy array (shared with its copies).
-
-    Keys: ``extract_subset`` (planned index calls), ``hyperslab`` (:func:`extract` calls), ``reduce``
-    (streamed reductions), ``materialize``, ``fetch_calls``, ``chunks_fetched``, ``bytes_fetched``,
-    ``cache_hits``, ``cache_misses``, ``chunks_cached``, ``cache_bytes``, ``cache_budget``, ``evictions``.
-    For a lazy expression over several arrays the counts are summed over its sources.
+    """Counters of a lazy array (shared with its copies; summed over the sources of an expression), keys as
+    listed in docs/lazy-arrays.md, "Options and counters".
 
     Example:
         >>> import numpy as np, altarr as aa

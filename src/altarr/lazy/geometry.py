@@ -16,10 +16,22 @@ import numpy as np
 
 from ..errors import GridError
 
-__all__ = ["VALUE_KINDS", "check_dtype", "normalize_coords", "normalize_dims", "normalize_geometry"]
+__all__ = [
+    "VALUE_KINDS",
+    "is_lazy",
+    "check_dtype",
+    "normalize_coords",
+    "normalize_dims",
+    "normalize_geometry",
+]
 
 #: NumPy kinds a lazy array's values may have: bools, numbers, datetime64 and timedelta64.
 VALUE_KINDS = "biufcmM"
+
+
+def is_lazy(v: Any) -> bool:
+    """Whether ``v`` is a lazy array (by its class's marker: no import of the array module)."""
+    return getattr(type(v), "_is_lazy_array", False)
 
 
 def check_dtype(dtype: Any) -> np.dtype:

@@ -1,11 +1,5 @@
-"""Many selections of one lazy array (or dataset) in one call: :func:`read_many`.
-
-The selections are planned one by one (NumPy, ``oindex`` or ``vindex`` meaning), the chunks they touch
-merged into one set, and the missing ones fetched in **one** fetch call (for :func:`altarr.open` arrays
-one batched engine read: one store round per shard level plus one for the chunks, coalesced across the
-selections). A chunk shared by several selections is fetched and decoded once. When the missing
-chunks fit the cache budget they are cached as a plain read would cache them; otherwise they are
-streamed through the fetch's ``visit`` and placed straight into every result that needs them.
+"""Many selections of one lazy array (or dataset) in one call: :func:`read_many`, the chunks they touch
+fetched in one fetch call, each once (docs/lazy-arrays.md, "Many reads at once").
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -24,14 +18,14 @@ import numpy as np
 
 from ..selection import SelectionPlan, chunk_users, plan_selections
 from . import options
+from .geometry import is_lazy
 
 __all__ = ["read_many"]
 
 
 def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
     """The values of every selection of ``x`` (a lazy array or a :class:`~altarr.Dataset`), in request
-    order, fetched together (see the module docstring). ``mode``: ``"numpy"``, ``"oindex"`` or
-    ``"vindex"``.
+    order, fetched together. ``mode``: ``"numpy"``, ``"oindex"`` or ``"vindex"``.
 
     >>> import numpy as np, altarr as aa
     >>> ds = aa.create_dataset("memory://doc-read-many", shape=(4, 4), dtype="u1", chunks=(2, 2))
@@ -40,10 +34,10 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     >>> a.shape, b.shape
     ((2, 2), (4,))
     """
-    if hasattr(x, "read_regions") and not getattr(x, "_is_lazy_array", False):
+    if hasattr(x, "read_regions") and not is_lazy(x):
         values: list[Any] = x.read_regions(selections, mode=mode)
         return values
-    if not getattr(x, "_is_lazy_array", False):
+    if not is_lazy(x):
         raise TypeError(f"read_many takes a lazy array or a Dataset, got {type(x).__name__}")
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections
     plans: list[SelectionPlan] = plan_selections(keys, x.shape, x.chunks, mode)

@@ -1,10 +1,5 @@
-"""Streamed ``mean``, ``var`` and ``std`` (and their ``nan*`` variants): moments merged chunk by chunk.
-
-``mean`` merges sums (and counts, where ``where=`` or NaNs leave some out); ``var``/``std`` merge
-``(count, mean, M2)`` per output element with the pairwise update of Chan, Golub and LeVeque
-(numerically stable, honours ``ddof``). A float16 array's moments are computed in float32, integers'
-in float64, as NumPy's ``mean`` does; an integer or boolean ``dtype=`` of ``var``/``std`` computes in
-float64 and casts the result (NumPy's own answer there depends on its intermediate integer casts).
+"""Streamed ``mean``, ``var`` and ``std`` (and their ``nan*`` variants): sums and counts, and Chan et al.'s
+pairwise merge of ``(count, mean, M2)`` (docs/lazy-arrays.md, "Reductions stream").
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -77,7 +72,16 @@ def _prepare(
     return mask, red, numpy_fn(np.ones((probe,), x.dtype), dtype=dtype).dtype
 
 
-def mean(x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, where: Any, *, nan: bool) -> Any:
+def mean(
+    x: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    where: Any = True,
+    *,
+    nan: bool,
+) -> Any:
     """Streamed ``mean`` / ``nanmean`` (with NumPy's ``where=``)."""
     numpy_fn = np.nanmean if nan else np.mean
     where, red, res_dtype = _prepare(x, axis, dtype, where, nan, numpy_fn, 1)
@@ -121,14 +125,14 @@ def _resolve_ddof(ddof: Any, correction: Any) -> Any:
 
 def var(
     x: Any,
-    axis: Any,
-    dtype: Any,
-    out: Any,
-    ddof: Any,
-    keepdims: bool,
-    where: Any,
-    mean_: Any,
-    correction: Any,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    ddof: Any = 0,
+    keepdims: bool = False,
+    where: Any = True,
+    mean: Any = np._NoValue,
+    correction: Any = np._NoValue,
     *,
     nan: bool,
     sqrt: bool,
@@ -138,7 +142,7 @@ def var(
     Degrees of freedom as NumPy: ``var``/``std`` divide by ``max(n - ddof, 0)`` (so ``inf`` or ``nan``
     where ``ddof >= n``), ``nanvar``/``nanstd`` give ``nan`` there; both warn.
     """
-    if mean_ is not np._NoValue:
+    if mean is not np._NoValue:
         raise UnsupportedError("lazy var/std do not support mean=; it is computed while streaming")
     ddof = _resolve_ddof(ddof, correction)
     numpy_fn = {

@@ -1,16 +1,5 @@
-"""NumPy protocol dispatch for lazy arrays: ``__array_ufunc__`` (NEP 13) and ``__array_function__`` (NEP 18).
-
-* ufunc ``__call__`` (``x + 1``, ``x > 0``, ``np.isnan(x)``) gives a lazy elementwise array when the
-  operands allow it (lazy arrays of one shape and chunk grid, scalars, broadcastable NumPy arrays);
-* ufunc ``reduce`` of a reorderable ufunc (``np.add.reduce(x, axis=1)``) is a streamed reduction;
-* NumPy functions with a lazy implementation (reductions, ``nan*``, ``count_nonzero``, ``nonzero``,
-  ``flatnonzero``, ``argwhere``, ``where``, ``clip``, ``round``, ``nan_to_num``, ``real``, ``imag``,
-  ``isclose``, ``astype``) use it;
-* everything else runs NumPy's own implementation, which converts lazy arguments through
-  ``__array__``: the single materialization path, refused above ``max_materialize`` bytes.
-
-Objects of other array types that implement the protocols themselves (dask, xarray, ...) get
-``NotImplemented`` so that they can handle the operation.
+"""NumPy protocol dispatch for lazy arrays: ``__array_ufunc__`` (NEP 13) and ``__array_function__``
+(NEP 18). How each NumPy function is handled (streamed, lazy, materialized, refused): docs/lazy-arrays.md.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -21,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -30,34 +20,28 @@ from ..errors import ReadOnlyError
 from . import reduce, views
 from .compare import allclose, array_equal, array_equiv
 from .elementwise import make_elementwise
+from .geometry import is_lazy
 
 __all__ = ["array_ufunc", "array_function", "power", "HANDLED_FUNCTIONS"]
 
 HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
 
-#: How each NumPy function NumPy dispatches to lazy arrays is handled, by name: ``"streamed"`` (read
-#: chunk batch by chunk batch, never materialized), ``"lazy"`` (gives a lazy array) or ``"refused"``
-#: (raises; it would write into a lazy array). Every other function is ``"materialized"``: NumPy's own
-#: implementation, which converts lazy arguments through the guarded ``__array__``. The table in
-#: ``docs/lazy-arrays.md`` is checked against this one by a test.
+#: ``"streamed"``, ``"lazy"`` or ``"refused"`` by function name (every other is ``"materialized"``); the
+#: table in docs/lazy-arrays.md is checked against this one by a test.
 FUNCTION_KINDS: dict[str, str] = {}
 
 _NoValue = np._NoValue
 
 
-def _lazy(v: Any) -> bool:
-    return getattr(type(v), "_is_lazy_array", False)
-
-
 def _foreign(v: Any) -> bool:
     """An object of another array library that handles NumPy protocols itself."""
-    if _lazy(v) or isinstance(v, np.ndarray | np.generic):
+    if is_lazy(v) or isinstance(v, np.ndarray | np.generic):
         return False
     return hasattr(type(v), "__array_ufunc__") and type(v).__array_ufunc__ is not None
 
 
 def _to_numpy(v: Any) -> Any:
-    if _lazy(v):
+    if is_lazy(v):
         return v._materialize()
     if isinstance(v, list | tuple):
         return type(v)(_to_numpy(e) for e in v)
@@ -75,7 +59,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     out = kwargs.get("out") or ()
     if any(_foreign(v) for v in inputs + tuple(out)):
         return NotImplemented
-    if any(_lazy(o) for o in out):
+    if any(is_lazy(o) for o in out):
         raise ReadOnlyError("lazy arrays are read-only; they cannot be a ufunc's out=")
     if method == "__call__" and ufunc.signature is None and not out and kwargs.get("where", True) is True:
         kw = {k: v for k, v in kwargs.items() if k != "where"}
@@ -89,7 +73,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
         method == "reduce"
         and ufunc in reduce.REORDERABLE
         and len(inputs) == 1
-        and _lazy(inputs[0])
+        and is_lazy(inputs[0])
         and set(kwargs) <= {"axis", "dtype", "out", "keepdims", "initial", "where"}
     ):
         return reduce.ufunc_reduce(
@@ -163,150 +147,38 @@ def _implements(*funcs: Any, kind: str = "streamed") -> Callable[[Callable[..., 
 
 
 # --- reductions ----------------------------------------------------------------------------------------
-def _reduction(name: str, ufunc: np.ufunc) -> Callable[..., Any]:
-    def impl(
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: Any = False,
-        initial: Any = _NoValue,
-        where: Any = True,
-    ) -> Any:
-        if not _lazy(a):
-            return NotImplemented
-        return reduce.ufunc_reduce(a, ufunc, axis, dtype, out, keepdims, initial, where)
+def _delegate(func: Any, run: Callable[..., Any]) -> None:
+    """Handle NumPy's ``func`` by ``run(a, **given)``: the arguments bound by name as NumPy's signature
+    binds them (those not given left out); ``NotImplemented`` when ``a`` is not lazy."""
+    signature = inspect.signature(func)
 
-    impl.__name__ = name
-    return impl
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        given = signature.bind(*args, **kwargs).arguments
+        a = given.pop("a")
+        return run(a, **given) if is_lazy(a) else NotImplemented
+
+    _implements(func)(impl)
 
 
-_implements(np.sum)(_reduction("sum", np.add))
-_implements(np.prod)(_reduction("prod", np.multiply))
+def _method(name: str) -> Callable[..., Any]:
+    return lambda a, **given: getattr(a, name)(**given)
 
 
-def _minmax(ufunc: np.ufunc) -> Callable[..., Any]:
-    def impl(
-        a: Any,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: Any = False,
-        initial: Any = _NoValue,
-        where: Any = True,
-    ) -> Any:
-        if not _lazy(a):
-            return NotImplemented
-        return reduce.ufunc_reduce(a, ufunc, axis, None, out, keepdims, initial, where)
-
-    return impl
-
-
-_implements(np.min, np.amin)(_minmax(np.minimum))
-_implements(np.max, np.amax)(_minmax(np.maximum))
-
-
-@_implements(np.any)
-def _any(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True) -> Any:
-    return reduce.any_all(a, "any", axis, out, keepdims, where) if _lazy(a) else NotImplemented
-
-
-@_implements(np.all)
-def _all(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True) -> Any:
-    return reduce.any_all(a, "all", axis, out, keepdims, where) if _lazy(a) else NotImplemented
-
-
-@_implements(np.mean)
-def _mean(
-    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True
-) -> Any:
-    return reduce.mean(a, axis, dtype, out, keepdims, where, nan=False) if _lazy(a) else NotImplemented
-
-
-@_implements(np.nanmean)
-def _nanmean(
-    a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, *, where: Any = True
-) -> Any:
-    return reduce.mean(a, axis, dtype, out, keepdims, where, nan=True) if _lazy(a) else NotImplemented
-
-
-def _var_like(nan: bool, sqrt: bool) -> Callable[..., Any]:
-    def impl(
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        ddof: Any = 0,
-        keepdims: Any = False,
-        *,
-        where: Any = True,
-        mean: Any = _NoValue,
-        correction: Any = _NoValue,
-    ) -> Any:
-        if not _lazy(a):
-            return NotImplemented
-        return reduce.var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=nan, sqrt=sqrt)
-
-    return impl
-
-
-_implements(np.var)(_var_like(False, False))
-_implements(np.std)(_var_like(False, True))
-_implements(np.nanvar)(_var_like(True, False))
-_implements(np.nanstd)(_var_like(True, True))
-
-
-def _nan_sumprod(which: str) -> Callable[..., Any]:
-    def impl(
-        a: Any,
-        axis: Any = None,
-        dtype: Any = None,
-        out: Any = None,
-        keepdims: Any = False,
-        initial: Any = _NoValue,
-        where: Any = True,
-    ) -> Any:
-        if not _lazy(a):
-            return NotImplemented
-        return reduce.nan_reduce(a, which, axis, dtype, out, keepdims, initial, where)
-
-    return impl
-
-
-def _nan_minmax(which: str) -> Callable[..., Any]:
-    def impl(
-        a: Any,
-        axis: Any = None,
-        out: Any = None,
-        keepdims: Any = False,
-        initial: Any = _NoValue,
-        where: Any = True,
-    ) -> Any:
-        if not _lazy(a):
-            return NotImplemented
-        return reduce.nan_reduce(a, which, axis, None, out, keepdims, initial, where)
-
-    return impl
-
-
-_implements(np.nansum)(_nan_sumprod("nansum"))
-_implements(np.nanprod)(_nan_sumprod("nanprod"))
-_implements(np.nanmin)(_nan_minmax("nanmin"))
-_implements(np.nanmax)(_nan_minmax("nanmax"))
-
-
-@_implements(np.count_nonzero)
-def _count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return reduce.count_nonzero(a, axis, keepdims) if _lazy(a) else NotImplemented
-
-
-@_implements(np.nonzero)
-def _nonzero(a: Any) -> Any:
-    return reduce.nonzero(a) if _lazy(a) else NotImplemented
+_REDUCTIONS = ("sum", "prod", "min", "max", "any", "all", "mean", "var", "std", "argmin", "argmax")
+for _name in (*_REDUCTIONS, "count_nonzero", "nonzero", "amin", "amax"):
+    _delegate(getattr(np, _name), _method({"amin": "min", "amax": "max"}.get(_name, _name)))
+for _name in ("nansum", "nanprod", "nanmin", "nanmax"):
+    _delegate(getattr(np, _name), lambda a, _which=_name, **given: reduce.nan_reduce(a, _which, **given))
+_delegate(np.nanmean, lambda a, **given: reduce.mean(a, **given, nan=True))
+for _name, _sqrt in (("nanvar", False), ("nanstd", True)):
+    _delegate(
+        getattr(np, _name), lambda a, _sqrt=_sqrt, **given: reduce.var(a, **given, nan=True, sqrt=_sqrt)
+    )
 
 
 @_implements(np.flatnonzero)
 def _flatnonzero(a: Any) -> Any:
-    if not _lazy(a):
+    if not is_lazy(a):
         return NotImplemented
     if a.ndim == 0:  # its one value, read as an element (no materialization)
         return np.flatnonzero(np.asarray(a[()]))
@@ -316,7 +188,7 @@ def _flatnonzero(a: Any) -> Any:
 
 @_implements(np.argwhere)
 def _argwhere(a: Any) -> Any:
-    if not _lazy(a):
+    if not is_lazy(a):
         return NotImplemented
     if a.ndim == 0:  # its one value, read as an element (no materialization)
         return np.argwhere(np.asarray(a[()]))
@@ -327,7 +199,7 @@ def _argwhere(a: Any) -> Any:
 @_implements(np.where, kind="lazy")
 def _where(condition: Any, *xy: Any) -> Any:
     if not xy:
-        return reduce.nonzero(condition) if _lazy(condition) else NotImplemented
+        return reduce.nonzero(condition) if is_lazy(condition) else NotImplemented
     if len(xy) != 2:
         return NotImplemented
     return _or_ni(make_elementwise(np.where, (condition, *xy), {}))
@@ -377,52 +249,39 @@ if hasattr(np, "astype"):
 
     @_implements(np.astype, kind="lazy")
     def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
-        return x.astype(dtype) if _lazy(x) else NotImplemented
+        return x.astype(dtype) if is_lazy(x) else NotImplemented
 
 
 # --- comparisons NumPy computes inside try/except (streamed, so nothing is swallowed) -------------------
 @_implements(np.array_equal)
 def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
-
     return array_equal(a1, a2, equal_nan=equal_nan)
 
 
 @_implements(np.array_equiv)
 def _array_equiv(a1: Any, a2: Any) -> Any:
-
     return array_equiv(a1, a2)
 
 
 @_implements(np.allclose)
 def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
-
     return allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-@_implements(np.argmin)
-def _argmin(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
-    return reduce.arg_reduce(a, "argmin", axis, out, keepdims) if _lazy(a) else NotImplemented
-
-
-@_implements(np.argmax)
-def _argmax(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
-    return reduce.arg_reduce(a, "argmax", axis, out, keepdims) if _lazy(a) else NotImplemented
 
 
 # --- views and joins (lazy) ----------------------------------------------------------------------------
 @_implements(np.transpose, getattr(np, "permute_dims", None), kind="lazy")
 def _transpose(a: Any, axes: Any = None) -> Any:
-    return a.transpose(axes) if _lazy(a) else NotImplemented
+    return a.transpose(axes) if is_lazy(a) else NotImplemented
 
 
 @_implements(np.swapaxes, kind="lazy")
 def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
-    return a.swapaxes(axis1, axis2) if _lazy(a) else NotImplemented
+    return a.swapaxes(axis1, axis2) if is_lazy(a) else NotImplemented
 
 
 @_implements(np.moveaxis, kind="lazy")
 def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    if not _lazy(a):
+    if not is_lazy(a):
         return NotImplemented
     from numpy.lib.array_utils import normalize_axis_tuple
 
@@ -440,14 +299,14 @@ def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
 def _reshape(
     a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: bool | None = None
 ) -> Any:
-    if not _lazy(a):
+    if not is_lazy(a):
         return NotImplemented
     return a.reshape(newshape if shape is None else shape, order=order)
 
 
 @_implements(np.ravel, kind="lazy")
 def _ravel(a: Any, order: Literal["C", "F", "A", "K"] = "C") -> Any:
-    return a.ravel(order) if _lazy(a) else NotImplemented
+    return a.ravel(order) if is_lazy(a) else NotImplemented
 
 
 def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:
@@ -459,9 +318,8 @@ def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:
 
 
 def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: _Casting) -> Any:
-
     arrays = list(arrays) if isinstance(arrays, list | tuple) else None
-    if arrays is None or out is not None or not arrays or not all(_lazy(a) for a in arrays):
+    if arrays is None or out is not None or not arrays or not all(is_lazy(a) for a in arrays):
         return NotImplemented
     if which == "concatenate" and axis is None:
         return NotImplemented
@@ -490,7 +348,7 @@ def _stack(
 # --- functions that write into their argument: refused on a lazy target --------------------------------
 def _refuse_write(name: str) -> Callable[..., Any]:
     def impl(target: Any, *args: Any, **kwargs: Any) -> Any:
-        if _lazy(target):
+        if is_lazy(target):
             raise ReadOnlyError(f"lazy arrays are read-only: np.{name} cannot write into one")
         return NotImplemented
 

@@ -1,27 +1,5 @@
-"""Process-wide options of the lazy-array layer.
-
-Three options steer every lazy array:
-
-* ``cache_bytes`` (default 256 MiB): byte budget of the decoded-chunk LRU cache shared by all lazy arrays;
-* ``batch_chunks`` (default 64): chunks per fetch call in streamed reductions, and the least number of
-  chunks per fetch call when a selection's missing chunks exceed ``cache_bytes`` (such a selection is
-  fetched in batches of ``max(batch_chunks chunks, as many as fit cache_bytes)``, each placed into the
-  result and dropped);
-* ``max_materialize`` (default ``None``: half the memory available when the conversion is asked, see
-  :func:`materialize_limit`): largest number of **bytes** an implicit conversion to NumPy
-  (``np.asarray(x)``, ``np.sort(x)``, ``x[mask]`` with a lazy mask, ...) may produce before it is refused
-  with :class:`~altarr.errors.MaterializeError`; a whole number sets a fixed limit in bytes.
-
-One more option steers the whole library, not only lazy arrays:
-
-* ``threads`` (default: the environment variable ``ALTARR_THREADS``, read once at import, else the CPU
-  cores this process may run on, ``os.sched_getaffinity``): the size of every altarr thread pool, the
-  engine's decode/encode pool and the batch pool of each ``LocalStore`` made without ``max_workers``
-  (see :mod:`altarr._threads`). ``1`` runs everything on the calling thread.
-
-The options are process-wide (shared by every thread). :func:`set_options` called as a plain function
-sets them globally and they stay set until changed again; used as a ``with`` block it sets them on
-entry the same way and restores the previous values on exit (also when the block raises).
+"""Process-wide options: ``cache_bytes``, ``batch_chunks``, ``max_materialize`` (bytes) and ``threads``
+(see "Options and counters" in docs/lazy-arrays.md).
 
 Example:
     >>> import altarr as aa
@@ -61,8 +39,7 @@ _options: dict[str, int | None] = dict(DEFAULTS)
 
 
 def _meminfo_available() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` (Linux: free memory plus the page cache and other memory the
-    kernel can reclaim without swapping), in bytes; ``None`` where there is no such file."""
+    """Linux's ``MemAvailable`` in bytes, or ``None``."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
@@ -73,8 +50,7 @@ def _meminfo_available() -> int | None:
 
 
 def _cgroup_room() -> int | None:
-    """What this process's cgroup (v2) may still allocate before its limit (a container's memory limit),
-    in bytes; ``None`` without a limit."""
+    """Bytes this process's cgroup (v2) may still allocate, or ``None`` without a limit."""
     base = Path("/sys/fs/cgroup")
     try:
         limit = (base / "memory.max").read_text().strip()
@@ -104,12 +80,7 @@ def available_memory() -> int:
 def materialize_limit() -> int:
     """The largest result, in bytes, that an implicit conversion of a lazy array to NumPy may produce now:
     ``max_materialize`` when set, else :data:`MATERIALIZE_SHARE` (half) of :func:`available_memory`,
-    measured at each conversion.
-
-    Half, because the result is not the only copy: the chunks are decoded on their way into it, and the
-    next step (``x > 3``, ``x * 2``, a sort) typically makes another array of the same size. An array that
-    fits is converted, as NumPy, dask's ``compute()`` and xarray's ``.values`` would convert it; one that
-    cannot fit is refused before anything is read, instead of swapping the machine to a halt.
+    measured at each conversion (why half: docs/lazy-arrays.md, "Materialization is guarded").
 
     >>> import altarr as aa
     >>> with aa.set_options(max_materialize=2**20):
@@ -159,23 +130,12 @@ def _get(name: str) -> int:
 
 
 class set_options:
-    """Set options globally; as a context manager, restore the previous values on exit.
+    """Set options globally (every thread); as a context manager, restore the previous values on exit.
 
-    A plain call (``aa.set_options(cache_bytes=0)``) changes the process-wide options for good (until
-    the next change); ``with aa.set_options(...):`` changes them on entry and puts the previous values
-    back on exit. Either way the change is seen by every thread, not only the calling one. Options not
-    named keep their values.
-
-    The options (keyword arguments):
-
-    * ``cache_bytes``: byte budget of the shared decoded-chunk cache.
-    * ``batch_chunks``: chunks per fetch call in streamed reductions, and the least number of chunks per
-      fetch call of a selection too big for the cache (>= 1).
-    * ``max_materialize``: largest number of bytes an implicit NumPy conversion may produce; ``None``
-      (the default) for half the memory available at the time (:func:`materialize_limit`).
-    * ``threads``: size of every altarr thread pool (>= 1; ``1`` runs on the calling thread).
-
-    Lowering ``cache_bytes`` evicts least-recently-used chunks at once.
+    Keyword arguments: ``cache_bytes`` (budget of the shared decoded-chunk cache; lowering it evicts at
+    once), ``batch_chunks`` (chunks per fetch call of a streamed read, >= 1), ``max_materialize`` (bytes
+    an implicit NumPy conversion may produce; ``None``: :func:`materialize_limit`), ``threads`` (size of
+    every altarr thread pool, >= 1).
 
     Example:
         >>> import altarr as aa

@@ -1,10 +1,5 @@
 """Streamed positions: ``argmin``/``argmax`` (whole array or along an axis) and ``nonzero``.
 
-Each walks the chunk grid in C order, ``batch_chunks`` chunks per fetch, caching nothing: ``argmin`` /
-``argmax`` keep per output element the winning value and its index, merged with NumPy's rules (the
-first occurrence wins a tie; a NaN beats every number, and the first NaN wins); ``nonzero`` collects
-each chunk's flat positions and sorts them into C order.
-
 Example:
     >>> import numpy as np, altarr as aa
     >>> x = aa.altarr((3, 4), 2, lambda c: [np.array([[5.0, 1.0], [0.0, 7.0]])[: 3 - 2 * i] for i, j in c])
@@ -20,8 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from . import options
-from .streaming import empty_case, grid_batch
+from .streaming import chunk_batches, empty_case
 
 __all__ = ["arg_reduce", "nonzero"]
 
@@ -58,16 +52,12 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
         return (np.where(pick_b, vb, va), np.where(pick_b, ib, ia))
 
     x._count("reduce")
-    grid = x.nchunks
-    total = int(np.prod(grid, dtype=np.int64))
-    batch = options._get("batch_chunks")
     kept_shape = tuple(x.shape[d] for d in range(x.ndim) if d not in red)
     acc_v: np.ndarray | None = None
     acc_i: np.ndarray | None = None
     seen: set[tuple[int, ...]] = set()
-    for start in range(0, total, batch):
-        coords = grid_batch(grid, start, min(start + batch, total))
-        for c, chunk in zip(coords, x._source.get_chunks(coords, store=False), strict=True):
+    for coords, arrays in chunk_batches(x):
+        for c, chunk in zip(coords, arrays, strict=True):
             chunk = np.asarray(chunk)
             origin = c * chunk_arr
             v, i = partial(chunk, red, origin)
@@ -100,21 +90,13 @@ def nonzero(x: Any) -> tuple[np.ndarray, ...]:
             "Calling nonzero on 0d arrays is not allowed. Use np.atleast_1d(scalar).nonzero() instead."
         )
     x._count("reduce")
-    grid = x.nchunks
-    total = int(np.prod(grid, dtype=np.int64))
-    batch = options._get("batch_chunks")
     chunk_arr = np.asarray(x.chunks, dtype=np.int64)
     parts: list[np.ndarray] = []
-
-    def absorb(coords: np.ndarray, arrays: list[np.ndarray]) -> None:
+    for coords, arrays in chunk_batches(x):
         for c, chunk in zip(coords, arrays, strict=True):
             nz = np.nonzero(chunk)
             if len(nz[0]):
                 local = np.stack(nz, axis=1).astype(np.int64) + c * chunk_arr
                 parts.append(np.ravel_multi_index(local.T, x.shape).astype(np.int64))
-
-    for start in range(0, total, batch):
-        coords = grid_batch(grid, start, min(start + batch, total))
-        absorb(coords, x._source.get_chunks(coords, store=False))
     flat = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     return tuple(a.astype(np.intp) for a in np.unravel_index(flat, x.shape))

@@ -1,19 +1,7 @@
-"""Products in NumPy's order, where the order can matter.
-
-NumPy multiplies a reduction's factors one by one, from the identity (or ``initial``), in C order of the
-reduced axes. A streamed product groups them by chunk instead. Both orders give the same product up to
-rounding, unless an intermediate product over- or underflows in one order and not in the other, or an
-infinity meets a zero that one order reaches first: ``[1e-30, 1e-30, 1e30, 1e30]`` in float32 is
-``0.0`` in NumPy's order and ``nan`` (``0 * inf``) from chunks of two; or, for complex values, a factor
-is not finite (complex infinities come out differently in another order).
-
-So a streamed product of an inexact dtype carries, per output element, what decides it (:func:`evidence`,
-merged by addition): the number of factors, the counts of NaN, infinite and zero factors, and the sums
-of the positive and of the negative base-2 logarithms of the factors' magnitudes (every intermediate
-product, in any order, lies between ``2**neg`` and ``2**pos`` up to rounding). The elements where the
-order could matter (:func:`order_sensitive`) are then computed by NumPy itself over their factors,
-gathered in C order by a second walk of the chunks (:func:`in_numpy_order`; memory: their count times
-the reduced size). All other products are read once.
+"""Products in NumPy's order where the order can matter (docs/lazy-arrays.md, "Reductions stream"): a
+streamed product of an inexact dtype carries per output element its :func:`evidence`; the elements where
+the order could matter (:func:`order_sensitive`) are computed again by NumPy over their factors gathered
+in C order (:func:`in_numpy_order`; memory: their count times the reduced size).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -29,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import options
-from .streaming import chunk_regions, grid_batch, part_reader
+from .streaming import chunk_batches, chunk_regions, part_reader
 
 __all__ = ["evidence", "in_numpy_order", "order_sensitive"]
 
@@ -108,13 +95,8 @@ def in_numpy_order(
     vals = np.ones((rows.size, n_red), dtype=acc.dtype)
     valid = np.zeros((rows.size, n_red), dtype=bool)
     masks = None if where is True else part_reader(x, where)
-    grid = x.nchunks
-    total = int(np.prod(grid, dtype=np.int64))
-    batch = options._get("batch_chunks")
-    for first in range(0, total, batch):
-        coords = grid_batch(grid, first, min(first + batch, total))
+    for coords, arrays in chunk_batches(x):
         regions = chunk_regions(x, coords)
-        arrays = x._source.get_chunks(coords, store=False)
         mask_parts = None if masks is None else masks(coords, regions)
         for n, (region, chunk) in enumerate(zip(regions, arrays, strict=True)):
             chunk = np.asarray(chunk)

@@ -1,16 +1,5 @@
-"""Recipes: what a pickled lazy array holds, and how it is rebuilt.
-
-Pickling a lazy array saves its *recipe*, never its values, cache or counters:
-``(RECIPE_VERSION, shape, chunks, dtype.str, dims, coords, source)`` where the source is either the
-user ``fetch`` (pickled by reference with plain :mod:`pickle`, so it must be a module-level function or
-an instance of a module-level class) or a lazy elementwise expression (its function, arguments and
-keyword arguments). An unpickled array starts with an empty cache and zeroed counters.
-
-The safe pattern for ``fetch`` is a *fetch factory*: a small callable class that holds a path or URL and
-parameters, opens its resource lazily on first call and drops open handles when pickled (see
-:class:`altarr.lazy.sources.DatasetFetch` and ``docs/lazy-arrays.md``). Closures and lambdas do not
-pickle with plain ``pickle``; with ``cloudpickle`` they carry everything their cells reference, data
-included.
+"""What a pickled lazy array holds (its recipe, never values, cache or counters), and how it is rebuilt
+(docs/lazy-arrays.md, "Recipes: pickling a lazy array").
 
 Example:
     >>> import pickle, tempfile, altarr as aa
@@ -34,9 +23,7 @@ __all__ = ["rebuild_lazy_array", "register_lazy_type", "RECIPE_VERSION"]
 #: The recipe format this altarr writes; it reads every version up to this one.
 RECIPE_VERSION = 1
 
-#: The class unpickled recipes rebuild: :class:`altarr.lazy.array.LazyArray` registers itself when its
-#: module loads (unpickling imports ``altarr.lazy``, whose ``__init__`` loads it), so this module needs
-#: no import of the array module (no import cycle).
+#: The class unpickled recipes rebuild: LazyArray registers itself (no import cycle).
 _LAZY_TYPE: type | None = None
 
 

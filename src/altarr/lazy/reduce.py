@@ -1,15 +1,6 @@
 """Streamed ufunc reductions: ``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``count_nonzero``, the
 ``nan*`` sums, products and extremes, and ``np.<ufunc>.reduce`` of a reorderable ufunc, whole-array or
-along any axes, with NumPy's ``dtype``, ``keepdims``, ``out``, ``initial`` and ``where``.
-
-Each walks the chunk grid with :func:`~altarr.lazy.streaming.stream` (``batch_chunks`` chunks per fetch,
-nothing cached), reducing every chunk to a partial result merged into accumulators of the output shape;
-``any``/``all`` stop at the first batch that decides them. ``nansum``/``nanprod`` are NumPy's
-definitions, a sum or product of the array with its NaNs replaced (lazily, chunk by chunk), and
-``nanmin``/``nanmax`` NumPy's ``fmin``/``fmax`` reductions, so ``initial`` is converted by one path,
-the reduction's own. Products of inexact values keep NumPy's order where it matters
-(:mod:`~altarr.lazy.products`). ``mean``/``var``/``std`` are in :mod:`~altarr.lazy.moments`,
-``argmin``/``argmax``/``nonzero`` in :mod:`~altarr.lazy.positions`.
+along any axes, with NumPy's ``dtype``, ``keepdims``, ``out``, ``initial`` and ``where`` (docs/lazy-arrays.md).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -92,12 +83,7 @@ def ufunc_reduce(
     initial: Any = np._NoValue,
     where: Any = True,
 ) -> Any:
-    """Streamed ``ufunc.reduce`` for a reorderable ufunc (``np.add``, ``np.minimum``, ...), with NumPy's
-    ``where=`` (a boolean mask, NumPy or lazy) and ``initial=`` (converted to the reduction's dtype as
-    NumPy converts it).
-
-    ``x.sum()``, ``x.prod()``, ``x.min()``, ``x.max()`` and ``np.add.reduce(x, axis=...)`` all land here.
-    """
+    """Streamed ``ufunc.reduce`` for a reorderable ufunc, with NumPy's ``where=`` and ``initial=``."""
     where, red = where_and_axes(x, where, axis)
     if x.size == 0 or any(x.shape[d] == 0 for d in red):
         kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
@@ -184,7 +170,14 @@ def _replace_nan(values: np.ndarray, value: Any) -> np.ndarray:
 
 
 def nan_reduce(
-    x: Any, which: str, axis: Any, dtype: Any, out: Any, keepdims: bool, initial: Any, where: Any
+    x: Any,
+    which: str,
+    axis: Any = None,
+    dtype: Any = None,
+    out: Any = None,
+    keepdims: bool = False,
+    initial: Any = np._NoValue,
+    where: Any = True,
 ) -> Any:
     """Streamed ``nansum``, ``nanprod``, ``nanmin``, ``nanmax``, as NumPy defines them: ``np.sum`` /
     ``np.prod`` of the array with its NaNs replaced by 0 / 1 (a lazy elementwise array), and

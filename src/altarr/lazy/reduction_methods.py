@@ -1,5 +1,4 @@
-"""The streamed reductions as methods of a lazy array (``x.sum()``, ``x.var(ddof=1)``, ``x.argmax()``, ...),
-with NumPy's signatures; the work is done in :mod:`~altarr.lazy.reduce`.
+"""The streamed reductions as methods of a lazy array, with NumPy's signatures.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -20,9 +19,8 @@ __all__ = ["ReductionMethods"]
 
 
 class ReductionMethods:
-    """``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean``, ``var``, ``std``, ``count_nonzero``,
-    ``nonzero``, ``argmin`` and ``argmax`` of :class:`~altarr.lazy.array.LazyArray`: each streams (batches
-    of ``batch_chunks`` chunks per fetch call, nothing cached)."""
+    """The reductions of :class:`~altarr.lazy.array.LazyArray`: each streams (``batch_chunks`` chunks per
+    fetch call, nothing cached)."""
 
     def sum(
         self,
@@ -41,7 +39,6 @@ class ReductionMethods:
             >>> float(x.sum()), x.sum(axis=0).tolist()
             (16.0, [4.0, 4.0, 4.0, 4.0])
         """
-
         return reduce.ufunc_reduce(self, np.add, axis, dtype, out, keepdims, initial, where)
 
     def prod(
@@ -54,7 +51,6 @@ class ReductionMethods:
         where: Any = True,
     ) -> Any:
         """Streamed product (NumPy signature)."""
-
         return reduce.ufunc_reduce(self, np.multiply, axis, dtype, out, keepdims, initial, where)
 
     def min(
@@ -66,7 +62,6 @@ class ReductionMethods:
         where: Any = True,
     ) -> Any:
         """Streamed minimum (NumPy signature)."""
-
         return reduce.ufunc_reduce(self, np.minimum, axis, None, out, keepdims, initial, where)
 
     def max(
@@ -78,7 +73,6 @@ class ReductionMethods:
         where: Any = True,
     ) -> Any:
         """Streamed maximum (NumPy signature)."""
-
         return reduce.ufunc_reduce(self, np.maximum, axis, None, out, keepdims, initial, where)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
@@ -93,12 +87,10 @@ class ReductionMethods:
             >>> aa.stats(x)["chunks_fetched"]  # the first batch decided it
             2
         """
-
         return reduce.any_all(self, "any", axis, out, keepdims, where)
 
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
         """Streamed ``all``; stops at the first batch that decides it."""
-
         return reduce.any_all(self, "all", axis, out, keepdims, where)
 
     def mean(
@@ -111,7 +103,6 @@ class ReductionMethods:
         where: Any = True,
     ) -> Any:
         """Streamed mean (NumPy signature)."""
-
         return reduce.mean(self, axis, dtype, out, keepdims, where, nan=False)
 
     def var(
@@ -134,7 +125,6 @@ class ReductionMethods:
             >>> float(x.var()), float(x.var(ddof=1))
             (1.0, 1.3333333333333333)
         """
-
         return reduce.var(
             self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=False
         )
@@ -152,19 +142,16 @@ class ReductionMethods:
         correction: Any = np._NoValue,
     ) -> Any:
         """Streamed standard deviation (NumPy signature)."""
-
         return reduce.var(
             self, axis, dtype, out, ddof, keepdims, where, mean, correction, nan=False, sqrt=True
         )
 
     def count_nonzero(self, axis: Any = None, *, keepdims: bool = False) -> Any:
         """Streamed count of non-zero values."""
-
         return reduce.count_nonzero(self, axis, keepdims)
 
     def nonzero(self) -> tuple[np.ndarray, ...]:
         """Indices of the non-zero values, streamed (C order, like NumPy)."""
-
         return reduce.nonzero(self)
 
     def argmin(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
@@ -176,10 +163,8 @@ class ReductionMethods:
             >>> int(x.argmin()), x.argmin(axis=0).tolist()
             (4, [1, 0, 1, 0])
         """
-
         return reduce.arg_reduce(self, "argmin", axis, out, keepdims)
 
     def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
         """Streamed index of the maximum (NumPy's rules: first occurrence, a NaN wins)."""
-
         return reduce.arg_reduce(self, "argmax", axis, out, keepdims)

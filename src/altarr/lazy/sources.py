@@ -1,15 +1,5 @@
-"""Sources: lazy arrays over the block engine's datasets, the Zarr v2 demo, and CF unpacking.
-
-:func:`open` makes a lazy array over any N5 / Zarr v2 / Zarr v3 dataset of the engine. Its fetch is a
-:class:`DatasetFetch`: a small picklable *fetch factory* that holds the path or URL, the storage options
-and the ``unpack`` flag, opens the dataset lazily on first use (in whatever process it runs), and reads
-every batch with the engine's batched ``read_chunks`` (one call per batch, grouped by shard). A chunk
-that is not stored is filled with the dataset's fill value.
-
-With ``unpack=True`` the CF conventions are applied inside the fetch, per chunk: values equal to
-``_FillValue`` or ``missing_value`` (compared in the packed type) and values outside ``valid_min`` /
-``valid_max`` / ``valid_range`` (packed units) become NaN, then ``scale_factor`` and ``add_offset``
-give a float array (dtype chosen as xarray does). The Zarr ``fill_value`` alone is not a missing value.
+"""Lazy arrays over the engine's datasets (:func:`open`, :class:`DatasetFetch`), CF unpacking and the Zarr
+v2 demo (docs/lazy-arrays.md, "Datasets").
 
 Example:
     >>> import tempfile, altarr as aa
@@ -38,8 +28,7 @@ __all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_d
 
 _T = TypeVar("_T")
 
-#: How many times a :class:`DatasetFetch` reads chunks that fail to decode while their shard's version
-#: moves between attempts (see :meth:`DatasetFetch.fetch_versioned`).
+#: Reads of chunks that fail to decode while their shard's version moves (docs/engine.md).
 DECODE_ATTEMPTS = 4
 
 
@@ -158,10 +147,8 @@ def _normalize_location(path_or_url: Any) -> Any:
 
 
 class DatasetFetch:
-    """Fetch factory over an engine dataset: holds the location and options, never data.
-
-    The dataset is opened on first use in the process that calls it, and the handle is dropped when the
-    object is pickled, so a lazy array built on it pickles to a few hundred bytes with plain ``pickle``.
+    """Fetch factory over an engine dataset: holds the location and options, never data; opens the
+    dataset on first use in the calling process and drops it when pickled.
 
     Example:
         >>> import pickle, tempfile, numpy as np, altarr as aa
@@ -214,11 +201,9 @@ class DatasetFetch:
         return self._decoder.dtype
 
     def visit(self, chunks: np.ndarray, fn: Any) -> None:
-        """Streaming form of a fetch: ``fn(i, values)`` per row, on the engine's pool, with ``values``
-        valid only during the call (decoded into scratch by :meth:`altarr.Dataset.visit_chunks`). The lazy
-        layer uses it when it does not keep the chunks, so nothing is allocated per chunk. A read retried
-        after a decode failure (see :meth:`fetch_versioned`) calls ``fn`` again for rows it had visited:
-        the last call of a row holds its values."""
+        """Streaming form of a fetch: ``fn(i, values)`` per row, on the engine's pool, ``values`` valid only
+        during the call (:meth:`altarr.Dataset.visit_chunks`); after a retried read the last call of a
+        row holds its values."""
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
@@ -226,8 +211,7 @@ class DatasetFetch:
 
     # --- shard versions: the lazy cache never combines chunks of two versions of one shard -------------
     def chunk_groups(self, chunks: np.ndarray) -> list[str] | None:
-        """The store key of the shard holding each chunk, or ``None`` for an unsharded dataset (whose
-        chunks are objects of their own, so no read can mix versions of one)."""
+        """The store key of the shard holding each chunk, or ``None`` for an unsharded dataset."""
         ds = self.dataset()
         if ds.shards is None:
             return None
@@ -238,22 +222,14 @@ class DatasetFetch:
         return [key_of[r] for r in rows]
 
     def current_versions(self, groups: Sequence[str]) -> dict[str, Any] | None:
-        """The current version of each shard where the store tells it cheaply (local files, memory, zip:
-        a ``stat``), else ``None`` (object stores: one request per shard would cost as much as a read);
-        see :meth:`altarr.Dataset.shard_versions`."""
+        """The current version of each shard where the store tells it cheaply, else ``None``
+        (:meth:`altarr.Dataset.shard_versions`)."""
         versions: dict[str, Any] | None = self.dataset().shard_versions(list(groups))
         return versions
 
     def fetch_versioned(self, chunks: np.ndarray) -> tuple[list[np.ndarray], dict[str, Any]]:
-        """:meth:`__call__` and the version of every shard it read (all its chunks of one shard come from
-        that version; ``None`` where the store reports none).
-
-        A chunk that fails to decode (a :class:`~altarr.errors.CodecError` naming its shard) is read
-        again while its shard's version moves between attempts (:data:`DECODE_ATTEMPTS` reads at most):
-        on a store whose reads report no versions (fsspec) a shard replaced between the read of its
-        index and the read of a chunk gives bytes the index does not describe, and the engine cannot
-        tell that from damage. A shard that fails again at the version it had after the last failure is
-        damaged: its error is raised (a damaged shard costs one read and two ``stat`` calls more)."""
+        """:meth:`__call__` and the version of every shard it read (``None`` where the store reports
+        none); a chunk that fails to decode is read again while its shard's version moves."""
         versions: dict[str, Any] = {}
         return self._retried(lambda: self._read(chunks, versions)), versions
 
@@ -261,8 +237,7 @@ class DatasetFetch:
         return self._retried(lambda: self._read(chunks, None))
 
     def _retried(self, read: Callable[[], _T]) -> _T:
-        """``read()``, again after a decode failure while the failing shard's version moves (see
-        :meth:`fetch_versioned`)."""
+        """``read()``, again after a decode failure while the failing shard's version moves."""
         if not fetching.SHARD_VERSION_GUARD:
             return read()
         store = self.dataset().store
@@ -313,9 +288,9 @@ def _dims_of(ds: Any) -> tuple[str, ...] | None:
 def open(path_or_url: Any, unpack: bool = False, **storage_options: Any) -> Any:
     """A lazy array over an N5 / Zarr v2 / Zarr v3 dataset (format detected from its metadata).
 
-    One lazy chunk is one chunk of the dataset (the innermost chunk of a sharded array); each batch of
-    missing chunks is one batched ``read_chunks`` call of the engine. ``unpack`` applies CF attributes
-    (see the module docs). ``storage_options`` go to the store (fsspec options for URLs).
+    One lazy chunk is one chunk of the dataset (the innermost of a sharded array); each batch of missing
+    chunks is one ``read_chunks`` call. ``unpack`` applies the CF attributes (docs/lazy-arrays.md).
+    ``storage_options`` go to the store.
 
     Example:
         >>> import tempfile, altarr as aa
@@ -323,7 +298,6 @@ def open(path_or_url: Any, unpack: bool = False, **storage_options: Any) -> Any:
         >>> x.shape, x.chunks, float(x.sum())
         ((6, 4), (3, 2), 276.0)
     """
-
     fetch = DatasetFetch(path_or_url, unpack=unpack, storage_options=storage_options)
     ds = fetch.dataset()
     return altarr(ds.shape, ds.chunks, fetch, dtype=fetch.dtype, dims=_dims_of(ds))
@@ -354,11 +328,8 @@ def example_zarr(
 ) -> str:
     """Write a demo Zarr v2 array at ``path`` and return its path.
 
-    The array is zlib-compressed, C order, float64, and every value is its own C-order flat position
-    (``x[i, j, k] == (i * 50 + j) * 70 + k`` for the default shape); edge chunks are padded in the store
-    as Zarr requires. The store is written at ``path`` itself (replacing an array there); with
-    ``path=None`` it is ``example.zarr`` in a new temporary directory. Dimension names go to
-    ``_ARRAY_DIMENSIONS``.
+    zlib, float64, each value its own C-order flat position; written at ``path`` (replacing an array
+    there) or, with ``path=None``, as ``example.zarr`` in a new temporary directory.
 
     Example:
         >>> import os, tempfile, zarr, altarr as aa
@@ -366,7 +337,6 @@ def example_zarr(
         >>> os.path.basename(path), float(zarr.open_array(path, mode="r")[2, 3])
         ('demo.zarr', 11.0)
     """
-
     shp = tuple(int(s) for s in shape)
     chk = tuple(int(c) for c in chunks)
     if len(chk) != len(shp):

@@ -1,11 +1,6 @@
-"""The walk every streamed reduction takes: the chunk grid in C order, ``batch_chunks`` chunks per fetch.
-
-:func:`stream` takes the chunks already cached, fetches the missing ones of each batch in one call
-*without* inserting them into the cache, reduces each chunk to a partial result over the reduced axes
-and merges it into accumulators of the output shape. Memory stays within one batch plus the output, the
-cache is neither filled nor churned, and an ``early`` test can stop the walk (``any``/``all``). The
-helpers here are shared by the reductions (:mod:`~altarr.lazy.reduce`, :mod:`~altarr.lazy.moments`,
-:mod:`~altarr.lazy.positions`, :mod:`~altarr.lazy.products`) and the streamed comparisons.
+"""The walk every streamed reduction takes (:func:`chunk_batches`: the chunk grid in C order,
+``batch_chunks`` chunks per fetch, nothing cached) and :func:`stream`, which merges per-chunk partials
+into accumulators of the output shape; helpers shared by the reductions and comparisons.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -19,7 +14,7 @@ from __future__ import annotations
 import operator
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -28,15 +23,16 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from . import options
+from .geometry import is_lazy
 
 __all__ = [
     "Combine",
     "axes",
+    "chunk_batches",
     "chunk_regions",
     "count_of",
     "empty_case",
     "finish",
-    "grid_batch",
     "no_identity_error",
     "numpy_empty_call",
     "numpy_where",
@@ -53,9 +49,8 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
 def warn_caller(message: str) -> None:
-    """NumPy's ``RuntimeWarning`` ``message``, attributed to the user's line: the first frame outside
-    altarr. (A fixed ``stacklevel`` is right for ``x.mean()`` but names a line of altarr for
-    ``np.mean(x)``, which arrives through ``__array_function__``; NumPy names the caller in both.)"""
+    """NumPy's ``RuntimeWarning`` ``message``, attributed to the first frame outside altarr (as NumPy names
+    the caller of ``x.mean()`` and of ``np.mean(x)`` alike)."""
     level = 2
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
@@ -64,7 +59,6 @@ def warn_caller(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
-Partial = Callable[[np.ndarray, tuple[int, ...]], tuple[Any, ...]]
 Combine = Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...]]
 
 
@@ -74,11 +68,19 @@ def axes(x: Any, axis: Any) -> tuple[int, ...]:
     return tuple(sorted(normalize_axis_tuple(axis, x.ndim)))
 
 
-def grid_batch(grid: tuple[int, ...], start: int, stop: int) -> np.ndarray:
-    if not grid:
-        return np.zeros((stop - start, 0), dtype=np.int64)
-    flat = np.arange(start, stop, dtype=np.int64)
-    return np.stack(np.unravel_index(flat, grid), axis=1).astype(np.int64)
+def chunk_batches(x: Any) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
+    """``(coords, chunks)`` of ``x``'s chunk grid in C order, ``batch_chunks`` chunks per fetch call,
+    nothing cached."""
+    grid = x.nchunks
+    total = int(np.prod(grid, dtype=np.int64))
+    batch = options._get("batch_chunks")
+    for start in range(0, total, batch):
+        if grid:
+            flat = np.arange(start, min(start + batch, total), dtype=np.int64)
+            coords = np.stack(np.unravel_index(flat, grid), axis=1).astype(np.int64)
+        else:
+            coords = np.zeros((1, 0), dtype=np.int64)
+        yield coords, x._source.get_chunks(coords, store=False)
 
 
 def ufunc_axes(x: Any, axis: Any) -> tuple[int, ...]:
@@ -98,10 +100,6 @@ def ufunc_axes(x: Any, axis: Any) -> tuple[int, ...]:
     return axes(x, axis)
 
 
-def _lazy(v: Any) -> bool:
-    return getattr(type(v), "_is_lazy_array", False)
-
-
 def chunk_regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
     """The regions of ``x`` covered by the chunks at ``coords``."""
     chunks = np.asarray(x.chunks, dtype=np.int64)
@@ -114,13 +112,10 @@ def chunk_regions(x: Any, coords: np.ndarray) -> list[tuple[slice, ...]]:
 
 
 def part_reader(x: Any, other: Any) -> Callable[[np.ndarray, list[tuple[slice, ...]]], list[Any]]:
-    """How to read the part of ``other`` matching each chunk of a batch of ``x``'s chunks.
-
-    ``other`` broadcasts to ``x.shape``: a NumPy array or scalar (views of it), or a lazy array of the
-    same shape (its chunks of the same grid in one fetch call; on another grid one planned read of the
-    batch's bounding box). ``None`` parts mean "the same values as ``x``'s chunk" (same source).
-    """
-    if not _lazy(other):
+    """How to read the part of ``other`` (broadcast to ``x.shape``) matching each chunk of a batch of
+    ``x``'s: views of NumPy data, a lazy array's chunks of the same grid in one fetch call (``None``: the
+    same source), else one planned read of the batch's bounding box."""
+    if not is_lazy(other):
         full = np.broadcast_to(other, x.shape)
         return lambda coords, regions: [full[r] for r in regions]
     if other.chunks == x.chunks:
@@ -167,7 +162,7 @@ def _where_values(where: Any) -> Any:
     a 0.5, a NumPy scalar, ``None``), an array (NumPy or lazy) held to the ``'safe'`` cast to bool."""
     if where is True:
         return True
-    if not (_lazy(where) or isinstance(where, np.ndarray)):
+    if not (is_lazy(where) or isinstance(where, np.ndarray)):
         return np.asarray(where, dtype=np.bool_)
     if where.dtype != np.bool_:
         raise TypeError(
@@ -180,7 +175,7 @@ def _where_broadcast(x: Any, where: Any) -> Any:
     """A converted ``where`` (:func:`_where_values`) broadcast to ``x.shape``."""
     if where is True:
         return True
-    if _lazy(where):
+    if is_lazy(where):
         if where.shape == x.shape:
             return where
         where = where._materialize()
@@ -197,20 +192,15 @@ def stream(
 ) -> list[np.ndarray]:
     """Reduce ``x`` over the axes ``red``; returns accumulators of the kept shape.
 
-    ``partial(chunk, red)`` (or ``partial(chunk, red, mask)`` when ``where`` is not ``True``: the
-    boolean mask of the chunk's region) gives a tuple of arrays shaped like the chunk's kept extents;
-    ``combine(acc, part)`` merges two such tuples. ``early(acc)`` may stop the walk once every output
-    element has been visited.
+    ``partial(chunk, red[, mask])`` gives a tuple of arrays shaped like the chunk's kept extents (``mask``
+    when ``where`` is not ``True``); ``combine(acc, part)`` merges two; ``early(acc)`` may stop the walk
+    once every output element has been visited.
     """
     x._count("reduce")
     kept = tuple(d for d in range(x.ndim) if d not in red)
     kept_shape = tuple(x.shape[d] for d in kept)
-    grid = x.nchunks
-    total = int(np.prod(grid, dtype=np.int64))
-    n_regions = int(np.prod([grid[d] for d in kept], dtype=np.int64))
-    batch = options._get("batch_chunks")
+    n_regions = int(np.prod([x.nchunks[d] for d in kept], dtype=np.int64))
     chunks_ = x.chunks
-    src = x._source
     masks = None if where is True else part_reader(x, where)
     state: dict[str, Any] = {"acc": None, "seen": set()}
 
@@ -237,9 +227,7 @@ def stream(
                     a[region] = v
                 seen.add(key)
 
-    for start in range(0, total, batch):
-        coords = grid_batch(grid, start, min(start + batch, total))
-        arrays = src.get_chunks(coords, store=False)
+    for coords, arrays in chunk_batches(x):
         mask_parts = None if masks is None else masks(coords, chunk_regions(x, coords))
         absorb(coords, arrays, mask_parts)
         if early is not None and len(state["seen"]) == n_regions and early(state["acc"]):
@@ -266,7 +254,7 @@ def empty_case(x: Any) -> np.ndarray:
 
 def numpy_where(where: Any) -> Any:
     """``where`` for a call of NumPy's own function (only on empty arrays: cheap)."""
-    return where._materialize() if _lazy(where) else where
+    return where._materialize() if is_lazy(where) else where
 
 
 def no_identity_error(ufunc: np.ufunc) -> ValueError:

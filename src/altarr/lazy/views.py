@@ -1,12 +1,6 @@
-"""Lazy views: axis permutations (``.T``, ``transpose``, ``swapaxes``, ``moveaxis``) and joins
-(``np.concatenate``, ``np.stack``) of lazy arrays, as lazy arrays.
-
-A view has its own chunk grid, mapped one to one onto the chunks of the arrays underneath: a chunk of
-``x.T`` is a chunk of ``x`` transposed; a chunk of ``np.concatenate([a, b])`` is a chunk of ``a`` or of
-``b`` (so the joined arrays must share their chunk shape, and every array but the last must end on a
-chunk boundary along the axis; other joins are materialized under the guard). Reading a batch of a
-view's chunks reads the underlying chunks of each array in one call, so the fetch contract (one call per
-batch and source) and the counters are those of the arrays underneath.
+"""Lazy views: transposes, joins (``np.concatenate``, ``np.stack``) and reshapes of lazy arrays, each
+chunk of a view one chunk of an array underneath (so joined arrays share their chunk shape and all but
+the last end on a chunk boundary; other joins materialize under the guard).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -25,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
+
+from .geometry import is_lazy
 
 if TYPE_CHECKING:
     from .array import LazyArray
@@ -51,7 +47,37 @@ def _distinct_leaves(arrays: Sequence[Any]) -> list[Any]:
     return list(seen.values())
 
 
-class TransposeSource:
+class _ViewSource:
+    """Chunks of a view of lazy array ``base``: chunk ``c`` is ``base``'s chunk :meth:`_base_coords`,
+    turned into the view's by :meth:`_view`."""
+
+    base: Any
+
+    def _base_coords(self, coords: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _view(self, c: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def leaves(self) -> list[FetchSource]:
+        leaves: list[FetchSource] = self.base._source.leaves()
+        return leaves
+
+    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
+        nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
+        return nbytes
+
+    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
+        chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
+        return [self._view(c, v) for c, v in zip(coords, chunks, strict=True)]
+
+    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
+        self.base._source.visit_chunks(
+            self._base_coords(coords), lambda i, v: fn(i, self._view(coords[i], v))
+        )
+
+
+class TransposeSource(_ViewSource):
     """Chunks of ``base.transpose(axes)``: chunk ``c`` is ``base``'s chunk ``c[argsort(axes)]``."""
 
     def __init__(self, base: Any, axes: tuple[int, ...]) -> None:
@@ -62,10 +88,6 @@ class TransposeSource:
     def __reduce__(self) -> tuple[Any, ...]:
         return (TransposeSource, (self.base, self.axes))
 
-    def leaves(self) -> list[FetchSource]:
-        leaves: list[FetchSource] = self.base._source.leaves()
-        return leaves
-
     def describe(self) -> str:
         return f"transpose{self.axes} of {self.base._source.describe()}"
 
@@ -75,24 +97,13 @@ class TransposeSource:
     def _base_coords(self, coords: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(coords[:, list(self._inverse)]) if len(coords) else coords
 
-    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
-        nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
-        return nbytes
-
-    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
-        chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
-        return [np.asarray(c).transpose(self.axes) for c in chunks]
-
-    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        axes = self.axes
-        self.base._source.visit_chunks(self._base_coords(coords), lambda i, c: fn(i, c.transpose(axes)))
+    def _view(self, c: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+        return np.asarray(chunk).transpose(self.axes)
 
 
 class JoinSource:
-    """Chunks of a concatenation (``stack=False``) or stack (``stack=True``) of lazy arrays along ``axis``.
-
-    ``offsets[k]`` is the first chunk index (along ``axis``) of array ``k``.
-    """
+    """Chunks of a concatenation or stack of lazy arrays along ``axis``; ``offsets[k]``: the first chunk
+    index of array ``k`` along it."""
 
     def __init__(self, arrays: Sequence[Any], axis: int, stack: bool, offsets: Sequence[int]) -> None:
         self.arrays = tuple(arrays)
@@ -166,7 +177,6 @@ def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: 
 def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
     """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
     LazyArray = type(x)  # the class of the operand builds the result (no import cycle)
-
     if axes is None:
         perm = tuple(range(x.ndim))[::-1]
     else:
@@ -184,7 +194,7 @@ def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
 
 
 def _joinable(arrays: Sequence[Any]) -> bool:
-    return all(getattr(type(a), "_is_lazy_array", False) for a in arrays) and len(arrays) > 0
+    return all(is_lazy(a) for a in arrays) and len(arrays) > 0
 
 
 def concatenate(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
@@ -224,9 +234,8 @@ def stack(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
 
 
 def _groups(shape: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
-    """The axes of ``shape`` and ``new`` (lengths 1 left out) in groups of equal products, in order: a C-order
-    reshape maps each group of ``shape``'s axes onto the matching group of ``new``'s (``None`` when the
-    products do not line up, which a valid reshape of a non-empty array never gives)."""
+    """The axes of ``shape`` and ``new`` (lengths 1 left out) in groups of equal products, in order (``None``
+    when the products do not line up)."""
     a = [d for d, n in enumerate(shape) if n != 1]
     b = [d for d, n in enumerate(new) if n != 1]
     groups: list[tuple[list[int], list[int]]] = []
@@ -253,12 +262,9 @@ def _groups(shape: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], l
 def reshape_chunks(x: Any, new: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, int]]] | None:
     """The chunk shape of a lazy ``x.reshape(new)`` whose every chunk is one chunk of ``x`` reshaped, and
     the pairs ``(axis of new, axis of x)`` whose chunk coordinates are equal (every other chunk coordinate
-    is 0); ``None`` when the chunk grid does not allow it.
-
-    That is the case when, in each group of axes the reshape maps onto each other (lengths 1 aside), the
-    chunks of ``x`` split the first axis only and span the others whole, and each chunk's run of elements
-    (and the shorter last one) fills whole rows of the new group's trailing axes. Adding or removing axes
-    of length 1 is always such a view; so is :func:`ravel` of row chunks.
+    is 0); ``None`` unless, in each group of axes the reshape maps onto each other, the chunks of ``x``
+    split the first axis only and each chunk's run of elements fills whole rows of the new group's
+    trailing axes.
 
     >>> import numpy as np, altarr as aa
     >>> x = aa.altarr((4, 6), (2, 6), lambda c: [np.zeros((2, 6))] * len(c))
@@ -287,10 +293,8 @@ def reshape_chunks(x: Any, new: tuple[int, ...]) -> tuple[tuple[int, ...], list[
     return tuple(chunks), pairs
 
 
-class ReshapeSource:
-    """Chunks of ``base.reshape(shape)`` in C order (see :func:`reshape_chunks`): chunk ``c`` of the result
-    is the chunk of ``base`` whose coordinates are ``c``'s along the paired axes (0 elsewhere), its
-    values reshaped to ``c``'s clipped extent."""
+class ReshapeSource(_ViewSource):
+    """Chunks of ``base.reshape(shape)`` in C order (:func:`reshape_chunks`)."""
 
     def __init__(
         self, base: Any, shape: tuple[int, ...], chunks: tuple[int, ...], pairs: Sequence[Any]
@@ -301,10 +305,6 @@ class ReshapeSource:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ReshapeSource, (self.base, self.shape, self.chunks, self.pairs))
-
-    def leaves(self) -> list[FetchSource]:
-        leaves: list[FetchSource] = self.base._source.leaves()
-        return leaves
 
     def describe(self) -> str:
         return f"reshape{self.shape} of {self.base._source.describe()}"
@@ -318,28 +318,15 @@ class ReshapeSource:
             out[:, base_axis] = coords[:, new_axis]
         return out
 
-    def _extent(self, c: np.ndarray) -> tuple[int, ...]:
-        return tuple(min(k, n - int(i) * k) for i, k, n in zip(c, self.chunks, self.shape, strict=True))
-
-    def row_missing_nbytes(self, coords: np.ndarray) -> np.ndarray:
-        nbytes: np.ndarray = self.base._source.row_missing_nbytes(self._base_coords(coords))
-        return nbytes
-
-    def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
-        chunks = self.base._source.get_chunks(self._base_coords(coords), store=store)
-        return [np.asarray(v).reshape(self._extent(c)) for c, v in zip(coords, chunks, strict=True)]
-
-    def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        self.base._source.visit_chunks(
-            self._base_coords(coords), lambda i, v: fn(i, np.asarray(v).reshape(self._extent(coords[i])))
-        )
+    def _view(self, c: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+        extent = tuple(min(k, n - int(i) * k) for i, k, n in zip(c, self.chunks, self.shape, strict=True))
+        return np.asarray(chunk).reshape(extent)
 
 
 def reshape(x: Any, new: tuple[int, ...]) -> Any:
     """A lazy C-order ``x.reshape(new)`` (``new`` already checked, ``-1`` resolved) when the chunks allow it
     (:func:`reshape_chunks`), else NumPy data through the guarded materialization."""
     LazyArray = type(x)  # the class of the operand builds the result (no import cycle)
-
     if new == x.shape:
         return LazyArray(x.shape, x.chunks, x.dtype, x._source, x.dims, x.coords)
     found = reshape_chunks(x, new)
@@ -350,6 +337,5 @@ def reshape(x: Any, new: tuple[int, ...]) -> Any:
 
 
 def ravel(x: Any) -> Any:
-    """A lazy ``x.ravel()`` when the chunks allow it (a :func:`reshape` to one dimension: every chunk spans
-    the trailing dimensions whole), else NumPy data through the guarded materialization."""
+    """:func:`reshape` to one dimension."""
     return reshape(x, (x.size,))
