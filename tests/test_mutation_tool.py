@@ -113,7 +113,7 @@ def test_the_kept_triage_names_code_that_still_exists():
     }
     functions = {f: mod._functions(root / f) for f in mutated}
     entries = kept["entries"]
-    assert len(entries) > 500
+    assert len(entries) + len(kept["retired"]) > 700  # the kept state is there (edits move entries, not drop)
     stale = [(e["file"], e["function"], e["diff"]) for e in entries if not mod.holds(e, functions)]
     assert not stale, (
         "triage entries whose code changed: `python tools/mutation.py --retire-stale` moves them to "
