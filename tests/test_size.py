@@ -23,7 +23,6 @@ LONG_MODULES: dict[str, str] = {}
 # "module:qualified name" -> owner of its split
 LONG_FUNCTIONS: dict[str, str] = {
     "cli/copy.py:copy": "cli",
-    "multiscale/build.py:build_pyramid": "lighten",
 }
 
 

@@ -1,11 +1,6 @@
-"""Image pyramids: building, reading and converting multiscale datasets.
-
-A pyramid is a group of arrays, each a downsampled copy of the one before, with metadata saying how
-they relate: OME-Zarr 0.5 (Zarr v3) and 0.4 (Zarr v2), or N5 in n5-viewer's or BigDataViewer's layout
-(:mod:`.layouts`). :func:`build_pyramid` writes one from an array, level by level and destination shard
-by destination shard (:mod:`.build`, :mod:`.downsample`, :mod:`.plan`); :func:`open_multiscale` opens
-one of any layout (:mod:`.read`); :func:`convert_pyramid` copies one into another layout
-(:mod:`.convert`).
+"""Image pyramids: building (:func:`build_pyramid`), reading (:func:`open_multiscale`) and converting
+(:func:`convert_pyramid`) multiscale datasets in OME-Zarr 0.5/0.4 and N5 (n5-viewer, BigDataViewer)
+layouts (docs/pyramids.md).
 
 Example:
     >>> import numpy as np, altarr as aa

@@ -1,14 +1,5 @@
-"""Building a pyramid: every level written destination shard by destination shard.
-
-Level 0 is a copy of the source; level ``i`` is level ``i - 1`` downsampled (:mod:`.downsample`),
-read back from the level just written (or from the source itself while that is a NumPy array in
-memory). Each level is written by :func:`altarr.transfer.write_units`, the loop under ``altarr copy``:
-one unit per destination shard (a block of whole chunks when unsharded), so each stored object is
-written once, in one call, memory stays at a few units, units run on threads (``workers``) or on a
-dask.distributed cluster (``run_units``), and an interrupted build resumes (``resume=True``) from the
-per-level journal. A unit reads the source region under its shard in slabs along the first axis, so a
-unit of level ``i`` holds its output and one slab of level ``i - 1``. The multiscale metadata is
-written last, once every level is complete, so a reader never sees a level that is not there.
+"""Building a pyramid: level 0 a copy of the source, level ``i`` level ``i - 1`` downsampled, every level
+written destination shard by destination shard (docs/pyramids.md, "How a pyramid is written").
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -55,8 +46,7 @@ class Downsampled:
         self.dtype = np.dtype(source.dtype)
         self.ndim = len(self.shape)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # a dataset travels as its location (a dask.distributed worker opens it again); arrays as values
+    def __getstate__(self) -> dict[str, Any]:  # a dataset travels as its location, an array as values
         state = dict(self.__dict__)
         src = state["source"]
         if hasattr(src, "store") and hasattr(src, "read_chunks"):
@@ -139,38 +129,6 @@ def _level_shapes(shape: Sequence[int], steps: Sequence[Sequence[int]]) -> list[
     return shapes
 
 
-def _plan(
-    source: Any,
-    layout: str,
-    axes: Any,
-    scale: Sequence[float] | None,
-    translation: Sequence[float] | None,
-    unit: str | None,
-    method: str,
-    factors: Any,
-    levels: int | None,
-    chunks: Sequence[int] | None,
-    shards: Sequence[int] | None,
-    name: str | None,
-) -> tuple[Any, Any, Any, list[tuple[int, ...]], list[dict[str, Any]]]:
-    """What :func:`build_pyramid` writes: the layout, the source, the description, each level's factors
-    relative to the one above, each level's dataset."""
-    fmt = get_layout(layout)
-    check_method(method)
-    src = _source(source)
-    shape, dtype = tuple(int(n) for n in src.shape), np.dtype(src.dtype)
-    ax = normalize_axes(axes, len(shape), unit)
-    base_scale = tuple(float(s) for s in scale) if scale is not None else (1.0,) * len(shape)
-    if len(base_scale) != len(shape) or (translation is not None and len(translation) != len(shape)):
-        raise MetadataError(f"scale and translation must give one number per axis of {shape}")
-    chunk_shape = tuple(chunks) if chunks is not None else default_chunks(shape, ax)
-    steps = _steps(factors, shape, ax, base_scale, chunk_shape, levels)
-    shapes = _level_shapes(shape, steps)
-    paths = [fmt.level_path(i) for i in range(len(shapes))]
-    desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
-    return fmt, src, desc, steps, [level_layout(s, dtype, chunk_shape, shards) for s in shapes]
-
-
 def build_pyramid(
     source: Any,
     destination: Any,
@@ -194,63 +152,43 @@ def build_pyramid(
     progress: Callable[[int, int], None] | None = None,
     run_units: Callable[[Any, Any, list], Iterator[tuple[int, int]]] | None = None,
 ) -> Any:
-    """Build a pyramid of ``source`` at ``destination`` and return it opened (:class:`Multiscale`).
+    """Build a pyramid of ``source`` (a NumPy or dask array, a :class:`~altarr.Dataset` or its path) at
+    ``destination`` (a path, URL or store; ``path``: the group inside it) and return it opened.
 
-    Args:
-        source: a NumPy or dask array, a :class:`~altarr.Dataset`, or the path of one.
-        destination: a path, URL or store for the pyramid's group.
-        layout: ``"ome-zarr"`` (OME-Zarr 0.5, Zarr v3), ``"ome-zarr-0.4"`` (Zarr v2), ``"n5-viewer"`` or
-            ``"bdv"`` (N5; see :mod:`altarr.multiscale.layouts`).
-        axes: axis names (``"zyx"``, ``["c", "y", "x"]``), :class:`Axis` objects or OME-Zarr axis dicts;
-            default ``y x`` / ``z y x`` / ``c z y x`` / ``t c z y x``.
-        scale: level 0's voxel size per axis (default 1).
-        translation: level 0's offset per axis (default 0).
-        unit: the unit of the spatial axes that have none (``"micrometer"``).
-        method: ``"mean"`` (intensities), ``"mode"`` or ``"stride"`` (labels); see :mod:`.downsample`.
-        factors: the factors of each level relative to the level above (default: planned by
-            :func:`~altarr.multiscale.plan.plan_factors`, which keeps anisotropic axes until the others
-            catch up).
-        levels: the number of levels, level 0 included (default: until the coarsest fits one chunk).
-        chunks: the chunk shape of every level (clipped to smaller levels); default
-            :func:`default_chunks`.
-        shards: the shard shape of every level (clipped likewise); default none.
-        compressor: as :func:`altarr.create_dataset` takes it, or ``"zstd:5"``-style text.
-        name: the image's name in the metadata.
-        overwrite: replace an existing pyramid.
-        resume: continue an interrupted build (complete levels are kept, the level in progress
-            continues from its journal).
-        workers: destination shards written at once.
-        progress: called as ``progress(value_bytes, units)`` after each unit.
-        run_units: runs units elsewhere (as :func:`altarr.transfer.copy_array` takes it).
-        path: the group's path inside ``destination``.
+    ``layout``: ``"ome-zarr"`` (OME-Zarr 0.5, Zarr v3), ``"ome-zarr-0.4"`` (Zarr v2), ``"n5-viewer"`` or
+    ``"bdv"`` (N5). ``axes``: names (``"zyx"``, ``["c", "y", "x"]``), :class:`Axis` objects or OME-Zarr
+    axis dicts (default ``y x`` / ``z y x`` / ``c z y x`` / ``t c z y x``); ``scale`` and ``translation``:
+    level 0's voxel size and offset per axis; ``unit``: that of the spatial axes without one. ``method``:
+    ``"mean"`` (intensities), ``"mode"`` or ``"stride"`` (labels). ``factors``: each level's relative to the
+    level above (default :func:`~altarr.multiscale.plan.plan_factors`); ``levels``: how many, level 0
+    included (default: until the coarsest fits one chunk). ``chunks`` (default :func:`default_chunks`)
+    and ``shards`` (default none): every level's, clipped to smaller levels. ``compressor``: as
+    :func:`altarr.create_dataset` takes it, or ``"zstd:5"``-style text. ``resume`` continues an
+    interrupted build; ``workers``: destination shards written at once; ``progress(value_bytes, units)``
+    is called after each unit; ``run_units`` runs units elsewhere (as :func:`altarr.transfer.copy_array`).
     """
-    fmt, src, desc, steps, creates = _plan(
-        source,
-        layout,
-        axes,
-        scale,
-        translation,
-        unit,
-        method,
-        factors,
-        levels,
-        chunks,
-        shards,
-        name,
-    )
+    fmt, method = get_layout(layout), check_method(method)
+    src = _source(source)
+    shape, dtype = tuple(int(n) for n in src.shape), np.dtype(src.dtype)
+    ax = normalize_axes(axes, len(shape), unit)
+    base_scale = tuple(float(s) for s in scale) if scale is not None else (1.0,) * len(shape)
+    if len(base_scale) != len(shape) or (translation is not None and len(translation) != len(shape)):
+        raise MetadataError(f"scale and translation must give one number per axis of {shape}")
+    chunk_shape = tuple(chunks) if chunks is not None else default_chunks(shape, ax)
+    steps = _steps(factors, shape, ax, base_scale, chunk_shape, levels)
+    shapes = _level_shapes(shape, steps)
+    paths = [fmt.level_path(i) for i in range(len(shapes))]
+    desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
 
     def values(i: int, previous: Any) -> Any:
-        if i == 0:
-            return src
-        # level i reads level i - 1: from memory while the source is a NumPy array, else as written
-        above = src if i == 1 and isinstance(src, np.ndarray) else previous
-        return Downsampled(above, steps[i - 1], method)
+        above = src if i == 1 and isinstance(src, np.ndarray) else previous  # NumPy: from memory
+        return src if i == 0 else Downsampled(above, steps[i - 1], method)
 
     return write_pyramid(
         destination,
         fmt,
         desc,
-        creates,
+        [level_layout(s, dtype, chunk_shape, shards) for s in shapes],
         values,
         compressor=compressor,
         overwrite=overwrite,

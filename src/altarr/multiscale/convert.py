@@ -1,10 +1,5 @@
-"""Converting a pyramid into another layout (OME-Zarr 0.5 / 0.4, N5 n5-viewer / BigDataViewer), every
-level copied shard by shard and its metadata rewritten for the new layout (what ``altarr copy`` does with
-a pyramid, and ``altarr pyramid SRC DST --layout ...`` with one).
-
-The levels keep their shape, dtype, factors, scale and translation (N5 layouts have no translation: their
-viewers assume the ``(f - 1) / 2`` shift of averaged levels, which is what ``mean`` and ``mode`` pyramids
-have); axes, units, the name and the downsampling method carry over where the layout has room for them.
+"""Converting a pyramid into another layout, every level copied shard by shard and its metadata rewritten
+(docs/pyramids.md, "Converting").
 
 Example:
     >>> import numpy as np, altarr as aa

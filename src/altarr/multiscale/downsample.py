@@ -1,19 +1,6 @@
-"""Downsampling a block of values by an integer factor per axis: ``mean``, ``mode`` and ``stride``.
-
-Every method works on whole windows of ``factors`` elements and drops the partial window at the end of
-an axis (an axis of length ``n`` gives ``n // f`` values), as ngff-zarr (``dask.array.coarsen`` with
-``trim_excess``), ome-zarr-py (``size // factor``) and BigDataViewer's exporter (``size / factor``) do.
-
-* ``mean`` - the window's mean, for intensity images. Floating-point values are summed in float64 (in a
-  fixed order: the window's offsets in C order) and the mean is cast back to the dtype; complex values
-  in complex128. Integer (and boolean) values are summed exactly and the mean is rounded half up,
-  ``floor(mean + 0.5)``, which is what ngff-zarr's bin shrink and ITK's ``BinShrinkImageFilter`` give;
-  64-bit integers stay exact too (each value is split into ``v // n`` and ``v % n`` before summing).
-* ``mode`` - the window's most frequent value, the smallest one on a tie, for label images (ngff-zarr's
-  ``dask_image_mode`` rule). No value appears that is not in the window.
-* ``stride`` - the window's first element (``x[::f]``), for label images when speed matters more than
-  the choice of label. Its levels are not shifted: the value of output voxel ``i`` is input voxel
-  ``i * f``.
+"""Downsampling a block of values by an integer factor per axis: ``mean``, ``mode`` and ``stride``, each
+over whole windows (the partial window at the end of an axis is dropped); docs/pyramids.md,
+"Downsampling".
 
 Example:
     >>> import numpy as np
@@ -62,7 +49,7 @@ def downsampled_shape(shape: Sequence[int], factors: Sequence[int]) -> tuple[int
 
 def _windows(values: np.ndarray, factors: Sequence[int]) -> Iterator[np.ndarray]:
     """Strided views, one per offset inside a window (C order): element ``k`` of view ``o`` is element
-    ``o`` of window ``k``. Only whole windows are covered."""
+    ``o`` of window ``k``."""
     out = downsampled_shape(values.shape, factors)
     for offset in product(*(range(f) for f in factors)):
         yield values[tuple(slice(o, o + n * f, f) for o, n, f in zip(offset, out, factors, strict=True))]
@@ -118,8 +105,8 @@ def _mode(values: np.ndarray, factors: Sequence[int]) -> np.ndarray:
 
 
 def downsample(values: np.ndarray, factors: Sequence[int], method: str = "mean") -> np.ndarray:
-    """``values`` downsampled by ``factors`` (one positive integer per axis) with ``method`` (see the
-    module): a new array of ``values``' dtype and shape :func:`downsampled_shape`.
+    """``values`` downsampled by ``factors`` (one positive integer per axis) with ``method``: a new array
+    of ``values``' dtype and shape :func:`downsampled_shape`.
 
     >>> downsample(np.array([-3, -2, 4, 5], dtype="int16"), (2,), "mean")  # -2.5 rounds up to -2
     array([-2,  5], dtype=int16)

@@ -1,12 +1,5 @@
 """The four pyramid layouts altarr writes: where the levels go, in which format, and the metadata each
-gets (:mod:`altarr.multiscale.ome`, :mod:`altarr.multiscale.n5`).
-
-| layout | format | levels | metadata |
-|---|---|---|---|
-| ``ome-zarr`` (0.5) | Zarr v3 | ``0``, ``1``, ... (``dimension_names`` = axes) | group ``ome.multiscales`` |
-| ``ome-zarr-0.4`` | Zarr v2 | ``0``, ``1``, ... (``/`` separator) | group ``multiscales`` |
-| ``n5-viewer`` | N5 | ``s0``, ``s1``, ... | ``downsamplingFactors``, ``pixelResolution``, ``scales`` |
-| ``bdv`` | N5 | ``setup0/timepoint0/s0``, ... | setup ``downsamplingFactors``/``dataType``, level ``downsamplingFactors`` |
+gets (the table: docs/pyramids.md, "Layouts").
 
 Example:
     >>> get_layout("ome-zarr-0.4").format, get_layout("bdv").level_path(1)

@@ -1,20 +1,5 @@
-"""N5 pyramid metadata in the two layouts the Java viewers read, written and read.
-
-Both keep their vectors in **N5 order** (``[x, y, z]``, the reverse of altarr's NumPy order, like N5's
-``dimensions``); this module reverses them at the boundary, so a level downsampled by ``(1, 2, 2)`` in
-NumPy order (``z`` kept) is stored as ``"downsamplingFactors": [2, 2, 1]``.
-
-* **n5-viewer** (saalfeldlab n5-viewer, n5-ij, N5 Spark's pyramids): a group with datasets ``s0``,
-  ``s1``, ...; each level has ``downsamplingFactors`` (relative to ``s0``) and ``pixelResolution``
-  ``{"unit": "um", "dimensions": [...]}`` (the voxel size of ``s0``); the group repeats them as
-  ``scales`` (one factor vector per level) and ``pixelResolution``, and holds the image's ``name``. Readers place a downsampled level's
-  voxel ``0`` at ``(f - 1) / 2`` voxels of ``s0`` (they assume averaging), and there is no translation.
-* **bdv** (BigDataViewer's N5 export, ``bdv.img.n5.N5ImageLoader``): ``setup0/timepoint0/s0``, ...;
-  the setup group has ``downsamplingFactors`` (one vector per level) and ``dataType``, the timepoint
-  group ``multiScale: true`` and ``resolution`` (Paintera's keys, as BigDataViewer writes them), each
-  level its ``downsamplingFactors``. altarr adds each level's ``pixelResolution`` too, so n5-viewer and
-  n5-ij open a level with its voxel size and unit. BigDataViewer reads voxel sizes from its XML, which
-  altarr does not write.
+"""N5 pyramid metadata in the two layouts the Java viewers read (n5-viewer, BigDataViewer), written and
+read; vectors are reversed to N5 order at this boundary (docs/pyramids.md, "Layouts").
 
 Example:
     >>> from altarr.multiscale.levels import describe

@@ -1,15 +1,5 @@
-"""OME-Zarr ``multiscales`` metadata, versions 0.5 (Zarr v3) and 0.4 (Zarr v2), written and read.
-
-* **0.5**: the group's ``zarr.json`` attributes hold ``{"ome": {"version": "0.5", "multiscales": [...]}}``;
-  each level is a Zarr v3 array whose ``dimension_names`` are the axes' names.
-* **0.4**: the group's ``.zattrs`` hold ``{"multiscales": [{"version": "0.4", ...}]}``; each level is a
-  Zarr v2 array with ``"dimension_separator": "/"`` (the 0.4 rule).
-
-A multiscale entry has ``axes`` (name, type, unit), ``datasets`` (finest first, each with its ``path`` and
-``coordinateTransformations``: one ``scale`` and, when any level is shifted, one ``translation``),
-``name``, ``type`` (the downsampling method) and ``metadata``. Reading also applies the optional
-multiscale-wide ``coordinateTransformations`` (after the level's, as the spec says), so each level's
-scale and translation are the physical ones.
+"""OME-Zarr ``multiscales`` metadata, versions 0.5 (Zarr v3) and 0.4 (Zarr v2), written and read
+(docs/pyramids.md, "Layouts").
 
 Example:
     >>> from altarr.multiscale.levels import describe

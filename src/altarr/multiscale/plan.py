@@ -1,26 +1,5 @@
-"""The plan of a pyramid: its axes (name, type, unit), the factors of each level and the physical scale
-and translation each level gets.
-
-**Axes.** An axis has a name, a type (``"space"``, ``"time"``, ``"channel"``, another string or
-``None``) and a unit. Without names, an array gets OME-Zarr's usual ones: ``y x`` (2-D), ``z y x``,
-``c z y x``, ``t c z y x``; a name alone gets its type from the name (``t`` time, ``c`` channel,
-``x``/``y``/``z`` space). Only spatial axes are ever downsampled.
-
-**Factors.** Each level halves some spatial axes of the level above. Which ones follows the rule
-BigDataViewer's ``ProposeMipmaps`` and ngff-zarr's users expect for anisotropic data: an axis whose
-voxels are much coarser than the finest axis (``z`` of a light-sheet stack) is not downsampled until the
-others have caught up. altarr halves an axis when doing so leaves its voxels closer to isotropic than
-not, i.e. when its spacing is at most ``sqrt(2)`` times the finest spatial spacing of the level (and it
-still has at least 2 voxels). BigDataViewer's threshold is ``2`` (it halves ``z`` of a ``(4, 1, 1)`` stack
-at the level where ``x``/``y`` reach 4 and ends at ``(8, 4, 4)``); with ``sqrt(2)`` a ``(4, 1, 1)`` stack
-goes ``(4, 2, 2)``, ``(4, 4, 4)``, ``(8, 8, 8)``, and an isotropic one halves every axis at every level, as
-in both peers. Levels are added until the coarsest one fits in one chunk along every spatial axis (the
-"until it fits one tile" rule of ngff-zarr), or ``levels`` of them.
-
-**Scale and translation.** Level ``i`` with factors ``F`` (relative to level 0) has voxels ``F`` times
-level 0's. A ``mean`` or ``mode`` voxel covers ``F`` voxels of level 0, so its centre is shifted by
-``(F - 1) / 2`` of them (what ngff-zarr writes and what n5-viewer assumes); a ``stride`` voxel is voxel
-``i * F`` of level 0, so its translation is level 0's.
+"""The plan of a pyramid: its axes (name, type, unit), the factors of each level and each level's
+physical scale and translation (the rules: docs/pyramids.md, "Downsampling").
 
 Example:
     >>> axes = normalize_axes(None, 3)
@@ -126,10 +105,9 @@ def plan_factors(
     *,
     levels: int | None = None,
 ) -> list[tuple[int, ...]]:
-    """The factors of each level below level 0, relative to the level above (see the module): a
-    spatial axis is halved when its spacing is at most ``sqrt(2)`` times the finest spatial spacing and
-    it has at least 2 voxels; levels are added until the level fits in one chunk along every spatial
-    axis (or ``levels`` levels in all, counting level 0; fewer when no axis can be halved).
+    """The factors of each level below level 0, relative to the level above: a spatial axis is halved
+    when its spacing is at most ``sqrt(2)`` times the finest spatial spacing and it has at least 2 voxels;
+    until the level fits in one chunk along every spatial axis (or ``levels`` levels, level 0 included).
 
     >>> plan_factors((300, 300), normalize_axes(None, 2), (1.0, 1.0), (64, 64))
     [(2, 2), (2, 2), (2, 2)]
@@ -172,7 +150,7 @@ def level_transform(
     factors: Sequence[int], scale: Sequence[float], translation: Sequence[float], method: str
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The scale and translation of a level with ``factors`` (relative to level 0, whose voxel size is
-    ``scale`` and offset ``translation``), downsampled with ``method`` (see the module).
+    ``scale`` and offset ``translation``), downsampled with ``method``.
 
     >>> level_transform((1, 4), (2.0, 0.5), (0.0, 10.0), "mean")
     ((2.0, 2.0), (0.0, 10.75))

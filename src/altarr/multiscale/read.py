@@ -1,10 +1,6 @@
 """Opening a pyramid: :func:`open_multiscale` finds the layout from the group's metadata and lists the
 levels with their physical scale and translation; each level opens as a dataset or a lazy array.
 
-Layouts are recognised by their metadata: OME-Zarr 0.5 (``ome.multiscales`` on a Zarr v3 group), 0.4
-(``multiscales`` on a Zarr v2 group), BigDataViewer's N5 (a group with ``setup0``, or a setup group with
-a list of ``downsamplingFactors``), n5-viewer (a group with datasets ``s0``, ``s1``, ...).
-
 Example:
     >>> import numpy as np, altarr as aa
     >>> _ = aa.build_pyramid(np.ones((40, 40), "f4"), "memory://doc-read/p", chunks=(8, 8), levels=3)
@@ -203,7 +199,8 @@ def _bdv_views(group: Any, setup_path: str) -> int:
 
 
 def _describe(group: Any, setup: int, timepoint: int, index: int) -> tuple[str, Description]:
-    """The layout and description of the pyramid in ``group`` (see the module)."""
+    """The layout and description of the pyramid in ``group``, recognised by its metadata: OME-Zarr
+    ``multiscales``, BigDataViewer setups (a list of ``downsamplingFactors``), n5-viewer's ``s0``, ``s1``."""
     attrs = dict(group.attrs)
     version = ome_version(attrs)
     if version is not None:

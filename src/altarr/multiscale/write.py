@@ -1,11 +1,6 @@
-"""Writing a pyramid's levels and metadata, for :func:`~altarr.multiscale.build_pyramid` (levels
-downsampled from a source) and :func:`~altarr.multiscale.convert_pyramid` (levels copied from another
-pyramid).
-
-Each level is created with its layout's options and written by :func:`altarr.transfer.write_units`, the
-loop under ``altarr copy``: one unit per destination shard, the resume journal beside the level's
-metadata. With ``resume``, a level whose dataset exists with the same layout continues from its journal
-(a level without one is complete and is skipped). The multiscale metadata is written last.
+"""Writing a pyramid's levels (each by :func:`altarr.transfer.write_units`, one unit per destination shard,
+resumable from its journal) and then its metadata, for :func:`~altarr.multiscale.build_pyramid` and
+:func:`~altarr.multiscale.convert_pyramid`.
 """
 
 from __future__ import annotations
