@@ -1,11 +1,6 @@
-"""altarr: chunked, compressed N-dimensional arrays.
-
-Two halves share one contract, *one call is one round trip*:
-
-* the block engine (:func:`open_dataset`, :func:`create_dataset`) reads and writes N5, Zarr v2 and
-  Zarr v3 (sharded, nested shards too) in batches grouped by shard;
-* lazy arrays (:func:`altarr`, :func:`open`) are NumPy-compatible arrays whose chunks are fetched in
-  planned batches through a user ``fetch(chunks)`` and cached in a byte-budget LRU.
+"""altarr: chunked, compressed N-dimensional arrays: a block engine for N5, Zarr v2 and Zarr v3
+(:func:`open_dataset`, :func:`create_dataset`) and NumPy-compatible lazy arrays (:func:`altarr`,
+:func:`open`), one call one round trip.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -19,8 +14,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# Public name -> module that defines it. Imported on first use so ``import altarr`` stays cheap and the
-# lazy layer never drags the engine in (and vice versa).
+# Public name -> its module, imported on first use (``import altarr`` stays cheap)
 _PUBLIC = {
     # lazy arrays
     "altarr": "altarr.lazy",
@@ -72,8 +66,7 @@ _PUBLIC = {
     "native_status": "altarr.native",
 }
 
-# ``open`` stays out of ``__all__`` so that ``from altarr import *`` does not shadow the builtin ``open``;
-# it is public as ``altarr.open``.
+# ``open`` stays out of ``__all__``: ``from altarr import *`` must not shadow the builtin
 __all__ = sorted(n for n in _PUBLIC if n != "open") + ["__version__"]
 
 

@@ -1,34 +1,7 @@
-"""altarr's threads: one size policy, the worker pool, the I/O threads, and one rule for ``fork()``.
-
-**Size.** Every pool's size is, in order of precedence:
-
-1. the last ``altarr.set_options(threads=N)`` (a ``with`` block restores the previous size on exit);
-2. the environment variable ``ALTARR_THREADS``, read once, when this module is first imported;
-3. the number of CPU cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` where
-   that does not exist).
-
-It is read at each use (not when a pool was made), so a change applies to the next call; ``1`` runs
-everything on the calling thread.
-
-**The worker pool** (:func:`pmap`, :func:`spawn`) decodes and encodes the chunks of a call: numcodecs'
-compressors run in C and release the GIL, so a pool sized to the cores scales without an event loop.
-The engine, the lazy layer and the copy machinery all use it. A call made from inside one of its
-workers runs inline (no nested waits, so no deadlock).
-
-**The I/O threads** (:func:`io_threads`) block in a store's system calls or network requests: a
-``LocalStore`` batch (at the pool size, or its ``max_workers``) and an ``ObstoreStore`` batch (at its
-``concurrency``, 64 requests in flight). They are apart from the worker pool because a worker waits for
-its reads (a decode task waiting on a pool it occupies would deadlock) and because the number of
-requests worth having in flight is not the number of cores.
-
-**Fork.** A forked child has none of its parent's threads. One handler (``os.register_at_fork``) runs
-in the child: it forgets every pool of this module (each starts anew at its first use in the child)
-and then runs the hooks registered with :func:`after_fork_in_child` (the obstore clients). Nothing
-else in altarr checks ``os.getpid()``.
-
-This module imports nothing from altarr, so every layer may use it. (The one helper thread that
-:func:`altarr.lazy.fetching.run_awaitable` starts to host an event loop, when called inside a running
-loop, is not a pool: it runs one coroutine.)
+"""altarr's threads: one size policy, the worker pool (:func:`pmap`, :func:`spawn`), the I/O threads
+(:func:`io_threads`) and one rule for ``fork()`` (``docs/architecture.md``, "Threads and fork"). The size
+is ``altarr.set_options(threads=N)``, else ``ALTARR_THREADS`` (read at import), else the cores this
+process may use, read at each use. This module imports nothing from altarr.
 
 Example:
     >>> from altarr._threads import get_threads, pmap, set_threads
@@ -65,12 +38,11 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: The environment variable that sets the default pool size (read once, at import).
 ENV_VAR = "ALTARR_THREADS"
 
 
 def available_cores() -> int:
-    """The number of CPU cores this process may run on (its affinity mask, not the machine's count)."""
+    """The number of CPU cores this process may run on (its affinity mask)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - non-Linux
@@ -109,13 +81,11 @@ _threads = _DEFAULT
 
 
 def default_threads() -> int:
-    """The pool size when nothing was set: ``ALTARR_THREADS`` (as read at import), else the cores."""
     return _DEFAULT
 
 
-#: How many times :func:`get_threads` was called. A call whose result cannot depend on the pool size
-#: does not read it (a one-item ``pmap`` runs inline first), so the test suite's pool matrix runs again,
-#: at 1 and 8 workers, exactly the tests during which this grew (``tests/conftest.py``).
+#: How many times :func:`get_threads` was called: the test suite's pool matrix reruns the tests during
+#: which this grew (``tests/conftest.py``)
 reads = 0
 
 
@@ -127,8 +97,7 @@ def get_threads() -> int:
 
 
 def set_threads(n: int | None) -> int:
-    """Set the pool size for every pool (``None``: back to :func:`default_threads`); returns the previous
-    size. Pools already running are resized on their next use."""
+    """Set the pool size (``None``: the default); returns the previous one."""
     global _threads
     value = _DEFAULT if n is None else parse_threads(n, "threads")
     with _lock:
@@ -137,13 +106,12 @@ def set_threads(n: int | None) -> int:
 
 
 def set_max_workers(n: int | None) -> None:
-    """Set altarr's pool size (the same as ``altarr.set_options(threads=n)`` outside a ``with`` block;
-    ``None``: back to the default). ``1`` disables threading."""
+    """Set altarr's pool size (``None``: the default; ``1``: no threads)."""
     set_threads(None if not n else max(1, int(n)))
 
 
 def get_max_workers() -> int:
-    """altarr's pool size in force now (the same as :func:`get_threads`)."""
+    """altarr's pool size in force now."""
     return get_threads()
 
 
@@ -155,7 +123,6 @@ _local = threading.local()
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
-    """The worker pool, with ``size`` threads (made, or remade when the size changed, here)."""
     global _worker
     with _pool_lock:
         if _worker is None or _worker[0] != size:
@@ -166,9 +133,8 @@ def _pool(size: int) -> ThreadPoolExecutor:
 
 
 def io_threads(limit: int) -> ThreadPoolExecutor:
-    """The I/O threads that run at most ``limit`` blocking store calls at once (one executor per limit,
-    kept for the process; a forked child makes its own). Submit only calls that block on the system or
-    the network, never work that waits for the worker pool.
+    """The I/O threads running at most ``limit`` blocking store calls at once (never work that waits for
+    the worker pool).
 
     >>> io_threads(4).submit(sum, [1, 2]).result()
     3
@@ -184,17 +150,13 @@ _fork_hooks: list[Callable[[], None]] = []
 
 
 def after_fork_in_child(hook: Callable[[], None]) -> Callable[[], None]:
-    """Run ``hook()`` in every process forked from this one, after this module forgot its pools: for
-    shared state that does not survive ``fork()`` (a client whose threads stayed in the parent). Returns
-    ``hook`` (usable as a decorator)."""
+    """Run ``hook()`` in every forked child, after this module forgot its pools (a decorator)."""
     _fork_hooks.append(hook)
     return hook
 
 
 def _after_fork_in_child() -> None:
-    """The fork rule: a forked child has none of the parent's threads, so it forgets every pool (work
-    handed to an inherited pool would wait forever; each pool starts anew at its first use) and every
-    lock a parent's thread may have held, then runs the registered hooks."""
+    """The fork rule: forget every pool and lock, then run the hooks."""
     global _worker, _pool_lock, _lock
     _worker = None
     _io.clear()
@@ -209,8 +171,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``pmap`` on the calling thread, with the same contract: every item runs, then the first failing
-    item's exception propagates (``KeyboardInterrupt`` and ``SystemExit`` stop at once)."""
+    """``pmap`` on the calling thread: every item runs, then the first failure propagates."""
     results: list[R] = []
     first: Exception | None = None
     for x in items:
@@ -225,7 +186,7 @@ def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
 
 def _runner(fn: Callable[[], object]) -> Callable[[], None]:
-    """``fn`` marked as a runner's work: the pool calls made inside it run inline (no nested waits)."""
+    """``fn`` as a runner's work: pool calls inside it run inline."""
 
     def runner() -> None:
         _local.in_pool = True
@@ -238,12 +199,9 @@ def _runner(fn: Callable[[], object]) -> Callable[[], None]:
 
 
 def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
-    """``[fn(x) for x in items]``, on the shared pool when there are at least ``min_items`` items.
-
-    ``k = min(workers, len(items))`` runners pull items from one shared counter until none are left
-    (dynamic balancing, one task hand-off per runner rather than per item); the calling thread is one of
-    them. Runs inline when called from inside a runner (no nested waits, so no deadlock). Every item is
-    processed; then the exception of the first failing item (in item order) propagates unchanged."""
+    """``[fn(x) for x in items]``, on the pool when there are at least ``min_items`` items: runners (the
+    calling thread one of them) pull items from one counter; inline inside a runner. Every item runs,
+    then the first failing item's exception propagates."""
     n = len(items)
     if n < min_items or getattr(_local, "in_pool", False):
         return _inline(fn, items)  # whatever the pool size (not read: see _threads.reads)
@@ -273,17 +231,10 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
 
 
 def spawn(fn: Callable[[], object], n: int) -> Callable[..., None]:
-    """Start ``fn()`` on ``min(workers, n)`` pool threads at once and return at once; the returned
-    ``wait()`` blocks until every one has finished and re-raises the first exception. For work that
-    the calling thread overlaps with something else (a region read decodes one shard's chunks while
-    the next shard is still on the way). Runs inline, before returning, where ``pmap`` would (from
-    inside a runner, or with one worker); its exception is then raised by ``wait()`` too.
-
-    ``wait(skip_unstarted=True)``: the runners no pool thread has started yet are dropped instead of
-    waited for - for a caller that has run ``fn()`` itself first, where ``fn`` takes its work from a
-    shared counter, so a runner starting now would find none left. A read whose last answer holds one
-    chunk otherwise waited for a pool thread to wake up only to find nothing to do (open + one chunk over
-    HTTP, interleaved medians: 3.18 -> 2.91 ms at 0 ms, 20.82 -> 20.48 at 5 ms, 67.07 -> 66.88 at 20 ms).
+    """Start ``fn()`` on ``min(workers, n)`` pool threads and return a ``wait()`` that blocks until all
+    finished and re-raises the first exception (inline where ``pmap`` would be).
+    ``wait(skip_unstarted=True)`` drops the runners not started yet (for a caller that ran ``fn()``
+    itself on a shared counter).
 
     >>> done = []
     >>> wait = spawn(lambda: done.append(1), 1)
@@ -325,4 +276,4 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[..., None]:
 
 
 def _nothing(skip_unstarted: bool = False) -> None:
-    """The ``wait()`` of a :func:`spawn` that had nothing left to wait for."""
+    """The ``wait()`` of a :func:`spawn` with nothing to wait for."""

@@ -1,8 +1,6 @@
-"""Stream decompression with a cap, below every layer that inflates bytes: a decoder stops at the size its
-output can have, so a decompression bomb (a few KB that inflate to GBs) fails with
-:class:`~altarr.errors.CorruptChunkError` after producing at most ``max_size + 1`` bytes, never allocating
-more. The codecs (:mod:`altarr.codecs.bounded`, which re-exports these) cap a chunk at its decoded size;
-the zip store caps a compressed member at the size its directory entry declares.
+"""Stream decompression with a cap: a decoder stops at the size its output can have, so a decompression
+bomb fails with :class:`~altarr.errors.CorruptChunkError` after at most ``max_size + 1`` bytes (the
+codecs cap a chunk at its decoded size, the zip store a member at its declared size).
 
 Example:
     >>> import zlib
@@ -29,9 +27,8 @@ __all__ = ["inflate", "bunzip2", "unxz", "check_announced", "bound", "too_large"
 
 
 def bound(n: int) -> int:
-    """A generous upper bound of what any of altarr's compressors makes of ``n`` input bytes (zstd, zlib,
-    bzip2, xz, lz4-java's block stream and blosc all stay far below it). Used as the cap of a stage whose
-    exact size is not fixed (a compressor applied after another compressor)."""
+    """A generous bound of what any of altarr's compressors makes of ``n`` bytes (the cap of a stage
+    whose exact size is not fixed)."""
     return 2 * n + 4096
 
 
@@ -60,8 +57,8 @@ def _incremental(
     *,
     multi: bool = True,
 ) -> bytes:
-    """Run decompressor objects from ``new()`` over ``data`` (one after another for concatenated streams
-    when ``multi``), never asking for more than ``max_size + 1`` bytes of output in total."""
+    """Run decompressors from ``new()`` over ``data`` (concatenated streams when ``multi``), never asking
+    for more than ``max_size + 1`` bytes in total."""
     parts: list[bytes] = []
     total = 0
     rest: Any = memoryview(data).cast("B")

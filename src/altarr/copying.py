@@ -1,6 +1,5 @@
-"""The public copy functions, :func:`copy_dataset` and :func:`copy_group`, and the progress bar they and
-``altarr copy`` show: the engine is :mod:`altarr.transfer` (unit by unit, resumable, on threads or a dask
-cluster), one implementation for the command line and Python.
+"""The public copy functions :func:`copy_dataset` and :func:`copy_group` (the engine is
+:mod:`altarr.transfer`, shared with ``altarr copy``).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -33,10 +32,9 @@ def copy_dataset(
     path: str = "",
     **format_options: Any,
 ) -> Any:
-    """Copy every stored value and the user attributes of the dataset ``source`` into a new dataset in
-    any format, re-chunked and re-sharded on the way, one destination shard at a time: what ``altarr
-    copy`` does, with its ``progress`` bar (``True``), ``resume`` and ``workers``; the arguments are
-    :func:`copy_array`'s. Notes (shards dropped) are warnings.
+    """Copy the values and attributes of the dataset ``source`` into a new dataset in any format, one
+    destination shard at a time, as ``altarr copy`` does (arguments: :func:`~altarr.transfer.copy_array`'s;
+    notes are warnings).
 
     >>> import numpy as np, altarr as aa
     >>> src = aa.create_dataset("memory://doc-copy/a", data=np.arange(12.0).reshape(3, 4), chunks=(2, 2))
@@ -72,10 +70,8 @@ def copy_group(
     progress: Any = False,
     **array_options: Any,
 ) -> Any:
-    """Copy the group ``source`` (a :class:`~altarr.Group` or a path) and everything below it, attributes
-    included, into ``destination`` in ``format``, each array as :func:`copy_dataset` copies it (the other
-    arguments are its: chunks, shards, compressor, workers...). Every array's arguments are checked before
-    anything is written; ``resume`` continues an interrupted copy array by array.
+    """Copy the group ``source`` (a :class:`~altarr.Group` or a path) and everything below it into
+    ``destination``, each array as :func:`copy_dataset` copies it (every array checked first).
 
     >>> import numpy as np, altarr as aa
     >>> g = aa.create_group("memory://doc-copy-group/a", attributes={"site": "x"})

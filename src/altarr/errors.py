@@ -1,10 +1,6 @@
-"""The exception hierarchy of altarr.
-
-Every error raised by the library derives from :class:`AltarrError` and names what failed: the store
-key, the chunk coordinates, the byte range and the codec, whichever apply. Errors that correspond to a
-built-in category also derive from it (``ValueError``, ``KeyError``-free by design, ``IndexError`` for
-out-of-bounds selections), so ``except ValueError`` keeps working for callers who expect NumPy-like
-behaviour.
+"""The exception hierarchy of altarr: every error derives from :class:`AltarrError`, names what failed
+(key, chunk, byte range, codec) and derives from the built-in exception a caller expects
+(``docs/errors.md``).
 
 Example:
     >>> from altarr.errors import ChecksumError
@@ -44,12 +40,8 @@ __all__ = [
 
 
 class AltarrError(Exception):
-    """Base class of every altarr error.
-
-    Context (all optional) is kept as attributes and appended to the message:
-    ``key`` (store key), ``chunk`` (chunk coordinates), ``byte_range`` ((start, stop)),
-    ``codec`` (codec name).
-    """
+    """Base class of every altarr error; ``key``, ``chunk``, ``byte_range`` and ``codec`` (all optional)
+    are attributes and appended to the message."""
 
     def __init__(
         self,
@@ -86,9 +78,7 @@ class AltarrError(Exception):
         return f"{self.message} [" + ", ".join(f"{k}={v!r}" for k, v in ctx.items()) + "]"
 
     def with_context(self, **ctx: Any) -> AltarrError:
-        """A copy of this error with the context fields that are still unset filled in from ``ctx``
-        (``key``, ``chunk``, ``byte_range``, ``codec``). Used by outer layers to add the store key and
-        chunk coordinates to an error raised by a pure codec: ``raise err.with_context(key=k) from err``."""
+        """A copy of this error with its unset context fields filled in from ``ctx``."""
         merged = self._context()
         for name, value in ctx.items():
             if value is not None and merged.get(name) is None:
@@ -96,7 +86,6 @@ class AltarrError(Exception):
         return type(self)(self.message, **merged)
 
     def __reduce__(self) -> tuple[Callable[..., AltarrError], tuple[object, ...]]:
-        """Keep the context through pickling (dask, multiprocessing)."""
         return (_rebuild, (type(self), self.message, self._context()))
 
 
@@ -118,11 +107,8 @@ class ReadOnlyError(StoreError):
 
 
 class WriteConflictError(StoreError):
-    """Another writer changed an object between this writer's read and its conditional write.
-
-    Object stores raise it for a write conditioned on the version that was read (S3 ``If-Match``);
-    altarr retries the read-modify-write and raises it to the caller only after the retries are used
-    up. ``keys`` lists every object that conflicted."""
+    """Another writer changed the objects ``keys`` between this writer's read and its conditional write
+    (raised to the caller once the retries are used up)."""
 
     def __init__(self, message: str, *, keys: Sequence[str] = (), **ctx: Any) -> None:
         self.keys = list(keys)
@@ -137,9 +123,7 @@ class MetadataError(AltarrError, ValueError):
 
 
 class NodeNotFoundError(MetadataError, FileNotFoundError):
-    """No array or group is at the path opened: no metadata document of any format (or of the format
-    asked for) exists there. Also a ``FileNotFoundError``, as a missing file is to ``open()`` and as
-    zarr-python's ``NodeNotFoundError`` is, so ``except FileNotFoundError`` catches a mistyped path.
+    """No array or group is at the path opened (a ``FileNotFoundError``, as zarr-python's).
 
     >>> import altarr as aa
     >>> try:
@@ -155,13 +139,11 @@ class NodeNotFoundError(MetadataError, FileNotFoundError):
 
 
 class ChildNotFoundError(NodeNotFoundError, KeyError):
-    """``group[name]`` names no child: a ``KeyError`` as a mapping's missing key is (and as zarr-python's
-    ``group[name]`` raises), and a :class:`NodeNotFoundError`."""
+    """``group[name]`` names no child (a ``KeyError``, as zarr-python's)."""
 
 
 class NodeTypeError(MetadataError, TypeError):
-    """A node exists but is not what was required: a group where an array is (``require_group``), an
-    array of another shape or dtype (``require_array``). A ``TypeError``, as zarr-python raises."""
+    """A node exists but is not what was required (a ``TypeError``, as zarr-python's)."""
 
 
 class UnknownCodecError(MetadataError):
@@ -207,5 +189,4 @@ class FetchError(AltarrError, ValueError):
 
 
 class MaterializeError(AltarrError, MemoryError):
-    """Materializing a lazy array was refused because it exceeds ``max_materialize`` bytes (default: half
-    the memory available, see :func:`altarr.lazy.options.materialize_limit`)."""
+    """Materializing a lazy array was refused: it exceeds ``max_materialize`` bytes."""

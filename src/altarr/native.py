@@ -1,16 +1,6 @@
-"""Whether altarr's native kernel is active in this process and, if not, why; and its switch.
-
-The native kernel is the C extension ``altarr._native``, linked against libzstd and c-blosc 1.x (their
-published C interfaces, ``zstd.h`` and ``blosc.h``). It runs the per-chunk loop of region reads and
-writes of ``[bytes, zstd]`` and ``[bytes, blosc]`` chunks with the GIL released
-(:mod:`altarr.dataset.kernel`), and gives the ``blosc`` codec single-threaded calls that take no global
-lock (:class:`altarr.codecs.compress.BloscCodec`). ``pip install`` builds it when a C compiler and the
-two libraries' development files are found (docs/engine.md, "The native kernel"), and records why not
-otherwise. Without it, or switched off, altarr runs on the pure-Python path (numcodecs and
-python-zstandard): the same values, requests and errors, slower.
-
-The switch: the environment variable ``ALTARR_NATIVE=0`` (read at import; the extension is then not
-loaded at all), or :func:`set_enabled` / :func:`use_native` at run time.
+"""Whether altarr's native kernel (the C extension ``altarr._native``, linked against libzstd and
+c-blosc 1.x) is active in this process and, if not, why; and its switch: ``ALTARR_NATIVE=0`` (read at
+import) or :func:`set_enabled` / :func:`use_native` (``docs/engine.md``, "The native kernel").
 
 Example:
     >>> import altarr
@@ -35,28 +25,25 @@ from typing import Any
 
 __all__ = ["ENV", "NativeStatus", "native_status", "set_enabled", "use_native", "ext", "loaded"]
 
-#: The environment variable that switches the native path off (``0``, ``false``, ``no``, ``off``).
 ENV = "ALTARR_NATIVE"
 
-#: Where ``setup.py`` records whether it built the extension and why not (beside this module).
+#: Where ``setup.py`` records whether it built the extension and why not
 BUILD_RECORD = Path(__file__).with_name("_native_build.json")
 
 _env_value = os.environ.get(ENV, "1")
 _enabled = _env_value.strip().lower() not in ("0", "false", "no", "off")
-#: what switched the native path off (empty while it is on)
 _off_by = "" if _enabled else f"{ENV}={_env_value}"
 _module: ModuleType | None = None
 _load_error: str | None = None
 _loaded = False
 
-#: The extension while the native path is active, else ``None``: read by its callers on every call.
+#: The extension while the native path is active, else ``None``
 ext: Any = None
 
 
 @dataclass(frozen=True)
 class NativeStatus:
-    """The native path's state: ``active``, and otherwise the ``reason`` in one line; ``libraries``
-    names the versions of libzstd and c-blosc the loaded extension runs on (empty when not loaded).
+    """The native path's state: ``active``, else the ``reason``; ``libraries``' versions when loaded.
 
     >>> str(NativeStatus(True, "", {"libzstd": "1.5.4", "c-blosc": "1.21.3"}))
     'native kernel active (libzstd 1.5.4, c-blosc 1.21.3)'
@@ -83,7 +70,6 @@ def _build_record() -> dict[str, Any] | None:
 
 
 def _load() -> ModuleType | None:
-    """Import the extension once (a failure is remembered with its message)."""
     global _module, _load_error, _loaded
     if not _loaded:
         _loaded = True
@@ -97,7 +83,6 @@ def _load() -> ModuleType | None:
 
 
 def _not_built() -> str:
-    """Why the extension did not load, from the build's record."""
     record = _build_record()
     if record is None:
         return (
@@ -110,14 +95,13 @@ def _not_built() -> str:
 
 
 def loaded() -> ModuleType | None:
-    """The extension module when it is built and loads, whether or not it is switched on (``None``
-    otherwise; not loaded at all while ``ALTARR_NATIVE=0`` and never switched on)."""
+    """The extension module when it is built and loads, switched on or not (never loaded while
+    ``ALTARR_NATIVE=0`` and never switched on)."""
     return _load() if (_enabled or _loaded) else None
 
 
 def set_enabled(flag: bool) -> bool:
-    """Switch the native path on or off for the whole process; returns the previous setting. Switching
-    it on has no effect where the extension is not built (see :func:`native_status`).
+    """Switch the native path on or off for the whole process; returns the previous setting.
 
     >>> previous = set_enabled(False); native_status().active
     False
@@ -142,9 +126,7 @@ def use_native(flag: bool) -> Iterator[None]:
 
 
 def native_status() -> NativeStatus:
-    """Whether the native kernel is active in this process and, if not, why: not built (with the
-    build's own one-line reason, recorded at install time), built but not loadable, or switched off.
-    ``altarr --version`` prints the same.
+    """Whether the native kernel is active and, if not, why (not built, not loadable, switched off).
 
     >>> import altarr
     >>> isinstance(altarr.native_status().active, bool)

@@ -1,15 +1,5 @@
-"""Copying arrays and whole hierarchies shard by shard: the engine under ``altarr copy``.
-
-A copy is cut into *units*, one per destination shard (for an unsharded destination, a block of whole
-destination chunks of a few MiB). Each unit reads its region from the source in one planned call and
-writes it to the destination as whole shards or chunks, so
-
-* memory is bounded by the units in flight (``workers`` of them), whatever the array's size;
-* no two units touch one stored object, so units can run on threads or on a dask cluster
-  (:func:`altarr.integrations.dask.copy_on_cluster`) without locks;
-* an interrupted copy can be resumed: a small journal (``.altarr-copy.json`` beside the destination's
-  metadata) lists the units already written; ``resume=True`` skips them and rewrites the others, giving
-  the same bytes as an uninterrupted copy. The journal is removed when the copy completes.
+"""Copying arrays and whole hierarchies unit by unit, one unit per destination shard (or block of whole
+chunks), with a resume journal: the engine under ``altarr copy`` (``docs/cli.md``).
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -59,7 +49,7 @@ __all__ = [
     "JOURNAL",
 ]
 
-#: Name of the resume journal, kept beside the destination array's metadata while a copy runs.
+#: The resume journal, beside the destination array's metadata while a copy runs
 JOURNAL = ".altarr-copy.json"
 
 
@@ -67,8 +57,7 @@ _UNIT_BYTES = 4 << 20  # target size of a unit of an unsharded destination
 
 
 def parse_shape(text: str, ndim: int, what: str) -> tuple[int, ...]:
-    """``"64,64,64"`` as a tuple of ``ndim`` positive ints; a :class:`~altarr.errors.MetadataError` that
-    quotes the text otherwise.
+    """``"64,64,64"`` as a tuple of ``ndim`` positive ints, else a :class:`~altarr.errors.MetadataError`.
 
     >>> parse_shape("4,8", 2, "chunks")
     (4, 8)
@@ -85,11 +74,9 @@ def parse_shape(text: str, ndim: int, what: str) -> tuple[int, ...]:
 
 
 def parse_codec(text: Any, fmt: str, dtype: Any, *, argument: str = "--codec") -> Any:
-    """A codec in any form of the codec vocabulary (:mod:`altarr.codecs.vocabulary`: ``"zstd:3"``,
-    ``"blosc:lz4:5"``, ``"gzip:6"``, a bare name for the format's default level, ``"none"``, a dict or a
-    codec object) as the compressor argument of :func:`altarr.create_dataset` for format ``fmt``; ``None``
-    is the format's default (zstd for Zarr, gzip for N5). A bad one raises before anything is written,
-    its message starting with ``argument``.
+    """A codec of the codec vocabulary (:mod:`altarr.codecs.vocabulary`) as the compressor argument of
+    :func:`altarr.create_dataset` for format ``fmt`` (``None``: the format's default); errors start with
+    ``argument``.
 
     >>> parse_codec("zstd:5", "zarr2", "u2")
     {'id': 'zstd', 'level': 5}
@@ -107,8 +94,7 @@ def parse_codec(text: Any, fmt: str, dtype: Any, *, argument: str = "--codec") -
 
 
 def _unit_shape(dst: Any) -> tuple[int, ...]:
-    """One destination shard, or for an unsharded destination a block of whole chunks of a few MiB
-    (grown from the last dimension, the contiguous one)."""
+    """One destination shard, or a block of whole chunks of a few MiB (grown from the last dimension)."""
     if dst.shards:
         return tuple(dst.shards)
     unit = list(dst.chunks)
@@ -120,8 +106,7 @@ def _unit_shape(dst: Any) -> tuple[int, ...]:
 
 
 def copy_units(dst: Any) -> list[tuple[slice, ...]]:
-    """The regions a copy into ``dst`` is cut into, in C order: each covers whole stored objects of
-    ``dst`` and no two share one.
+    """The regions a copy into ``dst`` is cut into, in C order, no two sharing a stored object.
 
     >>> import altarr as aa
     >>> d = aa.create_dataset("memory://doc-units", shape=(5, 4), dtype="u1", chunks=(2, 2), shards=(4, 4))
@@ -145,8 +130,7 @@ def copy_unit(src: Any, dst: Any, region: tuple[slice, ...]) -> int:
 
 @dataclass
 class CopyResult:
-    """What :func:`copy_array` did: the destination, the units written and skipped, the value bytes
-    moved and notes for the user (e.g. shards dropped)."""
+    """What :func:`copy_array` did: the destination, units written and skipped, value bytes, notes."""
 
     dataset: Any
     written: int = 0
@@ -156,8 +140,7 @@ class CopyResult:
 
 
 class ProgressBar:
-    """A progress bar on stderr (rich: bytes, throughput, time left), started on the first report; called
-    as ``progress(value_bytes, units)`` as a copy's ``progress`` is, it counts both (``done``, ``units``).
+    """A progress bar on stderr (rich), called as ``progress(value_bytes, units)``; counts both.
 
     >>> bar = ProgressBar(100, "demo", enabled=False)
     >>> bar(60, 1); bar(40, 1); bar.done, bar.units
@@ -197,15 +180,13 @@ class ProgressBar:
         self._bar.advance(self._task, nbytes)
 
     def close(self) -> None:
-        """Stop the bar (its last state stays on the terminal)."""
         if self._bar is not None:
             self._bar.stop()
 
 
 @contextmanager
 def progress_reporter(progress: Any, total: int | None, label: str) -> Iterator[Any]:
-    """A copy's ``progress`` argument as the function its units report to: ``True`` is a
-    :class:`ProgressBar` (stopped on the way out), a callable is itself, anything false is ``None``."""
+    """A copy's ``progress`` argument as a function: ``True`` is a :class:`ProgressBar`, false ``None``."""
     if progress is not True:
         yield progress or None
         return
@@ -233,8 +214,7 @@ def _journal_doc(dst: Any) -> dict[str, Any] | None:
 
 
 def read_journal(dst: Any) -> set[int] | None:
-    """The units a copy into ``dst`` has written (its journal), or ``None`` when there is no journal (the
-    copy completed, or none started)."""
+    """The units a copy into ``dst`` has written (its journal), or ``None`` without a journal."""
     doc = _journal_doc(dst)
     return None if doc is None else doc["done"]
 
@@ -244,7 +224,7 @@ def _write_journal(dst: Any, done: set[int], total: int, options: Mapping[str, A
     dst.store.set(_journal_key(dst), json.dumps(doc).encode())
 
 
-#: The names of the copy's arguments in messages: Python's here, the command line's in ``altarr copy``.
+#: The copy's arguments as messages name them (``altarr copy`` passes its options)
 PYTHON_NAMES = {n: f"{n}=" for n in ("format", "chunks", "shards", "compressor", "checksum")}
 
 
@@ -265,10 +245,8 @@ def destination_layout(
     shards: Any,
     names: Mapping[str, str] = PYTHON_NAMES,
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None, list[str]]:
-    """Chunks and shards of a copy of ``src`` into format ``fmt``: ``shards="same"`` keeps the source's
-    (dropped, with a note, when ``fmt`` cannot hold shards or they do not fit the new chunks, and when a
-    copy converts into N5: plain N5 is what every N5 reader opens). A bad shape is refused naming the
-    argument as ``names`` spells it."""
+    """Chunks, shards and notes of a copy of ``src`` into ``fmt``: ``shards="same"`` keeps the source's
+    where ``fmt`` holds them and they fit (a note says when not; into N5 from another format, plain N5)."""
     notes: list[str] = []
     chunks = tuple(chunks) if chunks is not None else tuple(src.chunks)
     if len(chunks) != src.ndim or any(not isinstance(c, int | np.integer) or c < 1 for c in chunks):
@@ -310,10 +288,8 @@ def _jsonable(value: Any) -> Any:
 def check_resume(
     dst: Any, src: Any, asked: Mapping[str, Any], names: Mapping[str, str] = PYTHON_NAMES
 ) -> dict[str, Any] | None:
-    """Whether a copy of ``src`` with the arguments ``asked`` (format, chunks, shards, and the compressor
-    and checksum when given) may resume into ``dst``: its journal, or ``None`` when that copy completed.
-    A difference from what the destination (or its journal) holds is an :class:`~altarr.errors.ExistsError`
-    naming each argument that differs."""
+    """The journal of ``dst`` (``None``: that copy completed) if a copy asking ``asked`` may resume into
+    it, else an :class:`~altarr.errors.ExistsError` naming each argument that differs."""
     diff = []
     have = {"format": dst.format, "chunks": tuple(dst.chunks), "shards": dst.shards and tuple(dst.shards)}
     for name in ("format", "chunks", "shards"):
@@ -345,10 +321,8 @@ def check_copy(
     checksum: bool | None = None,
     names: Mapping[str, str] = PYTHON_NAMES,
 ) -> tuple[dict[str, Any], Any, list[str]]:
-    """Check a copy of ``src`` into ``fmt`` before anything is written (a bad layout or compressor is an
-    error naming the argument as ``names`` spells it). Returns what it asks for, as :func:`check_resume`
-    compares it (``compressor`` ``None`` when it is the format's default), the compressor argument of the
-    destination, and the notes (shards dropped)."""
+    """Check a copy of ``src`` into ``fmt`` before anything is written: what it asks (as
+    :func:`check_resume` compares it), the destination's compressor argument, and the notes."""
     chunks, shards, notes = destination_layout(src, fmt, chunks, shards, names)
     codec = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
     given = not (isinstance(compressor, str) and compressor == "auto")
@@ -374,7 +348,7 @@ def copy_array(
     names: Mapping[str, str] = PYTHON_NAMES,
     **format_options: Any,
 ) -> CopyResult:
-    """Copy the dataset ``src`` into a new dataset at ``destination``, unit by unit (see the module); what
+    """Copy the dataset ``src`` into a new dataset at ``destination``, unit by unit: what
     :func:`altarr.copy_dataset` and ``altarr copy`` run. Every argument is checked before anything is
     written.
 
@@ -383,21 +357,16 @@ def copy_array(
         destination: a path, URL or store.
         format: ``"zarr3"``, ``"zarr2"`` or ``"n5"`` (default: the source's).
         chunks: destination chunk shape (default: the source's).
-        shards: ``"same"`` (the source's; dropped with a note if ``format`` cannot hold them or the copy
-            converts into N5), ``None`` or a shard shape.
-        compressor: any form of the codec vocabulary (``"zstd:3"``, see :func:`parse_codec`); ``"auto"``
-            is the format's default.
+        shards: ``"same"`` (the source's, where ``format`` holds them), ``None`` or a shard shape.
+        compressor: the codec vocabulary (``"zstd:3"``); ``"auto"`` is the format's default.
         overwrite: replace an existing destination.
-        resume: continue an interrupted copy into an existing destination, skipping the units its
-            journal lists; refused when the arguments differ from the interrupted copy's.
+        resume: continue an interrupted copy (refused when the arguments differ from its).
         workers: units copied at once (each holds one unit of values in memory).
         path: node path inside ``destination``.
-        progress: ``True`` for a progress bar on stderr (rich), or called as ``progress(value_bytes,
-            units)`` after each unit (or wave of units).
-        run_units: runs ``[(index, region), ...]`` elsewhere (e.g. on a dask cluster) and yields
-            ``(index, value_bytes)`` as units complete.
+        progress: ``True`` for a progress bar, or called as ``progress(value_bytes, units)``.
+        run_units: runs ``[(index, region), ...]`` elsewhere and yields ``(index, value_bytes)``.
         names: how messages name the arguments (``altarr copy`` passes its options).
-        format_options: for :func:`altarr.create_dataset` (``checksum=False`` for Zarr v3...).
+        format_options: for :func:`altarr.create_dataset`.
     """
 
     fmt = format or src.format
@@ -453,31 +422,33 @@ def write_units(
     | None = None,
     journal: Mapping[str, Any] | None = None,
 ) -> CopyResult:
-    """Copy ``src`` (anything whose ``src[region]`` gives the values of a region of ``dst``) into the
-    existing dataset ``dst`` unit by unit (:func:`copy_units`), skipping the units in ``done`` (what
-    :func:`read_journal` returned), keeping the resume journal, and removing it at the end. ``workers``,
-    ``progress`` and ``run_units`` as in :func:`copy_array`, which ends here; so does each level of a
-    pyramid (:func:`altarr.multiscale.build_pyramid`). ``journal`` adds the copy's arguments to the journal
-    (a resume compares them).
+    """Copy ``src`` (whose ``src[region]`` gives a region of ``dst``'s values) into the existing dataset
+    ``dst`` unit by unit, skipping the units in ``done``, keeping the resume journal (plus ``journal``'s
+    arguments) until the end; the end of :func:`copy_array` and of each pyramid level.
     """
     from ._threads import get_max_workers, pmap, set_max_workers
 
     done = set(done or ())
     units = copy_units(dst)
-    _write_journal(dst, done, len(units), journal or {})
+    journal = journal or {}
+    _write_journal(dst, done, len(units), journal)
     result = CopyResult(dst, skipped=len(done), notes=list(notes or []))
     todo = [(i, r) for i, r in enumerate(units) if i not in done]
     if progress is not None and done:
         item = dst.dtype.itemsize
         progress(sum(math.prod(s.stop - s.start for s in units[i]) * item for i in done), len(done))
+
+    def record(indices: list[int], nbytes: int) -> None:
+        done.update(indices)
+        result.written += len(indices)
+        result.bytes += nbytes
+        _write_journal(dst, done, len(units), journal)
+        if progress is not None:
+            progress(nbytes, len(indices))
+
     if run_units is not None:
         for i, nbytes in run_units(src, dst, todo):
-            done.add(i)
-            result.written += 1
-            result.bytes += nbytes
-            _write_journal(dst, done, len(units), journal or {})
-            if progress is not None:
-                progress(nbytes, 1)
+            record([i], nbytes)
     else:
         workers = max(1, int(workers))
         old = get_max_workers()
@@ -487,12 +458,7 @@ def write_units(
             for w in range(0, len(todo), workers):
                 wave = todo[w : w + workers]
                 sizes = pmap(lambda item: copy_unit(src, dst, item[1]), wave)
-                done.update(i for i, _ in wave)
-                result.written += len(wave)
-                result.bytes += sum(sizes)
-                _write_journal(dst, done, len(units), journal or {})
-                if progress is not None:
-                    progress(sum(sizes), len(wave))
+                record([i for i, _ in wave], sum(sizes))
         finally:
             if workers > 1:
                 set_max_workers(old)
@@ -510,9 +476,8 @@ def copy_tree(
     on_array: Callable[[str, Any], CopyResult] | None = None,
     **array_options: Any,
 ) -> list[tuple[str, CopyResult]]:
-    """Copy a group and everything below it (groups with their attributes, arrays through ``on_array``,
-    which receives the relative path and the source dataset and defaults to :func:`copy_array` with
-    ``array_options``)."""
+    """Copy a group and everything below it: groups with their attributes, arrays through
+    ``on_array(relative_path, dataset)`` (default: :func:`copy_array` with ``array_options``)."""
     import altarr as aa
 
     fmt = format or source.format

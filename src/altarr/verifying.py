@@ -1,25 +1,6 @@
-"""``altarr.verify`` (defined here, in ``altarr.verifying``): check a stored dataset or group end to end
-and report every problem found.
-
-:func:`verify` walks every node under a path (N5, Zarr v2 and Zarr v3, any mix), and for each one
-
-* parses its metadata documents (``zarr.json``, ``.zarray``/``.zattrs``/``.zgroup``, ``attributes.json``)
-  and its attributes;
-* reads every stored object of every array: for a sharded array it decodes each shard index (at every
-  nesting level), verifies its checksum, and checks every entry (inside the object's data region, not
-  overlapping another entry or the index, no half-empty "sentinel" pairs); then it decodes every chunk,
-  which verifies chunk checksums and sizes;
-* counts, per array, the chunks whose stored bytes carry a checksum that decoding verifies (``crc32c``
-  in the chain, zstd's frame checksum, gzip's CRC-32, ...) and the chunks that could only be decoded:
-  a byte flipped inside a chunk without a checksum can decode to wrong values that no check sees;
-* reports an unfinished copy (the journal ``altarr copy`` keeps while it runs) as incomplete;
-* lists the temporary files that interrupted writes left behind (``*.altarr-tmp``), and removes them
-  when ``repair=True``.
-
-It never stops at the first problem: each is a :class:`Problem` naming the store key, the kind of
-problem, a message and (where known) the chunk coordinates; an error in one stored object is reported
-with its key and the others are still checked. Memory stays bounded by one stored object (a shard is
-read whole, then its chunks are decoded one at a time).
+"""``altarr.verify``: check a stored dataset or group end to end (metadata, every shard index at every
+level, every chunk decoded) and report every problem found, never stopping at the first
+(``docs/engine.md``, "Verify").
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -57,12 +38,11 @@ __all__ = [
 ]
 
 
-#: Names of the metadata documents of every format (a folder holding one of them is a node).
+#: The metadata documents of every format
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata", "attributes.json")
 _NODE_NAMES = ("zarr.json", ".zarray", ".zgroup", "attributes.json")
 
-#: The journal an unfinished ``altarr copy`` leaves beside the destination's metadata
-#: (:data:`altarr.transfer.JOURNAL`; spelled here so verify needs nothing of the copy machinery).
+#: :data:`altarr.transfer.JOURNAL`, spelled here so verify needs nothing of the copy machinery
 COPY_JOURNAL = ".altarr-copy.json"
 
 _EMPTY = 2**64 - 1
@@ -70,14 +50,8 @@ _EMPTY = 2**64 - 1
 
 @dataclass
 class Problem:
-    """One problem found by :func:`verify`.
-
-    ``kind`` is one of ``"metadata"``, ``"attributes"``, ``"read"``, ``"truncated"``,
-    ``"index-checksum"``, ``"index"``, ``"index-bounds"``, ``"index-overlap"``, ``"index-sentinel"``,
-    ``"checksum"``, ``"chunk"``, ``"unexpected-key"`` (an object in an array's folder that is none of its
-    chunks or shards), ``"incomplete"`` (an unfinished copy's journal), ``"unexpected"`` (an error that is
-    not an ``altarr.errors`` one).
-    """
+    """One problem found by :func:`verify`: its store key, ``kind`` (``"metadata"``, ``"index-bounds"``,
+    ``"checksum"``, ``"unexpected-key"``, ``"incomplete"``, ...), message and chunk."""
 
     key: str
     kind: str
@@ -91,9 +65,8 @@ class Problem:
 
 @dataclass
 class ArrayCheck:
-    """What :func:`verify` checked of one array: its stored objects and chunks, split into the chunks
-    whose checksum was verified (``by_checksum``, naming the checksums seen in ``checksums``) and those
-    that could only be decoded (``decoded_only``)."""
+    """What :func:`verify` checked of one array: its chunks checked ``by_checksum`` (named in
+    ``checksums``) and ``decoded_only``."""
 
     path: str
     format: str
@@ -118,9 +91,7 @@ class ArrayCheck:
 
 @dataclass
 class VerifyReport:
-    """What :func:`verify` found. ``ok`` is true when there are no problems (stale temporary files are
-    listed separately and do not count as problems: they are the normal leftovers of killed writers).
-    ``arrays`` holds one :class:`ArrayCheck` per array checked."""
+    """What :func:`verify` found: ``ok`` when there are no problems (stale temporary files are none)."""
 
     path: str
     problems: list[Problem] = field(default_factory=list)
@@ -162,11 +133,8 @@ class VerifyReport:
 
 
 def verify(path_or_url: str | Store, *, repair: bool = False, **storage_options: Any) -> VerifyReport:
-    """Check the dataset or group at ``path_or_url`` (a path, URL or :class:`~altarr.stores.Store`;
-    ``storage_options`` as for :func:`altarr.open_dataset`) and return a :class:`VerifyReport`.
-
-    With ``repair=True`` the stale temporary files are removed (``report.removed``); nothing else is
-    changed.
+    """Check the dataset or group at ``path_or_url`` (a path, URL or store) and return a
+    :class:`VerifyReport`; ``repair=True`` removes stale temporary files, nothing else.
 
     >>> import altarr as aa
     >>> _ = aa.create_dataset("memory://doc-verify2", shape=(3,), dtype="f4", chunks=(2,))
@@ -215,8 +183,7 @@ def _node_prefixes(keys: list[str], prefix: str) -> list[str]:
 
 
 def _check_journals(store: Store, keys: list[str], report: VerifyReport) -> None:
-    """An unfinished copy's journal makes the node it sits in incomplete (a problem: the copy stopped
-    before every value was written, whatever the written objects look like)."""
+    """An unfinished copy's journal makes its node incomplete."""
     for key in keys:
         if key.rpartition("/")[2] != COPY_JOURNAL:
             continue
@@ -264,7 +231,6 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
     except AltarrError as e:
         report.add(e.key or meta_key, "metadata", e.message)
         return
-    # the data keys of this array: under its prefix, not metadata, not inside a child node
     inner = [n for n in nodes if n != node and (not node or n.startswith(node + "/"))]
     base = f"{node}/" if node else ""
     data_keys = {
@@ -281,11 +247,8 @@ def _check_node(store: Store, node: str, nodes: list[str], keys: list[str], repo
 
 # --- arrays -------------------------------------------------------------------------------------------
 def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[int, ...]]], list[str]]:
-    """Stored objects of ``ds`` with their outer grid positions, and the keys that name no position.
-
-    Each key is parsed (its integers, in order or reversed, as N5 writes them) and accepted when the
-    dataset's own key function gives it back for that position inside the grid: the cost follows the
-    stored objects, not the grid (which may be astronomically large and sparse)."""
+    """Stored objects of ``ds`` with their outer grid positions (a key's integers, in order or reversed,
+    that the dataset's key function gives back), and the keys that name no position."""
     acc = ds.access
     top = acc.grid.nlevels - 1
     grid = acc.grid.grid_shape(top)
@@ -393,8 +356,7 @@ class _Walker:
         return index, lo, hi
 
     def shard(self, mv: memoryview, level: int, pos: tuple[int, ...], key: str) -> None:
-        """Check the level-``level`` block at grid position ``pos`` whose bytes are ``mv``, then its
-        children. Chunks are named by their level-0 coordinates (the first chunk of a child block)."""
+        """Check the level-``level`` block at ``pos`` and its children (named by their first chunk)."""
         grid = self.grid
         index, lo, hi = self._index(mv, level, key, grid.first_chunk(pos, level))
         if index is None:
@@ -432,9 +394,7 @@ class _Walker:
 
 
 # --- checksums ------------------------------------------------------------------------------------------
-#: Codecs whose stored form always carries a checksum their decoder verifies, by codec name (Zarr v3,
-#: N5 and numcodecs' ``codec_id``): gzip's CRC-32, zlib's Adler-32, bzip2's block and stream CRCs, xz's
-#: check, N5 lz4's per-block xxHash32 (lz4-java's block stream), and numcodecs' checksum filters.
+#: Codecs whose stored form always carries a checksum their decoder verifies, by codec name
 _ALWAYS = {
     "crc32c": "crc32c",
     "gzip": "gzip CRC-32",
@@ -451,16 +411,14 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def _zstd_frame_checksum(data: Any) -> bool:
-    """Whether the zstd frame at the start of ``data`` carries a content checksum (its frame header
-    descriptor's bit 2, RFC 8878 section 3.1.1.1.1), which every zstd decoder verifies."""
+    """Whether the zstd frame ``data`` carries a content checksum (RFC 8878 3.1.1.1.1, bit 2)."""
     mv = memoryview(data).cast("B")
     return len(mv) >= 5 and mv[:4] == _ZSTD_MAGIC and bool(mv[4] & 0x04)
 
 
 def _chain_codecs(chain: Any) -> list[tuple[str, Any]]:
-    """(name, codec) of the bytes stages of a chunk chain, outermost (stored side) first: the bytes->bytes
-    codecs, then those inside the array->bytes codec (a Zarr v2 chunk's compressor and filters, an N5
-    block's compressions, which follow its header: the stored bytes do not start with them)."""
+    """(name, codec) of a chunk chain's bytes stages, stored side first, those inside the array->bytes
+    codec included (``None`` for an N5 block header)."""
     out: list[tuple[str, Any]] = [(c.name, c) for c in reversed(chain.bytes_bytes)]
     ab = chain.array_bytes
     inside: list[Any] = []
@@ -474,7 +432,7 @@ def _chain_codecs(chain: Any) -> list[tuple[str, Any]]:
 
 def chunk_checksum(chain: Any, data: Any) -> str | None:
     """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
-    (``None``: the chunk can only be decoded, and a flipped byte may decode to wrong values).
+    (``None``: the chunk can only be decoded).
 
     >>> from altarr.codecs import CodecChain
     >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}},
@@ -490,8 +448,7 @@ def chunk_checksum(chain: Any, data: Any) -> str | None:
 
 
 def _stage_checksum(name: str, codec: Any, data: Any) -> str | None:
-    """The checksum one stage verifies; ``data`` is its input when it is the stored side (a zstd frame
-    says itself whether it carries a checksum), else ``None`` (the codec's configuration says)."""
+    """The checksum one stage verifies; ``data``: its input on the stored side, else ``None``."""
     if name == "gzip" and getattr(codec, "use_zlib", False):  # N5 gzip with useZlib: a zlib stream
         return _ALWAYS["zlib"]
     if name == "lzma":
@@ -515,11 +472,7 @@ def _lzma_checks(codec: Any) -> bool:
 
 # --- temporary files ----------------------------------------------------------------------------------
 def _check_temp_files(store: Store, prefix: str, report: VerifyReport, repair: bool) -> None:
-    """List (and with ``repair`` remove) the temporary files left by interrupted writes.
-
-    Every store lists and removes its own (:meth:`~altarr.stores.Store.list_temporary`,
-    :meth:`~altarr.stores.Store.remove_temporary`): local stores find the files on disk, which their
-    listing hides."""
+    """List (and with ``repair`` remove) the temporary files left by interrupted writes."""
     try:
         temps = sorted(store.list_temporary(prefix))
     except (AltarrError, OSError) as e:

@@ -1,5 +1,4 @@
-"""The ``altarr`` command's application: the typer ``app`` every command module registers with, the consoles,
-the one-line errors and exit codes (:func:`main`), and opening the node a command is given.
+"""The ``altarr`` command's typer ``app``, its consoles, one-line errors and exit codes (:func:`main`).
 
 Example:
     >>> from altarr.cli.app import UsageProblem
@@ -37,8 +36,7 @@ class UsageProblem(Exception):
 
 
 def checked_option(check: Any, *args: Any, **kwargs: Any) -> Any:
-    """``check(*args, **kwargs)``, an altarr error it raises about an option as a :class:`UsageProblem`
-    (exit code 2, its message naming the option)."""
+    """``check(*args, **kwargs)``, an altarr error it raises as a :class:`UsageProblem`."""
     from altarr.errors import AltarrError
 
     try:
@@ -48,7 +46,6 @@ def checked_option(check: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _version(value: bool) -> None:
-    """``--version``: the version, and whether the native kernel is active and, if not, why."""
     if value:
         import altarr
 
@@ -94,9 +91,7 @@ def _open_node(path: str, mode: str = "r") -> Any:
 
 
 def _pyramid(group: Any) -> Any:
-    """The pyramid a group holds (:func:`altarr.open_multiscale`), or ``None``; also ``None`` for a
-    BigDataViewer container of several setups or timepoints, which commands treat as the hierarchy it is
-    (a copy copies every view's arrays and attributes)."""
+    """The pyramid a group holds, or ``None`` (also for a BigDataViewer container of several views)."""
     from altarr.multiscale import is_multiscale, open_multiscale
 
     ms = open_multiscale(group) if is_multiscale(group) else None
@@ -127,7 +122,7 @@ def _one_line(e: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``altarr`` console script: one-line errors, a traceback only with ``--debug``."""
+    """The ``altarr`` console script: one-line errors, a traceback only with ``--debug``."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args or os.environ.get("ALTARR_DEBUG", "") not in ("", "0")
     try:

@@ -114,7 +114,7 @@ def copy(
     )
 
 
-#: ``altarr copy``'s options, as its messages name them.
+#: ``altarr copy``'s options, as its messages name them
 CLI_NAMES = {
     "format": "--format",
     "chunks": "--chunks",
@@ -135,9 +135,8 @@ def _checked_options(
     resume: bool,
     overwrite: bool,
 ) -> Any:
-    """Every array's copy arguments, checked before anything is written (shapes, codec, checksum, what an
-    interrupted copy wrote): a function giving a source array's keywords for ``copy_array``. A problem is
-    a :class:`UsageProblem` naming the option (exit code 2)."""
+    """Every array's copy arguments, checked before anything is written: a function giving a source
+    array's keywords for ``copy_array``."""
     import altarr as aa
     from altarr.copying import arrays_below
     from altarr.transfer import check_copy, check_resume, existing_dataset, parse_codec

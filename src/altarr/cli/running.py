@@ -1,6 +1,4 @@
-"""What the long-running commands (``copy``, ``pyramid``) share: the progress reports, Ctrl-C handling
-(the first stops after the units in flight, a second at once), ``--scheduler`` and ``--chunks``/``--shards``.
-"""
+"""What ``copy`` and ``pyramid`` share: progress, Ctrl-C, ``--scheduler``, ``--chunks``/``--shards``."""
 
 from __future__ import annotations
 
@@ -13,9 +11,7 @@ from .app import UsageProblem, err_console
 
 
 class _Interrupt:
-    """SIGINT during a copy into ``destination``: the first one stops after the units in flight (their
-    journal entries are written), a second one aborts at once; either way the command ends with exit code
-    130, saying how to continue."""
+    """SIGINT during a copy: the first stops after the units in flight, a second at once; exit code 130."""
 
     def __init__(self, destination: str) -> None:
         self.destination = destination
@@ -51,7 +47,6 @@ class _Interrupt:
 
 
 def _check_run(workers: int, resume: bool, overwrite: bool) -> None:
-    """``--workers``, ``--resume`` and ``--overwrite`` of a long-running command, checked."""
     if workers < 1:
         raise UsageProblem(f"--workers must be at least 1, got {workers}")
     if resume and overwrite:
@@ -59,7 +54,6 @@ def _check_run(workers: int, resume: bool, overwrite: bool) -> None:
 
 
 def _cluster(scheduler: str | None) -> Any:
-    """The ``run_units`` of ``--scheduler ADDRESS`` (one task per destination shard), or ``None``."""
     if scheduler is None:
         return None
     from altarr.integrations.dask import cluster_runner
@@ -68,7 +62,7 @@ def _cluster(scheduler: str | None) -> Any:
 
 
 def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[str, Any]:
-    """``--chunks`` and ``--shards`` (``none`` for none) as the keywords of a copy; absent when not given."""
+    """``--chunks`` and ``--shards`` (``none`` for none) as a copy's keywords."""
     from altarr.transfer import parse_shape
 
     kw: dict[str, Any] = {}
@@ -80,8 +74,7 @@ def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[st
 
 
 def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
-    """A ``progress(value_bytes, units)`` that drives the copy's progress bar on stderr and stops at a
-    Ctrl-C, and the bar (:class:`altarr.transfer.ProgressBar`: its counts, ``close()``)."""
+    """A ``progress(value_bytes, units)`` driving a progress bar and stopping at a Ctrl-C, and the bar."""
     from altarr.transfer import ProgressBar
 
     bar = ProgressBar(total, label, console=err_console, enabled=enabled)

@@ -40,8 +40,7 @@ def parse_index(text: str, ndim: int) -> tuple[Any, ...]:
 
 @dataclass
 class Axis2D:
-    """One axis of a drawn slice: its ``name`` (a dimension name, or ``dim N``) and the coordinate of each
-    row or column (physical where known, else the array index)."""
+    """One axis of a drawn slice: its ``name`` and the coordinate of each row or column."""
 
     name: str
     coords: np.ndarray
@@ -86,10 +85,8 @@ def render_png(
     axes: tuple[Axis2D, Axis2D] | None = None,
     origin: Literal["upper", "lower"] = "upper",
 ) -> int:
-    """Write a 2-D array as a PNG: the values at ``scale`` pixels per element (nearest, unresampled), in
-    colour map ``cmap`` between ``clim``, with the axes' names and coordinates as labels and ticks, a
-    title and a colour bar. ``origin="lower"`` puts the first row at the bottom. Returns the scale; the
-    PNG's metadata says where the values are (``altarr-image``: left, top, scale, in pixels).
+    """Write a 2-D array as a PNG at a whole number of pixels per value (returned; the PNG's
+    ``altarr-image`` metadata says left, top, scale), with labelled axes, a title and a colour bar.
     """
     import matplotlib
 
@@ -132,9 +129,7 @@ def render_png(
 
 
 def _axes(path: str, node: Any, key: tuple[Any, ...], pyramid: Any, level: int) -> tuple[Axis2D, Axis2D]:
-    """The two kept axes' names (dimension names, a pyramid's axes, xarray's ``_ARRAY_DIMENSIONS``) and
-    coordinates: a pyramid level's physical ones, a sibling 1-D coordinate array named after the
-    dimension (as xarray writes them), or the array's own indices."""
+    """The two kept axes' names and coordinates (a pyramid's, a sibling coordinate array's, indices)."""
     names = list(node.dimension_names or node.attrs.get("_ARRAY_DIMENSIONS") or [None] * node.ndim)
     if pyramid is not None:
         names = [a.name for a in pyramid.axes]
@@ -153,8 +148,7 @@ def _axes(path: str, node: Any, key: tuple[Any, ...], pyramid: Any, level: int) 
 
 
 def _sibling(path: str, name: str | None, length: int) -> np.ndarray | None:
-    """The values of a 1-D array ``name`` beside the array at ``path`` (as xarray writes coordinates) with
-    ``length`` values, or ``None``."""
+    """The 1-D array ``name`` of ``length`` values beside the array at ``path``, or ``None``."""
     import altarr as aa
 
     parent = path.rstrip("/").rpartition("/")[0]
@@ -168,7 +162,6 @@ def _sibling(path: str, name: str | None, length: int) -> np.ndarray | None:
 
 
 def _origin(origin: str, rows: Axis2D) -> Literal["upper", "lower"]:
-    """``--origin``: ``auto`` is lower for a latitude whose coordinates increase (north up), else upper."""
     if origin in ("upper", "lower"):
         return "upper" if origin == "upper" else "lower"
     latitude = rows.name.lower() in ("lat", "latitude") and len(rows.coords) > 1
@@ -244,8 +237,8 @@ def show(
 
 
 def _pyramid_level(pyramid: Any, key: tuple[Any, ...], size: int) -> tuple[int, tuple[Any, ...]]:
-    """The finest level of ``pyramid`` whose part of ``key`` (a level-0 selection) is at most ``size``
-    values a side, and ``key`` at that level. Slices with a step are read from level 0."""
+    """The finest level whose part of the level-0 selection ``key`` is at most ``size`` a side, and
+    ``key`` there."""
     if size < 1:
         raise UsageProblem(f"--size must be at least 1, got {size}")
     if any(isinstance(k, slice) and k.step not in (None, 1) for k in key):

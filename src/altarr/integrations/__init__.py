@@ -1,11 +1,4 @@
-"""Adapters from altarr to other array libraries (optional dependencies, imported on use).
-
-* :mod:`altarr.integrations.dask` - :func:`to_dask` over a dataset or a lazy array, :func:`store` of a
-  dask array into a dataset one shard per task, and copies on a dask.distributed cluster;
-* :mod:`altarr.integrations.xarray` - :func:`to_xarray` for lazy arrays and the ``altarr`` xarray backend
-  (``xarray.open_dataset(path, engine="altarr")`` and ``xarray.open_datatree``).
-
-The lazy layer does not import these modules; ``LazyArray.to_dask()`` and ``.to_xarray()`` call them.
+"""Adapters to dask (:mod:`.dask`) and xarray (:mod:`.xarray`), imported on use (``docs/integrations.md``).
 
 Example:
     >>> import numpy as np, altarr as aa

@@ -1,15 +1,5 @@
-"""dask: ``to_dask`` over datasets and lazy arrays, ``store`` of a dask array into a dataset shard by
-shard, and copies run on a dask.distributed cluster.
-
-* :func:`to_dask` - a dask array over a :class:`~altarr.Dataset` (one block per shard, or per chunk of
-  an unsharded dataset) or over a lazy array (blocks aligned to whole altarr chunks; each task reads its
-  block with one planned ``x[block]`` call). The dask token is the lazy array's recipe token.
-* :func:`store` - write a dask array into a dataset, re-chunked first so that each dask block is one
-  destination shard (or a block of whole chunks): each task writes whole stored objects and no two tasks
-  touch one, so the writes need no lock and work on any scheduler.
-* :func:`cluster_runner` - what ``altarr copy --scheduler ADDRESS`` (and ``altarr pyramid``) uses: one
-  task per destination shard, each opening the source and destination itself (stores pickle as their
-  location; a pyramid level's downsampled view of the level above pickles as that level's location).
+"""dask: :func:`to_dask` over datasets and lazy arrays, :func:`store` of a dask array into a dataset one
+shard per task, and :func:`cluster_runner` for copies on a dask.distributed cluster.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -58,9 +48,8 @@ def _block_shape(x: Any, chunks: Any) -> tuple[int, ...]:
 
 
 class _Reopened:
-    """A dataset as dask tasks see it: ``proxy[region]`` reads and ``proxy[region] = block`` writes through
-    the dataset, opened again (with ``mode``) once per process it is unpickled in (the store pickles as
-    its location), each region in one planned call."""
+    """A dataset as dask tasks see it: reads and writes through the dataset, opened again (with ``mode``)
+    in each process it is unpickled in."""
 
     def __init__(self, ds: Any, mode: str = "r") -> None:
         self.store, self.path, self.mode = ds.store, ds.path, mode
@@ -110,18 +99,15 @@ def to_dask(x: Any, chunks: Any = None) -> Any:
     da = _import_dask()
     from ..dataset import Dataset
 
-    if isinstance(x, Dataset):
-        blocks = tuple(x.shards or x.chunks) if chunks is None else _block_shape(x, chunks)
-        meta = np.empty((0,) * x.ndim, dtype=x.dtype)
-        return da.from_array(_Reopened(x), chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
-    blocks = _block_shape(x, chunks)
+    is_dataset = isinstance(x, Dataset)
+    blocks = tuple(x.shards or x.chunks) if is_dataset and chunks is None else _block_shape(x, chunks)
     meta = np.empty((0,) * x.ndim, dtype=x.dtype)
-    return da.from_array(x, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
+    source = _Reopened(x) if is_dataset else x
+    return da.from_array(source, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
 
 
 def shard_aligned_chunks(darr: Any, ds: Any) -> tuple[tuple[int, ...], ...]:
-    """The dask chunks that make each block of ``darr`` exactly one shard of ``ds`` (one chunk if ``ds``
-    is unsharded), clipped at the array edge."""
+    """The dask chunks that make each block of ``darr`` one shard (or chunk) of ``ds``."""
     block = ds.shards or ds.chunks
     return tuple(
         tuple(min(b, n - s) for s in range(0, n, b)) if n else (0,)
@@ -130,11 +116,8 @@ def shard_aligned_chunks(darr: Any, ds: Any) -> tuple[tuple[int, ...], ...]:
 
 
 def store(darr: Any, ds: Any, *, compute: bool = True, **kwargs: Any) -> Any:
-    """Write the dask array ``darr`` into the dataset ``ds`` (same shape), one task per shard.
-
-    ``darr`` is re-chunked to the dataset's shard grid first (its chunk grid when unsharded), so every
-    task writes whole shards and no two tasks touch the same stored object; ``kwargs`` go to
-    ``dask.array.store`` (``compute=False`` returns the delayed graph).
+    """Write the dask array ``darr`` into the dataset ``ds``, re-chunked to its shard grid so that each
+    task writes whole shards; ``kwargs`` go to ``dask.array.store``.
 
     Example:
         >>> import dask.array as da, numpy as np, altarr as aa
@@ -154,12 +137,8 @@ def store(darr: Any, ds: Any, *, compute: bool = True, **kwargs: Any) -> Any:
 
 
 def cluster_runner(address: str) -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
-    """A ``run_units`` for :func:`altarr.transfer.copy_array` that runs each destination shard as one
-    task on the dask.distributed scheduler at ``address`` and yields ``(unit, value_bytes)`` as they
-    finish (so the resume journal and the progress bar follow the cluster).
-
-    The source and destination must be reachable from the workers under the same path or URL.
-    """
+    """A ``run_units`` for :func:`altarr.transfer.copy_array`: one task per destination shard on the
+    dask.distributed scheduler at ``address``, yielding ``(unit, value_bytes)`` as they finish."""
     try:
         from distributed import Client, as_completed
     except ImportError as e:
@@ -172,7 +151,6 @@ def cluster_runner(address: str) -> Callable[[Any, Any, list], Iterator[tuple[in
         from ..dataset import Dataset
         from ..transfer import copy_unit
 
-        # a dataset travels as its location; any other source (a pyramid level's view) pickled
         source = _Reopened(src) if isinstance(src, Dataset) else src
         target = _Reopened(dst, "r+")
         futures = {client.submit(copy_unit, source, target, region, pure=False): i for i, region in todo}

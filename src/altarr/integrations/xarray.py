@@ -1,17 +1,5 @@
-"""xarray: ``to_xarray`` for lazy arrays, and the ``altarr`` backend for ``xarray.open_dataset``.
-
-``xarray.open_dataset(path, engine="altarr")`` opens an N5, Zarr v2 or Zarr v3 (sharded) array or group
-lazily (installing altarr registers the engine): an array becomes a one-variable dataset named after it,
-a group one variable per child array. Dimension names come from Zarr v3 ``dimension_names`` or the
-``_ARRAY_DIMENSIONS`` attribute (``dim_0``, ... otherwise); CF decoding (``scale_factor``, ``_FillValue``,
-units) is left to xarray. ``group="a/b"`` opens a sub-group, ``xarray.open_datatree(path,
-engine="altarr")`` the whole hierarchy. ``chunks={}`` gives dask arrays chunked like the stored shards.
-
-``to_xarray`` wraps a lazy array as a ``DataArray``.
-
-By default the data is wrapped as an xarray backend array (``LazilyIndexedArray``), so xarray's
-selections (``isel``/``sel``, basic, outer and vectorized) become planned altarr reads of just the
-touched chunks; with ``dask=True`` it is a dask array instead (see :func:`to_dask`).
+"""xarray: :func:`to_xarray` for lazy arrays, and the ``altarr`` backend of ``xarray.open_dataset`` and
+``xarray.open_datatree`` (``docs/integrations.md``); xarray's selections become planned altarr reads.
 
 Example:
     >>> import numpy as np, altarr as aa
@@ -84,14 +72,8 @@ def _rebuild_backend_array(array: Any) -> Any:
 def to_xarray(
     x: Any, name: str | None = None, attrs: Mapping[str, Any] | None = None, dask: bool = False
 ) -> Any:
-    """An ``xarray.DataArray`` with the dims and coords of ``x`` (``dim_0``, ... when it has none).
-
-    Args:
-        x: a lazy array.
-        name: the DataArray's name.
-        attrs: its attributes.
-        dask: wrap a dask array (``x.to_dask()``) instead of xarray's lazy indexing.
-    """
+    """An ``xarray.DataArray`` of the lazy array ``x`` with its dims and coords, ``name`` and ``attrs``
+    (``dask=True``: over ``x.to_dask()`` instead of xarray's lazy indexing)."""
     xr = _import_xarray()
     from xarray.core import indexing
 
@@ -125,8 +107,7 @@ def _variable(
     dims: tuple[str, ...] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
-    """An ``xarray.Variable`` over the dataset ``ds`` found at ``location`` (read lazily through
-    ``altarr.open(location, **storage_options)``: one planned, batched read per xarray selection)."""
+    """An ``xarray.Variable`` over the dataset ``ds`` at ``location``, read through ``altarr.open``."""
     import altarr as aa
 
     xr = _import_xarray()
@@ -166,12 +147,8 @@ def open_altarr_dataset(
     storage_options: dict[str, Any] | None = None,
     consolidated: bool | None = None,
 ) -> Any:
-    """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable for an
-    array, one per child array for a group (``recursive`` also takes arrays of sub-groups, named by their
-    paths); for an image pyramid, one level (``level``, default 0) with the physical coordinates of its
-    voxels (see :func:`pyramid_level_dataset`). Nothing is read but metadata. ``storage_options`` go to
-    the store (as xarray's zarr engine takes them); ``consolidated`` is :func:`altarr.open_group`'s
-    (``None``: the consolidated metadata when present, ``True``: required, ``False``: ignored)."""
+    """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable per array
+    (``recursive``: those of sub-groups too), or one ``level`` of an image pyramid."""
     import altarr as aa
     from altarr.multiscale import is_multiscale, open_multiscale
 
@@ -193,8 +170,7 @@ def open_altarr_dataset(
     variables = {}
     for name, child in _arrays(node, recursive):
         if name not in drop:
-            # arrays of a group without dimension names get their own phony dims (``<name>_dim_0``), so
-            # arrays of different shapes do not claim one dimension with two lengths
+            # phony dims per array: arrays of different shapes must not share one
             where = _join(location, name)
             variables[name] = _variable(child, where, phony=f"{name}_dim", storage_options=options)
     return xr.Dataset(variables, attrs=dict(node.attrs))
@@ -207,10 +183,8 @@ def pyramid_level_dataset(
     drop: set[str] | frozenset[str] = frozenset(),
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
-    """Level ``level`` of the pyramid ``ms`` (an :class:`altarr.multiscale.Multiscale` at ``location``) as
-    an ``xarray.Dataset``: one variable named after the image, its dimensions the pyramid's axes, and a
-    coordinate per spatial and time axis holding the physical position of every voxel centre
-    (``translation + scale * i``, with the axis's ``units``).
+    """Level ``level`` of the pyramid ``ms`` at ``location`` as an ``xarray.Dataset``, with each spatial and
+    time axis's physical coordinates.
 
     >>> import numpy as np, altarr as aa
     >>> ms = aa.build_pyramid(np.zeros((8, 8), "u1"), "memory://doc-xr-level/p", chunks=(4, 4), scale=(0.5, 0.5))
@@ -264,9 +238,8 @@ def open_groups_as_dict(
     consolidated: bool | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """``{"/": Dataset, "/sub": Dataset, ...}`` for every group under ``location`` (what
-    ``xarray.open_datatree`` builds its tree from); ``storage_options`` and ``consolidated`` as
-    :func:`open_altarr_dataset` takes them."""
+    """``{"/": Dataset, "/sub": Dataset, ...}`` for every group under ``location`` (for
+    ``xarray.open_datatree``)."""
     import altarr as aa
 
     location = str(location)

@@ -60,10 +60,7 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
         consolidated: bool | None = None,
     ) -> Any:
         """The node at ``filename_or_obj`` (``group`` inside it; ``level`` of a pyramid) as an
-        ``xarray.Dataset``, CF-decoded by xarray. ``storage_options`` go to the store (fsspec or obstore
-        options of a URL), as xarray's zarr engine takes them; ``consolidated`` as
-        :func:`altarr.open_group` takes it: ``None`` reads the consolidated metadata when present,
-        ``True`` requires it, ``False`` ignores it."""
+        ``xarray.Dataset``, CF-decoded by xarray (``docs/integrations.md``)."""
         raw = open_altarr_dataset(
             os.fspath(filename_or_obj),
             group=group,

@@ -14,19 +14,15 @@ __all__ = [
     "coalesce_gap_for",
 ]
 
-#: Ranges of one object at most this far apart are read in one request from a store behind a network
-#: (S3, GCS, Azure, HTTP): a request costs a round trip, a MiB more in a response far less (the
-#: measurement: ``benchmarks/README.md``, docs/remote.md).
+#: The coalescing gap of a store behind a network (why 1 MiB: ``docs/remote.md``)
 NETWORK_COALESCE_GAP = 1 << 20
 
-#: Schemes served from this machine, where a request is a system call or a dict lookup: the small
-#: :data:`~altarr.stores.coalesce.DEFAULT_COALESCE_GAP` keeps the bytes read near what was asked.
+#: Schemes served from this machine, which keep the small default gap
 _LOCAL_SCHEMES = frozenset({"file", "local", "memory"})
 
 
 def coalesce_gap_for(schemes: set[str] | frozenset[str]) -> int:
-    """The default merge distance of a store reached through ``schemes`` (its URL's, or its file
-    system's protocols): :data:`NETWORK_COALESCE_GAP` unless every one of them is local.
+    """The default coalescing gap of a store reached through ``schemes``.
 
     >>> coalesce_gap_for({"s3", "s3a"}), coalesce_gap_for({"file", "local"})
     (1048576, 65536)
@@ -35,11 +31,7 @@ def coalesce_gap_for(schemes: set[str] | frozenset[str]) -> int:
 
 
 def as_byte_view(value: object) -> memoryview:
-    """A flat, C-contiguous byte view of ``value`` (bytes, bytearray, memoryview, NumPy array, ...).
-
-    A list or tuple of buffers is an object given in parts (see ``Store.set``): they are joined.
-    Raises ``TypeError`` for an object that does not export a buffer. A non-contiguous buffer is copied.
-    """
+    """A flat, C-contiguous byte view of ``value`` (parts in a list or tuple are joined)."""
     if isinstance(value, list | tuple):
         return memoryview(b"".join(value))
     mv = memoryview(value)  # type: ignore[arg-type]  # any object: one without a buffer raises TypeError
@@ -60,9 +52,7 @@ def as_bytes(value: object) -> bytes:
 
 
 def byte_length(value: object) -> int:
-    """How many bytes :func:`as_bytes` would give for ``value``, without joining or copying anything.
-
-    Raises ``TypeError`` for an object that does not export a buffer, as :func:`as_bytes` would.
+    """How many bytes :func:`as_bytes` would give for ``value``, without joining or copying.
 
     >>> byte_length([b"ab", memoryview(b"cde")])
     5
@@ -80,9 +70,7 @@ def client_failure(
     e: BaseException,
     byte_range: tuple[int | None, int | None] | None = None,
 ) -> StoreError:
-    """The :class:`~altarr.errors.StoreError` of a client's failure (obstore's, a file system's): what
-    failed, the exception's type and the start of its text (obstore's can run to pages), the key and
-    byte range. The caller raises it ``from e``.
+    """The :class:`~altarr.errors.StoreError` of a client's failure (its text cut: obstore's runs to pages).
 
     >>> client_failure("read", "c/0", TimeoutError("slow"), (0, 10)).message
     'read failed: TimeoutError: slow'

@@ -207,9 +207,11 @@ class Store(ABC):
         """The store's read primitive: serve every merged request (clipped like a slice; ``None`` for a
         missing key), with ``versioned`` their versions and, where told, object sizes."""
 
-    @abstractmethod
     def size(self, key: str) -> int | None:
-        """The object's size in bytes, or ``None`` if it does not exist (counts a size query)."""
+        """The object's size in bytes, or ``None`` if it does not exist (counts a size query). A store
+        implements :meth:`size` or :meth:`stat`."""
+        st = self.stat(key)
+        return None if st is None else st[0]
 
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
@@ -217,6 +219,8 @@ class Store(ABC):
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         """``(size, version_token)`` of an object, or ``None``; the token changes whenever the object is
         replaced (this default: the size, a weak check)."""
+        if type(self).size is Store.size:
+            raise NotImplementedError(f"{type(self).__name__} implements neither size nor stat")
         size = self.size(key)
         return None if size is None else (size, size)
 

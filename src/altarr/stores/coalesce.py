@@ -23,9 +23,7 @@ __all__ = [
     "DEFAULT_MAX_COALESCED_SIZE",
 ]
 
-#: Ranges of one key whose gap is at most this many bytes are merged into one request by default.
 DEFAULT_COALESCE_GAP = 64 * 1024
-#: A merged span of positive ranges is not grown past this many bytes by default.
 DEFAULT_MAX_COALESCED_SIZE = 16 * 1024 * 1024
 
 _INF = float("inf")
@@ -33,13 +31,8 @@ Buffer = bytes | bytearray | memoryview
 
 
 class CoalescePlan:
-    """The merged requests of a batch and the way back to the original requests.
-
-    ``merged`` - merged backend requests (``(key, ByteRequest)``), grouped by key in first-seen key order.
-    ``parts`` - one entry per original request: ``(merged_index, lo, hi, identity)``; the original result
-    is ``merged_result[lo:hi]`` (a slice of the merged bytes), or the merged result itself when
-    ``identity``.
-    """
+    """The ``merged`` requests of a batch, and per original request its ``parts`` entry ``(merged_index,
+    lo, hi, identity)``: ``merged_result[lo:hi]``, or the merged result itself when ``identity``."""
 
     __slots__ = ("merged", "parts")
 
@@ -62,9 +55,7 @@ class CoalescePlan:
         >>> plan_reads([("k", Range(1, 3)), ("k", Offset(4))]).split([b"0123456"[1:]])
         [b'12', b'456']
 
-        With ``views=True`` a request merged with others gets a zero-copy ``memoryview`` slice of the merged
-        read instead of a ``bytes`` copy (for the engine's chunk reads, where copying megabytes of chunk
-        bytes out of a merged range cost more than reading them).
+        ``views=True``: zero-copy ``memoryview`` slices instead of ``bytes`` copies.
         """
         if len(results) != len(self.merged):
             raise ValueError(f"expected {len(self.merged)} results, got {len(results)}")
@@ -103,8 +94,7 @@ def plan_reads(
     gap: int = DEFAULT_COALESCE_GAP,
     max_size: int = DEFAULT_MAX_COALESCED_SIZE,
 ) -> CoalescePlan:
-    """Merge the typed read requests of a batch into few backend requests (see the module docstring).
-    Keys are used as given (check them first: :func:`~altarr.stores.ranges.normalize_requests`).
+    """Merge the typed read requests of a batch (keys already checked) into few backend requests.
 
     >>> plan_reads([("a", Range(0, 10)), ("a", Range(20, 30)), ("a", Range(1000, 1010))], gap=100).merged
     [('a', Range(0, 30)), ('a', Range(1000, 1010))]
@@ -137,7 +127,7 @@ def plan_reads(
 
 
 def _wholes(requests: Sequence[ReadRequest]) -> CoalescePlan:
-    """The plan of a batch of whole objects only (unsharded reads): one request per distinct key."""
+    """The plan of a batch of whole objects only: one request per distinct key."""
     first: dict[str, int] = {}
     wholes: list[ReadRequest] = []
     parts: list[tuple[int, int | None, int | None, bool]] = []
@@ -153,9 +143,7 @@ def _wholes(requests: Sequence[ReadRequest]) -> CoalescePlan:
 def _by_key(
     requests: Sequence[ReadRequest],
 ) -> tuple[dict[str, list[list[int]]], list[tuple[int, int, int | None]]]:
-    """Per key, the positions of its whole-object, suffix and range requests; and per request its form
-    ``(kind, a, b)``: 0 the whole object, 1 a suffix of length ``a``, 2 the range from ``a`` to ``b``
-    (``None``: to the end)."""
+    """Per key, the positions of its whole, suffix and range requests; per request ``(kind, a, b)``."""
     by_key: dict[str, list[list[int]]] = {}
     norm: list[tuple[int, int, int | None]] = []
     for i, (key, req) in enumerate(requests):
@@ -183,8 +171,6 @@ def _by_key(
 def _merge_ranges(
     key: str, ranges: list[int], norm: list, gap: int, max_size: int, merged: list, parts: list
 ) -> None:
-    """The ranges ``ranges`` of ``key``, sorted by start, merged into spans while the gap to the next one
-    is at most ``gap`` and the span stays within ``max_size`` (a range inside the span always joins it)."""
     if len(ranges) > 1:
         ranges.sort(key=lambda i: norm[i][1])
     span: list[int] = []
@@ -207,7 +193,6 @@ def _merge_ranges(
 def _emit(key: str, cs: int, ce: float, span: list[int], norm: list, merged: list, parts: list) -> None:
     m = len(merged)
     open_ended = ce == _INF
-    # (an open span from 0: an empty suffix, existence only, joined an offset's span)
     merged.append((key, (Offset(cs) if cs else WHOLE) if open_ended else Range(cs, int(ce))))
     for i in span:
         _, a, b = norm[i]

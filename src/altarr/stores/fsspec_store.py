@@ -318,11 +318,6 @@ class FsspecStore(Store):
             return None
         return int(info["size"])
 
-    def size(self, key: str) -> int | None:
-        key = normalize_key(key)
-        self.stats.add(size_queries=1)
-        return self._size_from_info(self._infos([self._path(key)])[0], key)
-
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)
         self.stats.add(size_queries=1)

@@ -223,12 +223,6 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
         for fd, key, m, req in run:
             results[m] = None if fd is None else read_one(fd, key, req)
 
-    def size(self, key: str) -> int | None:
-        key = normalize_key(key)
-        self.stats.add(size_queries=1)
-        st = self._lstat(key)
-        return None if st is None else st.st_size
-
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)
         self.stats.add(size_queries=1)

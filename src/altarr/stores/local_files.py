@@ -40,7 +40,6 @@ __all__ = [
     "writev_all",
 ]
 
-#: Temporary files of in-flight writes end with this suffix; listings skip them.
 TEMP_SUFFIX = ".altarr-tmp"
 
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -48,11 +47,9 @@ O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | getattr(os, "O_BINARY", 0)
 DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC
-# Where the kernel tells the path of an open descriptor (Linux); elsewhere the check falls back to
-# ``realpath`` before the open.
+# Where the kernel tells the path of an open descriptor (Linux; elsewhere ``realpath``)
 PROC_FD = "/proc/self/fd/" if os.path.isdir("/proc/self/fd") else None
-# Bounded reads longer than this are clipped to the file size first (one fstat), so a request such as
-# (key, 0, 2**62) does not allocate its nominal length.
+# Longer ranges are clipped to the file size first: Range(0, 2**62) allocates nothing
 _CLIP_ABOVE = 1 << 20
 
 
@@ -77,11 +74,7 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
 
 
 def _read_fd(fd: int, req: ByteRequest) -> bytes | None:
-    """One byte request on an open descriptor.
-
-    A descriptor of a folder (the key names a folder where an object is read) raises
-    ``IsADirectoryError``, as reading a folder does on a local file system: a dataset whose chunk or
-    shard key is a folder must fail loudly, not read as missing (fill values)."""
+    """One byte request on an open descriptor (``IsADirectoryError`` for a folder: never read as missing)."""
     if type(req) is Range:
         n = req.stop - req.start
         if 0 < n <= _CLIP_ABOVE:
@@ -103,13 +96,11 @@ def require_file(st: os.stat_result) -> None:
 
 
 def file_version(st: os.stat_result) -> str:
-    """The version token of a file: every write replaces the file by a new inode, so this changes even
-    when two writes fall within the file system's timestamp granularity."""
+    """The version token of a file (every write makes a new inode)."""
     return f"{st.st_mtime_ns}:{st.st_ino}"
 
 
 def version_and_size(st: os.stat_result) -> tuple[str, int]:
-    """What a versioned read reports of the file it read: its version token and its size."""
     return file_version(st), st.st_size
 
 
@@ -134,8 +125,7 @@ def fstat_of(fd: int, key: str) -> os.stat_result:
 
 
 def read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
-    """One byte request on an open descriptor of ``key``; a folder or a failed read is a
-    :class:`~altarr.errors.StoreError` naming the key and the range."""
+    """One byte request on an open descriptor of ``key``; failures are a ``StoreError`` naming both."""
     try:
         return _read_fd(fd, req)
     except IsADirectoryError as e:
@@ -146,11 +136,7 @@ def read_one(fd: int, key: str, req: ByteRequest) -> bytes | None:
 
 
 class FileReader(ObjectReader):
-    """An open file of a :class:`LocalStore` for ranged reads (see :meth:`LocalStore.open_reader`).
-
-    ``version`` is the file's version token (as :meth:`LocalStore.stat` gives it) taken from the open
-    descriptor. :meth:`read` is safe to call from several threads at once (``pread``); each call counts
-    as one read in the store's stats."""
+    """An open file of a :class:`LocalStore` for ranged reads (:meth:`LocalStore.open_reader`)."""
 
     __slots__ = ("fd", "key", "version", "_stats")
     fd: int
@@ -159,15 +145,11 @@ class FileReader(ObjectReader):
         self.fd, self.key, self.version, self._stats = fd, key, version, stats
 
     def read(self, request: ByteRequest) -> bytes:
-        """The bytes of one byte request (``Range``, ``Offset``, ``Suffix``, ``WHOLE``; fewer at the end
-        of the file)."""
         data = read_one(self.fd, self.key, request) or b""
         self._stats.add(reads=1, bytes_read=len(data))
         return data
 
     def read_into(self, start: int, buffer: Any) -> int:
-        """Read ``len(buffer)`` bytes at ``start`` into the writable ``buffer`` (no allocation: callers
-        reuse one buffer per thread); returns how many bytes were read (fewer only at end of file)."""
         mv = memoryview(buffer).cast("B")
         got, n = 0, mv.nbytes
         try:
@@ -185,7 +167,6 @@ class FileReader(ObjectReader):
 
     @property
     def size(self) -> int | None:
-        """The size of the open file (one ``fstat``, no counted request)."""
         if self.fd < 0:
             return None
         try:
@@ -194,8 +175,6 @@ class FileReader(ObjectReader):
             return None
 
     def count_reads(self, reads: int, nbytes: int) -> None:
-        """Count ``reads`` ranged reads of ``nbytes`` in all that were made on :attr:`fd` directly (the
-        native kernel reads chunk ranges itself), as :meth:`read_into` counts its own."""
         self._stats.add(reads=reads, bytes_read=nbytes)
 
     def close(self) -> None:

@@ -58,10 +58,7 @@ class RootedPaths:
             )
 
     def _check_fd(self, fd: int, path: str, key: str) -> None:
-        """Check that the open ``fd`` (opened from ``path``) lies inside the root; closes it if not.
-
-        Where the kernel names an open descriptor's path (``/proc/self/fd``) the check is on what was
-        opened, so no swap between a check and the open can fool it; elsewhere ``realpath``."""
+        """Check that the open ``fd`` (opened from ``path``) lies inside the root; closes it if not."""
         real = None
         if PROC_FD is not None:
             try:
@@ -77,9 +74,7 @@ class RootedPaths:
             )
 
     def _parent_fd(self, key: str, create: bool = False) -> int | None:
-        """The folder holding ``key``, open and checked to lie inside the root (at this use: nothing is
-        cached, so a folder replaced by a symlink later is caught); ``None`` if it does not exist and
-        ``create`` is false. Operations on the object then go relative to it (``dir_fd``)."""
+        """The folder holding ``key``, open and checked to lie inside the root (``None``: missing)."""
         parent_key = key.rpartition("/")[0]
         path = self._fspath(parent_key)
         try:
@@ -94,11 +89,8 @@ class RootedPaths:
         return dfd
 
     def _create_in_folder(self, key: str, create: Callable[[int], T], what: str) -> tuple[int, T]:
-        """``create(folder descriptor)`` in the folder of ``key`` (made on the way): the folder's open
-        descriptor and what ``create`` returned. A concurrent delete may prune the folder between opening
-        it and creating in it (``create`` then finds no folder): the folder is made again and ``create``
-        retried, a bounded number of times (:data:`PRUNED_RETRIES`). Failures are a
-        :class:`~altarr.errors.StoreError` naming ``what`` and the key."""
+        """``create(folder descriptor)`` in the folder of ``key`` (made, and made again when a concurrent
+        delete pruned it first): the folder's descriptor and what ``create`` returned."""
         for attempt in range(PRUNED_RETRIES):
             dfd = self._parent_fd(key, create=True)
             assert dfd is not None
@@ -124,10 +116,8 @@ class RootedPaths:
         return dfd, name, fd, key
 
     def _make_dirs(self, parent_key: str, key: str) -> int:
-        """Create the folders of ``parent_key`` one at a time, each checked before going into it (a
-        symlink leading outside is refused before anything is created there); returns the last one. A
-        concurrent delete may prune a folder of the way (empty folders go with their last object) before
-        the next is made in it: the walk starts again from the root (:data:`PRUNED_RETRIES` times)."""
+        """Create the folders of ``parent_key`` one at a time, each checked before going into it (again
+        from the root when a concurrent delete pruned one); returns the last one."""
         for attempt in range(PRUNED_RETRIES):
             try:
                 return self._walk_making(parent_key, key)

@@ -116,12 +116,6 @@ class MemoryStore(VersionedReads, Store):
         self.stats.add(reads=1, bytes_read=0 if obj is None else len(obj))
         return obj
 
-    def size(self, key: str) -> int | None:
-        key = normalize_key(key)
-        self.stats.add(size_queries=1)
-        obj = self._shared.data.get(key)
-        return None if obj is None else len(obj)
-
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)
         self.stats.add(size_queries=1)

@@ -31,8 +31,7 @@ __all__ = [
 
 _MODES = ("r", "r+", "a", "w", "w-")
 
-#: URL schemes served by :class:`ObstoreStore`: obstore was the faster client for batched ranged reads
-#: and whole-object writes (``benchmarks/README.md``), and it writes conditionally on S3, GCS and Azure.
+#: URL schemes served by :class:`ObstoreStore` (why obstore: ``docs/remote.md``)
 OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "http", "https")
 
 #: ``factory(url, mode=..., **storage_options) -> Store | (Store, prefix)``.
@@ -42,9 +41,8 @@ _REGISTRY: dict[str, StoreFactory] = {}
 
 
 def register_scheme(scheme: str, factory: StoreFactory, *, replace: bool = False) -> None:
-    """Serve URLs of ``scheme`` (``"toy"`` for ``toy://...``; ``""`` for plain paths) with ``factory``.
-
-    Registering a scheme twice raises ``ValueError`` unless ``replace=True``.
+    """Serve URLs of ``scheme`` (``""``: plain paths) with ``factory`` (``ValueError`` for a registered
+    scheme unless ``replace=True``).
 
     >>> "s3" in registered_schemes() and "file" in registered_schemes()
     True
@@ -94,12 +92,10 @@ def _local(url: str, mode: str, **storage_options: Any) -> tuple[Store, str]:
 
 
 def _remote(url: str, mode: str, **storage_options: Any) -> Store:
-    """An object store or HTTP URL: obstore."""
     return ObstoreStore(url, read_only=mode == "r", **storage_options)
 
 
 def _fsspec(url: str, mode: str, **storage_options: Any) -> Store:
-    """Any other URL: fsspec."""
     return FsspecStore(url, read_only=mode == "r", **storage_options)
 
 
@@ -133,23 +129,9 @@ def store_from_url(
     mode: str = "r",
     **storage_options: Any,
 ) -> tuple[Store, str]:
-    """The store for a path or URL, and the node prefix inside it.
-
-    * a :class:`Store` passes through (prefix ``""``);
-    * a plain path or ``file://`` URL -> :class:`LocalStore` rooted there;
-    * a path to a ``.zip`` file (optionally followed by ``/inner/prefix``) -> :class:`ZipStore`
-      (``"r"`` reads, ``"w"``/``"w-"`` create a new archive, ``"r+"``/``"a"`` append);
-    * ``s3://``, ``gs://``, ``az://``, ``http(s)://`` -> :class:`ObstoreStore`, with ``storage_options``
-      passed to obstore;
-    * a scheme registered with :func:`register_scheme` -> its factory;
-    * any other URL (``memory://``, chained ``a::b`` URLs, ...) -> :class:`FsspecStore` rooted at the URL.
-
-    ``mode`` is ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"``; at this level only ``"r"`` matters (a
-    read-only store). Creating, truncating and existence checks belong to the dataset layer.
-
-    The client's options are keywords (``endpoint_url=...``), or one ``storage_options={...}`` dict as
-    zarr-python, xarray and fsspec take them (``open_dataset`` and ``altarr.open`` pass it here); an
-    option given both ways is an error.
+    """The store for a path or URL (``docs/stores.md``), and the node prefix inside it (a ``.zip`` path
+    may go on to one). ``mode`` ``"r"`` makes it read-only; the client's options are keywords or one
+    ``storage_options={...}`` dict.
 
     >>> import tempfile
     >>> store, prefix = store_from_url(tempfile.mkdtemp())
@@ -166,7 +148,6 @@ def store_from_url(
     url = os.fspath(path_or_url)
     if not isinstance(url, str):
         raise TypeError(f"expected a path, URL or Store, got {type(path_or_url).__name__}")
-    # chained URLs (``simplecache::s3://...``) are fsspec's own
     chained = "::" in url and not url.startswith("file://")
     factory = _fsspec if chained else _REGISTRY.get(_scheme(url), _fsspec)
     got = factory(url, mode=mode, **storage_options)

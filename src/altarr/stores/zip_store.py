@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from ..errors import InvalidKeyError, ReadOnlyError, StoreError
+from ..errors import InvalidKeyError, StoreError
 from . import filelock
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
@@ -366,12 +366,6 @@ class ZipStore(Store):
         if self._zf.fp is None:
             raise StoreError(f"the zip archive {self.path} is closed")
 
-    def size(self, key: str) -> int | None:
-        key = normalize_key(key)
-        self.stats.add(size_queries=1)
-        info = self._info(key)
-        return None if info is None else info.file_size
-
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)
         self.stats.add(size_queries=1)
@@ -380,11 +374,7 @@ class ZipStore(Store):
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        key = normalize_key(key)
-        if self.read_only:
-            raise ReadOnlyError(f"cannot write: the zip archive is open for reading ({self!r})", key=key)
-        if not key:
-            raise InvalidKeyError("the empty key names the store root, not an object", key=key)
+        key = self._check_key_for_write(key, "write")
         data = as_bytes(value)
         with self._lock:
             self._check_open()
