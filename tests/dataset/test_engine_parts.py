@@ -289,11 +289,13 @@ def test_an_index_read_without_a_version_is_not_cached():
     assert tokens == {} and store.stats.size_queries == 0  # nothing to check: no stat request
 
 
-def test_index_entries_are_looked_up_on_the_global_grid():
-    """``shard_read._entries``: the entries as Python ints, from an index array or its words, for
-    positions on the global grid (taken modulo cps)."""
+@pytest.mark.parametrize("lookups", [0, 16, 1000])
+def test_index_entries_are_looked_up_alike_for_few_and_many_children(lookups, monkeypatch):
+    """``shard_read._entries``: a few children through a memoryview on Python ints, many with one NumPy
+    fancy index; the same entries either way, for positions on the global grid (taken modulo cps)."""
     from altarr.dataset import shard_read
 
+    monkeypatch.setattr(shard_read, "SCALAR_LOOKUPS", lookups)
     rng = np.random.default_rng(7)
     cps = (3, 4, 5)
     index = rng.integers(0, 2**64, size=(*cps, 2), dtype=np.uint64)

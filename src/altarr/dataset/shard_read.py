@@ -127,10 +127,26 @@ def _span(n: _Node) -> tuple[int, int]:
     return (n.start, n.start + n.size)
 
 
+#: Up to this many children of one node are looked up in its index on Python integers, more with one
+#: NumPy fancy index (see :func:`_entries`): its six NumPy calls cost ~20 us, a twentieth of a local
+#: one-chunk read (benchmarks/README.md, "bench_engine against c9fd1c8, every line").
+SCALAR_LOOKUPS = 16
+
+
 def _entries(index: Any, positions: Iterable[Chunk], cps: tuple[int, ...]) -> list[Any]:
     """The ``(offset, nbytes)`` index entries, as Python ints, of the children at grid ``positions``
-    (taken modulo ``cps``, the children per node) of an index."""
+    (taken modulo ``cps``, the children per node) of an index: up to :data:`SCALAR_LOOKUPS` of them on
+    Python ints, more with one NumPy fancy index."""
     positions = list(positions)
+    if len(positions) <= SCALAR_LOOKUPS:
+        words = memoryview(index).cast("B").cast("Q")
+        found: list[Any] = []
+        for pos in positions:
+            flat = 0
+            for p, c in zip(pos, cps, strict=True):
+                flat = flat * c + p % c
+            found.append((words[2 * flat], words[2 * flat + 1]))
+        return found
     where = np.array(positions, dtype=np.intp) % np.array(cps, dtype=np.intp)
     pairs = np.frombuffer(index, dtype=np.uint64).reshape(-1, 2)
     entries: list[Any] = pairs[np.ravel_multi_index(tuple(where.T), cps)].tolist()
