@@ -1,17 +1,4 @@
-"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand (docs/lazy-arrays.md).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> def fetch(chunks):  # 10x7 array in 4x3 chunks, each value its own C-order position
-    ...     return [np.arange(70.0).reshape(10, 7)[4 * i : 4 * i + 4, 3 * j : 3 * j + 3] for i, j in chunks]
-    >>> x = aa.altarr((10, 7), (4, 3), fetch)
-    >>> x[1, 2:5]
-    array([ 9., 10., 11.])
-    >>> float(x.sum())
-    2415.0
-    >>> aa.stats(x)["fetch_calls"]
-    2
-"""
+"""``LazyArray``: a NumPy-compatible array whose chunks are fetched on demand (docs/lazy-arrays.md)."""
 
 from __future__ import annotations
 

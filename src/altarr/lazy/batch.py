@@ -5,17 +5,6 @@ Inside the block ``x[sel]``, ``x.oindex[sel]`` and ``x.vindex[sel]`` return a :c
 placeholder; other operations are not deferred. If the block raises, nothing is fetched and the
 placeholders raise :class:`BatchError`. Batches nest and belong to the thread (and asyncio task) that
 opened them.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((6, 6), 2, lambda c: [np.full((2, 2), 10 * i + j) for i, j in c], dtype="i8")
-    >>> with aa.batch() as b:
-    ...     a = x[0, :3]
-    ...     c = x.oindex[[1, 5], 4]
-    ...     len(b), a.done()
-    (2, False)
-    >>> a.result().tolist(), np.asarray(c).tolist(), aa.stats(x)["fetch_calls"]
-    ([0, 0, 1], [2, 22], 1)
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """The decoded-chunk cache: one process-wide LRU with a byte budget (option ``cache_bytes``), keyed by
 ``(owner token, chunk coords)``, thread-safe, single-flight (:meth:`ChunkCache.claim`).
-
-Example:
-    >>> import numpy as np
-    >>> c = ChunkCache()
-    >>> kind, _ = c.claim([(1, (0, 0))])[0]
-    >>> kind
-    'mine'
-    >>> c.complete([(1, (0, 0))], [np.zeros(4)], store=True, budget=1024)
-    >>> c.owner_stats(1)
-    {'chunks_cached': 1, 'cache_bytes': 32, 'evictions': 0}
 """
 
 from __future__ import annotations

@@ -3,15 +3,6 @@
 NumPy's own ``array_equal``/``array_equiv`` would turn a refused materialization or a failing fetch into
 ``False`` (docs/lazy-arrays.md); here errors of the lazy side propagate, and only the conversion of a
 non-lazy argument is treated as NumPy treats it.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr(100, 10, lambda c: [np.arange(10.0 * i, 10.0 * i + 10) for (i,) in c])
-    >>> with aa.set_options(batch_chunks=2):
-    ...     np.array_equal(x, np.zeros(100)), aa.stats(x)["fetch_calls"]
-    (False, 1)
-    >>> np.array_equal(x, np.arange(100.0)), np.allclose(x, np.arange(100.0) + 1e-9)
-    (True, True)
 """
 
 from __future__ import annotations
@@ -80,7 +71,14 @@ def _cannot_hold_nan(dt: np.dtype) -> bool:
 
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
-    """``np.array_equal`` with NumPy's answer, streamed (see the module docs)."""
+    """``np.array_equal`` with NumPy's answer, streamed with early exit.
+
+    >>> import numpy as np, altarr as aa
+    >>> x = aa.altarr(100, 10, lambda c: [np.arange(10.0 * i, 10.0 * i + 10) for (i,) in c])
+    >>> with aa.set_options(batch_chunks=2):
+    ...     np.array_equal(x, np.zeros(100)), aa.stats(x)["fetch_calls"]
+    (False, 1)
+    """
     try:
         a1, a2 = _convert(a1), _convert(a2)
     except Exception:  # NumPy's own rule for arguments it cannot convert

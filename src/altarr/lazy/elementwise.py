@@ -1,12 +1,5 @@
 """Lazy elementwise computation: ufuncs, operators and ``np.where``-like functions over lazy arrays of one
 shape and chunk grid give lazy arrays whose source is an :class:`ElementwiseSource` (docs/lazy-arrays.md).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr(6, 3, lambda c: [np.array([1.0, np.nan, 3.0])] * len(c))
-    >>> y = np.isnan(x)
-    >>> aa.is_altarr(y), y.dtype, bool(y.any())
-    (True, dtype('bool'), True)
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The fetch contract (docs/lazy-arrays.md): :class:`FetchSource`, the leaf of every lazy array, calls a
 user ``fetch(chunks)``, sync or async, validates what it returns and keeps the counters and the link to
 the shared cache.
-
-Example:
-    >>> import numpy as np
-    >>> fetch = lambda c: [np.ones(3 if i == 0 else 2) for (i,) in c]
-    >>> src = FetchSource(fetch, shape=(5,), chunks=(3,), dtype=np.dtype("f8"))
-    >>> [a.tolist() for a in src.get_chunks(np.array([[1]]), store=False)]
-    [[1.0, 1.0]]
 """
 
 from __future__ import annotations

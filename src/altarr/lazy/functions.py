@@ -1,11 +1,5 @@
 """The public functions of lazy arrays: :func:`altarr`, :func:`extract`, :func:`plan`, :func:`stats`,
 :func:`reset`, :func:`is_altarr`.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
-    >>> aa.extract(x, [0, 3], 1).tolist(), aa.stats(x)["hyperslab"], aa.is_altarr(x)
-    ([1.0, 1.0], 1, True)
 """
 
 from __future__ import annotations

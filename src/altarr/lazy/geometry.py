@@ -1,11 +1,4 @@
-"""A lazy array's recipe checked: its dtype, shape and chunk shape, dimension names and coordinates.
-
-Example:
-    >>> normalize_geometry(10, 4), normalize_geometry((10, 7), (4,))
-    (((10,), (4,)), ((10, 7), (4, 4)))
-    >>> check_dtype("f2")
-    dtype('float16')
-"""
+"""A lazy array's recipe checked: its dtype, shape and chunk shape, dimension names and coordinates."""
 
 from __future__ import annotations
 

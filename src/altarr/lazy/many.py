@@ -1,12 +1,5 @@
 """Many selections of one lazy array (or dataset) in one call: :func:`read_many`, the chunks they touch
 fetched in one fetch call, each once (docs/lazy-arrays.md, "Many reads at once").
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((6, 6), 2, lambda c: [np.full((2, 2), 10 * i + j) for i, j in c], dtype="i8")
-    >>> a, b = aa.read_many(x, [np.s_[0, :3], np.s_[[1, 5], 4]])
-    >>> a.tolist(), b.tolist(), aa.stats(x)["fetch_calls"]
-    ([0, 0, 1], [2, 22], 1)
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """Streamed ``mean``, ``var`` and ``std`` (and their ``nan*`` variants): sums and counts, and Chan et al.'s
 pairwise merge of ``(count, mean, M2)`` (docs/lazy-arrays.md, "Reductions stream").
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 6), (2, 3), lambda c: [np.arange(6.0).reshape(2, 3)] * len(c))
-    >>> float(np.std(x)), float(np.arange(6.0).reshape(2, 3).std())
-    (1.707825127659933, 1.707825127659933)
 """
 
 from __future__ import annotations

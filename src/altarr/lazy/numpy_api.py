@@ -1,11 +1,5 @@
 """NumPy protocol dispatch for lazy arrays: ``__array_ufunc__`` (NEP 13) and ``__array_function__``
 (NEP 18). How each NumPy function is handled (streamed, lazy, materialized, refused): docs/lazy-arrays.md.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((2, 3), (1, 3), lambda c: [np.arange(3.0)] * len(c))
-    >>> np.sum(x, axis=1).tolist(), aa.is_altarr(x * 2 + 1), np.where(x > 0, x, -1)[0].tolist()
-    ([3.0, 3.0], True, [-1.0, 1.0, 2.0])
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Process-wide options: ``cache_bytes``, ``batch_chunks``, ``max_materialize`` (bytes) and ``threads``
 (see "Options and counters" in docs/lazy-arrays.md).
-
-Example:
-    >>> import altarr as aa
-    >>> with aa.set_options(batch_chunks=8):
-    ...     aa.get_options()["batch_chunks"]
-    8
-    >>> aa.get_options()["batch_chunks"]
-    64
 """
 
 from __future__ import annotations

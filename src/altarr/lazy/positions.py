@@ -1,11 +1,4 @@
-"""Streamed positions: ``argmin``/``argmax`` (whole array or along an axis) and ``nonzero``.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((3, 4), 2, lambda c: [np.array([[5.0, 1.0], [0.0, 7.0]])[: 3 - 2 * i] for i, j in c])
-    >>> int(arg_reduce(x, "argmin", None, None, False)), [a.tolist() for a in nonzero(x > 6)]
-    (4, [[1, 1], [1, 3]])
-"""
+"""Streamed positions: ``argmin``/``argmax`` (whole array or along an axis) and ``nonzero``."""
 
 from __future__ import annotations
 

@@ -2,13 +2,6 @@
 streamed product of an inexact dtype carries per output element its :func:`evidence`; the elements where
 the order could matter (:func:`order_sensitive`) are computed again by NumPy over their factors gathered
 in C order (:func:`in_numpy_order`; memory: their count times the reduced size).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> data = np.array([1e-30, 1e-30, 1e30, 1e30], "f4")
-    >>> x = aa.altarr(4, 2, lambda c: [data[2 * i : 2 * i + 2] for (i,) in c], dtype="f4")
-    >>> float(np.prod(x)), float(np.prod(data))
-    (0.0, 0.0)
 """
 
 from __future__ import annotations

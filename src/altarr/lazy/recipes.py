@@ -1,13 +1,5 @@
 """What a pickled lazy array holds (its recipe, never values, cache or counters), and how it is rebuilt
 (docs/lazy-arrays.md, "Recipes: pickling a lazy array").
-
-Example:
-    >>> import pickle, tempfile, altarr as aa
-    >>> x = aa.open(aa.example_zarr(tempfile.mkdtemp(), shape=(4,), chunks=(2,)))
-    >>> _ = x[...]                       # cached chunks and counters do not travel
-    >>> y = pickle.loads(pickle.dumps(x))
-    >>> aa.stats(y)["chunks_cached"], float(y[3]), aa.stats(y)["fetch_calls"]
-    (0, 3.0, 1)
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Streamed ufunc reductions: ``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``count_nonzero``, the
 ``nan*`` sums, products and extremes, and ``np.<ufunc>.reduce`` of a reorderable ufunc, whole-array or
 along any axes, with NumPy's ``dtype``, ``keepdims``, ``out``, ``initial`` and ``where`` (docs/lazy-arrays.md).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 6), (2, 3), lambda c: [np.arange(6.0).reshape(2, 3)] * len(c))
-    >>> x.sum(axis=0).tolist()
-    [6.0, 10.0, 14.0, 6.0, 10.0, 14.0]
-    >>> float(np.nansum(x, initial=np.float16(1)))
-    61.0
 """
 
 from __future__ import annotations

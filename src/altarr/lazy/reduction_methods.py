@@ -1,11 +1,4 @@
-"""The streamed reductions as methods of a lazy array, with NumPy's signatures.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 4), 2, lambda c: [np.ones((2, 2))] * len(c))
-    >>> float(x.sum()), x.max(axis=0).tolist(), int(x.argmin())
-    (16.0, [1.0, 1.0, 1.0, 1.0], 0)
-"""
+"""The streamed reductions as methods of a lazy array, with NumPy's signatures."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
 """Lazy arrays over the engine's datasets (:func:`open`, :class:`DatasetFetch`), CF unpacking and the Zarr
 v2 demo (docs/lazy-arrays.md, "Datasets").
-
-Example:
-    >>> import tempfile, altarr as aa
-    >>> path = aa.example_zarr(tempfile.mkdtemp(), shape=(4, 5), chunks=(2, 2))
-    >>> x = aa.zarr_v2(path)
-    >>> x[1, 2], x.chunks
-    (np.float64(7.0), (2, 2))
 """
 
 from __future__ import annotations

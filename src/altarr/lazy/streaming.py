@@ -1,12 +1,6 @@
 """The walk every streamed reduction takes (:func:`chunk_batches`: the chunk grid in C order,
 ``batch_chunks`` chunks per fetch, nothing cached) and :func:`stream`, which merges per-chunk partials
 into accumulators of the output shape; helpers shared by the reductions and comparisons.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 6), (2, 3), lambda c: [np.arange(6.0).reshape(2, 3)] * len(c))
-    >>> [a.tolist() for a in stream(x, (0,), lambda c, red: (c.sum(axis=red),), lambda a, b: (a[0] + b[0],))]
-    [[6.0, 10.0, 14.0, 6.0, 10.0, 14.0]]
 """
 
 from __future__ import annotations

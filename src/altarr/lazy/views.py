@@ -1,15 +1,6 @@
 """Lazy views: transposes, joins (``np.concatenate``, ``np.stack``) and reshapes of lazy arrays, each
 chunk of a view one chunk of an array underneath (so joined arrays share their chunk shape and all but
 the last end on a chunk boundary; other joins materialize under the guard).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((4, 6), 2, lambda c: [np.full((2, 2), 10.0 * i + j) for i, j in c])
-    >>> aa.is_altarr(x.T), x.T.shape, x.T[5, 3]
-    (True, (6, 4), np.float64(12.0))
-    >>> y = np.concatenate([x, x], axis=0)
-    >>> aa.is_altarr(y), y.shape, float(y[4:, :].sum()) == float(x.sum())
-    (True, (8, 6), True)
 """
 
 from __future__ import annotations

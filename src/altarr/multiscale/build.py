@@ -1,12 +1,5 @@
 """Building a pyramid: level 0 a copy of the source, level ``i`` level ``i - 1`` downsampled, every level
 written destination shard by destination shard (docs/pyramids.md, "How a pyramid is written").
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> image = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
-    >>> ms = aa.build_pyramid(image, "memory://doc-build/img.ome.zarr", chunks=(16, 16), shards=(32, 32))
-    >>> [lv.shape for lv in ms.levels], ms.levels[1].scale
-    ([(64, 64), (32, 32), (16, 16)], (2.0, 2.0))
 """
 
 from __future__ import annotations
@@ -166,6 +159,12 @@ def build_pyramid(
     :func:`altarr.create_dataset` takes it, or ``"zstd:5"``-style text. ``resume`` continues an
     interrupted build; ``workers``: destination shards written at once; ``progress(value_bytes, units)``
     is called after each unit; ``run_units`` runs units elsewhere (as :func:`altarr.transfer.copy_array`).
+
+    >>> import numpy as np, altarr as aa
+    >>> image = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
+    >>> ms = aa.build_pyramid(image, "memory://doc-build/img.ome.zarr", chunks=(16, 16), shards=(32, 32))
+    >>> [lv.shape for lv in ms.levels], ms.levels[1].scale
+    ([(64, 64), (32, 32), (16, 16)], (2.0, 2.0))
     """
     fmt, method = get_layout(layout), check_method(method)
     src = _source(source)

@@ -1,13 +1,5 @@
 """Converting a pyramid into another layout, every level copied shard by shard and its metadata rewritten
 (docs/pyramids.md, "Converting").
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ms = aa.build_pyramid(np.arange(4096, dtype="u2").reshape(64, 64), "memory://doc-convert/a",
-    ...                       chunks=(16, 16), scale=(0.5, 0.5), unit="micrometer")
-    >>> n5 = convert_pyramid(ms, "memory://doc-convert/b.n5", layout="n5-viewer", shards=(32, 32))
-    >>> n5.layout, [lv.path for lv in n5.levels], n5.levels[2].scale, n5.levels[0].shards
-    ('n5-viewer', ['s0', 's1', 's2'], (2.0, 2.0), (32, 32))
 """
 
 from __future__ import annotations
@@ -74,6 +66,13 @@ def convert_pyramid(
     ``chunks`` (default each level's own) and ``shards`` (``"same"``: each level's own where the format
     can hold them; ``None``; or a shape) apply to every level, clipped to smaller ones. The other
     arguments are :func:`build_pyramid`'s.
+
+    >>> import numpy as np, altarr as aa
+    >>> ms = aa.build_pyramid(np.arange(4096, dtype="u2").reshape(64, 64), "memory://doc-convert/a",
+    ...                       chunks=(16, 16), scale=(0.5, 0.5), unit="micrometer")
+    >>> n5 = convert_pyramid(ms, "memory://doc-convert/b.n5", layout="n5-viewer", shards=(32, 32))
+    >>> n5.layout, [lv.path for lv in n5.levels], n5.levels[2].scale, n5.levels[0].shards
+    ('n5-viewer', ['s0', 's1', 's2'], (2.0, 2.0), (32, 32))
     """
     from .read import Multiscale, open_multiscale
 

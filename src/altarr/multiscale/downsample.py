@@ -1,14 +1,6 @@
 """Downsampling a block of values by an integer factor per axis: ``mean``, ``mode`` and ``stride``, each
 over whole windows (the partial window at the end of an axis is dropped); docs/pyramids.md,
 "Downsampling".
-
-Example:
-    >>> import numpy as np
-    >>> a = np.array([[1, 2, 3], [4, 6, 9]], dtype="uint8")
-    >>> downsample(a, (2, 2), "mean")  # (1 + 2 + 4 + 6) / 4 = 3.25; the third column is dropped
-    array([[3]], dtype=uint8)
-    >>> downsample(np.array([5, 7, 7, 5, 2, 2, 9]), (3,), "mode"), downsample(np.arange(7), (3,), "stride")
-    (array([7, 2]), array([0, 3]))
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The four pyramid layouts altarr writes: where the levels go, in which format, and the metadata each
 gets (the table: docs/pyramids.md, "Layouts").
-
-Example:
-    >>> get_layout("ome-zarr-0.4").format, get_layout("bdv").level_path(1)
-    ('zarr2', 'setup0/timepoint0/s1')
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """What every layout's metadata says about a pyramid, in one form: :class:`LevelSpec` per level and
 :class:`Description` for the whole (axes, levels, name, method), always in NumPy (C) order.
-
-Example:
-    >>> from altarr.multiscale.plan import normalize_axes
-    >>> d = describe(normalize_axes(None, 2), [(1, 1), (2, 2)], (0.5, 0.5), None, "mean", ["0", "1"])
-    >>> d.levels[1].scale, d.levels[1].translation
-    ((1.0, 1.0), (0.25, 0.25))
 """
 
 from __future__ import annotations

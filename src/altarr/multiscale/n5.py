@@ -1,14 +1,5 @@
 """N5 pyramid metadata in the two layouts the Java viewers read (n5-viewer, BigDataViewer), written and
 read; vectors are reversed to N5 order at this boundary (docs/pyramids.md, "Layouts").
-
-Example:
-    >>> from altarr.multiscale.levels import describe
-    >>> from altarr.multiscale.plan import normalize_axes
-    >>> d = describe(normalize_axes(None, 3, "micrometer"), [(1, 1, 1), (1, 2, 2)], (4.0, 1.0, 1.0),
-    ...              None, "mean", ["s0", "s1"])
-    >>> group, levels = n5_viewer_attributes(d)
-    >>> group.get("scales"), levels[1].get("downsamplingFactors"), group.get("pixelResolution")
-    ([[1, 1, 1], [2, 2, 1]], [2, 2, 1], {'unit': 'um', 'dimensions': [1.0, 1.0, 4.0]})
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
 """OME-Zarr ``multiscales`` metadata, versions 0.5 (Zarr v3) and 0.4 (Zarr v2), written and read
 (docs/pyramids.md, "Layouts").
-
-Example:
-    >>> from altarr.multiscale.levels import describe
-    >>> from altarr.multiscale.plan import normalize_axes
-    >>> d = describe(normalize_axes(None, 2), [(1, 1), (2, 2)], (1.0, 1.0), None, "mean", ["0", "1"])
-    >>> ome = ome_attributes(d, "0.5").get("ome")
-    >>> level_1 = ome.get("multiscales")[0].get("datasets")[1]
-    >>> ome.get("version"), level_1.get("coordinateTransformations")
-    ('0.5', [{'type': 'scale', 'scale': [2.0, 2.0]}, {'type': 'translation', 'translation': [0.5, 0.5]}])
-    >>> parse_ome(ome_attributes(d, "0.5")).levels[1].factors
-    (2, 2)
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """The plan of a pyramid: its axes (name, type, unit), the factors of each level and each level's
 physical scale and translation (the rules: docs/pyramids.md, "Downsampling").
-
-Example:
-    >>> axes = normalize_axes(None, 3)
-    >>> [a.name for a in axes], [a.type for a in axes]
-    (['z', 'y', 'x'], ['space', 'space', 'space'])
-    >>> plan_factors((100, 1024, 1024), axes, (4.0, 1.0, 1.0), (64, 64, 64))
-    [(1, 2, 2), (1, 2, 2), (2, 2, 2), (2, 2, 2)]
 """
 
 from __future__ import annotations

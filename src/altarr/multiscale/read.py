@@ -1,13 +1,5 @@
 """Opening a pyramid: :func:`open_multiscale` finds the layout from the group's metadata and lists the
 levels with their physical scale and translation; each level opens as a dataset or a lazy array.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> _ = aa.build_pyramid(np.ones((40, 40), "f4"), "memory://doc-read/p", chunks=(8, 8), levels=3)
-    >>> ms = aa.open_multiscale("memory://doc-read/p")
-    >>> coarsest = ms.array(2)
-    >>> ms.layout, [lv.factors for lv in ms.levels], float(coarsest.sum())
-    ('ome-zarr', [(1, 1), (2, 2), (4, 4)], 100.0)
 """
 
 from __future__ import annotations
@@ -244,6 +236,12 @@ def open_multiscale(
 
     ``setup`` and ``timepoint`` choose the view of a BigDataViewer N5 container; ``index`` the entry of
     an OME-Zarr ``multiscales`` list. Every level's shape must shrink (or stay) along every axis.
+
+    >>> import numpy as np, altarr as aa
+    >>> _ = aa.build_pyramid(np.ones((40, 40), "f4"), "memory://doc-read/p", chunks=(8, 8), levels=3)
+    >>> ms = aa.open_multiscale("memory://doc-read/p")
+    >>> ms.layout, [lv.factors for lv in ms.levels], float(ms.array(2).sum())
+    ('ome-zarr', [(1, 1), (2, 2), (4, 4)], 100.0)
     """
     import altarr as aa
 

@@ -1,17 +1,6 @@
-"""Selections: every NumPy index expression normalized once, and planned over a chunk grid.
-
-Pure NumPy, below both the block engine (:mod:`altarr.dataset`) and the lazy arrays (:mod:`altarr.lazy`),
-which index through it alike. Two steps, one module each:
-
-* :mod:`~altarr.selection.normalize`: an index expression (``x[key]``, ``.oindex``, ``.vindex``,
-  ``.flat``: integers, slices of any step, ``...``, ``None``, lists and nested lists, integer arrays,
-  boolean masks, 0-d arrays) -> one canonical :class:`Selection` (:mod:`~altarr.selection.items`: the
-  selection, its items and the checks of their values), with NumPy's errors;
-* :mod:`~altarr.selection.planners`: a :class:`Selection` -> a :class:`SelectionPlan`
-  (:mod:`~altarr.selection.plan`), the chunks it touches and, per chunk, the in-chunk and output
-  selectors, built from per-dimension tables and point groups (:mod:`~altarr.selection.tables`);
-  :mod:`~altarr.selection.regions`: the strided-copy plan of a basic selection that the engine's region
-  reads and writes use.
+"""Selections: every NumPy index expression normalized once (:mod:`~altarr.selection.normalize`) and
+planned over a chunk grid (:mod:`~altarr.selection.planners`, :mod:`~altarr.selection.regions`), below
+both the engine and the lazy arrays (docs/architecture.md, "Where selections are normalized").
 
 Example:
     >>> import numpy as np

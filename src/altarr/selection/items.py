@@ -1,13 +1,6 @@
 """The normalized form of an index expression: :class:`Selection`, its :class:`Item` s and their
-:class:`DimSelection` progressions, and the checks of their values against the array's shape (bounds of
-integers and index arrays, shapes of masks) with NumPy's messages.
-
-:mod:`altarr.selection.normalize` reads index expressions into this form; the planners
-(:mod:`altarr.selection.planners`) map it onto a chunk grid.
-
-Example:
-    >>> DimSelection.of_slice(slice(8, 2, -2), 10), norm_int(-1, 4, 0)
-    (DimSelection(start=4, step=2, n=3, drop=False, reverse=True), 3)
+:class:`DimSelection` progressions, and the checks of their values against the array's shape with NumPy's
+messages.
 """
 
 from __future__ import annotations
@@ -34,10 +27,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DimSelection:
-    """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension.
-
-    ``reverse``: the selection runs backwards (a negative step), so the result is flipped along this
-    dimension; ``drop``: an integer index, the dimension disappears from the result.
+    """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension; ``reverse``: a
+    negative step (the result is flipped), ``drop``: an integer index (the dimension disappears).
 
     >>> DimSelection.of_slice(slice(None, None, -3), 10), DimSelection.of_slice(slice(2, 9), 10).as_slice()
     (DimSelection(start=0, step=3, n=4, drop=False, reverse=True), slice(2, 9, 1))
@@ -76,13 +67,10 @@ class DimSelection:
 
 @dataclass(frozen=True)
 class Item:
-    """One item of a normalized index expression.
-
-    ``kind`` is one of ``"new"`` (``None``), ``"slice"``, ``"int"`` (``value``: a :class:`DimSelection`),
-    ``"array"`` (``value``: ``int64`` positions of any shape), ``"mask"`` (``value``: a boolean array over
-    ``dims``), ``"bool0"`` (``value``: a Python bool). ``dims`` are the array dimensions the item indexes,
-    ``number`` its place in the expression (implicit trailing slices count as one past the end).
-    """
+    """One item of a normalized index expression: ``kind`` ``"new"`` (``None``), ``"slice"``, ``"int"``
+    (``value``: a :class:`DimSelection`), ``"array"`` (``int64`` positions), ``"mask"`` (a boolean array
+    over ``dims``) or ``"bool0"`` (a bool); ``dims`` the dimensions it indexes, ``number`` its place in the
+    expression (implicit trailing slices: one past the end)."""
 
     kind: str
     dims: tuple[int, ...]
@@ -111,13 +99,9 @@ class Item:
 
 @dataclass(frozen=True)
 class Selection:
-    """A normalized index expression over an array of ``shape``, in one of :data:`FORMS`.
-
-    ``items`` hold every dimension exactly once (implicit trailing slices included), in the order of the
-    expression; ``ellipsis`` says whether it had one (then an all-integer selection gives a 0-d array
-    instead of a scalar). ``resolved`` is false for a selection normalized with ``resolve=False``: its
-    arrays and masks are not checked yet (see :func:`normalize`).
-    """
+    """A normalized index expression over an array of ``shape``, in one of :data:`FORMS`: ``items`` hold
+    every dimension once, in the expression's order; ``ellipsis``: whether it had one (an all-integer
+    selection then gives a 0-d array); ``resolved``: false until the arrays and masks are checked."""
 
     shape: tuple[int, ...]
     form: str

@@ -1,27 +1,5 @@
-"""Normalization: any NumPy index expression, once, into one canonical :class:`Selection`.
-
-An index expression (``x[key]``, ``x.oindex[key]``, ``x.vindex[key]``, ``x.flat[key]``) is read item by
-item: every item is classified (slice, integer, integer array, boolean mask, 0-d boolean, ``None``,
-``...``), the ellipsis is expanded, implicit trailing slices are appended, every item is attached to the
-array dimensions it indexes, and its values are normalized against the array's shape:
-
-* a slice or an integer becomes a :class:`DimSelection`, a forward progression ``start, start+step, ...``
-  (``step > 0``) with a ``reverse`` flag for negative steps and a ``drop`` flag for integers;
-* an integer array becomes non-negative ``int64`` positions (bounds checked);
-* a boolean mask is checked against the dimensions it covers (NumPy's rule: a mask axis of length 0
-  is not compared) and kept as the mask;
-* ``None`` and 0-d booleans index no dimension.
-
-Errors are :class:`~altarr.errors.SelectionError` (an ``IndexError``) with NumPy's messages. Nothing here
-knows chunks: :mod:`altarr.selection.plan` maps a :class:`Selection` to the chunks it touches.
-
-Example:
-    >>> import numpy as np
-    >>> s = normalize((slice(None, None, -2), 3), (10, 7))
-    >>> s.basic, [i.kind for i in s.items], s.items[0].value
-    (True, ['slice', 'int'], DimSelection(start=1, step=2, n=5, drop=False, reverse=True))
-    >>> normalize((..., np.array([True, False, True])), (2, 3)).items[-1].positions()
-    (array([0, 2]),)
+"""Normalization: any NumPy index expression of the four forms, once, into one canonical
+:class:`Selection`, with NumPy's errors (:class:`~altarr.errors.SelectionError`) in NumPy's order.
 """
 
 from __future__ import annotations
@@ -145,10 +123,8 @@ def _as_tuple(key: Any) -> tuple[Any, ...]:
 def _expand(
     classified: list[tuple[str, Any]], ndim: int, per_item_dims: Callable[[str, Any], int]
 ) -> tuple[list[tuple[str, Any, range, int]], bool]:
-    """Attach dimensions to items; expand the ellipsis. Returns (entries, had_ellipsis).
-
-    Each entry: (kind, value, dims(range), item_no). Trailing dimensions get implicit slices.
-    """
+    """``(kind, value, dims, item number)`` per item, the ellipsis expanded and trailing dimensions given
+    implicit slices; and whether there was an ellipsis."""
     n_ell = sum(1 for k, _ in classified if k == "ellipsis")
     if n_ell > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
@@ -176,12 +152,9 @@ def _expand(
 
 # --- the one entry point ---------------------------------------------------------------------------------
 def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: bool = True) -> Selection:
-    """Normalize the index expression ``key`` over an array of ``shape`` (see the module docstring).
-
-    ``form`` is one of :data:`FORMS`. Errors come in NumPy's order: item types, the ellipsis, the number
-    of indices, then each item in turn (integers, arrays and masks against their dimensions). With
-    ``resolve=False`` integer arrays are left unchecked (NumPy checks their bounds only after an
-    assignment's values were converted; masks' shapes before); :meth:`Selection.resolve` finishes the job.
+    """Normalize the index expression ``key`` over an array of ``shape``; ``form`` is one of :data:`FORMS`.
+    With ``resolve=False`` integer arrays are left unchecked (as NumPy's assignments check them after
+    converting the values); :meth:`Selection.resolve` finishes the job.
 
     >>> s = normalize(([2, -1], slice(1, None)), (4, 5))
     >>> [i.kind for i in s.items], s.items[0].value.tolist(), s.basic
@@ -226,9 +199,8 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
 
 
 def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Selection | None:
-    """The common case of ``x[...]`` without the general machinery: integers and slices only, no more
-    of them than dimensions (the same items :func:`normalize` builds; ``None`` for anything else). Small
-    reads are dominated by per-call costs, so this path matters for them."""
+    """The items :func:`normalize` builds for ``x[...]`` of integers and slices only (``None`` for anything
+    else), without the general machinery: small reads are dominated by per-call costs."""
     raw = _as_tuple(key)
     if len(raw) > len(shape):
         return None
@@ -249,9 +221,8 @@ def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Select
 
 
 def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
-    """``x.flat[key]``: one C-order linear index over ``prod(shape)`` elements; the item's ``dims`` is
-    ``(0,)`` of that flattened dimension and ``array`` positions keep the index's shape. Errors are those
-    of NumPy's flat iterator (``()`` selects everything, as ``...`` does)."""
+    """``x.flat[key]``: one C-order linear index over ``prod(shape)`` elements (dimension ``(0,)``), with
+    the errors of NumPy's flat iterator."""
     size = int(np.prod(shape, dtype=np.int64))
     raw = _as_tuple(key)
     kind, val = _flat_item(key, size)
@@ -272,12 +243,9 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
 
 
 def _flat_item(key: Any, size: int) -> tuple[str, Any]:
-    """The classified item ``x.flat[key]`` indexes with. NumPy reads the items as an index of a 1-d array
-    (each converted in turn, with its errors; then the number of indices; then the masks' lengths, an
-    empty mask selecting nothing) and indexes with the first item: alone, or in a tuple whose other items
-    are 0-d boolean arrays, which index no dimension (``x.flat[[0, 2], np.array(False)]`` is
-    ``x.flat[[0, 2]]``). Any other tuple is refused, as is a 0-d boolean first, the deprecated form
-    (docs/lazy-arrays.md, "Differences from NumPy")."""
+    """The classified item ``x.flat[key]`` indexes with: NumPy checks the items as an index of a 1-d array,
+    then takes the first item, alone or followed by 0-d boolean arrays only (docs/lazy-arrays.md,
+    "Differences from NumPy")."""
     raw = _as_tuple(key)
     if not raw:
         return "ellipsis", None
@@ -332,9 +300,8 @@ def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
 
 
 def check_index_types(key: Any, shape: Sequence[int]) -> None:
-    """Raise NumPy's ``IndexError`` for what NumPy checks before an assignment's values are converted:
-    index items of a refused type, the number of indices, and integer (not array) indices out of bounds.
-    Index arrays' bounds and broadcast shapes are checked after the values, as NumPy does.
+    """Raise NumPy's ``IndexError`` for what NumPy checks before an assignment's values are converted
+    (item types, the number of indices, integer indices' bounds; not index arrays').
 
     >>> check_index_types(([0, 9], 1), (3, 4))  # the array is checked later
     """

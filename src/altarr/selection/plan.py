@@ -1,18 +1,6 @@
-"""A planned selection: the chunks it touches and how to move their selected parts into the result.
-
-A :class:`SelectionPlan` (made by :mod:`~altarr.selection.planners` for every indexing form) holds the
-sorted touched chunks (``plan.coords``, ``(n, ndim)`` int64) and, per chunk, the vectorised copy that
-moves its selected part into a work array of shape ``(P?, *orthogonal lengths)`` (:meth:`~SelectionPlan.place`;
-:meth:`~SelectionPlan.scatter` the other way, for writes). :meth:`~SelectionPlan.finish` reshapes and
-transposes the work array into NumPy's output layout (broadcast dimensions in place or first, ``None``
-axes, dropped integer axes); :meth:`~SelectionPlan.unfinish` lays values of the result's shape out as the
-work array. Nothing is read while planning.
-
-Example:
-    >>> from altarr.selection import plan_numpy
-    >>> p = plan_numpy((slice(2, 9), 1), shape=(10, 7), chunks=(4, 3))
-    >>> p.coords.tolist(), p.result_shape
-    ([[0, 0], [1, 0], [2, 0]], (7,))
+"""A planned selection (:class:`SelectionPlan`): the sorted chunks it touches and, per chunk, the copy that
+moves its selected part into a work array (:meth:`~SelectionPlan.place`; :meth:`~SelectionPlan.scatter`
+for writes), laid out as NumPy's result by :meth:`~SelectionPlan.finish`. Nothing is read while planning.
 """
 
 from __future__ import annotations
@@ -27,12 +15,8 @@ __all__ = ["SelectionPlan"]
 
 
 def _ix_selectors(per_axis: list[list[Any]], limits: list[int]) -> list[list[Any]] | None:
-    """``np.ix_``-style selectors over the span of axes that hold index arrays (``None`` if none do).
-
-    ``per_axis[a][j]`` is a slice or an int64 array; ``limits[a]`` bounds axis ``a`` (for the slices).
-    Axes outside the span keep their selectors. Inside it, axis ``k`` of ``m`` gets an array of shape
-    ``(1, .., n, .., 1)``, so the arrays broadcast to the cartesian block and NumPy keeps it in place.
-    """
+    """``np.ix_``-style selectors over the span of axes that hold index arrays (``None`` if none do; see
+    :meth:`SelectionPlan._selectors`); ``limits[a]`` bounds axis ``a``'s slices."""
     has = [any(type(s) is np.ndarray for s in sels) for sels in per_axis]
     if not any(has):
         return None
@@ -110,18 +94,12 @@ class SelectionPlan:
         return np.empty(self.work_shape, dtype=dtype)
 
     def place(self, work: np.ndarray, i: int, chunk: np.ndarray) -> None:
-        """Copy the selected part of row ``i``'s chunk into the work array.
-
-        One gather from the chunk and one store into the work array per chunk, no intermediate copies:
-        index arrays of several orthogonal dimensions are combined ``np.ix_``-style (see
-        :meth:`_selectors`), so ``chunk[ins]`` reads only the selected elements.
-        """
+        """Copy the selected part of row ``i``'s chunk into the work array: one gather, one store."""
         outs, blk, ins = self._row(i, chunk)
         work[outs] = blk[ins]
 
     def scatter(self, work: np.ndarray, i: int, chunk: np.ndarray) -> None:
-        """The inverse of :meth:`place`: write row ``i``'s part of the work array into its chunk (an
-        assignment ``x[key] = values`` of NumPy's semantics; for repeated indices the last value wins)."""
+        """The inverse of :meth:`place` (NumPy's assignment: for repeated indices the last value wins)."""
         outs, blk, ins = self._row(i, chunk)
         if self.points is not None and not self.points.dims:
             # only 0-d booleans index: each point is the whole selection, so the last one wins
@@ -144,8 +122,7 @@ class SelectionPlan:
             if out_adv is not None and any(type(s) is np.ndarray for s in outs):
                 outs = tuple(out_adv[a][j] for a, j in enumerate(js))
             return outs, chunk, ins
-        # Point dimensions: every orthogonal dimension is a slice here (NumPy advanced indexing and
-        # .vindex combine index arrays as points), so one fancy take per group does it.
+        # point dimensions: every orthogonal one is a slice here, so one fancy take per group does it
         g = self._row_group[i]  # type: ignore[index]  # set wherever points is (__init__)
         pts = self.points
         blk = chunk if self._pt_perm is None else chunk.transpose(self._pt_perm)
@@ -163,15 +140,11 @@ class SelectionPlan:
     def _selectors(
         self,
     ) -> tuple[list[list[Any]], list[list[Any]] | None, list[list[Any]], list[list[Any]] | None]:
-        """Per orthogonal axis and chunk: the raw in/out selectors, and ``np.ix_``-style ones.
-
-        When some axes select with index arrays, NumPy's advanced indexing would move (or, for several
-        arrays, pair up) those axes; instead every axis from the first to the last array axis gets an
-        index array shaped to broadcast along its own position only (slices in that span become
-        ``arange``), so the arrays form one contiguous block that stays in place and ``chunk[ins]`` is
-        the cartesian selection in the work array's axis order. Rows whose selectors are all slices
-        keep the raw ones (a basic-indexing copy).
-        """
+        """Per orthogonal axis and chunk: the raw in/out selectors, and ``np.ix_``-style ones. NumPy's
+        advanced indexing would move or pair up axes selected by arrays; instead every axis from the first
+        to the last array axis gets an array broadcasting along its own position only (slices become
+        ``arange``), so ``chunk[ins]`` is the cartesian selection in the work array's axis order. Rows of
+        slices only keep the raw ones."""
         ortho = self.ortho
         in_raw = [t.in_sel for t in ortho]
         out_raw = [t.out_sel for t in ortho]

@@ -1,17 +1,5 @@
 """The chunk planner: a normalized :class:`~altarr.selection.items.Selection` -> a
-:class:`~altarr.selection.plan.SelectionPlan`, for each indexing form (NumPy ``x[...]``, ``.oindex``,
-``.vindex``, ``.flat``, hyperslabs), and for batches of selections.
-
-Basic selections read by the block engine have a leaner plan of their own,
-:class:`~altarr.selection.regions.RegionPlan`, built on the same per-dimension arithmetic
-(:func:`~altarr.selection.tables.forward_pieces`).
-
-Example:
-    >>> p = plan_numpy((slice(2, 9), 1), shape=(10, 7), chunks=(4, 3))
-    >>> p.coords.tolist()
-    [[0, 0], [1, 0], [2, 0]]
-    >>> p.result_shape
-    (7,)
+:class:`~altarr.selection.plan.SelectionPlan`, for each indexing form and for batches of selections.
 """
 
 from __future__ import annotations

@@ -1,18 +1,5 @@
-"""Region plans: a basic selection (integers, slices with any step, ``...``, ``None``) read or written
-by the block engine, chunk by chunk, as strided copies.
-
-A basic :class:`~altarr.selection.items.Selection` has one forward progression per dimension
-(:class:`~altarr.selection.items.DimSelection`); negative steps are read forwards and flipped
-afterwards (a view, no copy). :func:`plan_region` gives, per dimension, the chunks touched with the
-slice to take from the chunk (positive step) and the slice to put into the forward work array: the form
-the native kernel consumes (``altarr.dataset.kernel.read_into``).
-
-Example:
-    >>> r = plan_region(normalize((slice(None, None, -2), 3), (10, 7)), (4, 3))
-    >>> r.shape, r.work_shape
-    ((5,), (5, 1))
-    >>> r.per_dim[0]
-    [(0, slice(1, 4, 2), slice(0, 2, None)), (1, slice(1, 4, 2), slice(2, 4, None)), (2, slice(1, 2, 2), slice(4, 5, None))]
+"""Region plans: a basic selection read or written by the block engine chunk by chunk as strided copies
+(negative steps read forwards and flipped), the form the native kernel consumes.
 """
 
 from __future__ import annotations

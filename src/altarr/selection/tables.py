@@ -1,21 +1,7 @@
-"""Where a selection's elements lie in the chunk grid: per-dimension tables and point groups.
-
-The planner (:mod:`~altarr.selection.planners`) splits an array's dimensions into two kinds:
-
-* *orthogonal* dimensions (slices, integers of basic indexing, ``.oindex`` arrays): for each one a
-  :class:`DimTable` lists the touched chunk indices and, per chunk, the output positions and in-chunk
-  offsets (slices whenever possible). Their touched chunks combine as a cartesian product.
-* *point* dimensions (NumPy advanced indexing, ``.vindex``, ``.flat``): the index arrays broadcast to a
-  shape ``B`` of ``P`` points; :class:`Points` groups them by the chunk that holds them (a sort of their
-  raveled chunk ids, no per-point Python objects).
-
-:func:`forward_pieces` is the one piece of chunk arithmetic every planner shares, the region plans of
-the engine (:mod:`~altarr.selection.regions`) included.
-
-Example:
-    >>> t = slice_table(0, DimSelection.of_slice(slice(2, 9), 10), 10, 4)
-    >>> t.chunk_ids.tolist(), t.out_sel, t.in_sel
-    ([0, 1, 2], [slice(0, 2, None), slice(2, 6, None), slice(6, 7, None)], [slice(2, 4, 1), slice(0, 4, 1), slice(0, 1, 1)])
+"""Where a selection's elements lie in the chunk grid: a :class:`DimTable` per orthogonal dimension
+(touched chunks, output positions and in-chunk offsets; combined as a cartesian product), :class:`Points`
+for advanced indices (grouped by the chunk that holds them), and :func:`forward_pieces`, the chunk
+arithmetic every planner shares.
 """
 
 from __future__ import annotations
