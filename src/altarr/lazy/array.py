@@ -53,13 +53,7 @@ class _IndexerProxy:
         self._planner = planner
 
     def __getitem__(self, key: Any) -> Any:
-        a = self._array
-        key = a._convert_key(key)
-        p = self._planner(key, a.shape, a.chunks)
-        a._count("extract_subset")
-        if (b := _batch.current()) is not None:  # [batch] inside `with altarr.batch()`: deferred
-            return b.add(a, p)
-        return a._execute(p)
+        return self._array._read(self._planner, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise ReadOnlyError("lazy arrays are read-only")
@@ -251,10 +245,13 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
     # --- NumPy protocols --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         """NumPy indexing (basic and advanced, exactly NumPy's semantics); returns NumPy data."""
-        key = self._convert_key(key)
-        p = plan_numpy(key, self._shape, self._chunks)
+        return self._read(plan_numpy, key)
+
+    def _read(self, planner: Callable[..., SelectionPlan], key: Any) -> Any:
+        """``key`` planned by ``planner`` and fetched (deferred inside ``with altarr.batch()``)."""
+        p = planner(self._convert_key(key), self._shape, self._chunks)
         self._count("extract_subset")
-        if (b := _batch.current()) is not None:  # [batch] inside `with altarr.batch()`: deferred
+        if (b := _batch.current()) is not None:
             return b.add(self, p)
         return self._execute(p)
 

@@ -90,7 +90,7 @@ class ChunkCache:
                 if key in self._entries:
                     self._versions[key] = version
 
-    def _remove(self, key: Key) -> None:
+    def _remove(self, key: Key, *, evicted: bool = False) -> None:
         entry = self._entries.pop(key, None)
         self._versions.pop(key, None)
         if entry is not None:
@@ -98,6 +98,7 @@ class ChunkCache:
             rec = self._owners[key[0]]
             rec[0] -= 1
             rec[1] -= entry[1]
+            rec[2] += evicted
 
     def owner_stats(self, owner: Hashable) -> dict[str, int]:
         """Entries, bytes and evictions of one owner."""
@@ -175,13 +176,7 @@ class ChunkCache:
         rec[1] += nbytes
 
     def _evict_one(self) -> None:
-        key, (_, nbytes) = self._entries.popitem(last=False)
-        self._versions.pop(key, None)
-        self._total -= nbytes
-        rec = self._owners[key[0]]
-        rec[0] -= 1
-        rec[1] -= nbytes
-        rec[2] += 1
+        self._remove(next(iter(self._entries)), evicted=True)
 
     def shrink(self, budget: int) -> None:
         """Evict least-recently-used entries until the cache holds at most ``budget`` bytes."""
@@ -197,16 +192,10 @@ class ChunkCache:
             self._drop(owner, forget=forget)
 
     def _drop(self, owner: Hashable, *, forget: bool) -> None:
-        doomed = [k for k in self._entries if k[0] == owner]
-        for key in doomed:
-            _, nbytes = self._entries.pop(key)
-            self._versions.pop(key, None)
-            self._total -= nbytes
-        rec = self._owners.get(owner)
-        if rec is not None:
-            rec[0] = rec[1] = 0
-            if forget:
-                del self._owners[owner]
+        for key in [k for k in self._entries if k[0] == owner]:
+            self._remove(key)
+        if forget:
+            self._owners.pop(owner, None)
 
     def reset_evictions(self, owner: Hashable) -> None:
         """Zero the eviction counter of ``owner``."""

@@ -17,7 +17,16 @@ from ..errors import CodecError, MetadataError
 from . import fetching
 from .functions import altarr
 
-__all__ = ["DatasetFetch", "CFDecoder", "open", "zarr_v2", "example_zarr", "cf_decoder", "DECODE_ATTEMPTS"]
+__all__ = [
+    "DatasetFetch",
+    "CFDecoder",
+    "open",
+    "read_filled",
+    "zarr_v2",
+    "example_zarr",
+    "cf_decoder",
+    "DECODE_ATTEMPTS",
+]
 
 _T = TypeVar("_T")
 
@@ -254,18 +263,21 @@ class DatasetFetch:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        raw = ds.read_chunks(chunks, versions=versions)
-        shape = np.asarray(ds.shape, dtype=np.int64)
-        csize = np.asarray(ds.chunks, dtype=np.int64)
-        fill = ds.fill_value if ds.fill_value is not None else 0
-        out = []
-        for coords, arr in zip(np.asarray(chunks, dtype=np.int64), raw, strict=True):
-            if arr is None:
-                start = coords * csize
-                ext = tuple(np.minimum(csize, shape - start).tolist())
-                arr = np.full(ext, fill, dtype=ds.dtype)
-            out.append(decoder(arr))
-        return out
+        return [decoder(a) for a in read_filled(ds, chunks, versions)]
+
+
+def read_filled(ds: Any, chunks: Any, versions: dict[str, Any] | None = None) -> list[np.ndarray]:
+    """``ds.read_chunks(chunks)`` with the chunks that are not stored filled with the fill value."""
+    fill = ds.fill_value if ds.fill_value is not None else 0
+    out = []
+    for coords, arr in zip(
+        np.asarray(chunks).tolist(), ds.read_chunks(chunks, versions=versions), strict=True
+    ):
+        if arr is None:
+            ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
+            arr = np.full(ext, fill, dtype=ds.dtype)
+        out.append(arr)
+    return out
 
 
 def _dims_of(ds: Any) -> tuple[str, ...] | None:
@@ -348,21 +360,8 @@ def example_zarr(
         attributes={"_ARRAY_DIMENSIONS": [f"dim_{d}" for d in range(len(shp))]},
         overwrite=True,
     )
-    strides = [int(np.prod(shp[d + 1 :], dtype=np.int64)) for d in range(len(shp))]
-    grid = [-(-s // c) for s, c in zip(shp, chk, strict=True)]
-    coords = (
-        np.stack(np.unravel_index(np.arange(int(np.prod(grid))), grid), axis=1) if shp else np.zeros((1, 0))
-    )
-    batch = 64
-    for b0 in range(0, len(coords), batch):
-        rows = coords[b0 : b0 + batch].tolist()
-        arrays = []
-        for row in rows:
-            value = np.zeros((), dtype=np.float64)
-            for d, i in enumerate(row):
-                lo, hi = i * chk[d], min((i + 1) * chk[d], shp[d])
-                axis = np.arange(lo, hi, dtype=np.float64) * strides[d]
-                value = value[..., None] + axis
-            arrays.append(value)
-        ds.write_chunks(rows, arrays)
+    row = int(np.prod(shp[1:], dtype=np.int64))
+    for r0 in range(0, shp[0] if shp else 0, chk[0] if shp else 1):  # a 0-d array holds the fill value 0
+        r1 = min(r0 + chk[0], shp[0])
+        ds[r0:r1] = np.arange(r0 * row, r1 * row, dtype=np.float64).reshape((r1 - r0, *shp[1:]))
     return path

@@ -151,16 +151,9 @@ class _DatasetFetch:
         self.ds = ds
 
     def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
-        ds = self.ds
-        out = []
-        for coords, arr in zip(
-            chunks.tolist(), ds.read_chunks([tuple(c) for c in chunks.tolist()]), strict=True
-        ):
-            if arr is None:
-                ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
-                arr = np.full(ext, ds.fill_value if ds.fill_value is not None else 0, ds.dtype)
-            out.append(arr)
-        return out
+        from ..lazy.sources import read_filled
+
+        return read_filled(self.ds, chunks)
 
 
 def _join(location: str, path: str) -> str:
