@@ -86,11 +86,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
 
 
 def power(base: Any, exponent: Any) -> Any:
-    """``base ** exponent`` (``LazyArray.__pow__``) as ``ndarray.__pow__`` computes it: NumPy takes a
-    unary ufunc for three exponents given as exact Python numbers, ``2`` (``np.square``, any dtype: a
-    boolean array squares to int8), ``-1`` (``np.reciprocal``) and ``0.5`` (``np.sqrt``), the last two for
-    inexact arrays only; everything else is ``np.power``. The results differ (dtypes, and complex values
-    at infinities: ``(inf+0j) ** -1`` is ``0-0j``, ``np.power`` gives ``nan+nanj``).
+    """``base ** exponent`` as ``ndarray.__pow__`` computes it, with NumPy's fast paths for the Python
+    numbers ``2``, ``-1`` and ``0.5`` (docs/lazy-arrays.md, "Lazy elementwise computation").
 
     >>> import numpy as np, altarr as aa
     >>> x = aa.altarr(2, 1, lambda c: [np.array([True]) for _ in c], dtype=bool)
