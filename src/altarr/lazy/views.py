@@ -207,8 +207,7 @@ def concatenate(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
     offsets = np.cumsum([0] + [a.shape[axis] // c for a in arrays[:-1]]).tolist()
     shape = list(ref.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
-    out = _new(ref, tuple(shape), ref.chunks, dtype, JoinSource(arrays, axis, False, offsets))
-    return out
+    return _new(ref, tuple(shape), ref.chunks, dtype, JoinSource(arrays, axis, False, offsets))
 
 
 def stack(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:

@@ -95,7 +95,7 @@ class _Layout:
 
 # --- the four indexing forms ---------------------------------------------------------------------------
 def plan(selection: Selection, chunks: Sequence[int], *, keep_dims: bool = False) -> SelectionPlan:
-    """SelectionPlan a normalized selection over chunks of ``chunks`` elements (``keep_dims``: ``oindex`` integers
+    """Plan a normalized selection over chunks of ``chunks`` elements (``keep_dims``: ``oindex`` integers
     keep their dimension, as :func:`altarr.extract` with ``drop=False`` asks).
 
     >>> plan(normalize([0, 5], (8,)), (2,)).coords.tolist()
@@ -196,28 +196,25 @@ def _plan_flat(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
 
 
 def plan_numpy(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """SelectionPlan ``x[key]`` with exactly NumPy's semantics."""
+    """Plan ``x[key]`` with exactly NumPy's semantics."""
     return plan(normalize(key, shape, "numpy"), chunks)
 
 
 def plan_outer(
     key: Any, shape: tuple[int, ...], chunks: tuple[int, ...], *, keep_dims: bool = False
 ) -> SelectionPlan:
-    """SelectionPlan ``x.oindex[key]``: one subscript per dimension, combined as a cartesian product.
-
-    Integers drop their dimension (unless ``keep_dims``), integer arrays of any shape put their shape in
-    place, 1-D boolean arrays select positions.
-    """
+    """Plan ``x.oindex[key]``: one subscript per dimension, combined as a cartesian product (integers drop
+    their dimension unless ``keep_dims``)."""
     return plan(normalize(key, shape, "outer"), chunks, keep_dims=keep_dims)
 
 
 def plan_vector(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """SelectionPlan ``x.vindex[key]``: index arrays broadcast together, their dimensions first, slices after."""
+    """Plan ``x.vindex[key]``: index arrays broadcast together, their dimensions first, slices after."""
     return plan(normalize(key, shape, "vector"), chunks)
 
 
 def plan_flat(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """SelectionPlan ``x.flat[key]``: a C-order linear index (int, slice, integer or boolean array)."""
+    """Plan ``x.flat[key]``: a C-order linear index (int, slice, integer or boolean array)."""
     return plan(normalize(key, shape, "flat"), chunks)
 
 
