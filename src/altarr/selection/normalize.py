@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -88,32 +88,16 @@ def is_basic_selection(selection: Any) -> bool:
 
 
 # --- dimensions per item, ellipsis -----------------------------------------------------------------------
-def _numpy_dims(kind: str, val: Any) -> int:
-    if kind in ("slice", "int", "intarr"):
-        return 1
-    if kind == "boolarr":
-        ndim: int = val.ndim
-        return ndim
-    return 0
-
-
-def _outer_dims(kind: str, val: Any) -> int:
+def _item_dims(form: str, kind: str, val: Any) -> int:
+    """How many array dimensions an item of ``kind`` indexes in ``form``."""
     if kind in ("none", "bool0"):
-        raise SelectionError("orthogonal and vectorized indexing do not accept None or a 0-d boolean")
-    return 1
-
-
-def _vector_dims(kind: str, val: Any) -> int:
-    if kind in ("none", "bool0"):
-        raise SelectionError("vectorized indexing does not accept None or a 0-d boolean")
-    return val.ndim if kind == "boolarr" else 1
-
-
-_DIMS: dict[str, Callable[[str, Any], int]] = {
-    "numpy": _numpy_dims,
-    "outer": _outer_dims,
-    "vector": _vector_dims,
-}
+        if form == "outer":
+            raise SelectionError("orthogonal and vectorized indexing do not accept None or a 0-d boolean")
+        if form == "vector":
+            raise SelectionError("vectorized indexing does not accept None or a 0-d boolean")
+        return 0
+    ndim: int = val.ndim if kind == "boolarr" and form != "outer" else 1
+    return ndim
 
 
 def _as_tuple(key: Any) -> tuple[Any, ...]:
@@ -121,14 +105,14 @@ def _as_tuple(key: Any) -> tuple[Any, ...]:
 
 
 def _expand(
-    classified: list[tuple[str, Any]], ndim: int, per_item_dims: Callable[[str, Any], int]
+    classified: list[tuple[str, Any]], ndim: int, form: str
 ) -> tuple[list[tuple[str, Any, range, int]], bool]:
     """``(kind, value, dims, item number)`` per item, the ellipsis expanded and trailing dimensions given
     implicit slices; and whether there was an ellipsis."""
     n_ell = sum(1 for k, _ in classified if k == "ellipsis")
     if n_ell > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
-    consumed = sum(per_item_dims(k, v) for k, v in classified if k != "ellipsis")
+    consumed = sum(_item_dims(form, k, v) for k, v in classified if k != "ellipsis")
     if consumed > ndim:
         raise SelectionError(
             f"too many indices for array: array is {ndim}-dimensional, but {consumed} were indexed"
@@ -141,7 +125,7 @@ def _expand(
                 entries.append(("slice", slice(None), range(d, d + 1), item_no))
                 d += 1
             continue
-        k = per_item_dims(kind, val)
+        k = _item_dims(form, kind, val)
         entries.append((kind, val, range(d, d + k), item_no))
         d += k
     while d < ndim:
@@ -167,13 +151,11 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
         fast = _normalize_simple(key, shape, resolve)
         if fast is not None:
             return fast
-    try:
-        per_item_dims = _DIMS[form]
-    except KeyError:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}") from None
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     raw = _as_tuple(key)
     classified = [_classify(k) for k in raw]
-    entries, had_ellipsis = _expand(classified, len(shape), per_item_dims)
+    entries, had_ellipsis = _expand(classified, len(shape), form)
     items: list[Item] = []
     for kind, val, ds, item_no in entries:
         src = raw[item_no] if item_no < len(raw) else slice(None)
