@@ -138,7 +138,7 @@ def _implements(*funcs: Any, kind: str = "streamed") -> Callable[[Callable[..., 
 
 
 # --- reductions ----------------------------------------------------------------------------------------
-def _delegate(func: Any, run: Callable[..., Any]) -> None:
+def _delegate(func: Any, run: Callable[..., Any], kind: str = "streamed") -> None:
     """Handle NumPy's ``func`` by ``run(a, **given)``: the arguments bound by name as NumPy's signature
     binds them (those not given left out); ``NotImplemented`` when ``a`` is not lazy."""
     signature = inspect.signature(func)
@@ -148,7 +148,7 @@ def _delegate(func: Any, run: Callable[..., Any]) -> None:
         a = given.pop("a")
         return run(a, **given) if is_lazy(a) else NotImplemented
 
-    _implements(func)(impl)
+    _implements(func, kind=kind)(impl)
 
 
 def _method(name: str) -> Callable[..., Any]:
@@ -220,14 +220,8 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     return _or_ni(make_elementwise(np.nan_to_num, (x,), kw))
 
 
-@_implements(np.real, kind="lazy")
-def _real(val: Any) -> Any:
-    return _or_ni(make_elementwise(np.real, (val,), {}))
-
-
-@_implements(np.imag, kind="lazy")
-def _imag(val: Any) -> Any:
-    return _or_ni(make_elementwise(np.imag, (val,), {}))
+for _part in (np.real, np.imag):
+    _implements(_part, kind="lazy")(lambda val, _part=_part: _or_ni(make_elementwise(_part, (val,), {})))
 
 
 @_implements(np.isclose, kind="lazy")
@@ -265,11 +259,6 @@ def _transpose(a: Any, axes: Any = None) -> Any:
     return a.transpose(axes) if is_lazy(a) else NotImplemented
 
 
-@_implements(np.swapaxes, kind="lazy")
-def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
-    return a.swapaxes(axis1, axis2) if is_lazy(a) else NotImplemented
-
-
 @_implements(np.moveaxis, kind="lazy")
 def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
     if not is_lazy(a):
@@ -295,9 +284,8 @@ def _reshape(
     return a.reshape(newshape if shape is None else shape, order=order)
 
 
-@_implements(np.ravel, kind="lazy")
-def _ravel(a: Any, order: Literal["C", "F", "A", "K"] = "C") -> Any:
-    return a.ravel(order) if is_lazy(a) else NotImplemented
+for _name in ("swapaxes", "ravel"):
+    _delegate(getattr(np, _name), _method(_name), kind="lazy")
 
 
 def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:
