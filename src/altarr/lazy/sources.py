@@ -24,7 +24,6 @@ __all__ = [
     "read_filled",
     "zarr_v2",
     "example_zarr",
-    "cf_decoder",
     "DECODE_ATTEMPTS",
 ]
 
@@ -135,11 +134,6 @@ class CFDecoder:
         return out
 
 
-def cf_decoder(raw_dtype: Any, attrs: dict[str, Any]) -> CFDecoder:
-    """The CF decoder for a variable of ``raw_dtype`` with attributes ``attrs``."""
-    return CFDecoder(np.dtype(raw_dtype), dict(attrs))
-
-
 def _normalize_location(path_or_url: Any) -> Any:
     if isinstance(path_or_url, os.PathLike):
         path_or_url = os.fspath(path_or_url)
@@ -190,7 +184,7 @@ class DatasetFetch:
             with self._lock:
                 if self._ds is None:
                     ds = open_dataset(self.path_or_url, mode="r", **self.storage_options)
-                    self._decoder = cf_decoder(ds.dtype, ds.attrs.asdict() if self.unpack else {})
+                    self._decoder = CFDecoder(ds.dtype, ds.attrs.asdict() if self.unpack else {})
                     self._ds = ds
                 ds = self._ds
         return ds
