@@ -132,25 +132,15 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
         return finish(res, x, red, out, keepdims)
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
-        if mask is None:
-            return (fn(chunk, axis=red),)
-        return (fn(chunk, axis=red, where=mask),)
+        return (fn(chunk, axis=red) if mask is None else fn(chunk, axis=red, where=mask),)
 
-    if which == "any":
+    merge = np.logical_or if which == "any" else np.logical_and
 
-        def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
-            return (np.logical_or(a[0], b[0]),)
+    def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (merge(a[0], b[0]),)
 
-        def early(acc: list[np.ndarray]) -> bool:
-            return bool(acc[0].all())
-
-    else:
-
-        def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
-            return (np.logical_and(a[0], b[0]),)
-
-        def early(acc: list[np.ndarray]) -> bool:
-            return not bool(acc[0].any())
+    def early(acc: list[np.ndarray]) -> bool:  # any: every element True; all: none True
+        return bool(acc[0].all()) if which == "any" else not bool(acc[0].any())
 
     (acc,) = stream(x, red, partial, combine, early, where=where)
     return finish(acc, x, red, out, keepdims)
