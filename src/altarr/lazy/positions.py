@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from .streaming import chunk_batches, empty_case
+from .streaming import chunk_batches, empty_case, finish
 
 __all__ = ["arg_reduce", "nonzero"]
 
@@ -67,13 +67,7 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
                 seen.add(key)
             acc_v[region] = v
             acc_i[region] = i
-    res = np.asarray(acc_i)
-    if keepdims:
-        res = res.reshape(tuple(1 if d in red else x.shape[d] for d in range(x.ndim)))
-    if out is not None:
-        out[...] = res
-        return out
-    return res[()] if res.ndim == 0 else res
+    return finish(acc_i, x, red, out, keepdims)
 
 
 def nonzero(x: Any) -> tuple[np.ndarray, ...]:
