@@ -60,16 +60,8 @@ class AltarrError(Exception):
         super().__init__(self._format())
 
     def _context(self) -> dict[str, Any]:
-        ctx: dict[str, Any] = {}
-        if self.key is not None:
-            ctx["key"] = self.key
-        if self.chunk is not None:
-            ctx["chunk"] = self.chunk
-        if self.byte_range is not None:
-            ctx["byte_range"] = self.byte_range
-        if self.codec is not None:
-            ctx["codec"] = self.codec
-        return ctx
+        ctx = {"key": self.key, "chunk": self.chunk, "byte_range": self.byte_range, "codec": self.codec}
+        return {name: value for name, value in ctx.items() if value is not None}
 
     def _format(self) -> str:
         ctx = self._context()

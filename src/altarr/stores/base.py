@@ -33,7 +33,6 @@ __all__ = [
     "ReadRequest",
     "Fetched",
     "OpensReaders",
-    "VersionedReads",
     "normalize_key",
     "DEFAULT_COALESCE_GAP",
 ]
@@ -307,12 +306,6 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class VersionedReads:
-    """Mixin: :meth:`Store.get_ranges_versioned` reports each object's version."""
-
-    reports_versions: bool = True
 
 
 class ObjectReader(ABC):

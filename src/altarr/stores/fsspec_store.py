@@ -204,14 +204,15 @@ class FsspecStore(Store):
         got: list[Any] = sync(self.fs.loop, runner)
         return got
 
-    def _info_call(self, path: str) -> tuple[Callable[..., Any], tuple]:
-        return (self.fs._info if self.fs.async_impl else self.fs.info), (path,)
+    def _call(self, name: str, *args: Any) -> tuple[Callable[..., Any], tuple]:
+        """``(method, args)`` for :meth:`_gather`: the file system's ``_name`` where it is async."""
+        return getattr(self.fs, f"_{name}" if self.fs.async_impl else name), args
 
     def _infos(self, paths: Sequence[str]) -> list[Any]:
         self.stats.add(rounds=1)
         for p in paths:
             self.fs.invalidate_cache(p)
-        return self._gather([self._info_call(p) for p in paths])
+        return self._gather([self._call("info", p) for p in paths])
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
@@ -332,9 +333,6 @@ class FsspecStore(Store):
         return size, size
 
     # --- writes ---------------------------------------------------------------------------------------
-    def _pipe_call(self, path: str, data: bytes) -> tuple[Callable[..., Any], tuple]:
-        return (self.fs._pipe_file if self.fs.async_impl else self.fs.pipe_file), (path, data)
-
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self.set_many([(key, value)])
 
@@ -348,7 +346,9 @@ class FsspecStore(Store):
             return
         keys = [self._check_key_for_write(k, "write") for k, _ in items]
         data = [as_bytes(v) for _, v in items]
-        out = self._gather([self._pipe_call(self._path(k), d) for k, d in zip(keys, data, strict=True)])
+        out = self._gather(
+            [self._call("pipe_file", self._path(k), d) for k, d in zip(keys, data, strict=True)]
+        )
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
         self.stats.add(writes=len(ok), bytes_written=sum(len(data[i]) for i in ok))
         for k, r in zip(keys, out, strict=True):
@@ -395,8 +395,7 @@ class FsspecStore(Store):
             self.stats.add(size_queries=len(keys))
             existed = [self._size_from_info(info, k) is not None for k, info in zip(keys, infos, strict=True)]
         todo = [i for i in range(len(keys)) if existed[i]]
-        rm = self.fs._rm_file if self.fs.async_impl else self.fs.rm_file
-        out = self._gather([(rm, (paths[i],)) for i in todo])
+        out = self._gather([self._call("rm_file", paths[i]) for i in todo])
         self.stats.add(deletes=len(todo))
         for i, r in zip(todo, out, strict=True):
             if isinstance(r, FileNotFoundError):
@@ -423,45 +422,31 @@ class FsspecStore(Store):
         return len(keys)
 
     # --- listing --------------------------------------------------------------------------------------
-    def list(self, prefix: str = "") -> Iterator[str]:
+    def _listing(self, prefix: str, call: Callable[[str], Any]) -> tuple[str, Any]:
+        """``call`` on the folder ``prefix``'s path, its listing cache dropped (``[]``: missing)."""
         prefix = normalize_key(prefix)
         base = self._path(prefix)
         self.stats.add(lists=1)
         self.fs.invalidate_cache(base)
         try:
-            paths = self.fs.find(base)
-        except FileNotFoundError:
-            paths = []
+            return prefix, call(base)
+        except (FileNotFoundError, NotADirectoryError):
+            return prefix, []
         except Exception as e:
             raise client_failure("listing", prefix or None, e) from e
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        if self._local is not None:  # skips temporary and lock files
+            return self._local.list(prefix)
+        prefix, paths = self._listing(prefix, self.fs.find)
         pre = prefix + "/" if prefix else ""
-        keys = []
-        for p in paths:
-            k = self._key(p)
-            if k and k.startswith(pre) and k != prefix and not self._is_temporary(k):
-                keys.append(k)
+        keys = [k for k in map(self._key, paths) if k and k.startswith(pre) and k != prefix]
         return iter(sorted(keys))
 
-    def _is_temporary(self, key: str) -> bool:
-        if self._local is None:
-            return False
-        from .filelock import LOCK_SUFFIX
-        from .local_files import TEMP_SUFFIX
-
-        name = key.rpartition("/")[2]
-        return name.startswith(".") and name.endswith((TEMP_SUFFIX, LOCK_SUFFIX))
-
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
-        prefix = normalize_key(prefix)
-        base = self._path(prefix)
-        self.stats.add(lists=1)
-        self.fs.invalidate_cache(base)
-        try:
-            entries = self.fs.ls(base, detail=True)
-        except (FileNotFoundError, NotADirectoryError):
-            return [], []
-        except Exception as e:
-            raise client_failure("listing", prefix or None, e) from e
+        if self._local is not None:
+            return self._local.list_dir(prefix)
+        prefix, entries = self._listing(prefix, lambda base: self.fs.ls(base, detail=True))
         pre = prefix + "/" if prefix else ""
         keys: list[str] = []
         dirs: list[str] = []
@@ -470,7 +455,7 @@ class FsspecStore(Store):
             if not k or not k.startswith(pre):
                 continue  # the folder itself, or a file named like it
             name = k[len(pre) :]
-            if not name or "/" in name or self._is_temporary(name):
+            if not name or "/" in name:
                 continue
             (dirs if entry.get("type") == "directory" else keys).append(name)
         return sorted(set(keys)), sorted(set(dirs))

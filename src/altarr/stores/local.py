@@ -32,7 +32,6 @@ from .base import (
     OpensReaders,
     ReadRequest,
     Store,
-    VersionedReads,
     normalize_key,
 )
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
@@ -54,7 +53,7 @@ from .ranges import ByteRequest
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
 
-class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
+class LocalStore(OpensReaders, RootedPaths, Store):
     """Files under ``root`` (created on the first write). ``max_workers``: a batch's threads (default:
     altarr's pool size); ``durable``: fsync each written file and its folder before returning. The
     :meth:`stat` version token is ``"<mtime_ns>:<inode>"`` (every write makes a new inode).
@@ -66,6 +65,7 @@ class LocalStore(VersionedReads, OpensReaders, RootedPaths, Store):
     """
 
     cheap_stat = True
+    reports_versions = True
     reports_sizes = True
 
     def __init__(

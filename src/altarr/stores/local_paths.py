@@ -25,15 +25,12 @@ __all__ = ["PRUNED_RETRIES", "RootedPaths"]
 
 T = TypeVar("T")
 
-#: How many times a write or a lock makes its folder again when a concurrent delete prunes it (empty
-#: folders go with their last object) between its creation and its use. Each retry is a few system calls;
-#: a writer that loses this many races in a row has met a deleter in a tight loop, and says so.
+#: How many times a write or a lock makes its folder again when a concurrent delete prunes it first
 PRUNED_RETRIES = 64
 
 
 class RootedPaths:
-    """Mixin of :class:`~altarr.stores.LocalStore`: keys as paths under ``root``, each checked to stay
-    inside it where it is opened (see the module docstring)."""
+    """Mixin of :class:`~altarr.stores.LocalStore`: keys as paths under ``root``, checked where opened."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, VersionedReads, normalize_key
+from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 
 __all__ = ["MemoryStore"]
@@ -35,11 +35,8 @@ class _Shared:
         self.counter = itertools.count(1)
 
 
-class MemoryStore(VersionedReads, Store):
-    """Objects kept as immutable ``bytes`` in a dict. Reads see a consistent object per key.
-
-    ``coalesce_gap``/``max_coalesced_size`` tune request merging (see :func:`~altarr.stores.coalesce.plan_reads`), so request
-    counts match the other stores. The version token of :meth:`stat` is a store-wide write counter.
+class MemoryStore(Store):
+    """Objects kept as immutable ``bytes`` in a dict; the :meth:`stat` version is a write counter.
 
     >>> s = MemoryStore()
     >>> s.set("x", b"abc"); s.stat("x")
@@ -75,15 +72,13 @@ class MemoryStore(VersionedReads, Store):
             state = (dict(sh.data), dict(sh.versions), next(sh.counter))
         return (_rebuild, (state, self.read_only, self.coalesce_gap, self.max_coalesced_size))
 
-    #: ``stat`` is a dict lookup.
     cheap_stat = True
-    #: A versioned read reports each object's size (the length of the value it sliced).
+    reports_versions = True
     reports_sizes = True
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """Zero-copy slices of the stored objects, and with ``versioned`` the write counter and the size
-        of each."""
+        """Zero-copy slices of the stored objects (with ``versioned``: write counter and size)."""
         sh = self._shared
         objects: dict[str, tuple[bytes | None, int | None]] = {}
         results: list[memoryview | None] = []
