@@ -71,9 +71,6 @@ class ArrayBytesCodec(Codec):
 
     #: True when edge chunks are stored truncated to the array edge (N5) rather than padded (Zarr).
     truncates_edges: ClassVar[bool] = False
-    #: True for a codec whose output holds chunks of its own (``sharding_indexed``): a chain ending in it
-    #: is sharded (:attr:`~altarr.codecs.chain.CodecChain.is_sharded` asks this, not the class).
-    is_sharding: ClassVar[bool] = False
 
     @abstractmethod
     def encode(self, array: np.ndarray) -> BytesLike: ...

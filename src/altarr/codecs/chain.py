@@ -160,12 +160,6 @@ class CodecChain:
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.codecs]
 
-    @property
-    def is_sharded(self) -> bool:
-        """True when the array->bytes codec is ``sharding_indexed`` (one that declares
-        :attr:`~altarr.codecs.base.ArrayBytesCodec.is_sharding`)."""
-        return self.array_bytes.is_sharding
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CodecChain) and self.codecs == other.codecs
 

@@ -7,8 +7,8 @@ Example:
     >>> from altarr.codecs import ShardingCodec
     >>> sc = ShardingCodec(chunk_shape=(2, 2))
     >>> cps = sc.chunks_per_shard((4, 4))
-    >>> cps, sc.index_nbytes(cps), sc.index_range(cps)
-    ((2, 2), 68, (-68, None))
+    >>> cps, sc.index_nbytes(cps)
+    ((2, 2), 68)
     >>> shard = sc.assemble([b"abcd", None, None, b"wxyz"], cps)
     >>> [None if v is None else bytes(v) for v in sc.split(shard, cps)]
     [b'abcd', None, None, b'wxyz']
@@ -75,7 +75,6 @@ class ShardingCodec(ArrayBytesCodec):
     """
 
     name: ClassVar[str] = "sharding_indexed"
-    is_sharding: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -197,12 +196,6 @@ class ShardingCodec(ArrayBytesCodec):
             self._index_nbytes_cache[key] = n
         return n
 
-    def index_range(self, cps: Sequence[int]) -> tuple[int | None, int | None]:
-        """The index's byte range as a store range request: ``(0, n)`` at the start, ``(-n, None)`` (a
-        suffix) at the end."""
-        n = self.index_nbytes(cps)
-        return (0, n) if self._start else (-n, None)
-
     def decode_index(
         self,
         data: BytesLike,
@@ -226,25 +219,16 @@ class ShardingCodec(ArrayBytesCodec):
         object_size: int | None = None,
         max_nbytes: int | None = None,
     ) -> np.ndarray | memoryview:
-        """:meth:`decode_index` without making a small index an array: a writable C-contiguous buffer of
-        native ``uint64`` words, the ``(offset, nbytes)`` pairs in C order of the inner grid (a flat
-        ``memoryview`` of format ``Q``, or the array :meth:`decode_index` gives). The engine's read path
-        keeps and looks up this (:func:`altarr.dataset.shard_read._entries`), so that the round between
-        an index's answer and the chunks' requests makes no NumPy call at all.
+        """:meth:`decode_index` as a writable C-contiguous buffer of native ``uint64`` words (the
+        ``(offset, nbytes)`` pairs in C order; a flat ``memoryview`` for a small index, so the read path
+        makes no NumPy call between an index's answer and the chunks' requests).
 
         Every entry is checked before anything is read or allocated from it, else ``CorruptShardError``
-        naming the inner chunk and the byte range: an entry with exactly one word ``2**64-1`` is neither
-        empty nor a range (reported first, wherever it is); a range must lie in the data region (after a
-        start index; with ``object_size`` inside the object and, for an end index, before the index;
-        without it, below ``2**63``); and with ``max_nbytes`` (the largest encoded size an inner chunk can
-        have) no entry may be longer.
-
-        An index of at most :data:`SCALAR_INDEX_ENTRIES` entries in the usual encoding (``bytes`` little
-        endian, then only ``crc32c``) is checked entry by entry on Python integers; larger or other ones
-        with NumPy's vector operations. Both give the same result and the same first error. Why two:
-        an index arrives right after a wait for the store, when each of the dozen NumPy calls of the
-        vector check is slow while NumPy's code comes back into the CPU's caches (benchmarks/README.md,
-        "Numbers moved out of the code").
+        naming the inner chunk and the byte range: exactly one word ``2**64-1`` is neither empty nor a
+        range (reported first); a range lies in the data region (inside ``object_size`` and before an end
+        index when given, else below ``2**63``) and is at most ``max_nbytes`` long. Indexes of at most
+        :data:`SCALAR_INDEX_ENTRIES` entries in the usual encoding are checked on Python integers, others
+        with NumPy: same results, same first error.
         """
         cps = tuple(int(c) for c in cps)
         n = self.index_nbytes(cps)
