@@ -20,7 +20,7 @@ from altarr.errors import (
     UnknownCodecError,
     UnsupportedError,
 )
-from altarr.formats import detect_format, get_format
+from altarr.formats import detect_format, get_format, open_node
 from altarr.formats.n5 import parse_n5_attributes
 from altarr.stores import MemoryStore
 
@@ -201,7 +201,7 @@ def test_bad_metadata_names_the_key(doc, error, match):
     store.set("attributes.json", b'{"n5":"4.0.0"}')
     store.set("a/ds/attributes.json", json.dumps(doc).encode())
     with pytest.raises(error, match=match) as ei:
-        N5.open_array(store, "a/ds")
+        open_node(store, "a/ds", format="n5")
     assert ei.value.key == "a/ds/attributes.json"
 
 
@@ -209,16 +209,16 @@ def test_malformed_json_names_the_key():
     store = MemoryStore()
     store.set("ds/attributes.json", b'{"dataType": "uint8", ')
     with pytest.raises(MetadataError, match="malformed JSON") as ei:
-        N5.open_array(store, "ds")
+        open_node(store, "ds", format="n5")
     assert ei.value.key == "ds/attributes.json"
     store.set("ds/attributes.json", b"[1, 2]")
     with pytest.raises(MetadataError, match="JSON object"):
-        N5.open_array(store, "ds")
+        open_node(store, "ds", format="n5")
 
 
 def test_missing_dataset_names_the_key():
     with pytest.raises(MetadataError, match="attributes.json is missing") as ei:
-        N5.open_array(MemoryStore(), "nothing/here")
+        N5.resize_array(MemoryStore(), "nothing/here", (1,))  # resizing an array deleted meanwhile
     assert ei.value.key == "nothing/here/attributes.json"
 
 
@@ -240,7 +240,7 @@ def test_create_unsharded_writes_java_layout_and_root_version():
     )
     assert _doc(store, "attributes.json") == {"n5": "4.0.0"}
     assert spec.shape == (5, 7) and spec.attributes == {"unit": "nm"}
-    assert N5.open_array(store, "g/ds").codecs == spec.codecs
+    assert open_node(store, "g/ds", format="n5").spec.codecs == spec.codecs
 
 
 @pytest.mark.parametrize(
@@ -298,7 +298,7 @@ def test_create_sharded_writes_java_codecs_and_outer_block_size():
     assert "compression" not in doc  # legacy readers must not mistake shards for blocks
     assert spec.outer_chunks == (8, 4)
     assert spec.codecs.array_bytes.chunk_shape == (2, 1)
-    assert N5.open_array(store, "ds").codecs == spec.codecs
+    assert open_node(store, "ds", format="n5").spec.codecs == spec.codecs
     # Java's index options and its legacy compression key
     N5.create_array(
         store,
@@ -319,7 +319,7 @@ def test_create_sharded_writes_java_codecs_and_outer_block_size():
         b'[{"name":"raw-bytes","configuration":{"endian":"little"}}],"index_location":"start",'
         b'"codecs":[{"name":"n5bytes"}]}}]}'
     )
-    sc = N5.open_array(store, "java").codecs.array_bytes
+    sc = open_node(store, "java", format="n5").spec.codecs.array_bytes
     assert sc.index_location == "start" and sc.index_codecs.codecs == (BytesCodec("little"),)
 
 
@@ -446,8 +446,9 @@ def test_groups_and_root_version():
     assert _doc(store, "attributes.json") == {"n5": "4.0.0", "title": "u"}
     N5.create_group(store, "a/b", {"k": 1})
     assert _doc(store, "a/b/attributes.json") == {"k": 1}
-    assert N5.node_kind(store, "a/b") == "group" and N5.node_kind(store, "") == "group"
-    assert N5.node_kind(store, "a/c") is None
+    assert open_node(store, "a/b", parse=False).kind == open_node(store, "", parse=False).kind == "group"
+    with pytest.raises(NodeNotFoundError):
+        open_node(store, "a/c", parse=False)
     with pytest.raises(MetadataError, match="reserved"):
         N5.create_group(store, "", {"n5": "9"})
 
@@ -472,7 +473,7 @@ def test_old_versions_are_read():
             "raw/attributes.json",
             b'{"dataType":"uint8","compressionType":"raw","blockSize":[5,4],"dimensions":[7,5]}',
         )
-        assert N5.open_array(store, "raw").shape == (5, 7)
+        assert open_node(store, "raw", format="n5").spec.shape == (5, 7)
 
 
 def test_default_value_is_the_fill_value():
@@ -539,7 +540,7 @@ def test_bad_metadata_exact_message_and_key(changes, error, message):
     store.set("attributes.json", b'{"n5":"4.0.0"}')
     store.set("g/a/attributes.json", json.dumps(doc).encode())
     for read in (
-        lambda: N5.open_array(store, "g/a"),
+        lambda: open_node(store, "g/a", format="n5").spec,
         lambda: parse_n5_attributes(doc, key="g/a/attributes.json"),
     ):
         with pytest.raises(error) as ei:
@@ -573,9 +574,8 @@ def test_bad_container_version_exact_message_names_the_root(version, error, mess
     store.set("g/a/attributes.json", json.dumps(_BASE).encode())
     store.set("g/attributes.json", b"{}")
     for op in (
-        lambda: N5.open_array(store, "g/a"),
-        lambda: N5.node_kind(store, "g"),
-        lambda: N5.node_kind(store, "g/a"),
+        lambda: open_node(store, "g/a", format="n5").spec,
+        lambda: open_node(store, "g", parse=False),
         lambda: detect_format(store, "g/a"),
     ):
         with pytest.raises(error) as ei:
@@ -586,7 +586,7 @@ def test_bad_container_version_exact_message_names_the_root(version, error, mess
 
 def test_missing_dataset_exact_message():
     with pytest.raises(MetadataError) as ei:
-        N5.open_array(MemoryStore(), "g/a")
+        N5.resize_array(MemoryStore(), "g/a", (1,))
     assert str(ei.value) == "no N5 dataset here (attributes.json is missing) [key='g/a/attributes.json']"
 
 
@@ -604,14 +604,14 @@ def test_n5_version_is_a_user_attribute_below_the_root_only():
     store = MemoryStore()
     store.set("attributes.json", json.dumps({**_BASE, "n5": "4.0.0", "x": 1}).encode())
     store.set("g/attributes.json", json.dumps(doc).encode())
-    assert N5.open_array(store, "").attributes == {"x": 1}
-    assert N5.open_array(store, "g").attributes == {"n5": "note", "x": 1}
+    assert open_node(store, "", format="n5").spec.attributes == {"x": 1}
+    assert open_node(store, "g", format="n5").spec.attributes == {"n5": "note", "x": 1}
 
 
 def test_spec_keeps_the_document_it_was_read_from():
     store = MemoryStore()
     store.set("g/attributes.json", json.dumps({**_BASE, "x": 1}).encode())
-    spec = N5.open_array(store, "g")
+    spec = open_node(store, "g", format="n5").spec
     assert spec.metadata == {"attributes.json": {**_BASE, "x": 1}}
     assert spec.dimension_names is None
 
@@ -786,10 +786,11 @@ def test_the_root_version_is_added_as_compact_json():
 def test_the_root_metadata_is_fetched_once():
     store = CountingStore()
     store.set("attributes.json", b'{"n5":"4.0.0"}')
-    assert N5.node_kind(store, "") == "group"
+    assert open_node(store, "", parse=False, format="n5").kind == "group"
     assert store.batches == [["attributes.json"]]
     store.batches.clear()
-    assert N5.node_kind(store, "g") is None
+    with pytest.raises(NodeNotFoundError):
+        open_node(store, "g", parse=False, format="n5")
     assert store.batches == [["g/attributes.json", "attributes.json"]]
 
 
@@ -812,7 +813,7 @@ def test_a_group_with_a_data_type_is_a_group_as_bigdataviewer_writes_its_setups(
         N5.write_attributes(store, "ds", {"dataType": "int8"})
     store.set("bad/attributes.json", b'{"dataType": "uint8", "blockSize": [2]}')
     with pytest.raises(MetadataError, match="dimensions"):
-        N5.open_array(store, "bad")
+        open_node(store, "bad", format="n5")
 
 
 def test_create_group_writes_compact_json_and_names_the_key():

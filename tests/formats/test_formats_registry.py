@@ -77,16 +77,6 @@ class ToyFormat(Format):
         data = store.get(join_key(prefix, HEADER))
         return None if data is None else json.loads(bytes(data))
 
-    def node_kind(self, store: Any, prefix: str) -> str | None:
-        doc = self._doc(store, prefix)
-        return None if doc is None else doc["node"]
-
-    def open_array(self, store: Any, prefix: str) -> DatasetSpec:
-        doc = self._doc(store, prefix)
-        if doc is None or doc["node"] != "array":
-            raise MetadataError("no toy array here", key=join_key(prefix, HEADER))
-        return self._spec(doc, prefix)
-
     # --- writing -------------------------------------------------------------------------------------
     def _write_array(self, store: Any, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         if new.shards is not None:

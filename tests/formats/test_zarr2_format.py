@@ -14,7 +14,13 @@ import zarr
 
 import altarr as aa
 from altarr.codecs.zarr2 import Zarr2ChunkCodec
-from altarr.errors import CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
+from altarr.errors import (
+    CorruptChunkError,
+    MetadataError,
+    NodeNotFoundError,
+    UnknownCodecError,
+    UnsupportedError,
+)
 from altarr.formats import detect_format, get_format, open_node
 from altarr.formats.base import NewArray
 from altarr.formats.zarr2 import parse_zarray
@@ -153,7 +159,7 @@ def test_missing_fields_and_malformed_json():
     store = MemoryStore()
     store.set(KEY, b"{not json")
     with pytest.raises(MetadataError, match="malformed JSON") as ei:
-        Z2.open_array(store, "arr")
+        open_node(store, "arr", format="zarr2")
     assert ei.value.key == KEY
 
 
@@ -178,7 +184,7 @@ def test_create_array_documents():
     }
     assert json.loads(store.get("arr/.zattrs")) == {"k": 1, "_ARRAY_DIMENSIONS": ["y", "x"]}
     assert spec.dtype == np.dtype("uint16") and spec.chunk_key((1, 2)) == "1/2"
-    assert Z2.open_array(store, "arr").codecs == spec.codecs
+    assert open_node(store, "arr", format="zarr2").spec.codecs == spec.codecs
 
 
 @pytest.mark.parametrize(
@@ -219,7 +225,7 @@ def test_metadata_round_trip_every_type(dtype):
     dt = np.dtype(dtype)
     fill = {"b": True, "i": -3, "u": 3, "f": np.nan, "c": complex(2, -np.inf)}[dt.kind]
     created = Z2.create_array(store, "arr", shape=(5, 3), dtype=dtype, chunks=(2, 2), fill_value=fill)
-    opened = Z2.open_array(store, "arr")
+    opened = open_node(store, "arr", format="zarr2").spec
     assert opened.dtype == created.dtype == dt
     np.testing.assert_array_equal(opened.fill_value, np.asarray(fill, dt))
 
@@ -229,8 +235,10 @@ def test_groups_attributes_and_consolidation(tmp_path):
     Z2.create_group(store, "", {"title": "root"})
     Z2.create_group(store, "g")
     Z2.create_array(store, "g/a", shape=(4,), dtype="<i2", chunks=(2,), attributes={"u": 1})
-    assert Z2.node_kind(store, "g") == "group" and Z2.node_kind(store, "g/a") == "array"
-    assert Z2.node_kind(store, "x") is None
+    assert open_node(store, "g", parse=False).kind == "group"
+    assert open_node(store, "g/a", parse=False).kind == "array"
+    with pytest.raises(NodeNotFoundError):
+        open_node(store, "x", parse=False)
     assert Z2.read_attributes(store, "") == {"title": "root"} and Z2.read_attributes(store, "g") == {}
     Z2.write_attributes(store, "g", {"v": 2})
     assert Z2.read_attributes(store, "g") == {"v": 2}
@@ -268,7 +276,7 @@ def test_we_read_zarr_python_v2(tmp_path, dtype, order, compressor, filters, fil
     store = LocalStore(tmp_path)
     fmt, kind = detect_format(store, "arr")
     assert (fmt.name, kind) == ("zarr2", "array")
-    spec = fmt.open_array(store, "arr")
+    spec = open_node(store, "arr", format=fmt.name).spec
     for pos in [(0, 0), (2, 2)]:  # (2, 2) is an edge chunk, stored padded
         chunk = spec.codecs.decode(store.get("arr/" + spec.chunk_key(pos)), spec.outer_chunks, spec.dtype)
         assert chunk.shape == (2, 3) and chunk.dtype.isnative
@@ -325,7 +333,7 @@ def test_tensorstore_zarr_v2_both_ways(tmp_path):
 # --- exact errors, consolidated children, generic compressors ----------------------------------------------------
 def test_missing_or_bad_documents_exact_message_and_key():
     with pytest.raises(MetadataError) as ei:
-        Z2.open_array(MemoryStore(), "g/a")
+        Z2.resize_array(MemoryStore(), "g/a", (1,))  # resizing an array deleted meanwhile
     assert str(ei.value) == "no Zarr v2 array here (.zarray is missing) [key='g/a/.zarray']"
     store = MemoryStore()
     with pytest.raises(MetadataError) as ei:  # documents parsed already (consolidated metadata)
@@ -334,7 +342,7 @@ def test_missing_or_bad_documents_exact_message_and_key():
     store.set("g/a/.zattrs", b"{}")
     store.set("g/a/.zarray", json.dumps(zarray(order="K")).encode())
     with pytest.raises(MetadataError) as ei:
-        Z2.open_array(store, "g/a")
+        open_node(store, "g/a", format="zarr2")
     assert str(ei.value) == "field 'order' must be 'C' or 'F', got 'K' [key='g/a/.zarray']"
 
 
@@ -450,7 +458,7 @@ def test_bad_zarray_exact_message(changes, error, message):
     store = MemoryStore()
     store.set("arr/.zarray", json.dumps(zarray(**changes)).encode())
     with pytest.raises(error) as ei:
-        Z2.open_array(store, "arr")
+        open_node(store, "arr", format="zarr2")
     assert str(ei.value).startswith(f"{message} [key='{KEY}'")
 
 

@@ -17,7 +17,7 @@ import z5py
 from altarr.codecs.n5 import N5BlockCodec
 from altarr.codecs.n5_compressions import Lz4Compression
 from altarr.errors import CorruptChunkError, MetadataError
-from altarr.formats import detect_format, get_format
+from altarr.formats import detect_format, get_format, open_node
 from altarr.stores import LocalStore
 
 SHAPE = (9, 7)  # NumPy order; N5 dimensions [7, 9]
@@ -54,7 +54,7 @@ def read_with_altarr(root) -> np.ndarray:
     store = LocalStore(root)
     fmt, kind = detect_format(store, "ds")
     assert (fmt.name, kind) == ("n5", "array")
-    spec = fmt.open_array(store, "ds")
+    spec = open_node(store, "ds", format=fmt.name).spec
     assert spec.shape == SHAPE and spec.outer_chunks == CHUNKS
     out = np.zeros(spec.shape, dtype=spec.dtype)
     for pos in _grid():
@@ -179,7 +179,7 @@ def test_z5py_lz4_is_not_the_lz4_java_format(tmp_path):
     store = LocalStore(tmp_path / "z5.n5")
     # z5 even records {"type": "lz4", "blockSize": 6}, which is no valid lz4-java block size
     with pytest.raises(MetadataError, match="blockSize"):
-        N5.open_array(store, "ds")
+        open_node(store, "ds", format="n5")
     with pytest.raises(CorruptChunkError, match="lz4"):
         N5BlockCodec(Lz4Compression()).decode(store.get("ds/0/0"), CHUNKS, np.dtype("uint16"))
 
@@ -208,7 +208,7 @@ def test_z5py_root_version_and_attributes(tmp_path):
     assert detect_format(store, "")[1] == "group"
     N5.write_attributes(store, "ds", {"answer": 43, "unit": "nm"})
     assert dict(z5py.File(str(tmp_path), "r")["ds"].attrs) == {"answer": 43, "unit": "nm"}
-    assert N5.open_array(store, "ds").shape == (4, 4)
+    assert open_node(store, "ds", format="n5").spec.shape == (4, 4)
 
 
 def test_newer_major_version_is_refused(tmp_path):
@@ -220,4 +220,4 @@ def test_newer_major_version_is_refused(tmp_path):
     assert ei.value.key == "attributes.json"
     store.set("attributes.json", b'{"n5":"banana"}')
     with pytest.raises(MetadataError, match="malformed version"):
-        N5.open_array(store, "ds")
+        open_node(store, "ds", format="n5")

@@ -55,26 +55,11 @@ def check_versions(tokens: dict[str, Any], keys: list[str], versions: list[Any])
 
 
 class IndexCache:
-    """Decoded shard indexes kept across calls, each tied to the version of the object it came from.
-
-    How an entry is validated before use (the *staleness rule*; see ``docs/remote.md``):
-
-    * stores whose ``stat`` is cheap and whose ranged reads report versions (local files, memory): the
-      object's current version (``store.stat``: a file's mtime and inode, a memory store's write counter)
-      is checked to equal the one the index was read with, once per object per call;
-    * stores whose every ranged read answers with the object's version (``store.versioned_reads``:
-      obstore, whose responses carry the ETag): the entry is used at once, and the chunk reads it leads
-      to are checked against its version; a shard replaced since (another ETag, or gone) makes the call
-      drop the entry and read the index again, so no request is spent on validation and a stale index
-      never yields data;
-    * other stores (fsspec over S3 or HTTP, whose ranged reads do not report the ETag): no cache, the
-      index is read on every call, unless ``recheck=False`` (the caller promises the array does not
-      change while it is open, as tensorstore's ``recheck_cached_data=False``).
-
-    ``recheck=True`` turns the cache off (every call reads the indexes again). The dataset's own writes
-    read whole shards, never a cached index, and drop the entries of the shards they touch. Bounded to
-    ``max_bytes`` of index arrays (LRU).
-    """
+    """Decoded shard indexes kept across calls (LRU, ``max_bytes`` of index arrays), each tied to the
+    version of the object it came from. The staleness rule (docs/remote.md, "Caching and staleness"):
+    validated by a cheap ``stat`` (local files, memory), or used at once and checked by the versions
+    the chunk reads report (``store.versioned_reads``: obstore), else not cached unless
+    ``recheck=False``; ``recheck=True`` turns the cache off."""
 
     def __init__(self, store: Store, max_bytes: int = 32 << 20, recheck: bool | None = None) -> None:
         self.store = store

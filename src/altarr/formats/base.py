@@ -202,14 +202,6 @@ class Format(ABC):
         request, or ``None`` when the snapshot does not describe it."""
         return None
 
-    @abstractmethod
-    def node_kind(self, store: Store, prefix: str) -> str | None:
-        """``"array"``, ``"group"`` or ``None`` when the node at ``prefix`` is not of this format."""
-
-    @abstractmethod
-    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
-        """Read and validate the array metadata at ``prefix``; ``MetadataError`` names the key on failure."""
-
     def create_array(
         self,
         store: Store,

@@ -363,10 +363,6 @@ class N5Format(Format):
         docs = [None if v is None else parse_json(v, k) for k, v in zip(keys, values, strict=True)]
         return docs[0], docs[-1]
 
-    def node_kind(self, store: Store, prefix: str) -> str | None:
-        node, root = self._batch(store, prefix)
-        return self.kind_of(node, root, prefix)
-
     def kind_of(self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str) -> str | None:
         """Kind of a node from its parsed document and the root's (checks the container version)."""
         check_version(root, key=ATTRIBUTES_KEY)
@@ -377,10 +373,6 @@ class N5Format(Format):
         if prefix or VERSION_KEY in node:
             return "group"
         return None
-
-    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
-        node, root = self._batch(store, prefix)
-        return self.spec_from_documents(node, root, prefix)
 
     def spec_from_documents(
         self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str

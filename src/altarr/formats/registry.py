@@ -119,18 +119,12 @@ def _fetch(
 def open_node(
     store: Store, prefix: str, *, parse: bool = True, format: str | None = None, extra: tuple[str, ...] = ()
 ) -> Node:
-    """Detect the format of the node at ``prefix`` and, for an array, parse its spec, from one batched
-    store request (plus a directory listing only for an N5 group without ``attributes.json``).
-    ``format`` (a registered name) asks for that format's documents only: one request instead of five
-    on an object store, where each request is paid for. ``extra`` names more documents of the node to
-    fetch in the same request (``Node.raw`` holds them all).
-
-    With ``parse=False`` only the kind is determined (array metadata is not validated). Precedence when
-    several formats' metadata coexist: the formats' ``priority`` (Zarr v3, Zarr v2, N5). Raises
-    :class:`~altarr.errors.NodeNotFoundError` (a ``MetadataError`` and a ``FileNotFoundError``) naming the
-    prefix when no metadata is found; a failure that is
-    not an ``altarr.errors`` one (a recursion, an overflow, a type or memory error raised by hostile
-    metadata that no check caught) becomes a ``MetadataError`` naming the node.
+    """Detect the format of the node at ``prefix`` and, for an array, parse its spec (``parse=False``:
+    the kind only), from one batched store request (plus a listing for an N5 group without
+    ``attributes.json``). ``format`` asks for that format's documents only; ``extra`` names more
+    documents to fetch in the same request (``Node.raw`` holds them all). Formats are asked in their
+    ``priority`` order. Raises :class:`~altarr.errors.NodeNotFoundError` naming the prefix when no
+    metadata is found, and a ``MetadataError`` naming the node for any other failure of hostile metadata.
 
     >>> from altarr.stores import MemoryStore
     >>> store = MemoryStore()
@@ -175,16 +169,9 @@ def _parse_key(probe: Probe, parse: bool) -> tuple[Any, ...] | None:
 
 
 def _node_from(probe: Probe, parse: bool) -> Node:
-    """The node the probed documents describe: an array's parse is memoized by the documents' bytes.
-
-    Re-opening an array (a service that opens per request, a loop over the same remote array) parses
-    nothing when its documents are unchanged (benchmarks/README.md, "Mechanisms kept and removed"). The
-    key is the documents' exact bytes, so a changed document is parsed afresh; the parse is a pure
-    function of them and the node's prefix. What is shared between opens is immutable in use (shapes,
-    dtype, fill value, codec objects, which keep only memo dicts); each open gets its own copies of the
-    attributes and metadata documents, which callers may change: kept as :mod:`marshal` bytes (exact
-    for JSON values, and faster to load than a JSON round trip). Errors are never memoized.
-    """
+    """The node the probed documents describe; an array's parse is memoized by the documents' exact bytes
+    (docs/remote.md, "Caching and staleness"). The spec is shared between opens, but each open gets its
+    own attributes and metadata documents (kept as :mod:`marshal` bytes). Errors are never memoized."""
     key = _parse_key(probe, parse)
     if key is not None:
         with _parsed_lock:

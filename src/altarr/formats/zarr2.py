@@ -246,19 +246,10 @@ class Zarr2Format(Format):
             return Node(self, "group")
         return None
 
-    def node_kind(self, store: Store, prefix: str) -> str | None:
-        docs = fetch_documents(store, prefix, [ZARRAY, ZGROUP])
-        if docs[ZARRAY] is not None:
-            return "array"
-        return "group" if docs[ZGROUP] is not None else None
-
     def _fetch(self, store: Store, prefix: str) -> dict[str, Any]:
         """``.zarray`` and ``.zattrs`` (parsed, ``None`` where absent), read in one batched request."""
         raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
         return {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
-
-    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
-        return self.spec_from_documents(self._fetch(store, prefix), prefix)
 
     def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
         """Build the spec from parsed documents ``{".zarray": doc, ".zattrs": doc or None}``."""

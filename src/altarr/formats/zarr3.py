@@ -307,16 +307,9 @@ class Zarr3Format(Format):
             )
         return doc
 
-    def node_kind(self, store: Store, prefix: str) -> str | None:
-        doc = self._read(store, prefix)
-        return None if doc is None else self.kind_of(doc, join_key(prefix, METADATA_KEY))
-
     def kind_of(self, doc: dict[str, Any], key: str) -> str:
         """``"array"`` or ``"group"`` of a parsed ``zarr.json`` (validated)."""
         return _check_common(doc, key)
-
-    def open_array(self, store: Store, prefix: str) -> DatasetSpec:
-        return self.spec_from_documents({METADATA_KEY: self._require(store, prefix)}, prefix)
 
     def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
         """Build the spec from already fetched, parsed documents (``{"zarr.json": doc}``)."""
