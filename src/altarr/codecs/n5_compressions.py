@@ -297,7 +297,7 @@ class Lz4Compression(N5Compression):
                 method, payload = _LZ4_METHOD_RAW, bytes(block)
             else:
                 method, payload = _LZ4_METHOD_LZ4, compressed
-            out += _LZ4_HEADER.pack(_LZ4_MAGIC, method | self.level, len(payload), len(block), _signed(check))
+            out += _LZ4_HEADER.pack(_LZ4_MAGIC, method | self.level, len(payload), len(block), check)
             out += payload
         out += _LZ4_HEADER.pack(_LZ4_MAGIC, _LZ4_METHOD_RAW | self.level, 0, 0, 0)  # end mark
         return bytes(out)
@@ -359,10 +359,6 @@ class Lz4Compression(N5Compression):
                 )
             out += block
         return bytes(out)
-
-
-def _signed(u32: int) -> int:
-    return u32 - (1 << 32) if u32 >= 1 << 31 else u32
 
 
 @register_n5_compression

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "Attributes"]
 
 
-#: The document that holds a node's user attributes, per format.
 class Attributes(MutableMapping):
     """User attributes of a node, read from and written through to its metadata.
 

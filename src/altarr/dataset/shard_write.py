@@ -73,17 +73,11 @@ class ShardWriter:
     def apply(
         self, updates: dict[Chunk, np.ndarray | Merge | None], *, arena: np.ndarray | None = None
     ) -> dict[Chunk, bool]:
-        """Apply chunk updates: an array replaces a chunk, ``None`` deletes it, a :class:`Merge` edits it.
-
-        Large calls are applied in groups of whole shards (or chunks, unsharded) of at most
-        :data:`WRITE_GROUP_BYTES` of decoded values, so a write of any size holds only one group's
-        encoded bytes in memory. Within a group everything is encoded before anything is written; every
-        stored object is replaced atomically, so a failure leaves each object either old or new.
-
-        ``arena``: output slots to compress into (see :meth:`new_arena`), for a caller that writes many
-        times and keeps one (the write buffer); used when it has a row for every chunk of a group.
-
-        Returns for each chunk whether it was stored before (known only where the old object was read)."""
+        """Apply chunk updates (an array replaces a chunk, ``None`` deletes it, a :class:`Merge` edits
+        it) in groups of whole objects of at most :data:`WRITE_GROUP_BYTES` of decoded values, each
+        encoded whole before anything is written (docs/engine.md, "Safety"). ``arena``: output slots to
+        compress into (:meth:`new_arena`), used when it has a row for every chunk of a group. Returns for
+        each chunk whether it was stored before (known only where the old object was read)."""
         if not updates:
             return {}
         existed: dict[Chunk, bool] = {}
@@ -128,13 +122,9 @@ class ShardWriter:
             locks.conflict_backoff(attempt)
 
     def new_arena(self, n: int) -> np.ndarray | None:
-        """One output slot per chunk of a write group, for chains that compress into a given buffer.
-
-        The group's chunks are compressed into rows of one large array instead of a fresh buffer each:
-        its pages (transparent huge pages, where the kernel gives them) are faulted in once and reused by
-        every later group of the call, where fresh per-chunk buffers took a page fault per 4 KiB of
-        output. The stores copy or write what they are given before ``set`` returns, so a row is free
-        again when its group is done."""
+        """One output slot per chunk of a write group, for chains that compress into a given buffer: its
+        pages are faulted in once and reused by every later group of the call (a row is free again once
+        the stores' ``set`` of its group returned)."""
         if self.codec.encode_slot is None or n < 2:
             return None
         return np.empty((n, self.codec.encode_slot), dtype=np.uint8)
@@ -212,11 +202,8 @@ class ShardWriter:
 
     def _keeps_emptied_shards(self) -> bool:
         """Whether a shard emptied by a read-modify-write is written as an empty shard (its index alone)
-        instead of deleted: on stores that condition writes on the version read but cannot condition a
-        delete (:attr:`~altarr.stores.Store.concurrent_writes` ``"conditional"``: S3, GCS, Azure), a
-        delete is a ``HEAD`` then a ``DELETE``, and another writer's write landing between the two is
-        deleted with it (5 of 200 writes on S3). The conditional write of the empty shard fails instead,
-        and the update goes again. The object stays, holding only its index (tens of bytes)."""
+        instead of deleted: on stores with conditional writes but no conditional delete (docs/engine.md,
+        "Safety")."""
         return _keep_emptied_shards and self.store.concurrent_writes == "conditional"
 
     def _set_before_deletes(self, to_set: list[tuple[str, Any]], to_delete: list[str]) -> None:
@@ -253,12 +240,9 @@ class ShardWriter:
     def _apply_sharded(
         self, updates: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
     ) -> None:
-        """Rebuild and write the shards of ``updates`` (one read round and one write round for all of
-        them); ``existed`` receives, per chunk, whether it was stored. Each shard is rebuilt as soon as its
-        old bytes arrive, while the others are still on the way, and those rewritten outright before that;
-        nothing is written until every shard is rebuilt. ``existed`` is filled before the writes: when some
-        shards' conditional writes meet another writer's change, the others are written and only the
-        conflicting ones go again (overwriting their entries), so every chunk keeps an answer."""
+        """Rebuild and write the shards of ``updates`` (one read round, each shard rebuilt as its old bytes
+        arrive, then one write round); ``existed`` receives, per chunk, whether it was stored, before the
+        writes (only the shards whose conditional write met a change go again)."""
         top = self.grid.nlevels - 1
         groups = self.layout.group_by_shard(list(updates))
         # a shard needs its old bytes unless every in-bounds chunk of it is replaced outright
