@@ -50,3 +50,23 @@ def test_dataset_stored_chunks(tmp_path, shards):
         assert (3, 2) in got and (0, 0) in got and (0, 2) not in got
     ds.delete_chunks([(0, 0)])
     assert (0, 0) not in set(ds.stored_chunks())
+
+
+@pytest.mark.parametrize("fmt", ["zarr3", "zarr2", "n5"])
+def test_a_dataset_pickles_as_its_location_and_mode(tmp_path, fmt):
+    import pickle
+
+    from altarr.errors import ReadOnlyError
+
+    path = str(tmp_path / "a")
+    ds = aa.create_dataset(path, shape=(8, 8), dtype="u1", chunks=(4, 4), format=fmt)
+    ds[...] = 7
+    raw = pickle.dumps(ds)
+    assert len(raw) < 2000  # the location, not the values
+    clone = pickle.loads(raw)
+    assert (clone.format, clone.mode, clone.shape) == (fmt, "r+", (8, 8))
+    clone[0, 0] = 1  # opened again for writing, on the same files
+    assert int(ds[0, 0]) == 1 and int(clone[7, 7]) == 7
+    read_only = pickle.loads(pickle.dumps(aa.open_dataset(path)))
+    with pytest.raises(ReadOnlyError):
+        read_only[0, 0] = 2

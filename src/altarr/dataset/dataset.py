@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ReadOnlyError
+from ..errors import NodeTypeError, ReadOnlyError
+from ..formats import open_node
 from ..formats.base import DatasetSpec, Format
 from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
 from .access import DatasetAccess, Merge
@@ -141,6 +142,11 @@ class Dataset(ArrayMembers):
         self.attrs = Attributes(store, path, fmt, self.read_only, spec.attributes)
         #: The open write buffers of this handle (a resize writes them out first).
         self._buffers: weakref.WeakSet[WriteBuffer] = weakref.WeakSet()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A dataset pickles as its store (which pickles as its location), path, format, mode and options,
+        and is opened again where it is unpickled (a dask or multiprocessing worker)."""
+        return (_reopen, (self.store, self.path, self.format, self.mode, self._access_options))
 
     # --- description -----------------------------------------------------------------------------------
     @property
@@ -585,3 +591,11 @@ class _DatasetIndexer:
     def __setitem__(self, selection: Any, values: Any) -> None:
         self._ds._check_writable()
         self._ds._write_selection(normalize(selection, self._ds.shape, self._form, resolve=False), values)
+
+
+def _reopen(store: Store, path: str, format: str, mode: str, options: dict[str, Any]) -> Dataset:
+    """A pickled :class:`Dataset` opened again (its metadata read where it is unpickled)."""
+    node = open_node(store, path, format=format)
+    if node.spec is None:
+        raise NodeTypeError("node is a group, not an array", key=path or "/")
+    return Dataset(store, path, node.spec, node.format, mode=mode, **options)

@@ -47,37 +47,6 @@ def _block_shape(x: Any, chunks: Any) -> tuple[int, ...]:
     return blocks
 
 
-class _Reopened:
-    """A dataset as dask tasks see it: reads and writes through the dataset, opened again (with ``mode``)
-    in each process it is unpickled in."""
-
-    def __init__(self, ds: Any, mode: str = "r") -> None:
-        self.store, self.path, self.mode = ds.store, ds.path, mode
-        self.shape, self.dtype, self.ndim = ds.shape, ds.dtype, ds.ndim
-        self._ds = ds
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_ds"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._ds = None
-
-    def dataset(self) -> Any:
-        if self._ds is None:
-            import altarr as aa
-
-            self._ds = aa.open_dataset(self.store, mode=self.mode, path=self.path)
-        return self._ds
-
-    def __getitem__(self, key: Any) -> np.ndarray:
-        values: np.ndarray = self.dataset()[key]
-        return values
-
-    def __setitem__(self, key: Any, value: np.ndarray) -> None:
-        self.dataset()[key] = value
-
-
 def to_dask(x: Any, chunks: Any = None) -> Any:
     """A dask array over a dataset or a lazy array.
 
@@ -102,8 +71,7 @@ def to_dask(x: Any, chunks: Any = None) -> Any:
     is_dataset = isinstance(x, Dataset)
     blocks = tuple(x.shards or x.chunks) if is_dataset and chunks is None else _block_shape(x, chunks)
     meta = np.empty((0,) * x.ndim, dtype=x.dtype)
-    source = _Reopened(x) if is_dataset else x
-    return da.from_array(source, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
+    return da.from_array(x, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
 
 
 def shard_aligned_chunks(darr: Any, ds: Any) -> tuple[tuple[int, ...], ...]:
@@ -133,7 +101,7 @@ def store(darr: Any, ds: Any, *, compute: bool = True, **kwargs: Any) -> Any:
     aligned = darr.rechunk(shard_aligned_chunks(darr, ds))
     if aligned.dtype != ds.dtype:
         aligned = aligned.astype(ds.dtype)
-    return da.store(aligned, _Reopened(ds, "r+"), lock=False, compute=compute, **kwargs)
+    return da.store(aligned, ds, lock=False, compute=compute, **kwargs)
 
 
 def cluster_runner(address: str) -> Callable[[Any, Any, list], Iterator[tuple[int, int]]]:
@@ -148,12 +116,9 @@ def cluster_runner(address: str) -> Callable[[Any, Any, list], Iterator[tuple[in
     client = Client(address, timeout="20s")
 
     def run(src: Any, dst: Any, todo: list[tuple[int, Any]]) -> Iterator[tuple[int, int]]:
-        from ..dataset import Dataset
         from ..transfer import copy_unit
 
-        source = _Reopened(src) if isinstance(src, Dataset) else src
-        target = _Reopened(dst, "r+")
-        futures = {client.submit(copy_unit, source, target, region, pure=False): i for i, region in todo}
+        futures = {client.submit(copy_unit, src, dst, region, pure=False): i for i, region in todo}
         try:
             for future in as_completed(futures):
                 yield futures[future], future.result()

@@ -39,21 +39,6 @@ class Downsampled:
         self.dtype = np.dtype(source.dtype)
         self.ndim = len(self.shape)
 
-    def __getstate__(self) -> dict[str, Any]:  # a dataset travels as its location, an array as values
-        state = dict(self.__dict__)
-        src = state["source"]
-        if hasattr(src, "store") and hasattr(src, "read_chunks"):
-            state["source"] = ("altarr-dataset", src.store, src.path)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        src = state["source"]
-        if isinstance(src, tuple) and src[:1] == ("altarr-dataset",):
-            import altarr as aa
-
-            state["source"] = aa.open_dataset(src[1], path=src[2])
-        self.__dict__.update(state)
-
     def __getitem__(self, region: tuple[slice, ...]) -> np.ndarray:
         spans = [range(*s.indices(n)) for s, n in zip(region, self.shape, strict=True)]
         if any(r.step != 1 for r in spans):
