@@ -357,7 +357,7 @@ class Dataset(ArrayMembers):
         past the edge read as the fill value if the array grows again; growing keeps every value, and the
         new elements read as the fill value. The metadata is rewritten atomically under its lock (local
         files) or conditioned on its version (object stores). Open write buffers are written out first.
-        See :mod:`altarr.dataset.resize` for what zarr-python and tensorstore do differently.
+        docs/writing.md ("Growing and shrinking") says what zarr-python and tensorstore do differently.
 
         >>> import altarr as aa
         >>> ds = aa.create_dataset("memory://doc-ds-resize", shape=(4, 4), dtype="u1", chunks=(2, 2))

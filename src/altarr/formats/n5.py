@@ -423,7 +423,7 @@ class N5Format(Format):
         if not isinstance(legacy, bool):
             raise MetadataError(f"legacy_compression must be True or False, got {legacy!r}", key=key)
         doc: dict[str, Any] = {"dataType": data_type}
-        if legacy:  # what Java's createDataset writes beside codecs (see the module docstring)
+        if legacy:  # what Java's createDataset writes beside codecs (docs/n5.md)
             doc["compression"] = {"type": "raw"}
         doc["blockSize"] = list(levels[-1][::-1])  # the shard size, N5 order
         doc["dimensions"] = list(shape[::-1])
@@ -441,7 +441,7 @@ class N5Format(Format):
         """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
         order. ``compressor`` takes N5 names (default ``"gzip"``: Java's level 6, what every N5 reader
         decodes; a bare name gets Java's defaults) or N5 JSON objects. Sharded datasets take the options ``index_location``,
-        ``index_endian``, ``index_crc32c`` and ``legacy_compression`` (see the module docstring). N5 has no
+        ``index_endian``, ``index_crc32c`` and ``legacy_compression`` (docs/n5.md). N5 has no
         dimension names: they are refused (``UnsupportedError``) rather than dropped.
 
         >>> from altarr.formats.base import NewArray
