@@ -246,11 +246,6 @@ class Zarr2Format(Format):
             return Node(self, "group")
         return None
 
-    def _fetch(self, store: Store, prefix: str) -> dict[str, Any]:
-        """``.zarray`` and ``.zattrs`` (parsed, ``None`` where absent), read in one batched request."""
-        raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
-        return {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
-
     def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
         """Build the spec from parsed documents ``{".zarray": doc, ".zattrs": doc or None}``."""
         key = join_key(prefix, ZARRAY)
@@ -335,7 +330,8 @@ class Zarr2Format(Format):
         is (a consolidated ``.zmetadata`` above is updated by the dataset layer,
         :mod:`altarr.dataset.consolidated`)."""
         key = join_key(prefix, ZARRAY)
-        docs = self._fetch(store, prefix)
+        raw = fetch_documents(store, prefix, [ZARRAY, ZATTRS])
+        docs = {n: None if v is None else parse_json(v, join_key(prefix, n)) for n, v in raw.items()}
         before = self.spec_from_documents(docs, prefix)
         meta = docs[ZARRAY]
         assert meta is not None  # spec_from_documents raised NodeNotFoundError without it

@@ -295,17 +295,12 @@ class Zarr3Format(Format):
         return Node(self, kind, spec)
 
     # --- reading --------------------------------------------------------------------------------------
-    def _read(self, store: Store, prefix: str) -> dict[str, Any] | None:
-        data = fetch_documents(store, prefix, [METADATA_KEY])[METADATA_KEY]
-        return None if data is None else parse_json(data, join_key(prefix, METADATA_KEY))
-
     def _require(self, store: Store, prefix: str) -> dict[str, Any]:
-        doc = self._read(store, prefix)
-        if doc is None:
-            raise NodeNotFoundError(
-                "no Zarr v3 node here (zarr.json is missing)", key=join_key(prefix, METADATA_KEY)
-            )
-        return doc
+        key = join_key(prefix, METADATA_KEY)
+        data = fetch_documents(store, prefix, [METADATA_KEY])[METADATA_KEY]
+        if data is None:
+            raise NodeNotFoundError("no Zarr v3 node here (zarr.json is missing)", key=key)
+        return parse_json(data, key)
 
     def kind_of(self, doc: dict[str, Any], key: str) -> str:
         """``"array"`` or ``"group"`` of a parsed ``zarr.json`` (validated)."""
