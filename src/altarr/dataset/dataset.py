@@ -144,16 +144,14 @@ class Dataset(ArrayMembers):
         self._buffers: weakref.WeakSet[WriteBuffer] = weakref.WeakSet()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """A dataset pickles as its store (which pickles as its location), path, format, mode and options,
-        and is opened again where it is unpickled (a dask or multiprocessing worker)."""
+        """Pickles as its store (its location), path, format, mode and options; reopened when unpickled."""
         return (_reopen, (self.store, self.path, self.format, self.mode, self._access_options))
 
     # --- description -----------------------------------------------------------------------------------
     @property
     def access(self) -> DatasetAccess:
-        """The engine under this handle (:class:`~altarr.dataset.DatasetAccess`): the chunk grid, codec,
-        sharding, key function and batched chunk calls, for tools that work on stored objects (the
-        integrity check) rather than on values. Replaced when the array is resized.
+        """The engine under this handle (:class:`~altarr.dataset.DatasetAccess`), for tools that work on
+        stored objects rather than values (the integrity check). Replaced when the array is resized.
 
         >>> import altarr as aa
         >>> ds = aa.create_dataset("memory://doc-dataset-access", shape=(8,), dtype="u1", chunks=(4,))
