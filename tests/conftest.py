@@ -62,8 +62,10 @@ DEFAULT_FUZZ_SEED = 20261205
 def pytest_configure(config):
     """One seed for the run's differential fuzz (tests/_numpy_differential.py), in the environment before
     pytest-xdist starts its workers, so all of them use it: ``ALTARR_FUZZ_SEED`` if set, else
-    ``DEFAULT_FUZZ_SEED``. The README's test command is reproducible (a run that fails, fails again);
-    the search for new differences is a soak run with a fresh seed (docs/lazy-arrays.md)."""
+    ``DEFAULT_FUZZ_SEED``. The README's test command stays reproducible (a run that fails, fails again,
+    and a change is judged by its own effect, not by the examples a seed happened to draw); the search
+    for new differences is ``.ci/run``'s soak, with a fresh seed each run that it prints
+    (docs/lazy-arrays.md)."""
     os.environ.setdefault("ALTARR_FUZZ_SEED", str(DEFAULT_FUZZ_SEED))
 
 

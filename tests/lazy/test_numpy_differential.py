@@ -20,8 +20,8 @@ The deliberate differences from NumPy are listed in one table in ``docs/lazy-arr
 ``tests/lazy/test_numpy_differences.py``; the calls drawn here avoid them. Every test takes its seed from
 ``ALTARR_FUZZ_SEED`` (printed in the header and in a failure's example; ``tests/conftest.py`` fixes it for
 the default suite, so that the README's test command is reproducible); ``test_*_many`` run the same checks
-with 20,000 examples in all behind the ``slow`` marker (``.ci/run``'s soak, same seed, which it prints; a
-fresh ``ALTARR_FUZZ_SEED`` searches).
+with 20,000 examples in all behind the ``slow`` marker (``.ci/run``'s soak, from a fresh seed each run,
+which it prints).
 """
 
 from __future__ import annotations
