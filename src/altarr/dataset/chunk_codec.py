@@ -181,9 +181,9 @@ class ChunkCodec:
         decodes again, for callers that copy it out at once (region reads)."""
         full = self.grid.chunks
         try:
-            check_room(
-                math.prod(full) * self.dtype.itemsize, f"a chunk of shape {full} and dtype {self.dtype}"
-            )
+            nbytes = math.prod(full) * self.dtype.itemsize
+            if nbytes >= ROOM_CHECKED_BYTES:  # (its message took ~7 us a chunk to format)
+                check_room(nbytes, f"a chunk of shape {full} and dtype {self.dtype}")
             if self.truncates:
                 a = self.chain.decode(data, full, self.dtype)
             else:  # decode straight into the destination buffer
@@ -235,9 +235,10 @@ class ChunkCodec:
         if not self.write_empty_chunks and self.is_fill(a):
             return None
         full = self.grid.chunks
-        if out is None:  # the encoded bytes: about the chunk's size (a compressor's bound)
+        nbytes = math.prod(full) * self.dtype.itemsize
+        if out is None and nbytes >= ROOM_CHECKED_BYTES:  # the encoded bytes: about the chunk's size
             check_room(
-                math.prod(full) * self.dtype.itemsize,
+                nbytes,
                 f"the encoded bytes of a chunk of shape {full} and dtype {self.dtype}",
                 key=self.layout.object_key(chunk),
                 chunk=chunk,
