@@ -62,10 +62,7 @@ def copy(
     Example: altarr copy data.n5 data.zarr --format zarr3 --chunks 64,64,64 --shards 256,256,256
     --codec zstd:5 --workers 2
     """
-    import altarr as aa
     from altarr.formats import FORMATS
-    from altarr.multiscale.convert import layout_for_format
-    from altarr.transfer import copy_array, copy_tree
 
     if format is not None and format not in FORMATS:
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
@@ -73,11 +70,30 @@ def copy(
     node = _open_node(source)
     options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
     run = {"overwrite": overwrite, "resume": resume, "workers": workers, "run_units": _cluster(scheduler)}
+    given = {"chunks": chunks, "shards": shards, "codec": codec, "progress": progress}
     t0 = time.perf_counter()
+    arrays = _copy_node(node, source, destination, format, options, given, run)
+    _print_summary(arrays, destination, time.perf_counter() - t0)
+
+
+def _copy_node(
+    node: Any,
+    source: str,
+    destination: str,
+    format: str | None,
+    options: Any,
+    given: dict[str, Any],
+    run: dict[str, Any],
+) -> list[Any]:
+    """Copy a dataset, a group's arrays or a pyramid's levels and metadata; the copies' results."""
+    import altarr as aa
+    from altarr.multiscale.convert import layout_for_format
+    from altarr.transfer import copy_array, copy_tree
+
     with _Interrupt(destination) as interrupt:
 
         def one_array(src: Any, path: str, label: str) -> Any:
-            report, bar = _bar_reporter(progress, label, src.nbytes, interrupt)
+            report, bar = _bar_reporter(given["progress"], label, src.nbytes, interrupt)
             try:
                 result = copy_array(src, destination, path=path, progress=report, **run, **options(src))
             finally:
@@ -89,21 +105,22 @@ def copy(
         pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
         if pyramid is not None:  # every level and the metadata, into the layout of --format
             layout = layout_for_format(format, pyramid.layout)
-            given = {"chunks": chunks, "shards": shards, "codec": codec or "auto", "progress": progress}
-            arrays = [_copy_pyramid(pyramid, destination, layout, interrupt, **given, **run)]
-        elif isinstance(node, aa.Group):
+            pyramid_given = {**given, "codec": given["codec"] or "auto"}
+            return [_copy_pyramid(pyramid, destination, layout, interrupt, **pyramid_given, **run)]
+        if isinstance(node, aa.Group):
             results = copy_tree(
                 node,
                 destination,
                 format=format,
-                overwrite=overwrite,
-                resume=resume,
+                overwrite=run["overwrite"],
+                resume=run["resume"],
                 on_array=lambda rel, src: one_array(src, rel, rel),
             )
-            arrays = [r for _, r in results]
-        else:
-            arrays = [one_array(node, "", Path(source.rstrip("/")).name or source)]
-    seconds = time.perf_counter() - t0
+            return [r for _, r in results]
+        return [one_array(node, "", Path(source.rstrip("/")).name or source)]
+
+
+def _print_summary(arrays: list[Any], destination: str, seconds: float) -> None:
     moved = sum(r.bytes for r in arrays)
     written = sum(r.written for r in arrays)
     skipped = sum(r.skipped for r in arrays)
