@@ -10,7 +10,7 @@ Example:
 from .._threads import get_max_workers, set_max_workers
 from .access import DatasetAccess, Merge
 from .api import create_dataset, create_group, create_like, open_dataset, open_group
-from .chunk_codec import check_room
+from .chunk_codec import check_chunk_room
 from .consolidated import is_consolidated
 from .dataset import Attributes, Dataset
 from .grid import NestedGrid
@@ -23,7 +23,7 @@ __all__ = [
     "Group",
     "Merge",
     "NestedGrid",
-    "check_room",
+    "check_chunk_room",
     "create_dataset",
     "create_group",
     "create_like",

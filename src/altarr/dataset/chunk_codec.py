@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -28,7 +29,14 @@ from ..errors import AltarrError, CorruptShardError, GridError, MaterializeError
 from . import kernel
 from .layout import Chunk, ShardLayout
 
-__all__ = ["SCRATCH_KEEP_BYTES", "ChunkCodec", "scratch_array", "scratch_bytes", "check_room"]
+__all__ = [
+    "SCRATCH_KEEP_BYTES",
+    "ChunkCodec",
+    "scratch_array",
+    "scratch_bytes",
+    "check_room",
+    "check_chunk_room",
+]
 
 _thread_buffers = threading.local()
 
@@ -73,6 +81,27 @@ def check_room(nbytes: int, what: str, **ctx: Any) -> None:
             "process has left (its RLIMIT_AS): choose smaller chunks or raise the limit",
             **ctx,
         )
+
+
+def check_chunk_room(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    what: str = "a chunk",
+    key: Callable[[], str] | None = None,
+    **ctx: Any,
+) -> None:
+    """:func:`check_room` for a buffer of a chunk's values, ``"{what} of shape ... and dtype ..."``. The
+    message and the store ``key`` (a function giving it) are made only for buffers large enough to be
+    checked: this runs for every chunk decoded or encoded (formatting the message took ~7 us a chunk).
+
+    >>> check_chunk_room((2, 2), np.dtype("u1"))  # small buffers are not checked
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < ROOM_CHECKED_BYTES:
+        return
+    if key is not None:
+        ctx["key"] = key()
+    check_room(nbytes, f"{what} of shape {shape} and dtype {dtype}", **ctx)
 
 
 def _out_of_memory(e: AltarrError | MemoryError, what: str) -> AltarrError:
@@ -181,9 +210,7 @@ class ChunkCodec:
         decodes again, for callers that copy it out at once (region reads)."""
         full = self.grid.chunks
         try:
-            nbytes = math.prod(full) * self.dtype.itemsize
-            if nbytes >= ROOM_CHECKED_BYTES:  # (its message took ~7 us a chunk to format)
-                check_room(nbytes, f"a chunk of shape {full} and dtype {self.dtype}")
+            check_chunk_room(full, self.dtype)
             if self.truncates:
                 a = self.chain.decode(data, full, self.dtype)
             else:  # decode straight into the destination buffer
@@ -235,14 +262,9 @@ class ChunkCodec:
         if not self.write_empty_chunks and self.is_fill(a):
             return None
         full = self.grid.chunks
-        nbytes = math.prod(full) * self.dtype.itemsize
-        if out is None and nbytes >= ROOM_CHECKED_BYTES:  # the encoded bytes: about the chunk's size
-            check_room(
-                nbytes,
-                f"the encoded bytes of a chunk of shape {full} and dtype {self.dtype}",
-                key=self.layout.object_key(chunk),
-                chunk=chunk,
-            )
+        if out is None:  # the encoded bytes: about the chunk's size
+            what = "the encoded bytes of a chunk"
+            check_chunk_room(full, self.dtype, what, key=lambda: self.layout.object_key(chunk), chunk=chunk)
         if not self.truncates and a.shape != full:
             padded = np.full(full, self.fill_value, dtype=self.dtype)
             padded[tuple(slice(0, s) for s in a.shape)] = a

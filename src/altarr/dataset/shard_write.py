@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from .._threads import pmap
 from ..errors import WriteConflictError
 from ..stores.ranges import WHOLE
 from . import kernel, locks
-from .chunk_codec import ChunkCodec, check_room
+from .chunk_codec import ChunkCodec, check_chunk_room
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
 from .locks import store_exclusive
@@ -168,10 +167,7 @@ class ShardWriter:
         if isinstance(update, Merge):
             if old is None:
                 shape, dtype = self.layout.clipped(chunk), self.codec.dtype
-                what = f"a chunk of shape {shape} and dtype {dtype}"
-                check_room(
-                    math.prod(shape) * dtype.itemsize, what, key=self.layout.object_key(chunk), chunk=chunk
-                )
+                check_chunk_room(shape, dtype, key=lambda: self.layout.object_key(chunk), chunk=chunk)
                 base = np.full(shape, self.codec.fill_value, dtype=dtype)
             else:
                 base = self.codec.decode_chunk(old.data, chunk, old.key, byte_range=old.span)

@@ -4,7 +4,6 @@ v2 demo (docs/lazy-arrays.md, "Datasets").
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 import threading
@@ -13,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..dataset import check_room, create_dataset, open_dataset
+from ..dataset import check_chunk_room, create_dataset, open_dataset
 from ..errors import CodecError, MetadataError
 from . import fetching
 from .functions import altarr
@@ -270,10 +269,7 @@ def read_filled(ds: Any, chunks: Any, versions: dict[str, Any] | None = None) ->
     ):
         if arr is None:
             ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
-            what = f"a chunk of shape {ext} and dtype {ds.dtype}"
-            check_room(
-                math.prod(ext) * ds.dtype.itemsize, what, key=ds.chunk_key(coords), chunk=tuple(coords)
-            )
+            check_chunk_room(ext, ds.dtype, key=lambda: ds.chunk_key(coords), chunk=tuple(coords))
             arr = np.full(ext, fill, dtype=ds.dtype)
         out.append(arr)
     return out
