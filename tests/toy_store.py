@@ -63,8 +63,5 @@ class ToyStore(Store):
         under = prefix + "/" if prefix else ""
         return iter(sorted(k for k in list(self.objects) if k.startswith(under)))
 
-    def with_read_only(self) -> ToyStore:
-        return ToyStore(self.name, read_only=True)
-
 
 register_scheme("toy", lambda url, mode, **options: ToyStore(url[len("toy://") :], mode == "r"))

@@ -73,7 +73,6 @@ def test_local_store_follows_the_policy_unless_given_max_workers(tmp_path):
     with aa.set_options(threads=5):
         assert s.max_workers == 5 and fixed.max_workers == 2
         assert s._executor()._max_workers == 5
-        assert s.with_read_only().max_workers == 5
     with aa.set_options(threads=1):
         assert s.max_workers == 1
         s.set_many([(f"k{i}", bytes([i]) * 10) for i in range(4)])  # inline: no pool involved

@@ -295,9 +295,6 @@ class Store(ABC):
             raise ReadOnlyError(f"cannot {operation}: the store is read-only ({self!r})", key=key)
 
     # --- misc -----------------------------------------------------------------------------------------
-    def with_read_only(self) -> Store:  # pragma: no cover - overridden where meaningful
-        return self
-
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (thread pools, file handles)."""
 

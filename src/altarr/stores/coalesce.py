@@ -40,12 +40,6 @@ class CoalescePlan:
         self.merged = merged
         self.parts = parts
 
-    def __len__(self) -> int:
-        return len(self.merged)
-
-    def __repr__(self) -> str:
-        return f"CoalescePlan({len(self.parts)} requests -> {len(self.merged)}: {self.merged!r})"
-
     def split(self, results: Sequence[Buffer | None], views: bool = False) -> list[Buffer | None]:
         """Cut the original results out of ``results`` (one per merged request, ``None`` = missing key).
 

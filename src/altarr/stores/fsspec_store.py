@@ -20,6 +20,7 @@ import builtins
 import datetime
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import fsspec
@@ -127,16 +128,11 @@ class FsspecStore(Store):
                 "auto_decompress": False,
                 "raise_for_status": bounded_answer,
             }
-        self._has_folders = bool(protocols & {"file", "local"})
         self._root = root.rstrip("/") if root != "/" else ""
         self._root_sep = self._root + "/" if self._root else ""
         self.durable = bool(durable)
         self._local: LocalStore | None = None
-        self._set_write_mode()
-
-    def _set_write_mode(self) -> None:
-        """Local files are written through a LocalStore on the same folder."""
-        if self._has_folders:
+        if protocols & {"file", "local"}:  # local files are written through a LocalStore
             from .local import LocalStore
 
             self._local = LocalStore(self._root or "/", read_only=self.read_only, durable=self.durable)
@@ -152,18 +148,14 @@ class FsspecStore(Store):
         where = self.url or f"{type(self.fs).__name__}:{self._root}"
         return f"FsspecStore({where!r}{ro})"
 
-    def _kwargs(self, read_only: bool) -> dict[str, Any]:
-        return {
-            "read_only": read_only,
-            "coalesce_gap": self.coalesce_gap,
-            "max_coalesced_size": self.max_coalesced_size,
+    def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
+        tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
+        options: dict[str, Any] = {
             "native_suffix": self.native_suffix,
             "batch_size": self.batch_size,
-            "durable": self.durable,
+            **tuning,
         }
-
-    def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
-        return (_rebuild, (self.fs, self._root, self._kwargs(self.read_only)))
+        return (partial(FsspecStore, durable=self.durable, **options), (self.fs, self._root, self.read_only))
 
     # --- paths ----------------------------------------------------------------------------------------
     def _path(self, key: str) -> str:
@@ -459,15 +451,3 @@ class FsspecStore(Store):
                 continue
             (dirs if entry.get("type") == "directory" else keys).append(name)
         return sorted(set(keys)), sorted(set(dirs))
-
-    def with_read_only(self) -> FsspecStore:
-        return _rebuild(self.fs, self._root, self._kwargs(True))
-
-
-def _rebuild(fs: fsspec.AbstractFileSystem, root: str, kwargs: dict) -> FsspecStore:
-    store = FsspecStore(fs, None, **kwargs)
-    store._root = root
-    store._root_sep = root + "/" if root else ""
-    store.url = fs.unstrip_protocol(root) if root else None
-    store._set_write_mode()
-    return store

@@ -21,6 +21,8 @@ import stat as _stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from functools import partial
+from typing import Any
 
 from .._threads import get_threads, io_threads
 from ..errors import InvalidKeyError, StoreError
@@ -100,17 +102,10 @@ class LocalStore(OpensReaders, RootedPaths, Store):
         ro = ", read_only=True" if self.read_only else ""
         return f"LocalStore({self.root!r}{ro})"
 
-    def _kwargs(self, read_only: bool) -> dict[str, object]:
-        return {
-            "read_only": read_only,
-            "max_workers": self._max_workers,
-            "durable": self.durable,
-            "coalesce_gap": self.coalesce_gap,
-            "max_coalesced_size": self.max_coalesced_size,
-        }
-
     def __reduce__(self) -> tuple[Callable[..., LocalStore], tuple[object, ...]]:
-        return (_rebuild, (self.root, self._kwargs(self.read_only)))
+        tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
+        options: dict[str, Any] = {"max_workers": self._max_workers, "durable": self.durable, **tuning}
+        return (partial(LocalStore, **options), (self.root, self.read_only))
 
     def open_reader(self, key: str) -> FileReader | None:
         """One open file to read many ranges of ``key`` from, all of one version (``None`` if missing).
@@ -440,10 +435,3 @@ class LocalStore(OpensReaders, RootedPaths, Store):
         except OSError as e:
             raise StoreError(oserror_message("listing", e), key=prefix or None) from e
         return sorted(keys), sorted(dirs)
-
-    def with_read_only(self) -> LocalStore:
-        return _rebuild(self.root, self._kwargs(True))
-
-
-def _rebuild(root: str, kwargs: dict) -> LocalStore:
-    return LocalStore(root, **kwargs)

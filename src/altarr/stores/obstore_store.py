@@ -122,10 +122,6 @@ class ObstoreStore(Store):
     def __reduce__(self) -> tuple[Callable[..., ObstoreStore], tuple[object, ...]]:
         return (_rebuild, (self.url, self.read_only, self._kwargs()))
 
-    def with_read_only(self) -> ObstoreStore:
-        """A read-only store over the same URL."""
-        return _rebuild(self.url, True, self._kwargs())
-
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
         """Run blocking ``(fn, args)`` calls concurrently; exceptions are returned in place of results."""
         if len(calls) == 1:
