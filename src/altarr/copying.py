@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import AltarrError
 from .transfer import ProgressBar, check_copy, copy_array, copy_tree, progress_reporter
 
 __all__ = ["copy_dataset", "copy_group", "ProgressBar"]
@@ -97,11 +98,26 @@ def copy_group(
     return aa.open_group(destination, mode="r+")
 
 
-def arrays_below(group: Any) -> list[tuple[str, Any]]:
-    """Every array below ``group``, with its path relative to it, depth first."""
+def arrays_below(group: Any, recursive: bool = True) -> list[tuple[str, Any]]:
+    """Every array below ``group`` (``recursive=False``: its own), with its path relative to it."""
     import altarr as aa
 
-    return [(rel, node) for rel, node in group.members(max_depth=None) if isinstance(node, aa.Dataset)]
+    members = group.members(max_depth=None if recursive else 0)
+    return [(rel, node) for rel, node in members if isinstance(node, aa.Dataset)]
+
+
+def open_node(location: Any, *, consolidated: bool | None = None, **storage_options: Any) -> Any:
+    """The dataset or group at ``location``; where there is neither, the dataset's error (the group's
+    with ``consolidated=True``: it says the consolidated metadata is missing)."""
+    import altarr as aa
+
+    try:
+        return aa.open_dataset(location, **storage_options)
+    except AltarrError as e:
+        try:
+            return aa.open_group(location, consolidated=consolidated, **storage_options)
+        except AltarrError as g:
+            raise (g if consolidated else e) from None
 
 
 def _warn(notes: list[str]) -> None:

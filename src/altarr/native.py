@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -33,9 +34,6 @@ BUILD_RECORD = Path(__file__).with_name("_native_build.json")
 _env_value = os.environ.get(ENV, "1")
 _enabled = _env_value.strip().lower() not in ("0", "false", "no", "off")
 _off_by = "" if _enabled else f"{ENV}={_env_value}"
-_module: ModuleType | None = None
-_load_error: str | None = None
-_loaded = False
 
 #: The extension while the native path is active, else ``None``
 ext: Any = None
@@ -69,17 +67,14 @@ def _build_record() -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _load() -> ModuleType | None:
-    global _module, _load_error, _loaded
-    if not _loaded:
-        _loaded = True
-        try:
-            from . import _native
-        except ImportError as e:
-            _load_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        else:
-            _module = _native
-    return _module
+@functools.cache
+def _load() -> tuple[ModuleType | None, str]:
+    """The extension module, or ``None`` and why it does not load (imported once)."""
+    try:
+        from . import _native
+    except ImportError as e:
+        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return _native, ""
 
 
 def _not_built() -> str:
@@ -91,13 +86,13 @@ def _not_built() -> str:
         )
     if not record.get("built"):
         return f"not built: {record.get('reason') or 'no reason recorded'}"
-    return f"built, but it does not load: {_load_error}"
+    return f"built, but it does not load: {_load()[1]}"
 
 
 def loaded() -> ModuleType | None:
     """The extension module when it is built and loads, switched on or not (never loaded while
     ``ALTARR_NATIVE=0`` and never switched on)."""
-    return _load() if (_enabled or _loaded) else None
+    return _load()[0] if (_enabled or _load.cache_info().currsize) else None
 
 
 def set_enabled(flag: bool) -> bool:
@@ -111,7 +106,7 @@ def set_enabled(flag: bool) -> bool:
     previous = _enabled
     _enabled = bool(flag)
     _off_by = "" if _enabled else "altarr.native.set_enabled(False)"
-    ext = _load() if _enabled else None
+    ext = _load()[0] if _enabled else None
     return previous
 
 

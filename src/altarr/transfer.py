@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -140,23 +140,38 @@ class CopyResult:
 
 
 class ProgressBar:
-    """A progress bar on stderr (rich), called as ``progress(value_bytes, units)``; counts both.
+    """A progress bar on stderr (rich), called as ``progress(value_bytes, units)``; counts both and calls
+    ``on_step()`` after each call; closed at the end of a ``with`` block.
 
-    >>> bar = ProgressBar(100, "demo", enabled=False)
-    >>> bar(60, 1); bar(40, 1); bar.done, bar.units
+    >>> with ProgressBar(100, "demo", enabled=False) as bar:
+    ...     bar(60, 1); bar(40, 1)
+    >>> bar.done, bar.units
     (100, 2)
     """
 
-    def __init__(self, total: int | None, label: str, *, console: Any = None, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        total: int | None,
+        label: str,
+        *,
+        console: Any = None,
+        enabled: bool = True,
+        on_step: Callable[[], None] | None = None,
+    ) -> None:
         self.total, self.label, self.console, self.enabled = total, label, console, enabled
+        self.on_step = on_step
         self.done = self.units = 0
         self._bar: Any = None
 
     def __call__(self, nbytes: int, units: int) -> None:
         self.done += nbytes
         self.units += units
-        if not self.enabled:
-            return
+        if self.enabled:
+            self._show().advance(self._task, nbytes)
+        if self.on_step is not None:
+            self.on_step()
+
+    def _show(self) -> Any:
         if self._bar is None:
             from rich.console import Console
             from rich.progress import (
@@ -177,24 +192,22 @@ class ProgressBar:
             )
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=self.total)
-        self._bar.advance(self._task, nbytes)
+        return self._bar
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
 
+    def __enter__(self) -> ProgressBar:
+        return self
 
-@contextmanager
-def progress_reporter(progress: Any, total: int | None, label: str) -> Iterator[Any]:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_reporter(progress: Any, total: int | None, label: str) -> AbstractContextManager[Any]:
     """A copy's ``progress`` argument as a function: ``True`` is a :class:`ProgressBar`, false ``None``."""
-    if progress is not True:
-        yield progress or None
-        return
-    bar = ProgressBar(total, label)
-    try:
-        yield bar
-    finally:
-        bar.close()
+    return ProgressBar(total, label) if progress is True else nullcontext(progress or None)
 
 
 def _journal_key(dst: Any) -> str:

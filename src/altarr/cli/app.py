@@ -74,20 +74,17 @@ def _root(
 
 
 # --- opening ---------------------------------------------------------------------------------------------
-def _open_node(path: str, mode: str = "r") -> Any:
-    """The dataset or group at ``path``; a one-line error when there is none."""
-    import altarr as aa
-    from altarr.errors import AltarrError
-
+def _require_exists(path: str) -> None:
     if "://" not in path and not Path(path).exists():
         raise FileNotFoundError(f"no such file or directory: {path}")
-    try:
-        return aa.open_dataset(path, mode=mode)
-    except AltarrError as e:
-        try:
-            return aa.open_group(path, mode=mode)
-        except AltarrError:
-            raise e from None
+
+
+def _open_node(path: str) -> Any:
+    """The dataset or group at ``path``; a one-line error when there is none."""
+    from altarr.copying import open_node
+
+    _require_exists(path)
+    return open_node(path)
 
 
 def _pyramid(group: Any) -> Any:

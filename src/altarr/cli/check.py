@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .app import _jsonable, app
+from .app import _jsonable, _require_exists, app
 
 
 @app.command()
@@ -25,8 +24,7 @@ def verify(
     """
     import altarr as aa
 
-    if "://" not in path and not Path(path).exists():
-        raise FileNotFoundError(f"no such file or directory: {path}")
+    _require_exists(path)
     report = aa.verify(path, repair=repair)
     if as_json:
         print(json.dumps(_jsonable(report.as_dict()), indent=2))

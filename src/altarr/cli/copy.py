@@ -10,7 +10,7 @@ import typer
 
 from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
 from .pyramid import _copy_pyramid
-from .running import _bar_reporter, _check_run, _chunk_options, _cluster, _Interrupt
+from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt
 
 
 @app.command()
@@ -93,11 +93,8 @@ def _copy_node(
     with _Interrupt(destination) as interrupt:
 
         def one_array(src: Any, path: str, label: str) -> Any:
-            report, bar = _bar_reporter(given["progress"], label, src.nbytes, interrupt)
-            try:
-                result = copy_array(src, destination, path=path, progress=report, **run, **options(src))
-            finally:
-                bar.close()
+            with _bar(given["progress"], label, src.nbytes, interrupt) as bar:
+                result = copy_array(src, destination, path=path, progress=bar, **run, **options(src))
             for note in result.notes:
                 err_console.print(f"note: {label}: {note}", markup=False)
             return result

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, overload
+from typing import Annotated, Any
 
 import typer
 
 from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
-from .running import _bar_reporter, _check_run, _chunk_options, _cluster, _Interrupt
+from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt
 
 
 def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **o: Any) -> Any:
@@ -25,8 +25,7 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
         kw["shards"] = None  # plain N5, what every N5 reader opens (as for an array copied into N5)
         err_console.print("note: plain N5 written: shards dropped (--shards keeps them)", markup=False)
     total = sum(lv.dataset.nbytes for lv in pyramid.levels)
-    report, bar = _bar_reporter(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt)
-    try:
+    with _bar(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt) as bar:
         out = convert_pyramid(
             pyramid,
             destination,
@@ -35,25 +34,15 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
             overwrite=o["overwrite"],
             resume=o["resume"],
             workers=o["workers"],
-            progress=report,
+            progress=bar,
             run_units=o.get("run_units"),
             **kw,
         )
-    finally:
-        bar.close()
     err_console.print(f"note: a pyramid ({pyramid.layout}, {len(out.levels)} levels) written as {layout}")
     return CopyResult(out.group, written=bar.units, bytes=bar.done)
 
 
-@overload
-def _numbers(text: str, ndim: int, what: str, kind: type = float) -> tuple[Any, ...]: ...
-@overload
-def _numbers(text: None, ndim: int, what: str, kind: type = float) -> None: ...
-@overload
-def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tuple[Any, ...] | None: ...
-def _numbers(text: str | None, ndim: int, what: str, kind: type = float) -> tuple[Any, ...] | None:
-    if text is None:
-        return None
+def _numbers(text: str, ndim: int, what: str, kind: type = float) -> tuple[Any, ...]:
     try:
         values = tuple(kind(x) for x in text.split(","))
     except ValueError:
@@ -73,8 +62,7 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
         if o["factors"] is None
         else [_numbers(s, ndim, "--factors", int) for s in o["factors"].split("/")]
     )
-    report, bar = _bar_reporter(o["progress"], Path(destination).name, None, interrupt)
-    try:
+    with _bar(o["progress"], Path(destination).name, None, interrupt) as bar:
         out = build_pyramid(
             node,
             destination,
@@ -83,18 +71,16 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
             levels=o["levels"],
             factors=steps,
             axes=o["axes"],
-            scale=_numbers(o["scale"], ndim, "--scale"),
+            scale=None if o["scale"] is None else _numbers(o["scale"], ndim, "--scale"),
             unit=o["unit"],
             **_chunk_options(o["chunks"], o["shards"], ndim),
             compressor=o["codec"],
             overwrite=o["overwrite"],
             resume=o["resume"],
             workers=o["workers"],
-            progress=report,
+            progress=bar,
             run_units=o["run_units"],
         )
-    finally:
-        bar.close()
     return out, bar.done
 
 

@@ -73,14 +73,8 @@ def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[st
     return kw
 
 
-def _bar_reporter(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> tuple[Any, Any]:
-    """A ``progress(value_bytes, units)`` driving a progress bar and stopping at a Ctrl-C, and the bar."""
+def _bar(enabled: bool, label: str, total: int | None, interrupt: _Interrupt) -> Any:
+    """A copy's ``progress``: a progress bar on stderr (shown if ``enabled``) stopping at a Ctrl-C."""
     from altarr.transfer import ProgressBar
 
-    bar = ProgressBar(total, label, console=err_console, enabled=enabled)
-
-    def report(nbytes: int, units: int) -> None:
-        bar(nbytes, units)
-        interrupt.check()
-
-    return report, bar
+    return ProgressBar(total, label, console=err_console, enabled=enabled, on_step=interrupt.check)

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ def _import_xarray() -> Any:
     return xr
 
 
+@functools.cache
 def _backend_array_class() -> type:
     from xarray.backends.common import BackendArray
     from xarray.core import indexing
@@ -54,19 +56,13 @@ def _backend_array_class() -> type:
             )
 
         def __reduce__(self) -> tuple[Any, ...]:
-            return (_rebuild_backend_array, (self.array,))
+            return (_backend_array, (self.array,))
 
     return AltarrBackendArray
 
 
-_BACKEND_CLASS: type | None = None
-
-
-def _rebuild_backend_array(array: Any) -> Any:
-    global _BACKEND_CLASS
-    if _BACKEND_CLASS is None:
-        _BACKEND_CLASS = _backend_array_class()
-    return _BACKEND_CLASS(array)
+def _backend_array(array: Any) -> Any:
+    return _backend_array_class()(array)
 
 
 def to_xarray(
@@ -84,7 +80,7 @@ def to_xarray(
     if dask:
         data: Any = x.to_dask()
     else:
-        data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
+        data = indexing.LazilyIndexedArray(_backend_array(x))
     variable = xr.Variable(dims, data, attrs=dict(attrs or {}))
     return xr.DataArray(variable, coords=coords, name=name)
 
@@ -122,7 +118,7 @@ def _variable(
 
         attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], ds.dtype)
     dims = dims or _dims_of(ds, phony)
-    data = indexing.LazilyIndexedArray(_rebuild_backend_array(x))
+    data = indexing.LazilyIndexedArray(_backend_array(x))
     variable = xr.Variable(dims, data, attrs=attrs)
     block = ds.shards or ds.chunks
     variable.encoding = {
@@ -150,13 +146,14 @@ def open_altarr_dataset(
     """The ``xarray.Dataset`` of the node at ``location`` (``/group`` inside it): one variable per array
     (``recursive``: those of sub-groups too), or one ``level`` of an image pyramid."""
     import altarr as aa
+    from altarr.copying import arrays_below, open_node
     from altarr.multiscale import is_multiscale, open_multiscale
 
     xr = _import_xarray()
     location = _join(str(location), (group or "").strip("/"))
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
     options = dict(storage_options or {})
-    node = _open_node(location, options, consolidated)
+    node = open_node(location, consolidated=consolidated, **options)
     if isinstance(node, aa.Group) and is_multiscale(node):
         return pyramid_level_dataset(open_multiscale(node), location, level or 0, drop, options)
     if level is not None:
@@ -168,7 +165,7 @@ def open_altarr_dataset(
         variables = {} if name in drop else {name: _variable(node, location, storage_options=options)}
         return xr.Dataset(variables)
     variables = {}
-    for name, child in _arrays(node, recursive):
+    for name, child in arrays_below(node, recursive):
         if name not in drop:
             # phony dims per array: arrays of different shapes must not share one
             where = _join(location, name)
@@ -211,26 +208,6 @@ def pyramid_level_dataset(
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
-def _open_node(location: str, storage_options: dict[str, Any], consolidated: bool | None = None) -> Any:
-    import altarr as aa
-    from altarr.errors import AltarrError
-
-    try:
-        return aa.open_dataset(location, **storage_options)
-    except AltarrError as e:
-        try:
-            return aa.open_group(location, consolidated=consolidated, **storage_options)
-        except AltarrError as g:
-            raise (g if consolidated else e) from None  # consolidated=True: say it is missing
-
-
-def _arrays(group: Any, recursive: bool) -> list[tuple[str, Any]]:
-    import altarr as aa
-
-    members = group.members(max_depth=None if recursive else 0)
-    return [(name, node) for name, node in members if isinstance(node, aa.Dataset)]
-
-
 def open_groups_as_dict(
     location: str,
     *,
@@ -241,10 +218,11 @@ def open_groups_as_dict(
     """``{"/": Dataset, "/sub": Dataset, ...}`` for every group under ``location`` (for
     ``xarray.open_datatree``)."""
     import altarr as aa
+    from altarr.copying import open_node
 
     location = str(location)
     options: dict[str, Any] = {"storage_options": storage_options, "consolidated": consolidated}
-    root = _open_node(location, dict(storage_options or {}), consolidated)
+    root = open_node(location, consolidated=consolidated, **(storage_options or {}))
     if isinstance(root, aa.Dataset):
         return {"/": open_altarr_dataset(location, **options, **kwargs)}
     groups = [""] + [name for name, node in root.members(max_depth=None) if isinstance(node, aa.Group)]
