@@ -13,8 +13,8 @@ class Layout:
 
     def __init__(self, ds, store, shard):
         access = ds._access
-        sc, cps = access.sharding[1], access.grid.per_block(1)
-        obj = bytes(store.get_ranges([(access.key(shard), WHOLE)])[0])
+        sc, cps = access.layout.sharding[1], access.grid.per_block(1)
+        obj = bytes(store.get_ranges([(access.layout.key(shard), WHOLE)])[0])
         index = sc.read_index(obj, cps)
         self.size, self.index = len(obj), sc.index_nbytes(cps)
         self.ranges = {}

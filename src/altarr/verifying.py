@@ -262,7 +262,7 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
             tuple(reversed(nums[-len(grid) :])) if grid else (),
         ):
             if len(cand) == len(grid) and all(0 <= c < n for c, n in zip(cand, grid, strict=True)):
-                if acc.key(cand) == k:
+                if acc.layout.key(cand) == k:
                     pos = cand
                     break
         if pos is None:
@@ -323,7 +323,7 @@ class _Walker:
             if name not in check.checksums:
                 check.checksums.append(name)
         try:
-            self.acc.decode_chunk(data, chunk, key)
+            self.acc.codec.decode_chunk(data, chunk, key)
         except ChecksumError as e:
             report.add(key, "checksum", e.message, chunk)
         except AltarrError as e:
@@ -333,7 +333,7 @@ class _Walker:
 
     def _index(self, mv: memoryview, level: int, key: str, where: tuple[int, ...]) -> tuple[Any, int, int]:
         """The decoded index of a level-``level`` block and its data region, or ``None`` (reported)."""
-        sc = self.acc.sharding[level]
+        sc = self.acc.layout.sharding[level]
         cps = self.grid.per_block(level)
         n_idx = sc.index_nbytes(cps)
         size = len(mv)

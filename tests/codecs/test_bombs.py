@@ -163,13 +163,13 @@ def _dataset_with_bomb(tmp_path, kind: str) -> tuple[str, int]:
         ds = aa.create_dataset(
             path, shape=(128, 64), dtype="u1", chunks=(64, 64), shards=(64, 64), compressor="gzip"
         )
-        sc = ds._access.sharding[1]
+        sc = ds._access.layout.sharding[1]
         bomb = sc.assemble([_gzip_bomb(GiB)], (1, 1))
     elif kind == "sharded-zstd":  # small enough for the index check (10 KB): the decoder must stop it
         ds = aa.create_dataset(
             path, shape=(128, 64), dtype="u1", chunks=(64, 64), shards=(64, 64), compressor="zstd"
         )
-        sc = ds._access.sharding[1]
+        sc = ds._access.layout.sharding[1]
         frames = _zstd_bomb(5 * (64 << 20))  # 5 frames without content size: 320 MiB
         assert len(frames) <= ds._access.layout.max_block_bytes[0]
         bomb = sc.assemble([frames], (1, 1))
@@ -196,7 +196,7 @@ def _dataset_with_bomb(tmp_path, kind: str) -> tuple[str, int]:
         raise AssertionError(kind)
     ds[...] = 0
     ds.write_chunks([(0,) * ds.ndim], [np.full(ds.chunks, 7, ds.dtype)])
-    key = ds._access.key((1,) + (0,) * (ds.ndim - 1))
+    key = ds._access.layout.key((1,) + (0,) * (ds.ndim - 1))
     ds.store.set(key, bomb)
     assert len(bomb) < 16 << 20  # a small object...
     return path, GiB  # ...that decodes to 1 GiB

@@ -177,7 +177,7 @@ def test_fuzz_n5_block_headers(block, compression):
         store, shape=(8, 8), dtype="uint16", chunks=(4, 4), format="n5", compressor=compression
     )
     ds[...] = 1
-    store.set(ds._access.key((0, 1)), block)
+    store.set(ds._access.layout.key((0, 1)), block)
     got = _bounded(lambda: aa.open_dataset(store)[...])
     if isinstance(got, np.ndarray):
         assert got.shape == (8, 8)

@@ -334,9 +334,9 @@ def test_java_shard_test_sequence(store):
     ds.write_chunks(first, [np.full((2, 2), i + 1, "uint8") for i in range(len(first))])
     assert {ds.shard_of(c) for c in first} == {(0, 0), (0, 1), (2, 2)}
     for s in [(0, 0), (0, 1), (2, 2)]:
-        assert store.exists(ds._access.key(s))
+        assert store.exists(ds._access.layout.key(s))
     for s in [(1, 0), (1, 1), (1, 2), (2, 1)]:
-        assert not store.exists(ds._access.key(s))
+        assert not store.exists(ds._access.layout.key(s))
     second = [(0, 0), (1, 1), (4, 0), (5, 0), (10, 10)]
     ds.write_chunks(second, [np.full((2, 2), 100 + i, "uint8") for i in range(len(second))])
     expect = {c: i + 1 for i, c in enumerate(first)}
@@ -693,16 +693,16 @@ def test_decode_chunk_decodes_into_a_fresh_array_or_the_threads_scratch_buffer(s
     key = ds.chunk_key((1, 2))
     data = store.get(key)
     acc = ds._access
-    fresh = [acc.decode_chunk(data, (1, 2), key) for _ in range(2)]
+    fresh = [acc.codec.decode_chunk(data, (1, 2), key) for _ in range(2)]
     for a in fresh:
         np.testing.assert_array_equal(a, chunk_values(ds, (1, 2)))
     assert not np.shares_memory(fresh[0], fresh[1])  # each caller owns its array
-    scratch = [acc.decode_chunk(data, (1, 2), key, scratch=True) for _ in range(2)]
+    scratch = [acc.codec.decode_chunk(data, (1, 2), key, scratch=True) for _ in range(2)]
     np.testing.assert_array_equal(scratch[1], chunk_values(ds, (1, 2)))
     assert np.shares_memory(scratch[0], scratch[1])  # this thread's reused buffer
     # bad bytes are named by key, chunk and where they were read from
     with pytest.raises(CorruptChunkError) as info:
-        acc.decode_chunk(data[:-3], (1, 2), key, byte_range=(10, 10 + len(data) - 3))
+        acc.codec.decode_chunk(data[:-3], (1, 2), key, byte_range=(10, 10 + len(data) - 3))
     assert (info.value.key, info.value.chunk, info.value.byte_range) == (key, (1, 2), (10, len(data) + 7))
 
 
@@ -1080,6 +1080,6 @@ def test_access_is_the_handles_engine_and_follows_a_resize():
     ds = aa.create_dataset(f"memory://{uuid.uuid4().hex}", shape=(8,), dtype="u1", chunks=(2,), shards=(4,))
     acc = ds.access
     assert isinstance(acc, DatasetAccess) and acc.grid.chunks == (2,) and acc.grid.grid_shape(0) == (4,)
-    assert acc.key(ds.shard_of((3,))) == ds.chunk_key((3,)) == "c/1"
+    assert acc.layout.key(ds.shard_of((3,))) == ds.chunk_key((3,)) == "c/1"
     ds.resize((16,))
     assert ds.access is not acc and ds.access.grid.grid_shape(0) == (8,)

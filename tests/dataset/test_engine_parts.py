@@ -102,7 +102,7 @@ def test_the_facade_hands_out_its_parts():
     ds = aa.create_dataset(MemoryStore(), shape=(4, 4), dtype="uint8", chunks=(2, 2), shards=(4, 4))
     acc = ds._access
     assert isinstance(acc, DatasetAccess)
-    assert acc.grid is acc.layout.grid and acc.sharding is acc.layout.sharding
+    assert acc.grid is acc.layout.grid
     assert acc.reader.index_cache is acc.index_cache is acc.writer.index_cache
     assert acc.writer.codec is acc.codec  # the writer compresses with the façade's codec
 
@@ -261,9 +261,7 @@ def test_the_facade_names_its_inputs_and_parts():
     ds = aa.create_dataset(store, shape=(5, 6), dtype="uint16", chunks=(4, 4), path="arr")
     acc = DatasetAccess(store, "arr", ds.spec)
     assert (acc.store, acc.prefix, acc.spec) == (store, "arr", ds.spec)
-    assert acc.key((1, 0)) == "arr/c/1/0"
-    assert acc.sharded is False
-    assert acc.dtype == np.dtype("uint16")
+    assert acc.layout.key((1, 0)) == "arr/c/1/0"
     store.stats.reset()
     acc.write_chunks([(0, 0)], [np.zeros((4, 4), "uint16")])  # the fill value: not stored by default
     assert store.stats.writes == 0 and store.get("arr/c/0/0") is None
@@ -340,8 +338,8 @@ def test_opens_of_one_memoized_parse_share_the_layout_and_the_codec_plan_but_not
     assert keeping._access.codec.native is not one._access.codec.native
     assert keeping._access.codec.native.fill_mode != one._access.codec.native.fill_mode
     other = aa.open_dataset(store, path="b")
-    assert other._access.layout is not one._access.layout and other._access.key((1, 0)) == "b/c/1/0"
-    assert one._access.key((1, 0)) == "a/c/1/0"
+    assert other._access.layout is not one._access.layout and other._access.layout.key((1, 0)) == "b/c/1/0"
+    assert one._access.layout.key((1, 0)) == "a/c/1/0"
 
 
 def test_a_chain_keeps_a_bounded_number_of_derived_values():

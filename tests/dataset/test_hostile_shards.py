@@ -302,7 +302,7 @@ def test_hostile_n5_block_headers(tmp_path, header, how):
     path = str(tmp_path / "n5")
     ds = aa.create_dataset(path, shape=(8, 8), dtype="u2", chunks=(4, 4), format="n5", compressor="gzip")
     ds[...] = 1
-    key = ds._access.key((0, 1))
+    key = ds._access.layout.key((0, 1))
     ds.store.set(key, header + bytes(64))
     with pytest.raises(AltarrError) as info:
         if how == "region":

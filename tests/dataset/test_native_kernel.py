@@ -62,7 +62,7 @@ def _objects(store):
 
 def _chunk_frames(ds):
     """Every stored chunk's frame, by chunk: the shards split by their index."""
-    sc, grid = ds._access.sharding[1], ds._access.grid
+    sc, grid = ds._access.layout.sharding[1], ds._access.grid
     frames = {}
     for key in ds.store.list(""):
         if key.endswith(".json"):
@@ -257,7 +257,7 @@ def test_same_requests_on_both_paths(tmp_path, comp):
 def _corrupt_shard(ds, chunk, payload):
     """Replace one chunk's stored bytes (the shard rebuilt around it, index and checksum included)."""
     key = ds.chunk_key(chunk)
-    sc = ds._access.sharding[1]
+    sc = ds._access.layout.sharding[1]
     cps = ds._access.grid.per_block(1)
     entries = sc.split(ds.store.get(key), cps)
     entries = [None if e is None else bytes(e) for e in entries]

@@ -268,7 +268,7 @@ def _one_chunk(fmt, compressor, kw):
     )
     values = (np.arange(48) // 3 * 7).astype("u2")
     ds[...] = values
-    key = ds._access.key((0,))
+    key = ds._access.layout.key((0,))
     return ds, key, bytes(ds.store.get(key)), values
 
 
@@ -281,7 +281,7 @@ def _flips(ds, key, stored, values):
         flipped = bytearray(stored)
         flipped[i] ^= 0x5A
         try:
-            got = ds._access.decode_chunk(memoryview(bytes(flipped)), (0,), key)
+            got = ds._access.codec.decode_chunk(memoryview(bytes(flipped)), (0,), key)
         except aa.errors.AltarrError:
             continue
         wrong += not np.array_equal(got, values)

@@ -412,7 +412,7 @@ def test_reading_javas_shards_request_counts(name):
     ds = aa.open_dataset(store, path=name)
     expected = np.load(DATA / d["expected"])
     missing = {numpy_pos(c) for c in d["missing_chunks"]}
-    first_shard = [c for c in chunk_grid(d) if ds._access.shard_of(c) == (0,) * len(c)]
+    first_shard = [c for c in chunk_grid(d) if ds._access.layout.shard_of(c) == (0,) * len(c)]
     stored = [c for c in first_shard if c not in missing]
     for wanted, reads in (([stored[0]], 2), (stored, 1)):
         ds = aa.open_dataset(store, path=name)  # no cached index
@@ -423,7 +423,7 @@ def test_reading_javas_shards_request_counts(name):
             sel = tuple(slice(p * k, (p + 1) * k) for p, k in zip(c, ds.chunks, strict=True))
             np.testing.assert_array_equal(a, expected[sel])
     shard_key = "/".join(str(p) for p in d["missing_shards"][0])
-    in_missing = [c for c in chunk_grid(d) if ds._access.key(ds._access.shard_of(c)) == f"{name}/{shard_key}"]
+    in_missing = [c for c in chunk_grid(d) if ds._access.layout.key(ds._access.layout.shard_of(c)) == f"{name}/{shard_key}"]
     store.stats.reset()
     assert ds.read_chunks(in_missing[:1]) == [None]
     assert (store.stats.reads, store.stats.size_queries) == (1, 0)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import pmap
-from ..codecs.sharding import ShardingCodec
 from ..errors import GridError
 from ..formats.base import DatasetSpec
 from . import kernel
@@ -39,10 +38,8 @@ __all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
 
 
 class DatasetAccess:
-    """Batched, shard-grouped chunk I/O for one array (see the module docstring).
-
-    ``layout``, ``codec``, ``index_cache``, ``reader`` and ``writer`` are its parts; the attributes
-    below them (``grid``, ``key``, ``decode_chunk``, ...) are the parts' own, named here for callers."""
+    """Batched, shard-grouped chunk I/O for one array (see the module docstring): ``layout`` (keys,
+    grouping, ``grid``), ``codec``, ``index_cache``, ``reader`` and ``writer`` are its parts."""
 
     def __init__(
         self,
@@ -61,31 +58,7 @@ class DatasetAccess:
         self.index_cache = IndexCache(store, recheck=recheck)
         self.reader = ShardReader(store, self.layout, self.index_cache)
         self.writer = ShardWriter(store, self.layout, self.codec, self.reader, self.index_cache)
-        # the parts' fixed attributes, named here for callers
         self.grid: NestedGrid = self.layout.grid
-        self.sharding: list[ShardingCodec | None] = self.layout.sharding
-        self.sharded: bool = self.layout.sharded
-        self.dtype: np.dtype = self.layout.dtype
-
-    # --- the parts' attributes, named here for callers -------------------------------------------------
-    def key(self, outer_pos: Sequence[int]) -> str:
-        return self.layout.key(outer_pos)
-
-    def shard_of(self, chunk: Sequence[int]) -> Chunk:
-        return self.layout.shard_of(chunk)
-
-    def group_by_shard(self, chunks: Sequence[Chunk]) -> dict[Chunk, list[Chunk]]:
-        return self.layout.group_by_shard(chunks)
-
-    def decode_chunk(
-        self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None
-    ) -> np.ndarray:
-        """See :meth:`ChunkCodec.decode_chunk <altarr.dataset.chunk_codec.ChunkCodec.decode_chunk>`."""
-        return self.codec.decode_chunk(data, chunk, key, scratch=scratch, byte_range=byte_range)
-
-    def apply(self, updates: dict[Chunk, np.ndarray | Merge | None]) -> dict[Chunk, bool]:
-        """See :meth:`ShardWriter.apply <altarr.dataset.shard_write.ShardWriter.apply>`."""
-        return self.writer.apply(updates)
 
     # --- requests --------------------------------------------------------------------------------------
     def _rows(self, coords: Sequence[Sequence[int]] | np.ndarray) -> dict[Chunk, list[int]]:

@@ -18,11 +18,10 @@ from ..errors import MetadataError, NodeNotFoundError, UnsupportedError
 from ..formats import consolidated as cm
 from ..formats import get_format, open_node, registered_formats
 from ..formats._common import join_key, parse_json
-from ..stores import store_from_url
 from ..stores.base import Store
 from .consolidated import refresh_consolidated
 from .dataset import Dataset
-from .group import Group, clear_node, new_dataset
+from .group import Group, clear_node, create_dataset, store_at
 from .locks import run_exclusive
 from .n5_container import n5_container_above
 
@@ -34,16 +33,6 @@ __all__ = [
     "create_like",
     "consolidate_metadata",
 ]
-
-_MODES = ("r", "r+", "a", "w", "w-")
-
-
-def _store(path_or_url: str | Store, mode: str, path: str, storage_options: dict) -> tuple[Store, str]:
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
-    store, prefix = store_from_url(path_or_url, mode=mode, **storage_options)
-    path = path.strip("/")
-    return store, (f"{prefix}/{path}" if prefix and path else prefix or path)
 
 
 def _located(fn: Any, store: Store, prefix: str) -> Any:
@@ -80,7 +69,7 @@ def open_dataset(
     >>> aa.open_dataset("memory://doc-open").shape
     (3,)
     """
-    store, prefix = _store(path_or_url, mode, path, storage_options)
+    store, prefix = store_at(path_or_url, mode, path, storage_options)
     # detection and parsing from one batched request
     node = _located(lambda s, p: open_node(s, p, format=format), store, prefix)
     if node.kind != "array":
@@ -93,83 +82,6 @@ def open_dataset(
         mode=mode,
         write_empty_chunks=write_empty_chunks,
         recheck=recheck,
-    )
-
-
-def _fresh_node(
-    path_or_url: str | Store, overwrite: bool, path: str, storage_options: dict
-) -> tuple[Store, str]:
-    """The store and prefix of a node about to be created: an existing node there raises
-    :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``."""
-    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options)
-    clear_node(store, prefix, overwrite)
-    return store, prefix
-
-
-def create_dataset(
-    path_or_url: str | Store,
-    *,
-    shape: Any = None,
-    dtype: Any = None,
-    chunks: Any = "auto",
-    shards: Any = None,
-    format: str = "zarr3",
-    compressor: Any = "auto",
-    fill_value: Any = 0,
-    attributes: dict[str, Any] | None = None,
-    dimension_names: Any = None,
-    overwrite: bool = False,
-    path: str = "",
-    write_empty_chunks: bool = False,
-    storage_options: dict[str, Any] | None = None,
-    data: Any = None,
-    compressors: Any = None,
-    filters: Any = None,
-    serializer: Any = None,
-    **format_options: Any,
-) -> Dataset:
-    """Create a new array and return it opened for writing.
-
-    ``shape`` and ``dtype`` come from ``data`` (written into the new array) when not given. ``chunks`` is
-    the innermost chunk shape, or ``"auto"`` (the default) for zarr-python 3's automatic rule (see
-    :mod:`altarr.dataset.arguments`); ``shards`` ``None``, the outermost shard shape, or a list of shard
-    shapes from the innermost level outwards (nested sharding). ``format`` is ``"zarr3"``, ``"zarr2"``
-    or ``"n5"``. ``compressor`` (or zarr-python's ``compressors``) takes every form of the codec
-    vocabulary (:mod:`altarr.codecs.vocabulary`): ``"zstd:5"``, ``"blosc:lz4:5"``, ``None``, a Zarr v3,
-    numcodecs or N5 dict, a numcodecs or ``zarr.codecs`` object; ``"auto"`` is zstd (level 3).
-    ``filters`` (numcodecs filters, Zarr v2) and ``serializer`` (little-endian ``bytes``) as zarr-python
-    takes them. Every argument is checked before anything is written. An existing node raises
-    :class:`~altarr.errors.ExistsError` unless ``overwrite=True``, which deletes it first. Shapes are
-    NumPy order for every format.
-
-    >>> import altarr as aa, numpy as np
-    >>> ds = aa.create_dataset("memory://doc-create", shape=(100, 100), dtype="uint16", chunks=(10, 10),
-    ...                        shards=(50, 50), compressor="zstd:5")
-    >>> ds.chunks, ds.shards
-    ((10, 10), (50, 50))
-    >>> aa.create_dataset("memory://doc-create-data", data=np.arange(6.0).reshape(2, 3)).shape
-    (2, 3)
-    """
-    store, prefix = _store(path_or_url, "w" if overwrite else "a", path, storage_options or {})
-    return new_dataset(
-        store,
-        prefix,
-        shape=shape,
-        dtype=dtype,
-        chunks=chunks,
-        data=data,
-        shards=shards,
-        format=format,
-        compressor=compressor,
-        compressors=compressors,
-        filters=filters,
-        serializer=serializer,
-        fill_value=fill_value,
-        attributes=attributes,
-        dimension_names=dimension_names,
-        overwrite=overwrite,
-        write_empty_chunks=write_empty_chunks,
-        **format_options,
     )
 
 
@@ -194,7 +106,7 @@ def open_group(
     >>> aa.open_group("memory://doc-og").format
     'n5'
     """
-    store, prefix = _store(path_or_url, mode, path, storage_options)
+    store, prefix = store_at(path_or_url, mode, path, storage_options)
     # one round: the candidates and the documents holding consolidated metadata (Zarr v2's .zmetadata;
     # Zarr v3 consolidates inside zarr.json)
     extra = tuple(dict.fromkeys(k for f in registered_formats() for k in f.consolidated_probe_keys()))
@@ -235,7 +147,8 @@ def create_group(
     >>> dict(g.attrs)
     {'a': 1}
     """
-    store, prefix = _fresh_node(path_or_url, overwrite, path, storage_options)
+    store, prefix = store_at(path_or_url, "w" if overwrite else "a", path, storage_options)
+    clear_node(store, prefix, overwrite)
     fmt = get_format(format)
     fmt.create_group(store, prefix, attributes)
     refresh_consolidated(store, prefix, fmt, "created")

@@ -251,7 +251,7 @@ class WriteBuffer:
             p = self._take(pos)
             if p.mask is None and not self._add_mask(pos, p):
                 self._write(pos)  # values and mask together exceed the budget: this chunk goes through
-                self._access.apply({c: Merge(Scatter(pl, i, work))})
+                self._access.writer.apply({c: Merge(Scatter(pl, i, work))})
                 continue
             region = self._region(grid, c, pos)
             pl.scatter(work, i, p.values[region])

@@ -155,7 +155,7 @@ class Dataset(ArrayMembers):
 
         >>> import altarr as aa
         >>> ds = aa.create_dataset("memory://doc-dataset-access", shape=(8,), dtype="u1", chunks=(4,))
-        >>> ds.access.key((1,))
+        >>> ds.access.layout.key((1,))
         'c/1'
         """
         return self._access
@@ -190,7 +190,7 @@ class Dataset(ArrayMembers):
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        return self._access.grid.outer if self._access.sharded else None
+        return self._access.grid.outer if self._access.layout.sharded else None
 
     @property
     def shard_levels(self) -> list[tuple[int, ...]]:
@@ -314,7 +314,7 @@ class Dataset(ArrayMembers):
     def shard_of(self, coords: Sequence[int]) -> tuple[int, ...]:
         """Grid position of the stored object (outermost shard) that holds chunk ``coords``."""
         c = self._access.grid.check_chunk(coords)
-        return self._access.shard_of(c)
+        return self._access.layout.shard_of(c)
 
     def chunks_in_shard(self, shard_coords: Sequence[int]) -> list[tuple[int, ...]]:
         """The in-bounds chunks of the outermost shard at ``shard_coords``, in C order."""
@@ -325,11 +325,11 @@ class Dataset(ArrayMembers):
     def group_by_shard(self, coords: Sequence[Sequence[int]]) -> dict[tuple[int, ...], list[tuple[int, ...]]]:
         """Chunk coordinates grouped by the shard that holds them (insertion order of first appearance)."""
         arr = self._access.grid.check_chunks(coords)
-        return self._access.group_by_shard([tuple(int(v) for v in row) for row in arr.tolist()])
+        return self._access.layout.group_by_shard([tuple(int(v) for v in row) for row in arr.tolist()])
 
     def chunk_key(self, coords: Sequence[int]) -> str:
         """The store key of the object holding chunk ``coords``."""
-        return self._access.key(self.shard_of(coords))
+        return self._access.layout.key(self.shard_of(coords))
 
     def buffered(self, max_bytes: int = DEFAULT_BUFFER_BYTES, on_error: str = "commit") -> WriteBuffer:
         """A write buffer: writes land in memory and each shard (each chunk of an unsharded array) is
@@ -449,14 +449,14 @@ class Dataset(ArrayMembers):
             updates: dict[tuple[int, ...], Any] = {}
             self._region_updates(sel, values, updates)
             if updates:
-                self._access.apply(updates)
+                self._access.writer.apply(updates)
             return
         vals = cast_for_selection(values, self.dtype, sel)
         p = plan(sel, self.chunks)
         work = plan_values(p, vals)
         if not len(p.coords) or work.size == 0:
             return
-        self._access.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
+        self._access.writer.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
 
     def _region_updates(self, sel: Selection, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
         """Add the chunk updates that write ``values`` into the basic selection ``sel`` to ``updates`` (on
@@ -521,7 +521,7 @@ class Dataset(ArrayMembers):
         for sel, vals in zip(selections, values, strict=True):
             self._region_updates(normalize(sel, self.shape, resolve=False), vals, updates)
         if updates:
-            self._access.apply(updates)
+            self._access.writer.apply(updates)
 
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
     def _read_plan(self, p: SelectionPlan) -> Any:
@@ -570,7 +570,7 @@ class Dataset(ArrayMembers):
         existing = set(self.store.list(self.path))
         top = g.nlevels - 1
         for pos in product(*(range(n) for n in g.grid_shape(top))):
-            if self._access.key(pos) in existing:
+            if self._access.layout.key(pos) in existing:
                 yield from g.chunks_in(pos, top)
 
 

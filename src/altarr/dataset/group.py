@@ -1,4 +1,5 @@
-"""Groups: hierarchy and attributes, for every format.
+"""Groups (hierarchy and attributes, for every format) and :func:`create_dataset`, which creates an
+array in a group or at a path.
 
 Example:
     >>> import altarr as aa
@@ -11,7 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,15 +28,14 @@ from ..errors import (
 from ..formats import detect_format, get_format, open_node
 from ..formats._common import join_key
 from ..formats.base import Format, Node
+from ..stores import store_from_url
+from ..stores.base import Store
 from .arguments import new_array_arguments
 from .consolidated import refresh_consolidated
 from .dataset import Attributes, Dataset
 from .members import Info, NodeNames
 
-if TYPE_CHECKING:
-    from ..stores.base import Store
-
-__all__ = ["Group", "Tree", "node_exists", "open_any", "new_dataset"]
+__all__ = ["Group", "Tree", "create_dataset", "node_exists", "open_any", "store_at"]
 
 
 def node_exists(store: Store, prefix: str) -> bool:
@@ -67,38 +67,71 @@ def open_any(store: Store, prefix: str, mode: str) -> Dataset | Group:
     return _node_object(store, prefix, open_node(store, prefix), mode)
 
 
-def new_dataset(
-    store: Store,
-    prefix: str,
+def store_at(path_or_url: str | Store, mode: str, path: str, storage_options: dict) -> tuple[Store, str]:
+    """The store of ``path_or_url`` opened in ``mode`` and the prefix of the node ``path`` inside it."""
+    store, prefix = store_from_url(path_or_url, mode=mode, **storage_options)
+    path = path.strip("/")
+    return store, (f"{prefix}/{path}" if prefix and path else prefix or path)
+
+
+def create_dataset(
+    path_or_url: str | Store,
     *,
     shape: Any = None,
     dtype: Any = None,
     chunks: Any = "auto",
-    data: Any = None,
+    shards: Any = None,
     format: str = "zarr3",
+    compressor: Any = "auto",
+    fill_value: Any = 0,
+    attributes: dict[str, Any] | None = None,
+    dimension_names: Any = None,
     overwrite: bool = False,
+    path: str = "",
     write_empty_chunks: bool = False,
-    **create: Any,
+    storage_options: dict[str, Any] | None = None,
+    data: Any = None,
+    compressors: Any = None,
+    filters: Any = None,
+    serializer: Any = None,
+    **format_options: Any,
 ) -> Dataset:
-    """Create an array at ``prefix`` of ``store`` and return it opened for writing: an existing node raises
-    :class:`~altarr.errors.ExistsError`, or is deleted first with ``overwrite``. ``create`` are the
-    further arguments of :meth:`~altarr.formats.base.Format.create_array` (``shards``, ``compressor``,
-    format options...) and zarr-python's ``compressors``, ``filters``, ``serializer``; every argument is
-    checked (:func:`~altarr.dataset.arguments.new_array_arguments`) before anything is written or deleted.
-    ``data`` gives the shape and dtype and is written. :func:`altarr.create_dataset` and
-    :meth:`Group.create_dataset` both end here.
+    """Create a new array and return it opened for writing.
 
-    >>> from altarr.stores import MemoryStore
-    >>> new_dataset(MemoryStore(), "a", shape=5, dtype="u1", chunks=2).chunks
-    (2,)
+    ``shape`` and ``dtype`` come from ``data`` (written into the new array) when not given. ``chunks`` is
+    the innermost chunk shape, or ``"auto"`` (the default) for zarr-python 3's automatic rule (see
+    :mod:`altarr.dataset.arguments`); ``shards`` ``None``, the outermost shard shape, or a list of shard
+    shapes from the innermost level outwards (nested sharding). ``format`` is ``"zarr3"``, ``"zarr2"``
+    or ``"n5"``. ``compressor`` (or zarr-python's ``compressors``) takes every form of the codec
+    vocabulary (:mod:`altarr.codecs.vocabulary`): ``"zstd:5"``, ``"blosc:lz4:5"``, ``None``, a Zarr v3,
+    numcodecs or N5 dict, a numcodecs or ``zarr.codecs`` object; ``"auto"`` is zstd (level 3).
+    ``filters`` (numcodecs filters, Zarr v2) and ``serializer`` (little-endian ``bytes``) as zarr-python
+    takes them. Every argument is checked before anything is written. An existing node raises
+    :class:`~altarr.errors.ExistsError` unless ``overwrite=True``, which deletes it first. Shapes are
+    NumPy order for every format.
+
+    >>> import altarr as aa, numpy as np
+    >>> ds = aa.create_dataset("memory://doc-create", shape=(100, 100), dtype="uint16", chunks=(10, 10),
+    ...                        shards=(50, 50), compressor="zstd:5")
+    >>> ds.chunks, ds.shards
+    ((10, 10), (50, 50))
+    >>> aa.create_dataset("memory://doc-create-data", data=np.arange(6.0).reshape(2, 3)).shape
+    (2, 3)
     """
-    codecs = {
-        k: create.pop(k)
-        for k in ("shards", "compressor", "compressors", "filters", "serializer")
-        if k in create
-    }
+    store, prefix = store_at(path_or_url, "w" if overwrite else "a", path, storage_options or {})
+    options = {"fill_value": fill_value, "attributes": attributes, "dimension_names": dimension_names}
     kw = new_array_arguments(
-        format, shape=shape, dtype=dtype, data=data, chunks=chunks, **codecs, options=create
+        format,
+        shape=shape,
+        dtype=dtype,
+        data=data,
+        chunks=chunks,
+        shards=shards,
+        compressor=compressor,
+        compressors=compressors,
+        filters=filters,
+        serializer=serializer,
+        options={**options, **format_options},
     )
     clear_node(store, prefix, overwrite)
     fmt = get_format(format)
@@ -307,7 +340,7 @@ class Group(NodeNames):
         self._ensure_parents(path)
         kwargs.setdefault("format", self.format)
         kwargs.pop("storage_options", None)  # the group's store is already open
-        return new_dataset(self.store, path, **kwargs)
+        return create_dataset(self.store, path=path, **kwargs)
 
     def create_array(self, name: str, **kwargs: Any) -> Dataset:
         """zarr-python 3's name for :meth:`create_dataset` (the same arguments)."""

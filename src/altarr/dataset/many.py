@@ -31,7 +31,7 @@ Chunk = tuple[int, ...]
 
 def read_plans(access: DatasetAccess, plans: Sequence[SelectionPlan]) -> list[Any]:
     """The results of ``plans`` from one batched read of the union of their chunks (each decoded once)."""
-    works = [p.new_work(access.dtype) for p in plans]
+    works = [p.new_work(access.layout.dtype) for p in plans]
     by_chunk = chunk_users(plans)
     if by_chunk:
         users = list(by_chunk.values())  # row i of the visit: the (plan, row) of each use of chunk i

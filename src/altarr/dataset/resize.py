@@ -171,7 +171,7 @@ def _trim(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> No
         for pos in straddling[i : i + TRIM_BATCH]:
             updates.update(_trim_updates(pos, grid, old_grid, shape))
         if updates:
-            acc.apply(updates)
+            acc.writer.apply(updates)
 
 
 def _edge_blocks(n: Sequence[int], cut: list[int]) -> Iterator[tuple[int, ...]]:
@@ -219,7 +219,7 @@ def _widen(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> N
         chunks.update(product(*ranges))
     todo = sorted(chunks)
     for i in range(0, len(todo), TRIM_BATCH * 16):
-        ds._access.apply({c: Merge(_keep) for c in todo[i : i + TRIM_BATCH * 16]})
+        ds._access.writer.apply({c: Merge(_keep) for c in todo[i : i + TRIM_BATCH * 16]})
 
 
 def _keep(values: np.ndarray) -> np.ndarray:
