@@ -275,7 +275,7 @@ def test_forgotten_index_entries_give_their_bytes_back():
     cache.forget(["a"])
     cache.put("c", 1, 0, "v", np.zeros(30, np.uint8))  # 40 of 100 bytes: nothing evicted
     assert cache.get("b", 1, 0, tokens) is not None and cache.get("c", 1, 0, tokens) is not None
-    assert cache.get("a", 1, 0, tokens) is None and cache.hits == 2
+    assert cache.get("a", 1, 0, tokens) is None
 
 
 def test_an_index_read_without_a_version_is_not_cached():

@@ -23,6 +23,7 @@ import itertools
 import math
 import threading
 from collections.abc import Iterator
+from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +31,8 @@ import numpy as np
 
 from ..errors import AltarrError
 from ..selection import DimSelection, normalize, plan, plan_dim, plan_region
-from .assign_values import Paste, PasteWhere, Scatter, plan_values, region_values
 from .casting import cast_for_selection
-from .shard_write import Merge
+from .shard_write import Merge, paste, paste_where, scatter
 from .written import Pending, box_mask, box_of, simple_box
 
 if TYPE_CHECKING:
@@ -150,34 +150,31 @@ class WriteBuffer:
                 return
             box = simple_box(selection, values, ds)
             if box is not None:  # the streaming case, without the general planning (see simple_box)
-                self._put_box(*box)
-                self._write_ready()
-                return
-            sel = normalize(selection, ds.shape, resolve=False)
-            if not sel.basic:  # NumPy's order: the values are cast before the index arrays are checked
-                vals = cast_for_selection(values, ds.dtype, sel)
-                p = plan(sel, ds.chunks)
-                self._scatter(p, plan_values(p, vals))
+                starts, counts, vals = box
+                grid = self._access.grid
+                per_dim = [
+                    plan_dim(DimSelection(a, 1, n), b, size)
+                    for a, n, b, size in zip(starts, counts, grid.outer, grid.shape, strict=True)
+                ]
             else:
+                sel = normalize(selection, ds.shape, resolve=False)
+                # NumPy's order: the values are cast before the index arrays are checked
+                vals = cast_for_selection(values, ds.dtype, sel)
+                if not sel.basic:
+                    p = plan(sel, ds.chunks)
+                    self._scatter(p, p.unfinish(vals))
+                    self._write_ready()
+                    return
                 r = plan_region(sel, self._access.grid.outer)
-                vals = region_values(sel, r, values, ds.dtype)
-                if vals.size:
-                    for piece in product(*r.per_dim):
-                        pos = tuple(q[0] for q in piece)
-                        self._put(pos, tuple(q[1] for q in piece), vals[tuple(q[2] for q in piece)])
+                per_dim, vals = r.per_dim, r.unfinish(vals)
+            if vals.size:  # per dimension: (object, slice of the object, slice of vals)
+                for piece in product(*per_dim):
+                    self._put(
+                        tuple(q[0] for q in piece),
+                        tuple(q[1] for q in piece),
+                        vals[tuple(q[2] for q in piece)],
+                    )
             self._write_ready()
-
-    def _put_box(self, starts: list[int], counts: list[int], vals: np.ndarray) -> None:
-        """Write ``vals`` (already laid out with one axis per dimension) into the box at ``starts``."""
-        grid = self._access.grid
-        per_dim = [
-            plan_dim(DimSelection(a, 1, n), b, size)
-            for a, n, b, size in zip(starts, counts, grid.outer, grid.shape, strict=True)
-        ]
-        for piece in product(*per_dim):
-            self._put(
-                tuple(q[0] for q in piece), tuple(q[1] for q in piece), vals[tuple(q[2] for q in piece)]
-            )
 
     def _take(self, pos: Chunk) -> Pending:
         """The pending object at ``pos``, made (after making room for it) if there is none: in the values
@@ -225,7 +222,7 @@ class WriteBuffer:
         if union is None and p.mask is None and not self._add_mask(pos, p):
             # values and mask together exceed the budget: what the object has goes out, this piece
             # goes straight through
-            self._write(pos)
+            self._write_out([pos])
             top = self._access.grid.nlevels - 1
             first = self._access.grid.first_chunk(pos, top)
             origin = [f * n for f, n in zip(first, self._access.grid.chunks, strict=True)]
@@ -250,8 +247,8 @@ class WriteBuffer:
             pos = layout.shard_of(c)
             p = self._take(pos)
             if p.mask is None and not self._add_mask(pos, p):
-                self._write(pos)  # values and mask together exceed the budget: this chunk goes through
-                self._access.writer.apply({c: Merge(Scatter(pl, i, work))})
+                self._write_out([pos])  # values and mask together exceed the budget: this chunk goes through
+                self._access.writer.apply({c: Merge(partial(scatter, pl, i, work))})
                 continue
             region = self._region(grid, c, pos)
             pl.scatter(work, i, p.values[region])
@@ -276,7 +273,7 @@ class WriteBuffer:
             if not others:
                 return
             pos, _ = max(others, key=lambda item: (item[1].covered / item[1].size, -item[1].tick))
-            self._write(pos)
+            self._write_out([pos])
 
     @staticmethod
     def _region(grid: Any, chunk: Chunk, pos: Chunk) -> tuple[slice, ...]:
@@ -302,14 +299,10 @@ class WriteBuffer:
             if kind == "full":
                 updates[c] = p.values[region]
             elif kind == "box":
-                updates[c] = Merge(Paste(where, p.values[region][where]))
+                updates[c] = Merge(partial(paste, where, p.values[region][where]))
             elif kind == "mask":
-                updates[c] = Merge(PasteWhere(where, p.values[region]))
+                updates[c] = Merge(partial(paste_where, where, p.values[region]))
         return updates
-
-    def _write(self, pos: Chunk) -> None:
-        """Write the object at ``pos`` out (see :meth:`_write_out`)."""
-        self._write_out([pos])
 
     def _write_ready(self) -> None:
         """Write out the objects completed by the last call, in groups."""

@@ -153,15 +153,12 @@ class ChunkCodec:
         self.fill_value = fill_value
         self.write_empty_chunks = write_empty_chunks
         self.truncates = bool(getattr(self.chain.array_bytes, "truncates_edges", False))
-        #: ``[bytes, one compressor]`` chains decode straight into the destination (see decode_chunk)
-        self.direct: Any = None
-        #: Bytes per chunk of the output arena writes compress into (None: the chain allocates its own).
-        self.encode_slot: int | None = None
-        #: The native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``).
-        self.native: kernel.KernelPlan | None = None
-        # made once per chain, chunk shape, dtype, fill value and write_empty_chunks (the chain memoizes
-        # them: it is shared by every open of a memoized metadata parse)
-        # the fill value by its type and repr: -0.0 and 0.0 are two keys, as their bytes are two
+        # made once per chain, chunk shape, dtype, fill value (by its type and repr: -0.0 and 0.0 are two
+        # keys, as their bytes are two) and write_empty_chunks: the chain memoizes them, and is shared by
+        # every open of a memoized metadata parse. ``direct``: a ``[bytes, one compressor]`` chain's
+        # compressor, which decodes straight into the destination; ``encode_slot``: bytes per chunk of the
+        # output arena writes compress into (``None``: the chain allocates its own); ``native``: the
+        # native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``)
         fill_key = (type(fill_value), repr(fill_value))
         key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())
         self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
@@ -183,22 +180,17 @@ class ChunkCodec:
         return fill
 
     def _derive(self) -> tuple[Any, int | None, kernel.KernelPlan | None]:
-        """Set and return ``direct``, ``encode_slot`` and ``native``, in that order (``plan_for`` reads
-        the first)."""
-        self.native = None
-        if not self.truncates:
-            self.direct = self.chain.direct_compressor(self.dtype)
-            self.encode_slot = self.chain.encode_bound(self.grid.chunks, self.dtype)
-            try:
-                fill: bytes | None = self.fill_array.tobytes()
-            except (TypeError, ValueError, OverflowError):  # a fill value the dtype cannot hold
-                fill = None
-            self.native = kernel.plan_for(
-                self.dtype, self.grid.chunks, self.direct, fill, self.write_empty_chunks
-            )
-        if self.native is not None and self.encode_slot is None:
-            self.encode_slot = self.native.encode_slot
-        return self.direct, self.encode_slot, self.native
+        """``direct``, ``encode_slot`` and ``native`` (see ``__init__``)."""
+        if self.truncates:
+            return None, None, None
+        direct = self.chain.direct_compressor(self.dtype)
+        slot = self.chain.encode_bound(self.grid.chunks, self.dtype)
+        try:
+            fill: bytes | None = self.fill_array.tobytes()
+        except (TypeError, ValueError, OverflowError):  # a fill value the dtype cannot hold
+            fill = None
+        plan = kernel.plan_for(self.dtype, self.grid.chunks, direct, fill, self.write_empty_chunks)
+        return direct, slot if slot is not None or plan is None else plan.encode_slot, plan
 
     def decode_chunk(
         self, data: Any, chunk: Chunk, key: str, *, scratch: bool = False, byte_range: Any = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,7 @@ from ..errors import NodeTypeError, ReadOnlyError
 from ..formats import open_node
 from ..formats.base import DatasetSpec, Format
 from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
-from .access import DatasetAccess, Merge
-from .assign_values import Paste, Scatter, plan_values, region_values
+from .access import DatasetAccess
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
 from .consolidated import refresh_consolidated
@@ -32,6 +32,7 @@ from .many import merge_update, plan_selections, read_plans
 from .members import ArrayMembers
 from .resize import append as _append
 from .resize import resize as _resize
+from .shard_write import Merge, paste, scatter
 
 if TYPE_CHECKING:
     from ..stores.base import Store
@@ -453,17 +454,19 @@ class Dataset(ArrayMembers):
             return
         vals = cast_for_selection(values, self.dtype, sel)
         p = plan(sel, self.chunks)
-        work = plan_values(p, vals)
+        work = p.unfinish(vals)
         if not len(p.coords) or work.size == 0:
             return
-        self._access.writer.apply({tuple(c): Merge(Scatter(p, i, work)) for i, c in enumerate(p.coords.tolist())})
+        self._access.writer.apply(
+            {tuple(c): Merge(partial(scatter, p, i, work)) for i, c in enumerate(p.coords.tolist())}
+        )
 
     def _region_updates(self, sel: Selection, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
         """Add the chunk updates that write ``values`` into the basic selection ``sel`` to ``updates`` (on
         top of what earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts
         them."""
         r = plan_region(sel, self.chunks)
-        vals = region_values(sel, r, values, self.dtype)
+        vals = r.unfinish(cast_for_selection(values, self.dtype, sel))
         if vals.size == 0:
             return
         acc = self._access
@@ -478,7 +481,7 @@ class Dataset(ArrayMembers):
             if covered:
                 merge_update(updates, chunk, vals[dst])
             else:
-                merge_update(updates, chunk, Merge(Paste(src, vals[dst])))
+                merge_update(updates, chunk, Merge(partial(paste, src, vals[dst])))
 
     # --- many regions in one call (see altarr.dataset.many) ----------------------------------------------
     def read_regions(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:

@@ -74,7 +74,6 @@ class IndexCache:
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
         self._nbytes = 0
         self._lock = threading.Lock()
-        self.hits = 0
 
     def read(self, requests: list) -> tuple[list, list]:
         """Ranged reads, with the version of each object when the cache is on (and then as zero-copy
@@ -139,7 +138,6 @@ class IndexCache:
         with self._lock:
             if (key, level, start) in self._entries:
                 self._entries.move_to_end((key, level, start))
-            self.hits += 1
         return entry[1]
 
     def put(self, key: str, level: int, start: int, version: Any, index: IndexWords) -> None:

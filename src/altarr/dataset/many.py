@@ -13,18 +13,19 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..selection import MODES, SelectionPlan, chunk_users, plan_selections
-from .access import Merge
+from .shard_write import Merge, chain
 
 if TYPE_CHECKING:
     from .access import DatasetAccess
 
-__all__ = ["MODES", "plan_selections", "read_plans", "merge_update", "Chain"]
+__all__ = ["MODES", "plan_selections", "read_plans", "merge_update"]
 
 Chunk = tuple[int, ...]
 
@@ -44,20 +45,6 @@ def read_plans(access: DatasetAccess, plans: Sequence[SelectionPlan]) -> list[An
     return [p.finish(w) for p, w in zip(plans, works, strict=True)]
 
 
-class Chain:
-    """Merge function applying several edits of one chunk in order (regions of a batch that overlap)."""
-
-    __slots__ = ("fns",)
-
-    def __init__(self, fns: list[Callable[[np.ndarray], np.ndarray]]):
-        self.fns = fns
-
-    def __call__(self, old: np.ndarray) -> np.ndarray:
-        for fn in self.fns:
-            old = fn(old)
-        return old
-
-
 def merge_update(updates: dict[Chunk, Any], chunk: Chunk, new: Any) -> None:
     """Record ``new`` (a whole-chunk array or a :class:`~altarr.dataset.access.Merge`) for ``chunk`` after
     whatever earlier regions of the batch wrote there: a whole chunk replaces everything before it, an
@@ -66,7 +53,8 @@ def merge_update(updates: dict[Chunk, Any], chunk: Chunk, new: Any) -> None:
     if prev is None or not isinstance(new, Merge):
         updates[chunk] = new
     elif isinstance(prev, Merge):
-        fns = prev.fn.fns if isinstance(prev.fn, Chain) else [prev.fn]
-        updates[chunk] = Merge(Chain([*fns, new.fn]))
+        fn = prev.fn
+        fns = fn.args[0] if isinstance(fn, partial) and fn.func is chain else [fn]
+        updates[chunk] = Merge(partial(chain, [*fns, new.fn]))
     else:  # an earlier whole-chunk array: edit a copy of it now
         updates[chunk] = new.fn(np.array(prev, copy=True))

@@ -164,25 +164,15 @@ def _trim(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> No
         if gone:
             ds.store.delete_many(gone)
     # the last block along each dimension cut inside a block straddles the new edge
+    n = grid.grid_shape(top)
     cut = [d for d in range(ds.ndim) if shape[d] < old_shape[d] and shape[d] % grid.outer[d] and shape[d]]
-    straddling = list(_edge_blocks(grid.grid_shape(top), cut))
+    straddling = list(_past(n, [n[d] - 1 if d in cut else n[d] for d in range(ds.ndim)]))
     for i in range(0, len(straddling), TRIM_BATCH):
         updates: dict[Chunk, Any] = {}
         for pos in straddling[i : i + TRIM_BATCH]:
             updates.update(_trim_updates(pos, grid, old_grid, shape))
         if updates:
             acc.writer.apply(updates)
-
-
-def _edge_blocks(n: Sequence[int], cut: list[int]) -> Iterator[tuple[int, ...]]:
-    """Grid positions (``n`` blocks per dimension) in the last block along some dimension of ``cut``:
-    a disjoint union, one face per dimension."""
-    for k, d in enumerate(cut):
-        ranges = [range(n[i]) for i in range(len(n))]
-        ranges[d] = range(n[d] - 1, n[d])
-        for e in cut[:k]:  # earlier faces already hold their last block
-            ranges[e] = range(n[e] - 1)
-        yield from product(*ranges)
 
 
 def _trim_updates(
@@ -212,12 +202,7 @@ def _widen(ds: Dataset, old_shape: tuple[int, ...], shape: tuple[int, ...]) -> N
     new_n = grid.grid_shape(0)
     grown = [d for d in range(ds.ndim) if shape[d] > old_shape[d] and old_shape[d] % grid.chunks[d]]
     inside = [min(o, n) for o, n in zip(old_n, new_n, strict=True)]  # chunks stored before and kept
-    chunks: set[tuple[int, ...]] = set()
-    for d in grown:
-        ranges = [range(n) for n in inside]
-        ranges[d] = range(old_n[d] - 1, old_n[d])
-        chunks.update(product(*ranges))
-    todo = sorted(chunks)
+    todo = sorted(_past(inside, [old_n[d] - 1 if d in grown else inside[d] for d in range(ds.ndim)]))
     for i in range(0, len(todo), TRIM_BATCH * 16):
         ds._access.writer.apply({c: Merge(_keep) for c in todo[i : i + TRIM_BATCH * 16]})
 

@@ -32,9 +32,10 @@ from .locks import store_exclusive
 from .shard_read import ChunkSlot, ShardReader
 
 if TYPE_CHECKING:
+    from ..selection import SelectionPlan
     from ..stores.base import Store
 
-__all__ = ["WRITE_GROUP_BYTES", "Merge", "ShardWriter"]
+__all__ = ["WRITE_GROUP_BYTES", "Merge", "ShardWriter", "chain", "paste", "paste_where", "scatter"]
 
 #: A write is applied in groups of whole shards holding at most this many bytes of decoded values, which
 #: bounds the encoded bytes held in memory at once.
@@ -47,6 +48,33 @@ class Merge:
     clipped chunk shape, fill-value filled if the chunk is not stored) and returns the new values."""
 
     fn: Callable[[np.ndarray], np.ndarray]
+
+
+# --- what a Merge's ``fn`` is: ``functools.partial`` of one of these, the chunk's values last ---------------
+def paste(src: tuple[slice, ...], values: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """``values`` written into ``old[src]``."""
+    old[src] = values
+    return old
+
+
+def paste_where(mask: np.ndarray, values: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """``values`` written into ``old`` where ``mask`` is true (a buffered chunk written in parts whose
+    union is no box)."""
+    np.copyto(old, values, where=mask)
+    return old
+
+
+def scatter(plan: SelectionPlan, row: int, work: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Row ``row`` of a planned selection's values (``work``) written into the chunk."""
+    plan.scatter(work, row, old)
+    return old
+
+
+def chain(fns: list[Callable[[np.ndarray], np.ndarray]], old: np.ndarray) -> np.ndarray:
+    """Several edits of one chunk applied in order (regions of a batch that overlap)."""
+    for fn in fns:
+        old = fn(old)
+    return old
 
 
 class ShardWriter:
