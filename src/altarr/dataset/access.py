@@ -1,14 +1,6 @@
 """Batched chunk access for one array: :class:`DatasetAccess`, the façade the dataset talks to, composing
 layout, chunk codec, index cache, reader and writer (docs/architecture.md, "The dataset engine"). Here
 requests are validated, reads decoded on the pool and results returned in request order.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-access", shape=(8, 8), dtype="uint8", chunks=(2, 2),
-    ...                        shards=(4, 4))
-    >>> ds.write_chunks([(0, 0), (0, 1)], [np.ones((2, 2), "u1"), np.full((2, 2), 2, "u1")])
-    >>> [None if a is None else int(a[0, 0]) for a in ds.read_chunks([(0, 1), (3, 3)])]
-    [2, None]
 """
 
 from __future__ import annotations

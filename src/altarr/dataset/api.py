@@ -1,13 +1,5 @@
 """Opening and creating datasets and groups, and consolidating a group's metadata (the copy functions
 are :mod:`altarr.copying`).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> src = aa.create_dataset("memory://doc-api/a", shape=(5, 5), dtype="uint16", chunks=(2, 2), format="n5")
-    >>> src[...] = np.arange(25).reshape(5, 5)
-    >>> dst = aa.copy_dataset(src, "memory://doc-api/b", format="zarr3", shards=(4, 4))
-    >>> bool((dst[...] == src[...]).all())
-    True
 """
 
 from __future__ import annotations

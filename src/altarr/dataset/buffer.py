@@ -1,20 +1,6 @@
 """Writes that arrive piece by piece (planes, tiles, time steps), held in memory until each stored object
 is whole: :class:`WriteBuffer`, opened with :meth:`Dataset.buffered <altarr.Dataset.buffered>`. When an
 object is written, the memory bound and reads through the buffer: docs/writing.md, "The write buffer".
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-buffer", shape=(8, 4, 4), dtype="u2", chunks=(2, 4, 4),
-    ...                        shards=(4, 4, 4))
-    >>> ds.store.stats.reset()
-    >>> with ds.buffered(max_bytes=1 << 20) as b:
-    ...     for z in range(8):
-    ...         b[z] = z
-    ...         if z == 5:
-    ...             print(b[4:6, 0, 0], b.pending)  # shard 0 is written, shard 1 is in memory
-    [4 5] 1
-    >>> ds.store.stats.writes, ds.store.stats.reads  # each shard written once, nothing read
-    (2, 0)
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """One chunk's bytes <-> values (:class:`ChunkCodec`: decoding into a fresh array or this thread's
 scratch buffer, clipping and padding at the edge, fill detection, the kernel's plan), and the threads'
 scratch buffers. No store access.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-codec", shape=(5, 5), dtype="uint8", chunks=(4, 4))
-    >>> cc = ChunkCodec(ShardLayout(ds.spec, ""), fill_value=0)
-    >>> data = cc.encode_chunk(np.ones((1, 4), "u1"), (1, 0))  # an edge chunk: padded, then encoded
-    >>> cc.decode_chunk(data, (1, 0), "c/1/0").tolist()
-    [[1, 1, 1, 1]]
-    >>> cc.encode_chunk(np.zeros((4, 4), "u1"), (0, 0)) is None  # all fill: not stored
-    True
 """
 
 from __future__ import annotations
@@ -68,10 +58,7 @@ def address_space_left() -> int | None:
 def check_room(nbytes: int, what: str, **ctx: Any) -> None:
     """Refuse a buffer of ``nbytes`` that cannot be mapped, before allocating it: a
     :class:`~altarr.errors.MaterializeError` naming ``what`` instead of NumPy's bare ``MemoryError``
-    (a 2**31-element chunk under a 4 GiB address-space limit).
-
-    >>> check_room(10, "a chunk")  # small buffers are not checked
-    """
+    (a 2**31-element chunk under a 4 GiB address-space limit)."""
     if nbytes < ROOM_CHECKED_BYTES:
         return
     room = address_space_left()

@@ -1,13 +1,6 @@
 """Consolidated metadata kept true: after each of altarr's metadata writes into a consolidated hierarchy,
 :func:`refresh_consolidated` updates the snapshot of each consolidated group above it, under its lock or
 write condition (docs/writing.md, "Consolidated metadata").
-
->>> import altarr as aa
->>> g = aa.create_group("memory://doc-consolidated", format="zarr2")
->>> _ = aa.consolidate_metadata(g)
->>> _ = g.create_dataset("t", shape=(3,), dtype="u1", chunks=(3,))
->>> list(aa.open_group("memory://doc-consolidated", consolidated=True).keys())
-['t']
 """
 
 from __future__ import annotations
@@ -26,6 +19,7 @@ if TYPE_CHECKING:
     from .group import Group
 
 __all__ = ["refresh_consolidated", "is_consolidated"]
+
 
 def is_consolidated(group: Group) -> bool:
     """Whether ``group`` holds consolidated metadata (one request; ``False`` for N5).
@@ -54,15 +48,7 @@ def refresh_consolidated(store: Store, prefix: str, fmt: Format, change: str) ->
     """Update the consolidated metadata of every consolidated group above the node at ``prefix`` after a
     metadata write: ``change`` is ``"changed"`` (the node's own documents: attributes, shape),
     ``"created"`` (the node is new and so is everything below it; intermediate groups the snapshot
-    lacks are added) or ``"deleted"``. Formats without consolidated metadata cost nothing.
-
-    >>> import altarr as aa
-    >>> g = aa.create_group("memory://doc-refresh")
-    >>> _ = aa.consolidate_metadata(g)
-    >>> _ = g.create_group("x/y")  # refreshed by create_group, the intermediate "x" included
-    >>> sorted(aa.open_group("memory://doc-refresh", consolidated=True)["x"].keys())
-    ['y']
-    """
+    lacks are added) or ``"deleted"``. Formats without consolidated metadata cost nothing."""
     holder = cm.holder_name(fmt.name)
     if holder is None:
         return

@@ -1,12 +1,4 @@
-"""The public :class:`Dataset`: one array of any format, its batched chunk API and region I/O.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-ds", shape=(6, 8), dtype="int32", chunks=(2, 4), shards=(4, 8))
-    >>> ds[1:5, 2:6] = 7
-    >>> int(ds[:, :].sum()), ds.shard_of((2, 1)), ds.chunks_in_shard((1, 0))
-    (112, (1, 0), [(2, 0), (2, 1)])
-"""
+"""The public :class:`Dataset`: one array of any format, its batched chunk API and region I/O."""
 
 from __future__ import annotations
 

@@ -25,11 +25,7 @@ __all__ = ["NestedGrid", "clipped_shape"]
 
 
 def clipped_shape(shape: Sequence[int], block: Sequence[int], position: Sequence[int]) -> tuple[int, ...]:
-    """Shape of block ``position`` clipped at the array edge.
-
-    >>> clipped_shape((10, 7), (4, 3), (2, 2))
-    (2, 1)
-    """
+    """Shape of block ``position`` clipped at the array edge."""
     return tuple(min(b, s - p * b) for s, b, p in zip(shape, block, position, strict=True))
 
 

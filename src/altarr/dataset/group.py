@@ -57,13 +57,7 @@ def _node_object(
 
 
 def open_any(store: Store, prefix: str, mode: str) -> Dataset | Group:
-    """Open whatever node is at ``prefix``, in its own format (a child's may differ from its parent's).
-
-    >>> import altarr as aa
-    >>> g = aa.create_group("memory://doc-open-any", format="zarr2")
-    >>> open_any(g.store, g.path, "r")
-    <altarr.Group zarr2 '/'>
-    """
+    """Open whatever node is at ``prefix``, in its own format (a child's may differ from its parent's)."""
     return _node_object(store, prefix, open_node(store, prefix), mode)
 
 

@@ -1,20 +1,6 @@
 """Decoded shard indexes kept across calls (:class:`IndexCache`, whose docstring gives the staleness rule
 per store), and :func:`check_versions`, which raises :class:`ShardChanged` when the reads of one call
 came from two versions of a shard.
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.stores import MemoryStore
-    >>> store = MemoryStore()
-    >>> store.set("s", b"shard bytes")
-    >>> cache = IndexCache(store)
-    >>> version = store.stat("s")[1]
-    >>> cache.put("s", 1, 0, version, np.zeros((2, 2), "u8"))
-    >>> cache.get("s", 1, 0, {}).shape
-    (2, 2)
-    >>> store.set("s", b"another shard")  # a new version: the entry is stale and dropped
-    >>> cache.get("s", 1, 0, {}) is None
-    True
 """
 
 from __future__ import annotations

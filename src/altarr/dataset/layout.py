@@ -1,16 +1,6 @@
 """Where chunks live: :class:`ShardLayout`, the nested shard layout of one array (grid, each level's
 sharding codec, store keys, grouping by stored object), and the carving and assembling of shards as raw
 chunk bytes through nested levels, without I/O or decoding.
-
-Example:
-    >>> import altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-layout", shape=(8, 8), dtype="uint8", chunks=(2, 2),
-    ...                        shards=(4, 4))
-    >>> lay = ShardLayout(ds.spec, "a")
-    >>> lay.sharded, lay.shard_of((3, 1)), lay.key((1, 0))
-    (True, (1, 0), 'a/c/1/0')
-    >>> lay.group_by_shard([(0, 0), (3, 3), (1, 1)])
-    {(0, 0): [(0, 0), (1, 1)], (1, 1): [(3, 3)]}
 """
 
 from __future__ import annotations

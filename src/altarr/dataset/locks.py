@@ -2,14 +2,6 @@
 object inside the process (:func:`shard_locks`, taken in sorted key order), and the store's guard
 across processes (:func:`run_exclusive`: a file lock, or conditional writes retried a bounded number of
 times; docs/stores.md, "Several writers"). ``_cross_process = False`` (tests only) skips the latter.
-
-Example:
-    >>> from altarr.stores import MemoryStore
-    >>> s = MemoryStore()
-    >>> with shard_locks("store-id", ["c/1/0", "c/0/0"]):
-    ...     pass
-    >>> run_exclusive(s, ["n"], lambda: s.set("n", (s.get("n") or b"") + b"1")); s.get("n")
-    b'1'
 """
 
 from __future__ import annotations

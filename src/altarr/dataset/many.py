@@ -1,14 +1,6 @@
 """Many selections in one call: planned together, so each shard index is read once per nesting level,
 the chunks' ranges in one more call, and a chunk several selections share is decoded once; many region
 writes become one update per chunk, applied in one pass.
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-many", shape=(8, 8), dtype="int32", chunks=(2, 2), shards=(4, 4))
-    >>> ds.write_regions([np.s_[0:3, 0:3], np.s_[2:6, 2:6]], [1, 2])
-    >>> a, b = ds.read_regions([np.s_[0:2, 0:2], (np.array([2, 5]), 3)])
-    >>> a.tolist(), b.tolist()
-    ([[1, 1], [1, 1]], [2, 2])
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The members a zarr-python 3 user reaches for on an array (``info``, ``nchunks``, ``compressors``...;
 the table is in docs/zarr-python.md): :class:`ArrayMembers`, a base of
 :class:`~altarr.dataset.dataset.Dataset`, and :class:`Info`, the printable summary.
-
-Example:
-    >>> import altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-members", shape=(100, 100), dtype="f4", chunks=(10, 10),
-    ...                        shards=(50, 50), compressor="zstd:5")
-    >>> ds[:10, :10] = 1
-    >>> ds.nchunks, ds.nchunks_initialized, ds.compressors
-    (100, 25, (ZstdCodec({'level': 5, 'checksum': True}),))
 """
 
 from __future__ import annotations

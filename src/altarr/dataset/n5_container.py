@@ -1,12 +1,5 @@
 """A group inside an N5 container named by its own path or URL (a directory below the container root,
 which N5 does not mark): :func:`n5_container_above` finds the root among the path's parents.
-
->>> import tempfile, os, altarr as aa
->>> root = os.path.join(tempfile.mkdtemp(), "c.n5")
->>> _ = aa.create_dataset(root, path="raw/s0", shape=(2,), dtype="u1", chunks=(2,), format="n5")
->>> store, prefix = n5_container_above(root, "raw", "r", {})
->>> prefix
-'raw'
 """
 
 from __future__ import annotations

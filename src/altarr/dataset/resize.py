@@ -1,15 +1,6 @@
 """Changing an array's shape: ``ds.resize(shape)`` and ``ds.append(data, axis)``, as zarr-python 3 has
 them, for Zarr v3, Zarr v2 and N5. What a shrink deletes, what a grow rewrites and how appends reserve
 their rows: docs/writing.md, "Growing and shrinking".
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-resize", shape=(2, 3), dtype="i4", chunks=(2, 2))
-    >>> ds[...] = 1
-    >>> ds.append(np.full((1, 3), 2))
-    (3, 3)
-    >>> ds.resize((3, 2)); ds.resize((3, 3)); ds[...].tolist()
-    [[1, 1, 0], [1, 1, 0], [2, 2, 0]]
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The write side: :meth:`ShardWriter.apply` applies ``{chunk: update}`` (an array replaces a chunk,
 ``None`` deletes it, a :class:`Merge` edits it) as one read-modify-write per touched stored object, in
 groups of whole objects under their locks (docs/architecture.md, "The dataset engine": a write).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-write", shape=(4, 4), dtype="uint8", chunks=(2, 2),
-    ...                        shards=(4, 4))
-    >>> writer = ds._access.writer
-    >>> writer.apply({(0, 0): np.ones((2, 2), "u1"), (1, 1): Merge(lambda old: old + 5)})
-    {(0, 0): False, (1, 1): False}
-    >>> ds[...].tolist()
-    [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 5, 5], [0, 0, 5, 5]]
 """
 
 from __future__ import annotations

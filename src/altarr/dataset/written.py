@@ -1,14 +1,5 @@
 """What a write buffer holds of one stored object (:class:`Pending`): its decoded values, and the
 elements written so far as one box while their union is a box, else as a boolean mask.
-
-Example:
-    >>> import numpy as np
-    >>> p = Pending(np.empty((4, 4), "u1"))
-    >>> box = box_of((slice(0, 1, 1), slice(0, 4, 1)))
-    >>> p.cover((slice(0, 1, 1), slice(0, 4, 1)), p.union(box)); p.box, p.covered
-    (((0, 1), (0, 4)), 4)
-    >>> p.part((slice(0, 2), slice(0, 2)))  # the top row of that 2 x 2 chunk was written
-    ('box', (slice(0, 1, None), slice(0, 2, None)))
 """
 
 from __future__ import annotations
