@@ -12,9 +12,10 @@ from .access import DatasetAccess, Merge
 from .api import create_dataset, create_group, create_like, open_dataset, open_group
 from .chunk_codec import check_chunk_room
 from .consolidated import is_consolidated
-from .dataset import Attributes, Dataset
+from .dataset import Dataset
 from .grid import NestedGrid
 from .group import Group
+from .members import Attributes
 
 __all__ = [
     "Attributes",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import weakref
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any
@@ -17,11 +18,9 @@ from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
 from .access import DatasetAccess
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
-from .consolidated import refresh_consolidated
 from .index_cache import MISSING
-from .locks import run_exclusive
 from .many import merge_update, plan_selections, read_plans
-from .members import ArrayMembers
+from .members import Attributes, Info, NodeNames, byte_size, inner_chain
 from .resize import append as _append
 from .resize import resize as _resize
 from .shard_write import Merge, paste, scatter
@@ -32,79 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "Attributes"]
 
 
-class Attributes(MutableMapping):
-    """User attributes of a node, read from and written through to its metadata.
-
-    Every mutation re-reads the metadata document, applies just the keys it changes and writes the
-    document back, under the document's lock (local files) or conditioned on the version it read
-    (S3), so changes made meanwhile through another handle or process are kept; use :meth:`update`
-    for several keys at once (one read and one write).
-
-    >>> import altarr as aa
-    >>> g1 = aa.create_group("memory://doc-attrs-merge"); g2 = aa.open_group("memory://doc-attrs-merge", mode="r+")
-    >>> g1.attrs["x"] = 1; g2.attrs["y"] = 2
-    >>> g1.attrs.refresh(); dict(g1.attrs)
-    {'x': 1, 'y': 2}
-    """
-
-    def __init__(self, store: Store, prefix: str, fmt: Format, read_only: bool, initial: dict | None = None):
-        self._store, self._prefix, self._fmt, self._read_only = store, prefix, fmt, read_only
-        self._cache = dict(initial) if initial is not None else None
-
-    def _load(self) -> dict[str, Any]:
-        if self._cache is None:
-            self._cache = dict(self._fmt.read_attributes(self._store, self._prefix))
-        return self._cache
-
-    def _change(self, changes: dict[str, Any], removals: tuple[str, ...] = ()) -> None:
-        """Re-read, apply ``changes`` and ``removals``, write: one read-modify-write of the document."""
-        if self._read_only:
-            raise ReadOnlyError("attributes of a node opened read-only cannot be changed", key=self._prefix)
-        doc = self._fmt.attributes_document
-        key = f"{self._prefix}/{doc}" if self._prefix and doc else self._prefix or doc
-
-        def merge() -> dict[str, Any]:
-            attrs = dict(self._fmt.read_attributes(self._store, self._prefix))
-            for k in removals:
-                if k not in attrs:
-                    raise KeyError(k)
-                del attrs[k]
-            attrs.update(changes)
-            self._fmt.write_attributes(self._store, self._prefix, attrs)
-            return attrs
-
-        self._cache = run_exclusive(self._store, [key], merge)
-        refresh_consolidated(self._store, self._prefix, self._fmt, "changed")
-
-    def __getitem__(self, k: str) -> Any:
-        return self._load()[k]
-
-    def __setitem__(self, k: str, v: Any) -> None:
-        self._change({k: v})
-
-    def __delitem__(self, k: str) -> None:
-        self._change({}, (k,))
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # one read and one write for many keys
-        self._change(dict(*args, **kwargs))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._load())
-
-    def __len__(self) -> int:
-        return len(self._load())
-
-    def asdict(self) -> dict[str, Any]:
-        return dict(self._load())
-
-    def refresh(self) -> None:
-        self._cache = None
-
-    def __repr__(self) -> str:
-        return f"Attributes({self._load()!r})"
-
-
-class Dataset(ArrayMembers):
+class Dataset(NodeNames):
     """One N5, Zarr v2 or Zarr v3 array. Create with :func:`altarr.create_dataset`, open with
     :func:`altarr.open_dataset`.
 
@@ -216,6 +143,83 @@ class Dataset(ArrayMembers):
         return (
             f"<altarr.Dataset {self.format} {self.path or '/'!r} shape={self.shape} dtype={self.dtype} "
             f"chunks={self.chunks}{shards}>"
+        )
+
+    # --- zarr-python's members (docs/zarr-python.md) -------------------------------------------------
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        """Chunks along each dimension (zarr-python's name for ``grid_shape``)."""
+        return self.grid_shape
+
+    @property
+    def nchunks(self) -> int:
+        """How many chunks the array has (the innermost, encoded unit; shards hold several)."""
+        return math.prod(self.grid_shape)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """How many chunks are stored: with shards, every chunk of each shard that exists (as zarr-python
+        3.1 counts them). Lists the store once."""
+        return sum(1 for _ in self.stored_chunks())
+
+    @property
+    def compressors(self) -> tuple[Any, ...]:
+        """The bytes-to-bytes codecs of one chunk, in order: altarr codecs for Zarr v3 (inside the
+        shards), the numcodecs compressor for Zarr v2 (as zarr-python gives it), the N5 compression."""
+        chain = inner_chain(self.spec)
+        ab = chain.array_bytes
+        if self.format == "zarr2":
+            return () if ab.compressor is None else (ab.compressor,)
+        if self.format == "n5":
+            return tuple(getattr(ab, "data_codecs", ())) + tuple(chain.bytes_bytes)
+        return tuple(chain.bytes_bytes)
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The array-to-array codecs (Zarr v3, ``transpose``) or the numcodecs filters (Zarr v2)."""
+        chain = inner_chain(self.spec)
+        if self.format == "zarr2":
+            return tuple(chain.array_bytes.filters)
+        return tuple(chain.array_array)
+
+    @property
+    def serializer(self) -> Any:
+        """The array-to-bytes codec of one chunk (Zarr v3 ``bytes``, N5's block header); ``None`` for Zarr
+        v2, as in zarr-python."""
+        return None if self.format == "zarr2" else inner_chain(self.spec).array_bytes
+
+    @property
+    def codecs(self) -> list[dict[str, Any]]:
+        """The whole codec pipeline as the format describes it (JSON, shards included), as ``altarr info``
+        prints it."""
+        return self._format.codecs_json(self.spec)
+
+    def _info_fields(self) -> dict[str, Any]:
+        return {
+            "Type": "Array",
+            "Format": self._format.title,
+            "Data type": str(self.spec.dtype),
+            "Fill value": self.fill_value,
+            "Shape": self.shape,
+            **({"Shard shape": self.shards} if self.shards else {}),
+            "Chunk shape": self.chunks,
+            "Read-only": self.read_only,
+            "Store type": type(self.store).__name__,
+            "Filters": self.filters,
+            "Serializer": self.serializer,
+            "Compressors": self.compressors,
+            "No. bytes": byte_size(self.nbytes),
+        }
+
+    @property
+    def info(self) -> Info:
+        """A printable summary (no request): type, format, dtype, fill value, shapes, codecs, size."""
+        return Info(self._info_fields())
+
+    def info_complete(self) -> Info:
+        """:attr:`info` and the chunks stored (lists the store)."""
+        return Info(
+            {**self._info_fields(), "Chunks initialized": f"{self.nchunks_initialized}/{self.nchunks}"}
         )
 
     # --- chunk API -------------------------------------------------------------------------------------

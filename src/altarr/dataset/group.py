@@ -32,8 +32,8 @@ from ..stores import store_from_url
 from ..stores.base import Store
 from .arguments import new_array_arguments
 from .consolidated import refresh_consolidated
-from .dataset import Attributes, Dataset
-from .members import Info, NodeNames
+from .dataset import Dataset
+from .members import Attributes, Info, NodeNames
 
 __all__ = ["Group", "Tree", "create_dataset", "node_exists", "open_any", "store_at"]
 

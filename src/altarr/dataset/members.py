@@ -1,19 +1,21 @@
-"""The members a zarr-python 3 user reaches for on an array (``info``, ``nchunks``, ``compressors``...;
-the table is in docs/zarr-python.md): :class:`ArrayMembers`, a base of
-:class:`~altarr.dataset.dataset.Dataset`, and :class:`Info`, the printable summary.
-"""
+"""What arrays and groups have beside their values: :class:`Attributes`, zarr-python's ``name`` and
+``basename`` (:class:`NodeNames`), and :class:`Info`, the printable summary of ``info`` (the table of
+zarr-python's members is in docs/zarr-python.md)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
+
+from ..errors import ReadOnlyError
+from .consolidated import refresh_consolidated
+from .locks import run_exclusive
 
 if TYPE_CHECKING:
     from ..formats.base import DatasetSpec, Format
     from ..stores.base import Store
 
-__all__ = ["ArrayMembers", "NodeNames", "Info", "inner_chain"]
+__all__ = ["Attributes", "NodeNames", "Info", "byte_size", "inner_chain"]
 
 
 def inner_chain(spec: DatasetSpec) -> Any:
@@ -47,7 +49,7 @@ class Info:
         return "\n".join(f"- **{k}**: `{v}`" for k, v in self.fields.items())
 
 
-def _size(n: int) -> str:
+def byte_size(n: int) -> str:
     """``40000 (39.1K)``, as zarr-python prints a byte count."""
     value, unit = float(n), ""
     for bigger in ("K", "M", "G", "T"):
@@ -73,112 +75,73 @@ class NodeNames:
         return self.path.rsplit("/", 1)[-1]
 
 
-class ArrayMembers(NodeNames):
-    """zarr-python's array members, computed from the dataset's spec and format."""
+class Attributes(MutableMapping):
+    """User attributes of a node, read from and written through to its metadata.
 
-    store: Store
-    path: str
-    spec: DatasetSpec
-    _format: Format
-    read_only: bool
-    fill_value: Any
+    Every mutation re-reads the metadata document, applies just the keys it changes and writes the
+    document back, under the document's lock (local files) or conditioned on the version it read
+    (S3), so changes made meanwhile through another handle or process are kept; use :meth:`update`
+    for several keys at once (one read and one write).
 
-    if TYPE_CHECKING:  # the read-only properties Dataset defines
+    >>> import altarr as aa
+    >>> g1 = aa.create_group("memory://doc-attrs-merge"); g2 = aa.open_group("memory://doc-attrs-merge", mode="r+")
+    >>> g1.attrs["x"] = 1; g2.attrs["y"] = 2
+    >>> g1.attrs.refresh(); dict(g1.attrs)
+    {'x': 1, 'y': 2}
+    """
 
-        @property
-        def shape(self) -> tuple[int, ...]: ...
-        @property
-        def chunks(self) -> tuple[int, ...]: ...
-        @property
-        def shards(self) -> tuple[int, ...] | None: ...
-        @property
-        def grid_shape(self) -> tuple[int, ...]: ...
-        @property
-        def nbytes(self) -> int: ...
-        @property
-        def format(self) -> str: ...
+    def __init__(self, store: Store, prefix: str, fmt: Format, read_only: bool, initial: dict | None = None):
+        self._store, self._prefix, self._fmt, self._read_only = store, prefix, fmt, read_only
+        self._cache = dict(initial) if initial is not None else None
 
-    def stored_chunks(self) -> Iterator[tuple[int, ...]]:  # pragma: no cover - Dataset defines it
-        raise NotImplementedError
+    def _load(self) -> dict[str, Any]:
+        if self._cache is None:
+            self._cache = dict(self._fmt.read_attributes(self._store, self._prefix))
+        return self._cache
 
-    @property
-    def cdata_shape(self) -> tuple[int, ...]:
-        """Chunks along each dimension (zarr-python's name for ``grid_shape``)."""
-        return self.grid_shape
+    def _change(self, changes: dict[str, Any], removals: tuple[str, ...] = ()) -> None:
+        """Re-read, apply ``changes`` and ``removals``, write: one read-modify-write of the document."""
+        if self._read_only:
+            raise ReadOnlyError("attributes of a node opened read-only cannot be changed", key=self._prefix)
+        doc = self._fmt.attributes_document
+        key = f"{self._prefix}/{doc}" if self._prefix and doc else self._prefix or doc
 
-    @property
-    def nchunks(self) -> int:
-        """How many chunks the array has (the innermost, encoded unit; shards hold several)."""
-        return math.prod(self.grid_shape)
+        def merge() -> dict[str, Any]:
+            attrs = dict(self._fmt.read_attributes(self._store, self._prefix))
+            for k in removals:
+                if k not in attrs:
+                    raise KeyError(k)
+                del attrs[k]
+            attrs.update(changes)
+            self._fmt.write_attributes(self._store, self._prefix, attrs)
+            return attrs
 
-    @property
-    def nchunks_initialized(self) -> int:
-        """How many chunks are stored: with shards, every chunk of each shard that exists (as zarr-python
-        3.1 counts them). Lists the store once."""
-        return sum(1 for _ in self.stored_chunks())
+        self._cache = run_exclusive(self._store, [key], merge)
+        refresh_consolidated(self._store, self._prefix, self._fmt, "changed")
 
-    @property
-    def compressors(self) -> tuple[Any, ...]:
-        """The bytes-to-bytes codecs of one chunk, in order: altarr codecs for Zarr v3 (inside the
-        shards), the numcodecs compressor for Zarr v2 (as zarr-python gives it), the N5 compression."""
-        chain = inner_chain(self.spec)
-        ab = chain.array_bytes
-        if self.format == "zarr2":
-            return () if ab.compressor is None else (ab.compressor,)
-        if self.format == "n5":
-            return tuple(getattr(ab, "data_codecs", ())) + tuple(chain.bytes_bytes)
-        return tuple(chain.bytes_bytes)
+    def __getitem__(self, k: str) -> Any:
+        return self._load()[k]
 
-    @property
-    def filters(self) -> tuple[Any, ...]:
-        """The array-to-array codecs (Zarr v3, ``transpose``) or the numcodecs filters (Zarr v2)."""
-        chain = inner_chain(self.spec)
-        if self.format == "zarr2":
-            return tuple(chain.array_bytes.filters)
-        return tuple(chain.array_array)
+    def __setitem__(self, k: str, v: Any) -> None:
+        self._change({k: v})
 
-    @property
-    def serializer(self) -> Any:
-        """The array-to-bytes codec of one chunk (Zarr v3 ``bytes``, N5's block header); ``None`` for Zarr
-        v2, as in zarr-python."""
-        return None if self.format == "zarr2" else inner_chain(self.spec).array_bytes
+    def __delitem__(self, k: str) -> None:
+        self._change({}, (k,))
 
-    @property
-    def codecs(self) -> list[dict[str, Any]]:
-        """The whole codec pipeline as the format describes it (JSON, shards included), as ``altarr info``
-        prints it."""
-        return self._format.codecs_json(self.spec)
+    def update(self, *args: Any, **kwargs: Any) -> None:  # one read and one write for many keys
+        self._change(dict(*args, **kwargs))
 
-    def _info_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "Type": "Array",
-            "Format": {"zarr3": "Zarr v3", "zarr2": "Zarr v2", "n5": "N5"}.get(self.format, self.format),
-            "Data type": str(self.spec.dtype),
-            "Fill value": self.fill_value,
-            "Shape": self.shape,
-        }
-        if self.shards:
-            fields["Shard shape"] = self.shards
-        fields.update(
-            {
-                "Chunk shape": self.chunks,
-                "Read-only": self.read_only,
-                "Store type": type(self.store).__name__,
-                "Filters": self.filters,
-                "Serializer": self.serializer,
-                "Compressors": self.compressors,
-                "No. bytes": _size(self.nbytes),
-            }
-        )
-        return fields
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
 
-    @property
-    def info(self) -> Info:
-        """A printable summary (no request): type, format, dtype, fill value, shapes, codecs, size."""
-        return Info(self._info_fields())
+    def __len__(self) -> int:
+        return len(self._load())
 
-    def info_complete(self) -> Info:
-        """:attr:`info` and the chunks stored (lists the store)."""
-        return Info(
-            {**self._info_fields(), "Chunks initialized": f"{self.nchunks_initialized}/{self.nchunks}"}
-        )
+    def asdict(self) -> dict[str, Any]:
+        return dict(self._load())
+
+    def refresh(self) -> None:
+        self._cache = None
+
+    def __repr__(self) -> str:
+        return f"Attributes({self._load()!r})"
