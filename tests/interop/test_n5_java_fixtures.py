@@ -423,7 +423,7 @@ def test_reading_javas_shards_request_counts(name):
             sel = tuple(slice(p * k, (p + 1) * k) for p, k in zip(c, ds.chunks, strict=True))
             np.testing.assert_array_equal(a, expected[sel])
     shard_key = "/".join(str(p) for p in d["missing_shards"][0])
-    in_missing = [c for c in chunk_grid(d) if ds._access.layout.key(ds._access.layout.shard_of(c)) == f"{name}/{shard_key}"]
+    in_missing = [c for c in chunk_grid(d) if ds._access.layout.object_key(c) == f"{name}/{shard_key}"]
     store.stats.reset()
     assert ds.read_chunks(in_missing[:1]) == [None]
     assert (store.stats.reads, store.stats.size_queries) == (1, 0)
