@@ -13,19 +13,19 @@ Example:
 from __future__ import annotations
 
 import bz2
-import gzip
 import lzma
 import struct
 import zlib
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError
 from . import bounded
+from ._config import check_bool, check_choice, check_int
 from .base import BytesBytesCodec, BytesLike, Codec
 from .compress import BloscCodec, ZstdCodec
+from .crc32c import Crc32cCodec
 from .registry import register_codec, registered_codecs
 
 __all__ = [
@@ -54,16 +54,8 @@ def register_n5_compression(cls: type[N5Compression]) -> type[N5Compression]:
     return register_codec(cls, namespace=N5_NAMESPACE)
 
 
-def _n5_compressions() -> dict[str, type[Codec]]:
-    return registered_codecs(N5_NAMESPACE)
-
-
-def _check_int(value: Any, name: str, lo: int, hi: int, type_: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise MetadataError(
-            f"N5 {type_} compression: {name!r} must be an integer in [{lo}, {hi}], got {value!r}"
-        )
-    return value
+#: The cap of an uncapped decode (the stream decoders of :mod:`altarr.capped` take one).
+_NO_CAP = 2**62
 
 
 class N5Compression(BytesBytesCodec):
@@ -71,26 +63,24 @@ class N5Compression(BytesBytesCodec):
 
     #: The N5 ``type`` (also the N5 4.x codec ``name``).
     name: ClassVar[str]
+    #: The N5 parameters in the order Java writes them: JSON name -> attribute (and keyword) name.
+    N5_PARAMS: ClassVar[dict[str, str]] = {}
 
     def params(self) -> dict[str, Any]:
         """The N5 parameters (everything of the JSON object but ``type``)."""
-        return {}
+        return {n5: getattr(self, attr) for n5, attr in self.N5_PARAMS.items()}
 
     def configuration(self) -> dict[str, Any] | None:
         return self.params() or None
 
     def to_n5_json(self) -> dict[str, Any]:
-        """The N5 ``compression`` object.
-
-        >>> GzipCompression(level=6).to_n5_json()
-        {'type': 'gzip', 'useZlib': False, 'level': 6}
-        """
+        """The N5 ``compression`` object."""
         return {"type": self.name, **self.params()}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> N5Compression:
         """Build from the N5 parameters (unknown parameters are ignored, as the Java library does)."""
-        return cls()
+        return cls(**{attr: params[n5] for n5, attr in cls.N5_PARAMS.items() if n5 in params})
 
     @classmethod
     def from_config(cls, configuration: dict[str, Any] | None) -> Codec:
@@ -99,6 +89,9 @@ class N5Compression(BytesBytesCodec):
     def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
         """Encode a payload of elements of ``typesize`` bytes (blosc shuffles by element size)."""
         return self.encode(data)
+
+    def decode(self, data: BytesLike) -> BytesLike:
+        return self.decode_capped(data, _NO_CAP)
 
     def _fail(self, what: str, err: BaseException | None = None) -> CorruptChunkError:
         detail = f": {err}" if err is not None else ""
@@ -136,25 +129,14 @@ class GzipCompression(N5Compression):
     The decoder accepts concatenated gzip members, as Java's commons-compress does. In the N5 4.x
     ``codecs`` form Java describes gzip by its ``level`` alone (``useZlib`` is no ``@NameConfig.Parameter``
     there), so :meth:`configuration` writes ``useZlib`` only when it is set.
-
-    >>> GzipCompression().to_json()
-    {'name': 'gzip', 'configuration': {'level': 6}}
     """
 
     name = "gzip"
+    N5_PARAMS = {"useZlib": "use_zlib", "level": "level"}
 
     def __init__(self, level: int = 6, use_zlib: bool = False) -> None:
-        self.level = _check_int(level, "level", -1, 9, "gzip")
-        if not isinstance(use_zlib, bool):
-            raise MetadataError(f"N5 gzip compression: 'useZlib' must be a boolean, got {use_zlib!r}")
-        self.use_zlib = use_zlib
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(level=params.get("level", 6), use_zlib=params.get("useZlib", False))
-
-    def params(self) -> dict[str, Any]:
-        return {"useZlib": self.use_zlib, "level": self.level}  # the order Java N5 writes them in
+        self.level = check_int(self.name, "level", level, lo=-1, hi=9)
+        self.use_zlib = check_bool(self.name, "useZlib", use_zlib)
 
     def configuration(self) -> dict[str, Any] | None:
         config: dict[str, Any] = {"level": self.level}
@@ -173,14 +155,6 @@ class GzipCompression(N5Compression):
             out = out[:_GZIP_OS_BYTE] + b"\xff" + out[_GZIP_OS_BYTE + 1 :]
         return out
 
-    def decode(self, data: BytesLike) -> BytesLike:
-        try:
-            if self.use_zlib:
-                return zlib.decompress(data)
-            return gzip.decompress(bytes(data))  # handles concatenated members
-        except (OSError, EOFError, zlib.error) as e:
-            raise self._fail("useZlib" if self.use_zlib else "gzip member", e) from e
-
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
         return bounded.inflate(data, max_size, wbits=15 if self.use_zlib else 31, codec=self.name)
 
@@ -190,25 +164,13 @@ class Bzip2Compression(N5Compression):
     """N5 ``bzip2`` (``blockSize`` 1-9, default 9)."""
 
     name = "bzip2"
+    N5_PARAMS = {"blockSize": "block_size"}
 
     def __init__(self, block_size: int = 9) -> None:
-        self.block_size = _check_int(block_size, "blockSize", 1, 9, "bzip2")
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(block_size=params.get("blockSize", 9))
-
-    def params(self) -> dict[str, Any]:
-        return {"blockSize": self.block_size}
+        self.block_size = check_int(self.name, "blockSize", block_size, lo=1, hi=9)
 
     def encode(self, data: BytesLike) -> BytesLike:
         return bz2.compress(data, self.block_size)
-
-    def decode(self, data: BytesLike) -> BytesLike:
-        try:
-            return bz2.decompress(data)
-        except (OSError, EOFError, ValueError) as e:
-            raise self._fail("bzip2 stream", e) from e
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
         return bounded.bunzip2(data, max_size, codec=self.name)
@@ -219,25 +181,13 @@ class XzCompression(N5Compression):
     """N5 ``xz`` (``preset`` 0-9, default 6): an .xz container with a CRC64 check."""
 
     name = "xz"
+    N5_PARAMS = {"preset": "preset"}
 
     def __init__(self, preset: int = 6) -> None:
-        self.preset = _check_int(preset, "preset", 0, 9, "xz")
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(preset=params.get("preset", 6))
-
-    def params(self) -> dict[str, Any]:
-        return {"preset": self.preset}
+        self.preset = check_int(self.name, "preset", preset, lo=0, hi=9)
 
     def encode(self, data: BytesLike) -> BytesLike:
         return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
-
-    def decode(self, data: BytesLike) -> BytesLike:
-        try:
-            return lzma.decompress(data, format=lzma.FORMAT_XZ)
-        except (lzma.LZMAError, EOFError) as e:
-            raise self._fail("xz stream", e) from e
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
         return bounded.unxz(data, max_size, codec=self.name)
@@ -263,26 +213,14 @@ def _lz4_checksum(block: BytesLike) -> int:
 
 @register_n5_compression
 class Lz4Compression(N5Compression):
-    """N5 ``lz4`` (``blockSize`` default 65536) in the lz4-java ``LZ4BlockOutputStream`` format.
-
-    >>> c = Lz4Compression()
-    >>> stream = bytes(c.encode(bytes(range(30))))  # incompressible: stored raw (method 0x10, level 6)
-    >>> stream[:8], hex(stream[8]), len(stream) - 21 - 30 - 21   # header + data + end mark
-    (b'LZ4Block', '0x16', 0)
-    """
+    """N5 ``lz4`` (``blockSize`` default 65536) in the lz4-java ``LZ4BlockOutputStream`` format."""
 
     name = "lz4"
+    N5_PARAMS = {"blockSize": "block_size"}
 
     def __init__(self, block_size: int = 65536) -> None:
-        self.block_size = _check_int(block_size, "blockSize", _LZ4_MIN_BLOCK, _LZ4_MAX_BLOCK, "lz4")
+        self.block_size = check_int(self.name, "blockSize", block_size, lo=_LZ4_MIN_BLOCK, hi=_LZ4_MAX_BLOCK)
         self.level = max(0, (self.block_size - 1).bit_length() - _LZ4_LEVEL_BASE)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(block_size=params.get("blockSize", 65536))
-
-    def params(self) -> dict[str, Any]:
-        return {"blockSize": self.block_size}
 
     def encode(self, data: BytesLike) -> BytesLike:
         import lz4.block
@@ -303,15 +241,12 @@ class Lz4Compression(N5Compression):
         return bytes(out)
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
-        return self.decode(data, max_size=max_size)
-
-    def decode(self, data: BytesLike, *, max_size: int | None = None) -> BytesLike:
-        """Decode the stream; with ``max_size`` a block that would take the output past it is refused
-        before it is decompressed (``CorruptChunkError``)."""
+        """Decode the stream; a block that would take the output past ``max_size`` is refused before it
+        is decompressed (``CorruptChunkError``)."""
         import lz4.block
 
         view = memoryview(data).cast("B")
-        out = bytearray()
+        buf = bytearray()
         pos = 0
         ended = False
         while pos < len(view) or not ended:
@@ -337,7 +272,7 @@ class Lz4Compression(N5Compression):
             ended = False
             if pos + clen > len(view):
                 raise self._fail(f"block at byte {pos} needs {clen} bytes, only {len(view) - pos} left")
-            if max_size is not None and len(out) + dlen > max_size:
+            if len(buf) + dlen > max_size:
                 raise bounded.too_large(self.name, max_size)
             payload = view[pos : pos + clen]
             pos += clen
@@ -357,36 +292,23 @@ class Lz4Compression(N5Compression):
                     f"N5 lz4 block checksum mismatch (xxhash32) in block ending at byte {pos}",
                     codec=self.name,
                 )
-            out += block
-        return bytes(out)
+            buf += block
+        return bytes(buf)
 
 
 @register_n5_compression
 class ZstdCompression(N5Compression):
-    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): a zstd frame with the content size in its header.
-
-    A thin adapter over the shared :class:`~altarr.codecs.compress.ZstdCodec` (the same frames: no
-    checksum, the content size written), so N5 blocks take its paths: decoding straight into the
-    caller's buffer and the bounded decoder (the announced size checked before anything is allocated,
-    frames without one inflated incrementally up to the cap).
-
-    >>> z = ZstdCompression(level=5)
-    >>> bytes(z.decode(z.encode(b"abc" * 100)))[:6], z.to_n5_json()
-    (b'abcabc', {'type': 'zstd', 'level': 5})
+    """N5 ``zstd`` (n5-zstandard; ``level`` default 3): the frames of the shared
+    :class:`~altarr.codecs.compress.ZstdCodec` (no checksum, the content size written), so N5 blocks take
+    its paths: decoding straight into the caller's buffer and the bounded decoder.
     """
 
     name = "zstd"
+    N5_PARAMS = {"level": "level"}
 
     def __init__(self, level: int = 3) -> None:
-        self.level = _check_int(level, "level", -131072, 22, "zstd")
-        self._shared = ZstdCodec(level=self.level)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(level=params.get("level", 3))
-
-    def params(self) -> dict[str, Any]:
-        return {"level": self.level}
+        self._shared = ZstdCodec(level=level)
+        self.level = self._shared.level
 
     def encode(self, data: BytesLike) -> BytesLike:
         return self._shared.encode(data)
@@ -408,43 +330,22 @@ class BloscCompression(N5Compression):
     0, ``nthreads`` 1. A c-blosc frame; the element size of the block is used as blosc's typesize."""
 
     name = "blosc"
+    N5_PARAMS = {n: n for n in ("cname", "clevel", "shuffle", "blocksize", "nthreads")}
 
     def __init__(
         self, cname: str = "blosclz", clevel: int = 6, shuffle: int = 0, blocksize: int = 0, nthreads: int = 1
     ) -> None:
-        if cname not in _BLOSC_CNAMES:
-            raise MetadataError(
-                f"N5 blosc compression: unknown 'cname' {cname!r}; expected one of {_BLOSC_CNAMES}"
-            )
-        self.cname = cname
-        self.clevel = _check_int(clevel, "clevel", 0, 9, "blosc")
-        self.shuffle = _check_int(shuffle, "shuffle", -1, 2, "blosc")
-        self.blocksize = _check_int(blocksize, "blocksize", 0, 2**31 - 1, "blosc")
-        self.nthreads = _check_int(nthreads, "nthreads", 1, 1024, "blosc")
+        self.cname = check_choice(self.name, "cname", cname, _BLOSC_CNAMES)
+        self.clevel = check_int(self.name, "clevel", clevel, lo=0, hi=9)
+        self.shuffle = check_int(self.name, "shuffle", shuffle, lo=-1, hi=2)
+        self.blocksize = check_int(self.name, "blocksize", blocksize, lo=0, hi=2**31 - 1)
+        self.nthreads = check_int(self.name, "nthreads", nthreads, lo=1, hi=1024)
         self._by_typesize: dict[int, BloscCodec] = {}
 
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
-        return cls(
-            cname=params.get("cname", "blosclz"),
-            clevel=params.get("clevel", 6),
-            shuffle=params.get("shuffle", 0),
-            blocksize=params.get("blocksize", 0),
-            nthreads=params.get("nthreads", 1),
-        )
-
     def params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "cname": self.cname,
-            "clevel": self.clevel,
-            "shuffle": self.shuffle,
-            "blocksize": self.blocksize,
-        }
         # ``nthreads`` is a run-time setting, not part of the data format; it is written only when it is not
         # n5-blosc's default (1), because tensorstore's n5 driver refuses metadata that carries it.
-        if self.nthreads != 1:
-            params["nthreads"] = self.nthreads
-        return params
+        return {k: v for k, v in super().params().items() if k != "nthreads" or v != 1}
 
     def _shared(self, typesize: int) -> BloscCodec:
         """The shared :class:`~altarr.codecs.compress.BloscCodec` for elements of ``typesize`` bytes
@@ -500,7 +401,7 @@ def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compressi
         obj = {"type": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise MetadataError(f"N5 'compression' must be an object with a string 'type', got {obj!r}", key=key)
-    known = _n5_compressions()
+    known = registered_codecs(N5_NAMESPACE)
     cls = known.get(obj["type"])
     if cls is None or not issubclass(cls, N5Compression):
         raise UnknownCodecError(
@@ -515,14 +416,8 @@ def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compressi
         raise e.with_context(key=key, codec=cls.name) from e
 
 
-def _crc32c_codec() -> BytesBytesCodec:
-    from .crc32c import Crc32cCodec  # the Zarr v3 crc32c codec: N5 4.x uses the same wire format
-
-    return Crc32cCodec()
-
-
-#: Non-compression data codecs of N5 4.x ``codecs`` lists.
-_DATA_CODECS: dict[str, Callable[[], BytesBytesCodec]] = {"crc32c": _crc32c_codec, "id": IdentityCodec}
+#: Non-compression data codecs of N5 4.x ``codecs`` lists (Zarr v3's crc32c: N5 4.x uses its wire format).
+_DATA_CODECS: dict[str, type[BytesBytesCodec]] = {"crc32c": Crc32cCodec, "id": IdentityCodec}
 
 
 def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
@@ -542,7 +437,7 @@ def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
         raise MetadataError(f"N5 codec {name!r}: 'configuration' must be an object", key=key, codec=name)
     if name in _DATA_CODECS:
         return _DATA_CODECS[name]()
-    known = _n5_compressions()
+    known = registered_codecs(N5_NAMESPACE)
     if name in known:
         return compression_from_n5_json({**config, "type": name}, key=key)
     raise UnknownCodecError(
