@@ -894,10 +894,9 @@ def test_fill_value_encoding_errors_exact_message():
     with pytest.raises(MetadataError) as ei:
         encode_fill_value([1, 2], np.dtype("int16"))
     assert str(ei.value) == "fill value must be a scalar, got [1, 2]"
-    for dtype in ("M8[s]", "U4"):  # representable, but Zarr v3 has no JSON form for them
-        with pytest.raises(UnsupportedError) as ei:
-            encode_fill_value(0, np.dtype(dtype))
-        assert str(ei.value) == f"fill values of {np.dtype(dtype)} are not supported"
+    with pytest.raises(UnsupportedError) as ei:  # representable, but Zarr has no JSON form for it
+        encode_fill_value(0, np.dtype("U4"))
+    assert str(ei.value) == "fill values of <U4 are not supported"
 
 
 @pytest.mark.parametrize("field", ["chunk_grid", "chunk_key_encoding"])

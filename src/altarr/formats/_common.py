@@ -5,7 +5,7 @@ Everything here raises :class:`~altarr.errors.MetadataError` naming the metadata
 Example:
     >>> decode_float_fill("0x7fc00000", np.dtype("float32"), key="zarr.json")
     np.float32(nan)
-    >>> encode_float_fill(np.float32("inf"))
+    >>> encode_fill_value(np.float32("inf"), np.dtype("float32"))
     'Infinity'
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import GridError, MetadataError
+from ..errors import GridError, MetadataError, UnsupportedError
 from ..stores.ranges import WHOLE
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ __all__ = [
     "check_chunk_shape",
     "normalize_levels",
     "decode_float_fill",
-    "encode_float_fill",
+    "encode_fill_value",
 ]
 
 
@@ -297,14 +297,54 @@ def decode_float_fill(value: Any, dtype: np.dtype, *, key: str, field: str = "fi
 _CANONICAL_NAN = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 
 
-def encode_float_fill(value: Any) -> Any:
-    """The JSON form of a float fill value (special values as strings; NaNs with a payload other than the
-    canonical quiet NaN as hex bit patterns, so they survive the round trip)."""
-    v = np.asarray(value)
+def _encode_float(v: Any, nan_payloads: bool) -> Any:
     if np.isnan(v):
         utype, width = _FLOAT_BITS[v.dtype.itemsize]
         bits = int(v.view(utype))
-        return "NaN" if bits == _CANONICAL_NAN[v.dtype.itemsize] else f"0x{bits:0{width}x}"
+        exact = nan_payloads and bits != _CANONICAL_NAN[v.dtype.itemsize]
+        return f"0x{bits:0{width}x}" if exact else "NaN"
     if np.isinf(v):
         return "Infinity" if v > 0 else "-Infinity"
     return float(v)
+
+
+def encode_fill_value(value: Any, dtype: np.dtype, *, nan_payloads: bool = True) -> Any:
+    """The JSON form of a Zarr fill value of ``dtype`` (``None`` means the type's zero): booleans,
+    integers (datetimes as their int64), floats with ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (a NaN
+    with another payload than the canonical quiet NaN as its hex bit pattern, unless ``nan_payloads`` is
+    false: Zarr v2), complex numbers as ``[real, imaginary]``, raw types as a list of byte values.
+
+    >>> encode_fill_value(float("nan"), np.dtype("float64")), encode_fill_value(1 + 2j, np.dtype("complex64"))
+    ('NaN', [1.0, 2.0])
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind == "V":
+        if value is None or (isinstance(value, int | np.integer) and value == 0):
+            return [0] * dtype.itemsize
+        raw = bytes(value) if isinstance(value, bytes | bytearray | list | tuple) else None
+        if raw is None and isinstance(value, np.void):
+            raw = value.tobytes()
+        if raw is None or len(raw) != dtype.itemsize:
+            raise MetadataError(f"fill value for {dtype} must be {dtype.itemsize} bytes, got {value!r}")
+        return list(raw)
+    if value is None:
+        value = np.zeros((), dtype=dtype)[()]
+    if dtype.kind in "iumM" and isinstance(value, float | np.floating) and not float(value).is_integer():
+        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
+    try:
+        scalar = np.asarray(value).astype(dtype) if dtype.kind in "mM" else np.asarray(value, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
+    if scalar.shape != ():
+        raise MetadataError(f"fill value must be a scalar, got {value!r}")
+    if dtype.kind == "b":
+        return bool(scalar)
+    if dtype.kind in "iu":
+        return int(scalar)
+    if dtype.kind in "mM":
+        return int(scalar.view("i8"))
+    if dtype.kind == "f":
+        return _encode_float(scalar, nan_payloads)
+    if dtype.kind == "c":
+        return [_encode_float(scalar.real, nan_payloads), _encode_float(scalar.imag, nan_payloads)]
+    raise UnsupportedError(f"fill values of {dtype} are not supported")

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
-from ._common import check_chunk_shape, check_shape, dump_json, fetch_documents, join_key, parse_json
+from ._common import (
+    check_chunk_shape,
+    check_shape,
+    dump_json,
+    encode_fill_value,
+    fetch_documents,
+    join_key,
+    parse_json,
+)
 from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, new_shape
 from .registry import register_format
 
@@ -31,7 +39,6 @@ __all__ = [
     "Zarr2Format",
     "parse_zarray",
     "decode_fill_value",
-    "encode_fill_value",
     "compressor_config",
 ]
 
@@ -85,44 +92,6 @@ def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = ZARRAY) -> Any:
         raise MetadataError(
             f"field 'fill_value': {value!r} is not a valid {dtype} fill value ({e})", key=key
         ) from e
-
-
-def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
-    """The ``.zarray`` JSON form of a fill value (``None`` stays ``null``).
-
-    >>> encode_fill_value(float("nan"), np.dtype("f8")), encode_fill_value(3, np.dtype("u1"))
-    ('NaN', 3)
-    """
-    if value is None:
-        return None
-    dtype = np.dtype(dtype)
-    try:
-        scalar = np.asarray(value).astype(dtype) if dtype.kind in "mM" else np.asarray(value, dtype=dtype)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
-    if scalar.shape != ():
-        raise MetadataError(f"fill value must be a scalar, got {value!r}")
-    if dtype.kind in "iumM" and isinstance(value, float | np.floating) and not float(value).is_integer():
-        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
-    if dtype.kind == "b":
-        return bool(scalar)
-    if dtype.kind in "iu":
-        return int(scalar)
-    if dtype.kind in "mM":
-        return int(scalar.view("i8"))
-    if dtype.kind == "f":
-        return _encode_float(float(scalar))
-    if dtype.kind == "c":
-        return [_encode_float(float(scalar.real)), _encode_float(float(scalar.imag))]
-    raise UnsupportedError(f"fill values of {dtype} are not supported")
-
-
-def _encode_float(v: float) -> Any:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
 
 
 def parse_zarray(
@@ -279,7 +248,9 @@ class Zarr2Format(Format):
         try:
             comp = compressor_config(new.compressor, dt)
             filter_configs = [numcodec_from_config(f, role="filter").get_config() for f in filters or []]
-            fill = encode_fill_value(new.fill_value, dt)
+            fill = (
+                None if new.fill_value is None else encode_fill_value(new.fill_value, dt, nan_payloads=False)
+            )
         except AltarrError as e:
             raise e.with_context(key=key) from e
         doc: dict[str, Any] = {

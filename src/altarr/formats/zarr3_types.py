@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError, UnknownCodecError, UnsupportedError
-from ._common import decode_float_fill, encode_float_fill
+from ._common import decode_float_fill, encode_fill_value
 
 __all__ = ["dtype_from_data_type", "data_type_name", "decode_fill_value", "encode_fill_value"]
 
@@ -139,40 +139,3 @@ def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = "zarr.json") ->
             )
         return np.frombuffer(bytes(value), dtype=dtype)[0]
     raise UnsupportedError(f"fill values of {dtype} are not supported", key=key)  # pragma: no cover
-
-
-def encode_fill_value(value: Any, dtype: np.dtype) -> Any:
-    """The JSON form of a fill value for ``dtype`` (``None`` means the type's zero).
-
-    >>> encode_fill_value(float("nan"), np.dtype("float64")), encode_fill_value(1 + 2j, np.dtype("complex64"))
-    ('NaN', [1.0, 2.0])
-    """
-    dtype = np.dtype(dtype)
-    if dtype.kind == "V":
-        if value is None or (isinstance(value, int | np.integer) and value == 0):
-            return [0] * dtype.itemsize
-        raw = bytes(value) if isinstance(value, bytes | bytearray | list | tuple) else None
-        if raw is None and isinstance(value, np.void):
-            raw = value.tobytes()
-        if raw is None or len(raw) != dtype.itemsize:
-            raise MetadataError(f"fill value for {dtype} must be {dtype.itemsize} bytes, got {value!r}")
-        return list(raw)
-    if value is None:
-        value = np.zeros((), dtype=dtype)[()]
-    if dtype.kind in "iu" and isinstance(value, float | np.floating) and not float(value).is_integer():
-        raise MetadataError(f"fill value {value!r} is not an integer ({dtype})")
-    try:
-        scalar = np.asarray(value, dtype)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise MetadataError(f"fill value {value!r} cannot be represented as {dtype}: {e}") from e
-    if scalar.shape != ():
-        raise MetadataError(f"fill value must be a scalar, got {value!r}")
-    if dtype.kind == "b":
-        return bool(scalar)
-    if dtype.kind in "iu":
-        return int(scalar)
-    if dtype.kind == "f":
-        return encode_float_fill(scalar)
-    if dtype.kind == "c":
-        return [encode_float_fill(scalar.real), encode_float_fill(scalar.imag)]
-    raise UnsupportedError(f"fill values of {dtype} are not supported")
