@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from . import n5_compressions  # noqa: F401  (registers the N5 compressions, namespace "n5")
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, Codec
 
 # Import order matters only for registration; each module registers its codecs on import.

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -58,12 +57,6 @@ def register_codec(cls: C, *, replace: bool = False, namespace: str = "") -> C:
     return cls
 
 
-def _load_plugins() -> None:
-    """Register the N5 compressions (namespace ``"n5"``): their module imports this one, so it is imported
-    on the first lookup of a name that is not registered yet rather than by ``import altarr.codecs``."""
-    importlib.import_module("altarr.codecs.n5_compressions")
-
-
 def get_codec_class(name: str, *, namespace: str = "") -> type[Codec]:
     """The class registered under ``name`` in ``namespace``; ``UnknownCodecError`` naming it if there is
     none.
@@ -74,9 +67,6 @@ def get_codec_class(name: str, *, namespace: str = "") -> type[Codec]:
     'ZstdCompression'
     """
     cls = _NAMESPACES.get(namespace, {}).get(name)
-    if cls is None:
-        _load_plugins()
-        cls = _NAMESPACES.get(namespace, {}).get(name)
     if cls is None:
         known = sorted(_NAMESPACES.get(namespace, {}))
         raise UnknownCodecError(
@@ -92,7 +82,6 @@ def registered_codecs(namespace: str = "") -> dict[str, type[Codec]]:
     >>> sorted(registered_codecs("n5"))
     ['blosc', 'bzip2', 'gzip', 'lz4', 'raw', 'xz', 'zstd']
     """
-    _load_plugins()
     return dict(_NAMESPACES.get(namespace, {}))
 
 
