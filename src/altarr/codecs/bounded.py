@@ -25,11 +25,7 @@ __all__ = [
 
 
 def zstd_content_size(buf: Any) -> int | None:
-    """The Frame_Content_Size of a Zstandard frame header (RFC 8878, section 3.1.1.1), if present.
-
-    >>> zstd_content_size(bytes.fromhex("28b52ffd2005290000"))
-    5
-    """
+    """The Frame_Content_Size of a Zstandard frame header (RFC 8878, section 3.1.1.1), if present."""
     buf = memoryview(buf).cast("B")
     if len(buf) < 6 or buf[:4] != b"\x28\xb5\x2f\xfd":
         return None

@@ -62,11 +62,7 @@ _U32 = struct.Struct(">I")
 
 
 def n5_dtype(name: Any, *, key: str | None = None) -> np.dtype:
-    """The NumPy dtype of an N5 ``dataType`` name; ``object``/``string`` -> ``UnsupportedError``.
-
-    >>> n5_dtype("uint16")
-    dtype('uint16')
-    """
+    """The NumPy dtype of an N5 ``dataType`` name; ``object``/``string`` -> ``UnsupportedError``."""
     if name in ("object", "string"):
         raise UnsupportedError(f"N5 dataType {name!r} (non-numeric blocks) is not supported", key=key)
     try:
@@ -78,11 +74,7 @@ def n5_dtype(name: Any, *, key: str | None = None) -> np.dtype:
 
 
 def n5_data_type_name(dtype: Any) -> str:
-    """The N5 ``dataType`` name of a NumPy dtype (``UnsupportedError`` if N5 has none, e.g. bool).
-
-    >>> n5_data_type_name(">i4")
-    'int32'
-    """
+    """The N5 ``dataType`` name of a NumPy dtype (``UnsupportedError`` if N5 has none, e.g. bool)."""
     dt = np.dtype(dtype)
     for name, candidate in N5_DATA_TYPES.items():
         if dt.kind == candidate.kind and dt.itemsize == candidate.itemsize:
@@ -91,11 +83,7 @@ def n5_data_type_name(dtype: Any) -> str:
 
 
 def parse_block_header(data: BytesLike) -> tuple[int, tuple[int, ...], int | None, int]:
-    """Parse an N5 block header: ``(mode, size in N5 order, numElements or None, header length)``.
-
-    >>> parse_block_header(bytes.fromhex("0000000200000005000000040000"))
-    (0, (5, 4), None, 12)
-    """
+    """Parse an N5 block header: ``(mode, size in N5 order, numElements or None, header length)``."""
     view = memoryview(data).cast("B")
     try:
         (mode,) = _U16.unpack_from(view, 0)
@@ -125,13 +113,7 @@ class N5BlockCodec(ArrayBytesCodec):
 
     ``compression`` is one N5 compression or a sequence of N5 data codecs applied to the payload in order
     (``raw``/``id`` entries are dropped, as the Java library does). Works in NumPy order (see the module
-    docstring). ``decode`` returns the block at the size recorded in its header.
-
-    >>> import numpy as np
-    >>> c = N5BlockCodec()
-    >>> bytes(c.encode(np.array([[1, 2, 3], [4, 5, 6]], dtype="uint16")[None])).hex()[:32]
-    '00000003000000030000000200000001'
-    """
+    docstring). ``decode`` returns the block at the size recorded in its header."""
 
     name = "n5bytes"
     truncates_edges = True

@@ -30,11 +30,7 @@ _SUPPORTED_KINDS = "biufcmM"
 
 
 def check_zarr2_dtype(dtype: Any, *, key: str | None = None) -> np.dtype:
-    """Parse a Zarr v2 ``dtype`` (typestr with byte order) and refuse what altarr does not support.
-
-    >>> check_zarr2_dtype(">f4")
-    dtype('>f4')
-    """
+    """Parse a Zarr v2 ``dtype`` (typestr with byte order) and refuse what altarr does not support."""
     if isinstance(dtype, list):
         raise UnsupportedError(f"Zarr v2 structured dtype {dtype!r} is not supported", key=key)
     try:
@@ -53,11 +49,7 @@ def check_zarr2_dtype(dtype: Any, *, key: str | None = None) -> np.dtype:
 def numcodec_from_config(config: Any, *, key: str | None = None, role: str = "compressor") -> Any:
     """A numcodecs codec from its ``{"id": ..., ...}`` config (or an existing codec instance).
 
-    An unknown ``id`` raises :class:`~altarr.errors.UnknownCodecError` naming ``key`` and the id.
-
-    >>> numcodec_from_config({"id": "zlib", "level": 1})
-    Zlib(level=1)
-    """
+    An unknown ``id`` raises :class:`~altarr.errors.UnknownCodecError` naming ``key`` and the id."""
     import numcodecs
     from numcodecs.abc import Codec as NumCodec
 

@@ -73,11 +73,7 @@ SHARD_OPTIONS = ("index_location", "index_endian", "index_crc32c", "legacy_compr
 
 def check_version(root_doc: dict[str, Any] | None, *, key: str = ATTRIBUTES_KEY) -> str | None:
     """The container version of a root ``attributes.json`` (``None`` when absent); a major version above 4
-    raises :class:`~altarr.errors.UnsupportedError`.
-
-    >>> check_version({"n5": "2.5.1"})
-    '2.5.1'
-    """
+    raises :class:`~altarr.errors.UnsupportedError`."""
     if root_doc is None or VERSION_KEY not in root_doc:
         return None
     version = root_doc[VERSION_KEY]
@@ -98,11 +94,7 @@ def check_version(root_doc: dict[str, Any] | None, *, key: str = ATTRIBUTES_KEY)
 def n5_compression(compressor: Any) -> N5Compression:
     """An N5 compression from a ``create_array`` compressor argument: a name (``"raw"``/``None``/``"none"``,
     ``"gzip"``, ``"bzip2"``, ``"xz"``, ``"lz4"``, ``"zstd"``, ``"blosc"``, each with the N5 defaults), an N5
-    ``{"type": ...}`` object, an N5 4.x ``{"name": ..., "configuration": ...}`` object, or an instance.
-
-    >>> n5_compression("gzip").to_n5_json()  # Java N5 4.x's default level
-    {'type': 'gzip', 'useZlib': False, 'level': 6}
-    """
+    ``{"type": ...}`` object, an N5 4.x ``{"name": ..., "configuration": ...}`` object, or an instance."""
     from ..codecs.n5_compressions import (
         N5Compression,
         RawCompression,
@@ -192,14 +184,7 @@ def _codecs_json(
     ``levels[0]`` nested in shards (NumPy order, innermost first): per level one ``sharding_indexed`` with
     its keys in Java's order and ``chunk_shape`` in NumPy order (Java's ``@ReverseArray``), an index of
     ``raw-bytes`` (+ ``crc32c``), and inside ``n5bytes`` followed by the compression (``raw`` is dropped,
-    as Java does).
-
-    >>> from altarr.codecs.n5_compressions import RawCompression
-    >>> _codecs_json([(2, 3), (4, 6)], RawCompression(), IndexOptions())[0]["configuration"]
-    ... # doctest: +NORMALIZE_WHITESPACE
-    {'chunk_shape': [2, 3], 'index_codecs': [{'name': 'raw-bytes', 'configuration': {'endian': 'big'}},
-     {'name': 'crc32c'}], 'index_location': 'end', 'codecs': [{'name': 'n5bytes'}]}
-    """
+    as Java does)."""
     from ..codecs.n5_compressions import RawCompression
 
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
@@ -212,11 +197,7 @@ def _codecs_json(
 class IndexOptions:
     """How sharded N5 stores its shard indexes: the writer options ``index_location`` (``"end"`` or
     ``"start"``), ``index_endian`` (``"big"``, as every number in N5, or ``"little"``) and
-    ``index_crc32c`` (a crc32c checksum after the index; on by default, see docs/n5.md).
-
-    >>> IndexOptions(location="start", endian="little", crc32c=False).codecs_json()
-    [{'name': 'raw-bytes', 'configuration': {'endian': 'little'}}]
-    """
+    ``index_crc32c`` (a crc32c checksum after the index; on by default, see docs/n5.md)."""
 
     location: str = "end"
     endian: str = "big"
@@ -442,12 +423,7 @@ class N5Format(Format):
         order. ``compressor`` takes N5 names (default ``"gzip"``: Java's level 6, what every N5 reader
         decodes; a bare name gets Java's defaults) or N5 JSON objects. Sharded datasets take the options ``index_location``,
         ``index_endian``, ``index_crc32c`` and ``legacy_compression`` (docs/n5.md). N5 has no
-        dimension names: they are refused (``UnsupportedError``) rather than dropped.
-
-        >>> from altarr.formats.base import NewArray
-        >>> N5Format().array_attributes(NewArray(shape=(5, 7), dtype="uint8", chunks=(4, 5), compressor="raw"))
-        {'dataType': 'uint8', 'compression': {'type': 'raw'}, 'blockSize': [5, 4], 'dimensions': [7, 5]}
-        """
+        dimension names: they are refused (``UnsupportedError``) rather than dropped."""
         if new.dimension_names is not None and any(n is not None for n in new.dimension_names):
             raise UnsupportedError("N5 has no dimension names", key=key)
         doc = self.array_attributes(new, key=key)

@@ -50,11 +50,7 @@ DIMENSIONS_ATTR = "_ARRAY_DIMENSIONS"
 
 
 def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = ZARRAY) -> Any:
-    """The spec fill value (a NumPy scalar; the type's zero for ``null``) from the ``.zarray`` one.
-
-    >>> decode_fill_value("-Infinity", np.dtype("<f4"))
-    np.float32(-inf)
-    """
+    """The spec fill value (a NumPy scalar; the type's zero for ``null``) from the ``.zarray`` one."""
     dtype = np.dtype(dtype).newbyteorder("=")
     if value is None:
         return np.zeros((), dtype=dtype)[()]
@@ -158,11 +154,7 @@ def parse_zarray(
 def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None:
     """The ``.zarray`` ``compressor`` of a compressor argument in any form of the codec vocabulary
     (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"zlib"``/``"gzip"``
-    level 5, ``"blosc"`` lz4 clevel 5 byte shuffle, ``None``, a numcodecs config dict or codec, ...).
-
-    >>> compressor_config("zlib", np.dtype("f4"))
-    {'id': 'zlib', 'level': 5}
-    """
+    level 5, ``"blosc"`` lz4 clevel 5 byte shuffle, ``None``, a numcodecs config dict or codec, ...)."""
     from ..codecs.vocabulary import compressor_argument
     from ..codecs.zarr2 import numcodec_from_config
 
@@ -269,13 +261,7 @@ class Zarr2Format(Format):
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``.zarray`` (and ``.zattrs``) for a new array. Options: ``filters`` (numcodecs configs),
-        ``order`` ("C"/"F"), ``dimension_separator`` ("."/"/"). Zarr v2 has no sharding.
-
-        >>> from altarr.formats.zarr2 import Zarr2Format
-        >>> from altarr.formats.base import NewArray
-        >>> Zarr2Format().array_metadata(NewArray(shape=(4,), dtype="f4", chunks=(2,), compressor=None))["dtype"]
-        '<f4'
-        """
+        ``order`` ("C"/"F"), ``dimension_separator`` ("."/"/"). Zarr v2 has no sharding."""
         if new.shards is not None:
             raise UnsupportedError("Zarr v2 has no sharding (use format='zarr3' or 'n5')", key=key)
         doc = self.array_metadata(new, key=key)

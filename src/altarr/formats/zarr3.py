@@ -67,12 +67,7 @@ _GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadat
 def chunk_key_function(
     encoding: Any, *, key: str = METADATA_KEY
 ) -> tuple[Callable[[tuple[int, ...]], str], dict]:
-    """The key function of a ``chunk_key_encoding`` and its normalized JSON.
-
-    >>> fn, js = chunk_key_function({"name": "v2"})
-    >>> fn((1, 2)), fn(()), js
-    ('1.2', '0', {'name': 'v2', 'configuration': {'separator': '.'}})
-    """
+    """The key function of a ``chunk_key_encoding`` and its normalized JSON."""
     if isinstance(encoding, str):
         encoding = {"name": encoding}
     if not isinstance(encoding, dict) or not isinstance(encoding.get("name"), str):
@@ -223,11 +218,7 @@ def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
     """The bytes->bytes codec list of a compressor argument in any form of the codec vocabulary
     (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"gzip"`` level 5,
     ``"blosc"`` lz4 clevel 5 with shuffle and the item size, ``None``, a codec JSON object or instance,
-    a list of those), each as its codec writes it.
-
-    >>> compressor_json("gzip", np.dtype("f8"))
-    [{'name': 'gzip', 'configuration': {'level': 5}}]
-    """
+    a list of those), each as its codec writes it."""
     from ..codecs.registry import codec_from_json
     from ..codecs.vocabulary import compressor_argument
 
@@ -239,13 +230,7 @@ def with_checksum(codecs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     default): zstd's own frame checksum when zstd is the last codec (free: the native kernel computes it
     while compressing; measured in ``benchmarks/bench_engine.py --checksums``), nothing more when a
     ``crc32c`` or gzip (whose members carry a CRC-32) is there already, else a ``crc32c`` codec appended.
-    zarr-python and tensorstore verify all three.
-
-    >>> with_checksum([{"name": "zstd", "configuration": {"level": 3, "checksum": False}}])
-    [{'name': 'zstd', 'configuration': {'level': 3, 'checksum': True}}]
-    >>> with_checksum([])
-    [{'name': 'crc32c'}]
-    """
+    zarr-python and tensorstore verify all three."""
     names = [c.get("name") for c in codecs]
     if "crc32c" in names or "gzip" in names:
         return list(codecs)
@@ -364,28 +349,14 @@ class Zarr3Format(Format):
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``zarr.json`` for a new array (options ``index_location`` "end", ``chunk_key_separator``
         "/", ``checksum`` True: every chunk carries a checksum, see :func:`with_checksum`; False adds
-        none) and return its spec.
-
-        >>> from altarr.formats.zarr3 import Zarr3Format
-        >>> from altarr.formats.base import NewArray
-        >>> doc = Zarr3Format().array_metadata(NewArray(shape=(8,), dtype="u2", chunks=(2,), shards=[4]))
-        >>> doc["codecs"][0]["configuration"]["chunk_shape"], doc["chunk_grid"]["configuration"]
-        ([2], {'chunk_shape': [4]})
-        """
+        none) and return its spec."""
         doc = self.array_metadata(new, key=key)
         spec = parse_array_metadata(doc, key=key)  # validates what we are about to write
         store.set(key, dump_json(doc, key=key))
         return spec
 
     def resize_array(self, store: Store, prefix: str, shape: NewShape) -> tuple[DatasetSpec, DatasetSpec]:
-        """``zarr.json`` with a new ``shape`` (see :meth:`Format.resize_array`).
-
-        >>> from altarr.stores import MemoryStore
-        >>> s = MemoryStore(); f = Zarr3Format()
-        >>> _ = f.create_array(s, "a", shape=(4, 4), dtype="u1", chunks=(2, 2))
-        >>> [spec.shape for spec in f.resize_array(s, "a", (6, 3))]
-        [(4, 4), (6, 3)]
-        """
+        """``zarr.json`` with a new ``shape`` (see :meth:`Format.resize_array`)."""
         key = join_key(prefix, METADATA_KEY)
         doc = self._require(store, prefix)
         before = parse_array_metadata(doc, key=key)

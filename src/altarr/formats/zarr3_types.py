@@ -44,11 +44,7 @@ _MAX_RAW_BITS = 8 * 65536
 
 
 def dtype_from_data_type(value: Any, *, key: str = "zarr.json") -> np.dtype:
-    """The NumPy dtype of a Zarr v3 ``data_type`` (a core name, ``r<N>``, or ``{"name": ...}``).
-
-    >>> dtype_from_data_type("r16")
-    dtype('V2')
-    """
+    """The NumPy dtype of a Zarr v3 ``data_type`` (a core name, ``r<N>``, or ``{"name": ...}``)."""
     name = value
     if isinstance(value, dict):
         name = value.get("name")
@@ -75,11 +71,7 @@ def dtype_from_data_type(value: Any, *, key: str = "zarr.json") -> np.dtype:
 
 
 def data_type_name(dtype: Any) -> str:
-    """The Zarr v3 ``data_type`` of a NumPy dtype (any byte order).
-
-    >>> data_type_name(">f4"), data_type_name("V3")
-    ('float32', 'r24')
-    """
+    """The Zarr v3 ``data_type`` of a NumPy dtype (any byte order)."""
     dt = np.dtype(dtype)
     if dt.kind == "V" and dt.fields is None and dt.subdtype is None:
         return f"r{dt.itemsize * 8}"
@@ -92,11 +84,7 @@ def data_type_name(dtype: Any) -> str:
 
 
 def decode_fill_value(value: Any, dtype: np.dtype, *, key: str = "zarr.json") -> Any:
-    """A NumPy scalar of ``dtype`` from the JSON ``fill_value``.
-
-    >>> decode_fill_value([1.0, "-Infinity"], np.dtype("complex64"))
-    np.complex64(1-infj)
-    """
+    """A NumPy scalar of ``dtype`` from the JSON ``fill_value``."""
     dtype = np.dtype(dtype)
     if value is None:
         raise MetadataError("field 'fill_value' is required (null is not allowed in Zarr v3)", key=key)
