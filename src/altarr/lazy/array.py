@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy as _copy
-import itertools
 import operator
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -12,7 +11,6 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from .._threads import pmap
 from ..errors import MaterializeError, ReadOnlyError
 from ..selection import SelectionPlan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import batch as _batch
@@ -21,7 +19,7 @@ from .cache import CACHE
 from .elementwise import cast
 from .fetching import FetchSource
 from .geometry import check_dtype
-from .many import read_many
+from .many import read_many, read_plans
 from .numpy_api import array_function, array_ufunc, power
 from .recipes import RECIPE_VERSION, rebuild_lazy_array, register_lazy_type
 from .reduction_methods import ReductionMethods
@@ -206,26 +204,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             return key
         return key._materialize() if isinstance(key, LazyArray) else key
 
-    def _execute(self, p: SelectionPlan) -> Any:
-        """Fetch the plan's missing chunks (in one call and cached when they fit the cache budget, else
-        streamed in batches, :func:`_batches_by_bytes`) and assemble the result."""
-        work = p.new_work(self._dtype)
-        coords = p.coords
-        if len(coords):
-            src = self._source
-            budget = options._get("cache_bytes")
-            missing = src.row_missing_nbytes(coords)
-            if int(missing.sum()) <= budget:
-                chunks = src.get_chunks(coords, store=True)
-                # disjoint parts of the result: placed on the pool (NumPy's copies release the GIL)
-                pmap(lambda i: p.place(work, i, chunks[i]), range(len(chunks)))
-            else:  # bigger than the cache: bounded batches, each chunk placed as it comes, nothing cached
-                for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
-                    src.visit_chunks(
-                        coords[rows], lambda j, chunk, rows=rows: p.place(work, int(rows[j]), chunk)
-                    )
-        return p.finish(work)
-
     def _materialize(self) -> np.ndarray:
         """The whole array as NumPy, refused above ``max_materialize`` bytes before any fetch."""
         limit = options.materialize_limit()
@@ -240,7 +218,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
                 f"altarr.set_options(max_materialize=...)"
             )
         self._count("materialize")
-        return np.asarray(self._execute(plan_numpy(Ellipsis, self._shape, self._chunks)))
+        return np.asarray(read_plans(self, [plan_numpy(Ellipsis, self._shape, self._chunks)])[0])
 
     # --- NumPy protocols --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
@@ -253,7 +231,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         self._count("extract_subset")
         if (b := _batch.current()) is not None:
             return b.add(self, p)
-        return self._execute(p)
+        return read_plans(self, [p])[0]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise ReadOnlyError("lazy arrays are read-only")
@@ -508,28 +486,3 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
 
     def __dask_tokenize__(self) -> Any:
         return ("altarr.LazyArray", self._shape, self._chunks, self._dtype.str, self._source.dask_token())
-
-
-def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> Iterator[np.ndarray]:
-    """Row numbers of the fetch batches of a selection too big for the cache, in order: at least
-    ``batch_chunks`` missing chunks each (``missing[i]``: the bytes row ``i`` costs, 0 when cached), more
-    while they fit in ``budget``.
-
-    Example:
-        >>> [b.tolist() for b in _batches_by_bytes(np.array([8, 8, 0, 8, 8, 8]), 0, 2)]
-        [[0, 1, 2], [3, 4], [5]]
-        >>> [b.tolist() for b in _batches_by_bytes(np.array([8] * 6), 24, 2)]
-        [[0, 1, 2], [3, 4, 5]]
-    """
-    starts = [0]
-    acc = count = 0
-    for i, b in enumerate(missing.tolist()):
-        if b and count >= batch_chunks and acc + b > budget:
-            starts.append(i)
-            acc = count = 0
-        if b:
-            acc += b
-            count += 1
-    starts.append(len(missing))
-    for lo, hi in itertools.pairwise(starts):
-        yield np.arange(lo, hi)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AltarrError
-from .many import _read_plans
+from .many import read_plans
 
 __all__ = ["batch", "Batch", "BatchResult", "BatchError", "current"]
 
@@ -85,7 +85,7 @@ class Batch:
         for x, plans, outs in reads.values():
             if error is None:
                 try:
-                    for out, value in zip(outs, _read_plans(x, plans), strict=True):
+                    for out, value in zip(outs, read_plans(x, plans), strict=True):
                         out._value = value
                     continue
                 except BaseException as e:  # the remaining placeholders fail with it

@@ -15,6 +15,7 @@ from .array import LazyArray
 from .cache import CACHE
 from .fetching import COUNTER_NAMES, FetchSource
 from .geometry import check_dtype, normalize_coords, normalize_dims, normalize_geometry
+from .many import read_plans
 
 __all__ = ["altarr", "extract", "plan", "stats", "reset", "is_altarr"]
 
@@ -77,7 +78,7 @@ def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
     key = x._convert_key(hyperslab_key(subscripts, x.ndim))
     p = plan_outer(key, x.shape, x.chunks, keep_dims=not drop)
     x._count("hyperslab")
-    return np.asarray(x._execute(p))
+    return np.asarray(read_plans(x, [p])[0])
 
 
 def plan(x: LazyArray, *subscripts: Any) -> Any:

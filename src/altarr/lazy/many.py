@@ -4,16 +4,18 @@ fetched in one fetch call, each once (docs/lazy-arrays.md, "Many reads at once")
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from .._threads import pmap
 from ..selection import SelectionPlan, chunk_users, plan_selections
 from . import options
 from .geometry import is_lazy
 
-__all__ = ["read_many"]
+__all__ = ["read_many", "read_plans"]
 
 
 def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
@@ -35,26 +37,59 @@ def read_many(x: Any, selections: Sequence[Any], *, mode: str = "numpy") -> list
     keys = [x._convert_key(k) for k in selections] if not isinstance(selections, tuple | str) else selections
     plans: list[SelectionPlan] = plan_selections(keys, x.shape, x.chunks, mode)
     x._count("extract_subset", len(plans))
-    return _read_plans(x, plans)
+    return read_plans(x, plans)
 
 
-def _read_plans(x: Any, plans: list[SelectionPlan]) -> list[Any]:
-    """The results of ``plans`` (of lazy array ``x``), their missing chunks fetched in one call."""
+def read_plans(x: Any, plans: list[SelectionPlan]) -> list[Any]:
+    """The results of ``plans`` (of lazy array ``x``): the chunks they touch fetched in one call and cached
+    when they fit the cache budget, else in bounded batches (:func:`_batches_by_bytes`), nothing cached;
+    each chunk placed into every result that uses it (on the pool: disjoint parts of the results)."""
     works = [p.new_work(x.dtype) for p in plans]
-    users = chunk_users(plans)
-    if users:
+    if len(plans) == 1:  # one plan: its rows are the chunks
+        coords = plans[0].coords
+        order: Any = [[(0, row)] for row in range(len(coords))]
+    else:
+        users = chunk_users(plans)
         coords = np.asarray(list(users), dtype=np.int64).reshape(len(users), x.ndim)
         order = list(users.values())
+
+    def place(i: int, chunk: np.ndarray) -> None:
+        for pi, row in order[i]:
+            plans[pi].place(works[pi], row, chunk)
+
+    if len(coords):
         src = x._source
-
-        def place(i: int, chunk: np.ndarray) -> None:
-            for pi, row in order[i]:
-                plans[pi].place(works[pi], row, chunk)
-
+        budget = options._get("cache_bytes")
         missing = src.row_missing_nbytes(coords)
-        if int(missing.sum()) <= options._get("cache_bytes"):
-            for i, chunk in enumerate(src.get_chunks(coords, store=True)):
-                place(i, chunk)
-        else:  # bigger than the cache: one streamed fetch, nothing cached
-            src.visit_chunks(coords, place)
+        if int(missing.sum()) <= budget:
+            chunks = src.get_chunks(coords, store=True)
+            pmap(lambda i: place(i, chunks[i]), range(len(chunks)))
+        else:
+            for rows in _batches_by_bytes(missing, budget, options._get("batch_chunks")):
+                src.visit_chunks(coords[rows], lambda j, chunk, rows=rows: place(int(rows[j]), chunk))
     return [p.finish(w) for p, w in zip(plans, works, strict=True)]
+
+
+def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> Iterator[np.ndarray]:
+    """Row numbers of the fetch batches of a read too big for the cache, in order: at least
+    ``batch_chunks`` missing chunks each (``missing[i]``: the bytes row ``i`` costs, 0 when cached), more
+    while they fit in ``budget``.
+
+    Example:
+        >>> [b.tolist() for b in _batches_by_bytes(np.array([8, 8, 0, 8, 8, 8]), 0, 2)]
+        [[0, 1, 2], [3, 4], [5]]
+        >>> [b.tolist() for b in _batches_by_bytes(np.array([8] * 6), 24, 2)]
+        [[0, 1, 2], [3, 4, 5]]
+    """
+    starts = [0]
+    acc = count = 0
+    for i, b in enumerate(missing.tolist()):
+        if b and count >= batch_chunks and acc + b > budget:
+            starts.append(i)
+            acc = count = 0
+        if b:
+            acc += b
+            count += 1
+    starts.append(len(missing))
+    for lo, hi in itertools.pairwise(starts):
+        yield np.arange(lo, hi)

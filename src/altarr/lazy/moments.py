@@ -86,7 +86,7 @@ def mean(
     nan_capable = nan and x.dtype.kind in "fc"
     counted = nan_capable or where is not True
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, _: Any) -> tuple[Any, ...]:
         valid = mask
         if nan_capable:
             valid = ~np.isnan(chunk) if valid is None else valid & ~np.isnan(chunk)
@@ -189,7 +189,7 @@ def _moment_merge(calc: np.dtype, complex_: bool, nan_capable: bool) -> tuple[An
                 m = np.where(np.isfinite(m), m, np.sum(c * s, **kw) / (n * s))
         return m
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, _: Any) -> tuple[Any, ...]:
         c = chunk.astype(calc, copy=False)
         valid = mask
         if nan_capable:

@@ -238,54 +238,15 @@ if hasattr(np, "astype"):
 
 
 # --- comparisons NumPy computes inside try/except (streamed, so nothing is swallowed) -------------------
-@_implements(np.array_equal)
-def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
-    return array_equal(a1, a2, equal_nan=equal_nan)
-
-
-@_implements(np.array_equiv)
-def _array_equiv(a1: Any, a2: Any) -> Any:
-    return array_equiv(a1, a2)
-
-
-@_implements(np.allclose)
-def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
-    return allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+for _cmp, _impl in ((np.array_equal, array_equal), (np.array_equiv, array_equiv), (np.allclose, allclose)):
+    _implements(_cmp)(_impl)
 
 
 # --- views and joins (lazy) ----------------------------------------------------------------------------
-@_implements(np.transpose, getattr(np, "permute_dims", None), kind="lazy")
-def _transpose(a: Any, axes: Any = None) -> Any:
-    return a.transpose(axes) if is_lazy(a) else NotImplemented
-
-
-@_implements(np.moveaxis, kind="lazy")
-def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    if not is_lazy(a):
-        return NotImplemented
-    from numpy.lib.array_utils import normalize_axis_tuple
-
-    src = normalize_axis_tuple(source, a.ndim, "source")
-    dst = normalize_axis_tuple(destination, a.ndim, "destination")
-    if len(src) != len(dst):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    order = [n for n in range(a.ndim) if n not in src]
-    for d, s in sorted(zip(dst, src, strict=True)):
-        order.insert(d, s)
-    return a.transpose(order)
-
-
-@_implements(np.reshape, kind="lazy")
-def _reshape(
-    a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: bool | None = None
-) -> Any:
-    if not is_lazy(a):
-        return NotImplemented
-    return a.reshape(newshape if shape is None else shape, order=order)
-
-
-for _name in ("swapaxes", "ravel"):
-    _delegate(getattr(np, _name), _method(_name), kind="lazy")
+# NumPy's own code of these calls the lazy array's methods (array_function runs it): lazy, no handler
+for _view in (np.transpose, np.moveaxis, np.reshape, np.swapaxes):
+    FUNCTION_KINDS[_view.__name__] = "lazy"
+_delegate(np.ravel, _method("ravel"), kind="lazy")
 
 
 def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from .streaming import chunk_batches, empty_case, finish
+from .streaming import chunk_batches, empty_case, finish, stream
 
 __all__ = ["arg_reduce", "nonzero"]
 
@@ -24,9 +24,9 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
         return fn(empty_case(x), axis=axis, out=out, keepdims=keepdims)
     red = tuple(range(x.ndim)) if axis is None else (axis,)
-    chunk_arr = np.asarray(x.chunks, dtype=np.int64)
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...], origin: np.ndarray) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, c: list[int]) -> tuple[Any, ...]:
+        origin = [i * n for i, n in zip(c, x.chunks, strict=True)]
         if axis is None:
             k = int(fn(chunk))
             local = np.unravel_index(k, chunk.shape)
@@ -34,7 +34,7 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
             return (np.asarray(chunk.reshape(-1)[k]), np.asarray(glob, dtype=np.intp))
         k = fn(chunk, axis=axis, keepdims=True)
         vals = np.take_along_axis(chunk, k, axis=axis)
-        return (np.squeeze(vals, axis=axis), np.squeeze(k, axis=axis).astype(np.intp) + int(origin[axis]))
+        return (np.squeeze(vals, axis=axis), np.squeeze(k, axis=axis).astype(np.intp) + origin[axis])
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         va, ia = (np.asarray(v) for v in a)
@@ -44,30 +44,8 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
         pick_b = np.where(tie, ib < ia, pick_b)
         return (np.where(pick_b, vb, va), np.where(pick_b, ib, ia))
 
-    x._count("reduce")
-    kept_shape = tuple(x.shape[d] for d in range(x.ndim) if d not in red)
-    acc_v: np.ndarray | None = None
-    acc_i: np.ndarray | None = None
-    seen: set[tuple[int, ...]] = set()
-    for coords, arrays in chunk_batches(x):
-        for c, chunk in zip(coords, arrays, strict=True):
-            chunk = np.asarray(chunk)
-            origin = c * chunk_arr
-            v, i = partial(chunk, red, origin)
-            if acc_v is None or acc_i is None:
-                acc_v = np.empty(kept_shape, dtype=v.dtype)
-                acc_i = np.empty(kept_shape, dtype=np.intp)
-            region = tuple(
-                slice(int(origin[d]), int(origin[d]) + chunk.shape[d]) for d in range(x.ndim) if d not in red
-            )
-            key = tuple(int(c[d]) for d in range(x.ndim) if d not in red)
-            if key in seen:
-                v, i = combine((acc_v[region], acc_i[region]), (v, i))
-            else:
-                seen.add(key)
-            acc_v[region] = v
-            acc_i[region] = i
-    return finish(acc_i, x, red, out, keepdims)
+    _, index = stream(x, red, partial, combine)
+    return finish(index, x, red, out, keepdims)
 
 
 def nonzero(x: Any) -> tuple[np.ndarray, ...]:

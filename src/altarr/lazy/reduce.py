@@ -96,7 +96,7 @@ def ufunc_reduce(
     red_dtype = np.dtype(dtype) if dtype is not None else ufunc.reduce(np.zeros((1,), dtype=x.dtype)).dtype
     ordered = ufunc is np.multiply and red_dtype.kind in "fc"  # products whose order may matter
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, _: Any) -> tuple[Any, ...]:
         kw = {} if mask is None else {"where": mask, "initial": start}
         part = (_object_kept(ufunc.reduce(chunk, axis=red, dtype=dtype, **kw)),)
         if not ordered:
@@ -131,7 +131,7 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
         res = fn(empty_case(x), axis=axis, **kw)
         return finish(res, x, red, out, keepdims)
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any = None) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, _: Any) -> tuple[Any, ...]:
         return (fn(chunk, axis=red) if mask is None else fn(chunk, axis=red, where=mask),)
 
     merge = np.logical_or if which == "any" else np.logical_and
@@ -182,7 +182,7 @@ def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if x.size == 0:
         return np.count_nonzero(empty_case(x), axis=axis, keepdims=keepdims)
 
-    def partial(chunk: np.ndarray, red: tuple[int, ...]) -> tuple[Any, ...]:
+    def partial(chunk: np.ndarray, red: tuple[int, ...], *_: Any) -> tuple[Any, ...]:
         return (np.asarray(np.count_nonzero(chunk, axis=red), dtype=np.intp),)
 
     def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:

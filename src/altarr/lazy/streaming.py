@@ -186,9 +186,9 @@ def stream(
 ) -> list[np.ndarray]:
     """Reduce ``x`` over the axes ``red``; returns accumulators of the kept shape.
 
-    ``partial(chunk, red[, mask])`` gives a tuple of arrays shaped like the chunk's kept extents (``mask``
-    when ``where`` is not ``True``); ``combine(acc, part)`` merges two; ``early(acc)`` may stop the walk
-    once every output element has been visited.
+    ``partial(chunk, red, mask, coords)`` gives a tuple of arrays shaped like the chunk's kept extents
+    (``mask``: ``None`` when ``where`` is ``True``; ``coords``: the chunk's); ``combine(acc, part)`` merges
+    two; ``early(acc)`` may stop the walk once every output element has been visited.
     """
     x._count("reduce")
     kept = tuple(d for d in range(x.ndim) if d not in red)
@@ -201,11 +201,10 @@ def stream(
     def absorb(coords: np.ndarray, arrays: list[np.ndarray], mask_parts: list[Any] | None) -> None:
         seen = state["seen"]
         for n, (c, chunk) in enumerate(zip(coords.tolist(), arrays, strict=True)):
-            if mask_parts is None:
-                got = partial(chunk, red)
-            else:
-                m = mask_parts[n]
-                got = partial(chunk, red, chunk if m is None else np.asarray(m, dtype=bool))
+            mask = None
+            if mask_parts is not None:  # None: ``where`` is x itself
+                mask = np.asarray(chunk if mask_parts[n] is None else mask_parts[n], dtype=bool)
+            got = partial(chunk, red, mask, c)
             parts = tuple(np.asarray(p) for p in got)
             if state["acc"] is None:
                 state["acc"] = [np.empty(kept_shape, dtype=p.dtype) for p in parts]
