@@ -43,6 +43,7 @@ def test_n5_viewer_layout_stores_factors_and_resolution_in_n5_order(tmp_path, rn
     assert [lv.scale for lv in back.levels] == [lv.scale for lv in ms.levels]
     assert back.levels[2].translation == (0.0, 0.5, 0.75)  # n5-viewer's (f - 1) / 2 voxels of s0
     np.testing.assert_array_equal(back[3][...], ms.levels[3].dataset[...])
+    assert back[3].dims == ms[3].dims == ("z", "y", "x")  # from a path and from a store alike
 
 
 def test_bdv_layout_has_the_paths_and_keys_of_bigdataviewers_n5_export(tmp_path, rng):

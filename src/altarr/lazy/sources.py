@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..dataset import check_chunk_room, create_dataset, open_dataset
+from ..dataset import Dataset, check_chunk_room, create_dataset, open_dataset
 from ..errors import CodecError, MetadataError
 from . import fetching
 from .functions import altarr
@@ -21,7 +21,6 @@ __all__ = [
     "DatasetFetch",
     "CFDecoder",
     "open",
-    "read_filled",
     "zarr_v2",
     "example_zarr",
     "DECODE_ATTEMPTS",
@@ -143,8 +142,9 @@ def _normalize_location(path_or_url: Any) -> Any:
 
 
 class DatasetFetch:
-    """Fetch factory over an engine dataset: holds the location and options, never data; opens the
-    dataset on first use in the calling process and drops it when pickled.
+    """Fetch factory over an engine dataset: holds the location (or an opened :class:`~altarr.Dataset`,
+    which pickles as its location) and options, never data; opens the dataset on first use in the calling
+    process and drops it when pickled.
 
     Example:
         >>> import pickle, tempfile, numpy as np, altarr as aa
@@ -170,9 +170,10 @@ class DatasetFetch:
         return f"DatasetFetch({self.path_or_url!r}, unpack={self.unpack})"
 
     def __dask_tokenize__(self) -> Any:
+        where = self.path_or_url
         return (
             "altarr.DatasetFetch",
-            str(self.path_or_url),
+            (where.store.identity, where.path) if isinstance(where, Dataset) else str(where),
             self.unpack,
             repr(sorted(self.storage_options.items())),
         )
@@ -183,7 +184,9 @@ class DatasetFetch:
         if ds is None:
             with self._lock:
                 if self._ds is None:
-                    ds = open_dataset(self.path_or_url, mode="r", **self.storage_options)
+                    ds = self.path_or_url
+                    if not isinstance(ds, Dataset):
+                        ds = open_dataset(ds, mode="r", **self.storage_options)
                     self._decoder = CFDecoder(ds.dtype, ds.attrs.asdict() if self.unpack else {})
                     self._ds = ds
                 ds = self._ds
@@ -257,22 +260,17 @@ class DatasetFetch:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        return [decoder(a) for a in read_filled(ds, chunks, versions)]
-
-
-def read_filled(ds: Any, chunks: Any, versions: dict[str, Any] | None = None) -> list[np.ndarray]:
-    """``ds.read_chunks(chunks)`` with the chunks that are not stored filled with the fill value."""
-    fill = ds.fill_value if ds.fill_value is not None else 0
-    out = []
-    for coords, arr in zip(
-        np.asarray(chunks).tolist(), ds.read_chunks(chunks, versions=versions), strict=True
-    ):
-        if arr is None:
-            ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
-            check_chunk_room(ext, ds.dtype, key=lambda: ds.chunk_key(coords), chunk=tuple(coords))
-            arr = np.full(ext, fill, dtype=ds.dtype)
-        out.append(arr)
-    return out
+        fill = ds.fill_value if ds.fill_value is not None else 0
+        out = []
+        for coords, arr in zip(
+            np.asarray(chunks).tolist(), ds.read_chunks(chunks, versions=versions), strict=True
+        ):
+            if arr is None:  # not stored: the fill value
+                ext = tuple(min(c, n - i * c) for i, c, n in zip(coords, ds.chunks, ds.shape, strict=True))
+                check_chunk_room(ext, ds.dtype, key=lambda: ds.chunk_key(coords), chunk=tuple(coords))
+                arr = np.full(ext, fill, dtype=ds.dtype)
+            out.append(decoder(arr))
+        return out
 
 
 def _dims_of(ds: Any) -> tuple[str, ...] | None:

@@ -45,16 +45,13 @@ class Multiscale:
     """An opened pyramid: ``layout``, ``axes``, ``levels`` (finest first), ``name``, ``method`` and the
     ``group`` it lives in. ``ms[i]`` is a lazy array over level ``i``; ``len(ms)`` the number of levels."""
 
-    def __init__(
-        self, group: Any, layout: str, desc: Description, levels: Sequence[Level], location: Any
-    ) -> None:
+    def __init__(self, group: Any, layout: str, desc: Description, levels: Sequence[Level]) -> None:
         self.group, self.layout, self.description = group, layout, desc
         self.axes: tuple[Axis, ...] = desc.axes
         self.levels: tuple[Level, ...] = tuple(levels)
         self.name, self.method = desc.name, desc.method
         #: views in the container (BigDataViewer: setups x timepoints); this object is one of them
         self.views: int = int(desc.extra.get("views", 1))
-        self._location = location
 
     def __repr__(self) -> str:
         shapes = ", ".join("x".join(map(str, lv.shape)) for lv in self.levels)
@@ -70,16 +67,13 @@ class Multiscale:
         return self.array(level)
 
     def array(self, level: int) -> Any:
-        """A lazy array (:func:`altarr.open`) over level ``level``."""
+        """A lazy array (as :func:`altarr.open` gives) over level ``level``, its dims the pyramid's axes."""
         from ..lazy import altarr
-        from ..lazy import open as lazy_open
+        from ..lazy.sources import DatasetFetch
 
-        lv = self.levels[level]
-        if isinstance(self._location, str):
-            return lazy_open(_join(self._location, lv.path))
-        ds = lv.dataset
+        ds = self.levels[level].dataset
         dims = tuple(a.name for a in self.axes)
-        return altarr(ds.shape, ds.chunks, _DatasetFetch(ds), dtype=ds.dtype, dims=dims)
+        return altarr(ds.shape, ds.chunks, DatasetFetch(ds), dtype=ds.dtype, dims=dims)
 
     def summary(self) -> dict[str, Any]:
         """What ``altarr info`` shows of the pyramid, as a JSON-able dict.
@@ -142,22 +136,6 @@ class Multiscale:
             if all(s is None or s < 0 or n <= s for n, s in zip(lv.shape, shape, strict=True)):
                 return i
         return len(self.levels) - 1
-
-
-class _DatasetFetch:
-    """A lazy array's fetch over an opened dataset (for pyramids opened from a store object)."""
-
-    def __init__(self, ds: Any) -> None:
-        self.ds = ds
-
-    def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
-        from ..lazy.sources import read_filled
-
-        return read_filled(self.ds, chunks)
-
-
-def _join(location: str, path: str) -> str:
-    return f"{location.rstrip('/')}/{path}" if path else location
 
 
 def _child_attrs(group: Any, path: str) -> dict[str, Any]:
@@ -267,9 +245,7 @@ def open_multiscale(
     for a, b in zip(levels, levels[1:], strict=False):
         if any(m > n for m, n in zip(b.shape, a.shape, strict=True)):
             raise MetadataError(f"level {b.path!r} {b.shape} is larger than level {a.path!r} {a.shape}")
-    return Multiscale(
-        group, layout, desc, levels, _join(location, path) if isinstance(location, str) else None
-    )
+    return Multiscale(group, layout, desc, levels)
 
 
 def is_multiscale(group: Any) -> bool:
