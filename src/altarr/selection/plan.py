@@ -11,7 +11,7 @@ import numpy as np
 
 from .tables import DimTable, Points
 
-__all__ = ["SelectionPlan"]
+__all__ = ["Entry", "SelectionPlan"]
 
 
 def _ix_selectors(per_axis: list[list[Any]], limits: list[int]) -> list[list[Any]] | None:
@@ -38,6 +38,12 @@ def _ix_selectors(per_axis: list[list[Any]], limits: list[int]) -> list[list[Any
     return out
 
 
+#: One orthogonal dimension of a plan: its table, the shape its axis takes in the result (an index
+#: array's) and whether it is dropped (an integer); a plan's ``entries`` are these, ``"points"`` (the
+#: advanced indices' broadcast dimensions) and ``"new"`` (a ``None`` axis), in the result's order.
+Entry = tuple[DimTable, tuple[int, ...], bool]
+
+
 class SelectionPlan:
     """Touched chunks of a selection and how to assemble the result from them."""
 
@@ -45,22 +51,19 @@ class SelectionPlan:
         self,
         shape: tuple[int, ...],
         chunks: tuple[int, ...],
-        ortho: list[DimTable],
+        entries: list[Any],
         points: Points | None,
-        layout: list[tuple[Any, ...]],
-        exp_shapes: list[tuple[int, ...]],
-        dropped: list[bool],
         scalar: bool,
     ) -> None:
         self.shape = shape
         self.chunks = chunks
-        self.ortho = ortho
+        ortho = self.ortho = [e[0] for e in entries if isinstance(e, tuple)]
         self.points = points
         ndim = len(shape)
         lead = (points.npoints,) if points is not None else ()
         self.work_shape = lead + tuple(t.length for t in ortho)
         self._expanded, self._perm, self.result_shape = _layout(
-            points.bshape if points is not None else (), layout, exp_shapes, dropped
+            points.bshape if points is not None else (), entries
         )
         self.scalar = scalar and not self.result_shape
         coords, row_ortho, row_group = _touched(ndim, ortho, points)
@@ -166,34 +169,32 @@ class SelectionPlan:
 
 
 def _layout(
-    bshape: tuple[int, ...],
-    layout: list[tuple[Any, ...]],
-    exp_shapes: list[tuple[int, ...]],
-    dropped: list[bool],
+    bshape: tuple[int, ...], entries: list[Any]
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]]:
     """From the work array to NumPy's layout: ``(expanded, perm, result shape)``. The work array reshaped
     to ``expanded`` (the broadcast shape of the points, then each orthogonal axis expanded to its index's
     shape) and transposed by ``perm`` (``None``: in order) puts the axes where NumPy puts them, the
     dropped integer axes last; reshaped to the result's shape they are gone and ``None`` axes are in."""
     expanded: list[int] = list(bshape)
-    axes_of: list[list[int]] = []
-    for es in exp_shapes:
-        axes_of.append(list(range(len(expanded), len(expanded) + len(es))))
-        expanded.extend(es)
     perm: list[int] = []
     final: list[int] = []
-    for entry in layout:
-        if entry[0] == "new":
+    dropped: list[int] = []
+    for entry in entries:
+        if entry == "new":
             final.append(1)
-        elif entry[0] == "points":
+        elif entry == "points":
             perm.extend(range(len(bshape)))
             final.extend(bshape)
-        elif not dropped[entry[1]]:
-            perm.extend(axes_of[entry[1]])
-            final.extend(exp_shapes[entry[1]])
-    for j, drop in enumerate(dropped):
-        if drop:
-            perm.extend(axes_of[j])
+        else:
+            _, exp_shape, drop = entry
+            axes = range(len(expanded), len(expanded) + len(exp_shape))
+            expanded.extend(exp_shape)
+            if drop:
+                dropped.extend(axes)
+            else:
+                perm.extend(axes)
+                final.extend(exp_shape)
+    perm.extend(dropped)
     return tuple(expanded), (None if perm == list(range(len(perm))) else tuple(perm)), tuple(final)
 
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from .items import Item, Selection
 from .normalize import normalize
-from .plan import SelectionPlan
-from .tables import DimTable, Points, array_table, group_points, nchunks_of, slice_table
+from .plan import Entry, SelectionPlan
+from .tables import Points, array_table, group_points, nchunks_of, slice_table
 
 __all__ = [
     "MODES",
@@ -59,38 +59,16 @@ def _build_points(
     return group_points(dims_sorted, pos_sorted, bshape, chunks, grid)
 
 
-class _Layout:
-    """The orthogonal tables of a plan and where their axes go in the result."""
-
-    def __init__(self, shape: tuple[int, ...], chunks: tuple[int, ...]) -> None:
-        self.shape, self.chunks = shape, chunks
-        self.ortho: list[DimTable] = []
-        self.layout: list[tuple[Any, ...]] = []
-        self.exp_shapes: list[tuple[int, ...]] = []
-        self.dropped: list[bool] = []
-
-    def add(self, t: DimTable, exp_shape: tuple[int, ...], drop: bool) -> None:
-        self.layout.append(("ortho", len(self.ortho)))
-        self.ortho.append(t)
-        self.exp_shapes.append(exp_shape)
-        self.dropped.append(drop)
-
-    def add_range(self, item: Item, *, drop: bool) -> None:
-        d = item.dims[0]
-        t = slice_table(d, item.value, self.shape[d], self.chunks[d])
-        self.add(t, (t.length,), drop)
-
-    def plan(self, points: Points | None, scalar: bool) -> SelectionPlan:
-        return SelectionPlan(
-            self.shape,
-            self.chunks,
-            self.ortho,
-            points,
-            self.layout,
-            self.exp_shapes,
-            self.dropped,
-            scalar=scalar,
-        )
+def _table(item: Item, shape: tuple[int, ...], chunks: tuple[int, ...], drop: bool = False) -> Entry:
+    """An orthogonal item's entry: its table, the shape its axis takes in the result, whether it drops."""
+    d = item.dims[0]
+    if item.kind == "array":
+        return array_table(d, item.value.reshape(-1), chunks[d]), tuple(item.value.shape), drop
+    if item.kind == "mask":
+        t = array_table(d, item.positions()[0], chunks[d])
+    else:  # a slice or an integer (a progression of one)
+        t = slice_table(d, item.value, shape[d], chunks[d])
+    return t, (t.length,), drop
 
 
 # --- the four indexing forms ---------------------------------------------------------------------------
@@ -113,67 +91,38 @@ def plan(selection: Selection, chunks: Sequence[int], *, keep_dims: bool = False
 
 
 def _plan_numpy(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
-    out = _Layout(sel.shape, chunks)
     scalar = not sel.ellipsis
     if sel.basic:
-        for item in sel.items:
-            if item.kind == "new":
-                out.layout.append(("new",))
-            elif item.kind == "slice":
-                out.add_range(item, drop=False)
-            else:  # int
-                d = item.dims[0]
-                out.add(slice_table(d, item.value, sel.shape[d], chunks[d]), (1,), True)
-        return out.plan(None, scalar)
-    adv: list[tuple[tuple[int, ...], np.ndarray]] = []
-    for item in sel.items:
-        if item.kind in ("int", "array", "mask", "bool0"):
-            adv.extend(_adv(item))
+        entries = [
+            "new" if i.kind == "new" else _table(i, sel.shape, chunks, i.kind == "int") for i in sel.items
+        ]
+        return SelectionPlan(sel.shape, chunks, entries, None, scalar)
+    adv = [a for item in sel.items for a in _adv(item)]
     points = _build_points(adv, sel.index_shape, chunks, nchunks_of(sel.shape, chunks))
-    if sel.points_first:
-        out.layout.append(("points",))
+    entries = ["points"] if sel.points_first else []
     placed = sel.points_first
     for item in sel.items:
         if item.kind == "new":
-            out.layout.append(("new",))
+            entries.append("new")
         elif item.kind == "slice":
-            out.add_range(item, drop=False)
+            entries.append(_table(item, sel.shape, chunks))
         elif not placed:
-            out.layout.append(("points",))
+            entries.append("points")
             placed = True
-    return out.plan(points, scalar)
+    return SelectionPlan(sel.shape, chunks, entries, points, scalar)
 
 
 def _plan_outer(sel: Selection, chunks: tuple[int, ...], keep_dims: bool) -> SelectionPlan:
-    out = _Layout(sel.shape, chunks)
-    for item in sel.items:
-        d = item.dims[0]
-        if item.kind == "slice":
-            out.add_range(item, drop=False)
-        elif item.kind == "int":
-            out.add(slice_table(d, item.value, sel.shape[d], chunks[d]), (1,), not keep_dims)
-        elif item.kind == "mask":
-            t = array_table(d, item.positions()[0], chunks[d])
-            out.add(t, (t.length,), False)
-        else:  # array
-            a = item.value
-            out.add(array_table(d, a.reshape(-1), chunks[d]), tuple(a.shape), False)
-    return out.plan(None, not sel.ellipsis)
+    entries = [_table(i, sel.shape, chunks, i.kind == "int" and not keep_dims) for i in sel.items]
+    return SelectionPlan(sel.shape, chunks, entries, None, not sel.ellipsis)
 
 
 def _plan_vector(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
-    out = _Layout(sel.shape, chunks)
-    adv: list[tuple[tuple[int, ...], np.ndarray]] = []
-    for item in sel.items:
-        if item.kind != "slice":
-            adv.extend(_adv(item))
+    adv = [a for item in sel.items if item.kind != "slice" for a in _adv(item)]
     points = _build_points(adv, sel.index_shape, chunks, nchunks_of(sel.shape, chunks)) if adv else None
-    if points is not None:
-        out.layout.append(("points",))
-    for item in sel.items:
-        if item.kind == "slice":
-            out.add_range(item, drop=False)
-    return out.plan(points, not sel.ellipsis)
+    entries: list[Any] = [] if points is None else ["points"]
+    entries += [_table(i, sel.shape, chunks) for i in sel.items if i.kind == "slice"]
+    return SelectionPlan(sel.shape, chunks, entries, points, not sel.ellipsis)
 
 
 def _plan_flat(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
@@ -192,7 +141,7 @@ def _plan_flat(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
     points = group_points(
         dims, [np.asarray(m, dtype=np.int64) for m in multi], tuple(pos.shape), chunks, grid
     )
-    return SelectionPlan(shape, chunks, [], points, [("points",)], [], [], scalar=item.kind == "int")
+    return SelectionPlan(shape, chunks, ["points"], points, item.kind == "int")
 
 
 def plan_numpy(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
