@@ -23,7 +23,7 @@ from .many import read_many, read_plans
 from .numpy_api import array_function, array_ufunc, power
 from .recipes import RECIPE_VERSION, rebuild_lazy_array, register_lazy_type
 from .reduction_methods import ReductionMethods
-from .views import ravel, reshape, transpose
+from .views import reshape, transpose
 
 __all__ = ["LazyArray"]
 
@@ -310,7 +310,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
         through the guarded materialization."""
         if order not in ("C", "A", "K"):
             return np.ravel(self._materialize(), order=order)
-        return ravel(self)
+        return reshape(self, (self.size,))
 
     def flatten(self, order: Literal["C", "F", "A", "K"] = "C") -> Any:
         """As :meth:`ravel` (lazy arrays are read-only, so a view serves as the copy)."""

@@ -16,7 +16,7 @@ from .positions import arg_reduce, nonzero
 from .streaming import (
     empty_case,
     finish,
-    no_identity_error,
+    numpy_empty_call,
     numpy_where,
     stream,
     ufunc_axes,
@@ -78,16 +78,13 @@ def ufunc_reduce(
     """Streamed ``ufunc.reduce`` for a reorderable ufunc, with NumPy's ``where=`` and ``initial=``."""
     where, red = where_and_axes(x, where, axis)
     if x.size == 0 or any(x.shape[d] == 0 for d in red):
-        kw: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
-        if dtype is not None:
-            kw["dtype"] = dtype
-        if initial is not np._NoValue:
-            kw["initial"] = initial
-        if where is not True:
-            kw["where"] = numpy_where(where)
-        return finish(ufunc.reduce(empty_case(x), **kw), x, (), out, False)
+        kw = {"axis": axis, "dtype": dtype, "keepdims": keepdims, "initial": initial}
+        return numpy_empty_call(ufunc.reduce, x, out, where, **kw)
     if where is not True and ufunc.identity is None and initial is np._NoValue:
-        raise no_identity_error(ufunc)
+        raise ValueError(
+            f"reduction operation '{ufunc.__name__}' does not have an identity, so to use a where mask one "
+            "has to specify 'initial'"
+        )
     init = None
     if initial is not np._NoValue:  # NumPy's conversion, to the reduction's dtype (it may raise)
         init = ufunc.reduce(np.zeros((0,), dtype=x.dtype), dtype=dtype, initial=initial)

@@ -27,7 +27,6 @@ __all__ = [
     "count_of",
     "empty_case",
     "finish",
-    "no_identity_error",
     "numpy_empty_call",
     "numpy_where",
     "part_reader",
@@ -248,13 +247,6 @@ def empty_case(x: Any) -> np.ndarray:
 def numpy_where(where: Any) -> Any:
     """``where`` for a call of NumPy's own function (only on empty arrays: cheap)."""
     return where._materialize() if is_lazy(where) else where
-
-
-def no_identity_error(ufunc: np.ufunc) -> ValueError:
-    return ValueError(
-        f"reduction operation '{ufunc.__name__}' does not have an identity, so to use a where mask one "
-        "has to specify 'initial'"
-    )
 
 
 def count_of(x: Any, red: tuple[int, ...]) -> int:

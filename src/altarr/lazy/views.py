@@ -22,7 +22,6 @@ __all__ = [
     "ReshapeSource",
     "TransposeSource",
     "concatenate",
-    "ravel",
     "reshape",
     "reshape_chunks",
     "stack",
@@ -324,8 +323,3 @@ def reshape(x: Any, new: tuple[int, ...]) -> Any:
         return x._materialize().reshape(new)
     chunks, pairs = found
     return LazyArray(new, chunks, x.dtype, ReshapeSource(x, new, chunks, pairs), None, None)
-
-
-def ravel(x: Any) -> Any:
-    """:func:`reshape` to one dimension."""
-    return reshape(x, (x.size,))

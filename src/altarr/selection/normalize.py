@@ -248,7 +248,9 @@ def _flat_item(key: Any, size: int) -> tuple[str, Any]:
         classified.append((kind, val))
     used = sum(v.ndim if k == "boolarr" else k in ("int", "slice", "intarr", "float") for k, v in classified)
     if used > 1:
-        raise SelectionError(_too_many_flat(used))
+        raise SelectionError(
+            f"too many indices for flat iterator: flat iterator is 1-dimensional, but {used} were indexed"
+        )
     for kind, val in classified:
         if kind == "boolarr" and val.size not in (size, 0):
             raise SelectionError(
@@ -259,10 +261,6 @@ def _flat_item(key: Any, size: int) -> tuple[str, Any]:
     if len(raw) == 1 or (kind in ("intarr", "boolarr") and all(k == "bool0" for k, _ in classified[1:])):
         return kind, val
     raise SelectionError(_VALID_FLAT)
-
-
-def _too_many_flat(n: int) -> str:
-    return f"too many indices for flat iterator: flat iterator is 1-dimensional, but {n} were indexed"
 
 
 def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:

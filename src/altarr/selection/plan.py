@@ -78,7 +78,6 @@ class SelectionPlan:
         if points is not None:
             pt_perm = tuple(points.dims) + tuple(t.dim for t in ortho)
             self._pt_perm = None if pt_perm == tuple(range(ndim)) else pt_perm
-        self.dtype: np.dtype | None = None
 
     def __len__(self) -> int:
         return len(self.coords)
