@@ -7,29 +7,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ChunkCache", "Flight", "CACHE"]
+__all__ = ["ChunkCache", "CACHE"]
 
 Key = tuple[Hashable, tuple[int, ...]]
-
-
-class Flight:
-    """One chunk being fetched by some thread; others wait on it."""
-
-    __slots__ = ("event", "value", "error")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.value: np.ndarray | None = None
-        self.error: BaseException | None = None
-
-    def wait(self) -> np.ndarray | None:
-        """Wait for the fetch to finish; the value, or ``None`` if the fetching thread failed."""
-        self.event.wait()
-        return None if self.error is not None else self.value
 
 
 class ChunkCache:
@@ -39,7 +24,7 @@ class ChunkCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[Key, tuple[np.ndarray, int]] = OrderedDict()
         self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
-        self._inflight: dict[Key, Flight] = {}
+        self._inflight: dict[Key, Future[np.ndarray]] = {}  # chunks being fetched: others wait on them
         self._versions: dict[Key, Hashable] = {}  # the version of the shard each entry was read from
         self._total = 0
         # Owners whose array was garbage-collected: a finalizer may run while this thread holds the lock,
@@ -116,10 +101,9 @@ class ChunkCache:
 
     # --- single-flight fetching ------------------------------------------------------------------------
     def claim(self, keys: Sequence[Key]) -> list[tuple[str, Any]]:
-        """For each key: ``("hit", array)``, ``("wait", Flight)`` or ``("mine", Flight)``.
-
-        A ``"mine"`` flight must be finished with :meth:`complete` or :meth:`fail` by the caller.
-        """
+        """For each key: ``("hit", array)``, ``("wait", future)`` (another thread fetches it; the future
+        fails if that fetch does) or ``("mine", future)``, to be finished with :meth:`complete` or
+        :meth:`fail` by the caller."""
         out: list[tuple[str, Any]] = []
         with self._lock:
             self._drain()
@@ -134,7 +118,7 @@ class ChunkCache:
                 if flight is not None:
                     out.append(("wait", flight))
                     continue
-                flight = inflight[key] = Flight()
+                flight = inflight[key] = Future()
                 out.append(("mine", flight))
         return out
 
@@ -147,8 +131,7 @@ class ChunkCache:
             for key, value in zip(keys, values, strict=True):
                 flight = self._inflight.pop(key, None)
                 if flight is not None:
-                    flight.value = value
-                    flight.event.set()
+                    flight.set_result(value)
                 if store:
                     self._insert(key, value, budget)
 
@@ -159,8 +142,7 @@ class ChunkCache:
             for key in keys:
                 flight = self._inflight.pop(key, None)
                 if flight is not None:
-                    flight.error = error
-                    flight.event.set()
+                    flight.set_exception(error)
 
     # --- maintenance -----------------------------------------------------------------------------------
     def _insert(self, key: Key, value: np.ndarray, budget: int) -> None:

@@ -193,11 +193,10 @@ class FetchSource:
                 out[i] = v
         retry: list[int] = []
         for i, flight in waits:
-            value = flight.wait()
-            if value is None:
-                retry.append(i)
+            if flight.exception() is None:  # waits for the other thread's fetch
+                out[i] = flight.result()
             else:
-                out[i] = value
+                retry.append(i)
         if retry:  # the thread we waited for failed: fetch those ourselves
             values = self._fetch_validated(coords[retry])
             if store:

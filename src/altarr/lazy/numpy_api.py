@@ -167,23 +167,21 @@ for _name, _sqrt in (("nanvar", False), ("nanstd", True)):
     )
 
 
-@_implements(np.flatnonzero)
-def _flatnonzero(a: Any) -> Any:
-    if not is_lazy(a):
-        return NotImplemented
-    if a.ndim == 0:  # its one value, read as an element (no materialization)
-        return np.flatnonzero(np.asarray(a[()]))
-    idx = reduce.nonzero(a)
-    return np.ravel_multi_index(idx, a.shape).astype(np.intp) if a.ndim else idx[0]
+def _positions(func: Any, of_nonzero: Callable[[tuple[np.ndarray, ...], tuple[int, ...]], Any]) -> None:
+    """Handle ``func`` (``np.flatnonzero``, ``np.argwhere``) from the streamed ``nonzero``."""
+
+    def impl(a: Any) -> Any:
+        if not is_lazy(a):
+            return NotImplemented
+        if a.ndim == 0:  # its one value, read as an element (no materialization)
+            return func(np.asarray(a[()]))
+        return of_nonzero(reduce.nonzero(a), a.shape)
+
+    _implements(func)(impl)
 
 
-@_implements(np.argwhere)
-def _argwhere(a: Any) -> Any:
-    if not is_lazy(a):
-        return NotImplemented
-    if a.ndim == 0:  # its one value, read as an element (no materialization)
-        return np.argwhere(np.asarray(a[()]))
-    return np.stack(reduce.nonzero(a), axis=1)
+_positions(np.flatnonzero, lambda idx, shape: np.ravel_multi_index(idx, shape).astype(np.intp))
+_positions(np.argwhere, lambda idx, shape: np.stack(idx, axis=1))
 
 
 # --- elementwise functions -----------------------------------------------------------------------------

@@ -39,9 +39,21 @@ def _distinct_leaves(arrays: Sequence[Any]) -> list[Any]:
 
 class _ViewSource:
     """Chunks of a view of lazy array ``base``: chunk ``c`` is ``base``'s chunk :meth:`_base_coords`,
-    turned into the view's by :meth:`_view`."""
+    turned into the view's by :meth:`_view`; ``args`` (after ``base``) rebuild the view, the first names
+    it."""
 
     base: Any
+    kind: str
+    args: tuple[Any, ...]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.base, *self.args))
+
+    def describe(self) -> str:
+        return f"{self.kind}{self.args[0]} of {self.base._source.describe()}"
+
+    def dask_token(self) -> Any:
+        return (f"altarr-{self.kind}", self.args[0], self.base.__dask_tokenize__())
 
     def _base_coords(self, coords: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -70,19 +82,13 @@ class _ViewSource:
 class TransposeSource(_ViewSource):
     """Chunks of ``base.transpose(axes)``: chunk ``c`` is ``base``'s chunk ``c[argsort(axes)]``."""
 
+    kind = "transpose"
+
     def __init__(self, base: Any, axes: tuple[int, ...]) -> None:
         self.base = base
         self.axes = tuple(axes)
+        self.args = (self.axes,)
         self._inverse = tuple(int(i) for i in np.argsort(self.axes))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (TransposeSource, (self.base, self.axes))
-
-    def describe(self) -> str:
-        return f"transpose{self.axes} of {self.base._source.describe()}"
-
-    def dask_token(self) -> Any:
-        return ("altarr-transpose", self.axes, self.base.__dask_tokenize__())
 
     def _base_coords(self, coords: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(coords[:, list(self._inverse)]) if len(coords) else coords
@@ -285,21 +291,15 @@ def reshape_chunks(x: Any, new: tuple[int, ...]) -> tuple[tuple[int, ...], list[
 class ReshapeSource(_ViewSource):
     """Chunks of ``base.reshape(shape)`` in C order (:func:`reshape_chunks`)."""
 
+    kind = "reshape"
+
     def __init__(
         self, base: Any, shape: tuple[int, ...], chunks: tuple[int, ...], pairs: Sequence[Any]
     ) -> None:
         self.base = base
         self.shape, self.chunks = tuple(shape), tuple(chunks)
         self.pairs = [(int(a), int(b)) for a, b in pairs]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (ReshapeSource, (self.base, self.shape, self.chunks, self.pairs))
-
-    def describe(self) -> str:
-        return f"reshape{self.shape} of {self.base._source.describe()}"
-
-    def dask_token(self) -> Any:
-        return ("altarr-reshape", self.shape, self.base.__dask_tokenize__())
+        self.args = (self.shape, self.chunks, self.pairs)
 
     def _base_coords(self, coords: np.ndarray) -> np.ndarray:
         out = np.zeros((len(coords), self.base.ndim), dtype=np.int64)
