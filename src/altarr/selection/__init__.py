@@ -30,8 +30,8 @@ from .planners import (
     plan_selections,
     plan_vector,
 )
-from .regions import RegionPlan, flip_reversed, normalize_selection, plan_dim, plan_region
-from .tables import DimTable, Points, forward_pieces, nchunks_of
+from .regions import RegionPlan, flip_reversed, normalize_selection, plan_region
+from .tables import DimTable, Points, forward_pieces, nchunks_of, plan_dim
 
 __all__ = [
     "FORMS",

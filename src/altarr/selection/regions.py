@@ -13,29 +13,13 @@ import numpy as np
 from ..errors import SelectionError
 from .items import DimSelection, Selection
 from .normalize import normalize
-from .tables import piece_rows
+from .tables import Piece, plan_dim
 
-__all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_dim", "plan_region"]
-
-#: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
-Piece = tuple[int, slice, slice]
+__all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_region"]
 
 #: :meth:`RegionPlan.geometry`: per dimension, per chunk index, ``(start in the chunk, step, count, start
 #: in the work array)`` (the native kernel's task geometry).
 Geometry = list[dict[int, tuple[int, int, int, int]]]
-
-
-def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
-    """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
-    both slices forwards (see :func:`~altarr.selection.tables.forward_pieces`).
-
-    >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
-    [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
-    """
-    return [
-        (k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b))
-        for k, a, b, f in piece_rows(d, chunk, size)
-    ]
 
 
 def flip_reversed(array: np.ndarray, dims: Sequence[DimSelection]) -> np.ndarray:

@@ -20,6 +20,8 @@ __all__ = [
     "array_table",
     "forward_pieces",
     "nchunks_of",
+    "Piece",
+    "plan_dim",
     "piece_rows",
     "group_points",
     "slice_table",
@@ -106,34 +108,41 @@ def piece_rows(d: DimSelection, c: int, size: int) -> list[tuple[int, int, int, 
     return rows
 
 
+#: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
+Piece = tuple[int, slice, slice]
+
+
+def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
+    """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
+    both slices forwards (see :func:`forward_pieces`).
+
+    >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
+    [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
+    """
+    return [
+        (k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b))
+        for k, a, b, f in piece_rows(d, chunk, size)
+    ]
+
+
 def slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
-    """A slice (or an integer, as a one-element progression) along one dimension; a backwards one reads
-    each chunk backwards into the mirrored output positions."""
-    rows = piece_rows(d, c, n)
-    j = np.array([r[0] for r in rows], dtype=np.int64)
-    counts = np.array([r[2] - r[1] for r in rows], dtype=np.int64)
-    out_sel: list[Any] = []
-    in_sel: list[Any] = []
-    step = d.step
-    for _, a, b, i0 in rows:
-        cnt = b - a
-        if not d.reverse:
-            out_sel.append(slice(a, b))
-            in_sel.append(slice(i0, i0 + step * (cnt - 1) + 1, step))
-        else:
-            out_sel.append(slice(d.n - b, d.n - a))
-            in_sel.append(slice(i0 + step * (cnt - 1), i0 - 1 if i0 >= 1 else None, -step))
-    return DimTable(dim, j, out_sel, in_sel, counts, d.n, False)
+    """A slice (or an integer, as a one-element progression) along one dimension: :func:`plan_dim`'s
+    pieces; a backwards one reads each chunk backwards into the mirrored output positions."""
+    pieces = plan_dim(d, c, n)
+    ids = np.array([k for k, _, _ in pieces], dtype=np.int64)
+    counts = np.array([o.stop - o.start for _, _, o in pieces], dtype=np.int64)
+    in_sel: list[Any] = [i for _, i, _ in pieces]
+    out_sel: list[Any] = [o for _, _, o in pieces]
+    if d.reverse:
+        in_sel = [slice(i.stop - 1, i.start - 1 if i.start else None, -i.step) for i in in_sel]
+        out_sel = [slice(d.n - o.stop, d.n - o.start) for o in out_sel]
+    return DimTable(dim, ids, out_sel, in_sel, counts, d.n, False)
 
 
 def _runs(keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """Group equal ``keys`` (chunk ids of selected points): ``(order, sorted keys, starts, ends)``, where
     ``order`` is the stable sort (``None`` when the keys are already ascending) and each run of equal
-    sorted keys is ``[starts[i], ends[i])``.
-
-    >>> [a.tolist() for a in _runs(np.array([2, 0, 2]))]
-    [[1, 0, 2], [0, 2, 2], [0, 1], [1, 3]]
-    """
+    sorted keys is ``[starts[i], ends[i])``."""
     n = len(keys)
     if n == 1 or bool(np.all(keys[1:] >= keys[:-1])):
         order, skeys = None, keys
