@@ -73,14 +73,7 @@ def read_plans(x: Any, plans: list[SelectionPlan]) -> list[Any]:
 def _batches_by_bytes(missing: np.ndarray, budget: int, batch_chunks: int) -> Iterator[np.ndarray]:
     """Row numbers of the fetch batches of a read too big for the cache, in order: at least
     ``batch_chunks`` missing chunks each (``missing[i]``: the bytes row ``i`` costs, 0 when cached), more
-    while they fit in ``budget``.
-
-    Example:
-        >>> [b.tolist() for b in _batches_by_bytes(np.array([8, 8, 0, 8, 8, 8]), 0, 2)]
-        [[0, 1, 2], [3, 4], [5]]
-        >>> [b.tolist() for b in _batches_by_bytes(np.array([8] * 6), 24, 2)]
-        [[0, 1, 2], [3, 4, 5]]
-    """
+    while they fit in ``budget``."""
     starts = [0]
     acc = count = 0
     for i, b in enumerate(missing.tolist()):

@@ -65,13 +65,7 @@ def _choose_float_dtype(raw: np.dtype, scale: Any, offset: Any) -> np.dtype:
 
 
 class CFDecoder:
-    """CF unpacking of one variable: ``_Unsigned``, missing values, valid range, scale and offset.
-
-    Example:
-        >>> d = CFDecoder(np.dtype("i2"), {"_FillValue": -1, "scale_factor": 0.5, "add_offset": 10.0})
-        >>> d(np.array([-1, 0, 4], dtype="i2")).tolist()
-        [nan, 10.0, 12.0]
-    """
+    """CF unpacking of one variable: ``_Unsigned``, missing values, valid range, scale and offset."""
 
     def __init__(self, raw_dtype: np.dtype, attrs: dict[str, Any]) -> None:
         raw = np.dtype(raw_dtype)
@@ -144,16 +138,7 @@ def _normalize_location(path_or_url: Any) -> Any:
 class DatasetFetch:
     """Fetch factory over an engine dataset: holds the location (or an opened :class:`~altarr.Dataset`,
     which pickles as its location) and options, never data; opens the dataset on first use in the calling
-    process and drops it when pickled.
-
-    Example:
-        >>> import pickle, tempfile, numpy as np, altarr as aa
-        >>> f = DatasetFetch(aa.example_zarr(tempfile.mkdtemp(), shape=(4,), chunks=(3,)))
-        >>> [a.tolist() for a in f(np.array([[1]]))]
-        [[3.0]]
-        >>> len(pickle.dumps(f)) < 300
-        True
-    """
+    process and drops it when pickled."""
 
     def __init__(self, path_or_url: Any, unpack: bool = False, storage_options: dict[str, Any] | None = None):
         self.path_or_url = _normalize_location(path_or_url)

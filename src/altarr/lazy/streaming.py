@@ -78,12 +78,7 @@ def chunk_batches(x: Any) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
 
 def ufunc_axes(x: Any, axis: Any) -> tuple[int, ...]:
     """The reduced axes of a ufunc reduction (``np.add.reduce``, ``x.sum``, ``any``, ...): NumPy lets an
-    integer axis of 0 or -1 through for a 0-d array, reducing nothing (a tuple is held to the bounds).
-
-    >>> import numpy as np, altarr as aa
-    >>> ufunc_axes(aa.altarr((), (), lambda c: [np.zeros(())]), -1)
-    ()
-    """
+    integer axis of 0 or -1 through for a 0-d array, reducing nothing (a tuple is held to the bounds)."""
     if x.ndim == 0 and axis is not None and not isinstance(axis, tuple):
         try:
             if operator.index(axis) in (0, -1):
@@ -136,15 +131,7 @@ def where_mask(x: Any, where: Any) -> Any:
 def where_and_axes(x: Any, where: Any, axis: Any) -> tuple[Any, tuple[int, ...]]:
     """``(where mask, reduced axes)`` of a ufunc reduction (:func:`where_mask`, :func:`ufunc_axes`), with
     NumPy's errors in its order: a ``where`` array that is not boolean (``TypeError``), then the axes
-    (``AxisError``), then a ``where`` that does not broadcast to ``x`` (``ValueError``).
-
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr((), (), lambda c: [np.zeros(())] * len(c))
-    >>> where_and_axes(x, [True, False], 1)
-    Traceback (most recent call last):
-    ...
-    numpy.exceptions.AxisError: axis 1 is out of bounds for array of dimension 0
-    """
+    (``AxisError``), then a ``where`` that does not broadcast to ``x`` (``ValueError``)."""
     values = _where_values(where)
     red = ufunc_axes(x, axis)
     return _where_broadcast(x, values), red

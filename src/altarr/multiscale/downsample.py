@@ -20,22 +20,14 @@ METHODS = ("mean", "mode", "stride")
 
 
 def check_method(method: str) -> str:
-    """``method`` if it is one of :data:`METHODS`, else a :class:`~altarr.errors.MetadataError`.
-
-    >>> check_method("mode")
-    'mode'
-    """
+    """``method`` if it is one of :data:`METHODS`, else a :class:`~altarr.errors.MetadataError`."""
     if method not in METHODS:
         raise MetadataError(f"unknown downsampling method {method!r}; use one of {', '.join(METHODS)}")
     return method
 
 
 def downsampled_shape(shape: Sequence[int], factors: Sequence[int]) -> tuple[int, ...]:
-    """The shape after downsampling: ``n // f`` per axis (the partial window is dropped).
-
-    >>> downsampled_shape((10, 7, 5), (2, 2, 1))
-    (5, 3, 5)
-    """
+    """The shape after downsampling: ``n // f`` per axis (the partial window is dropped)."""
     return tuple(int(n) // int(f) for n, f in zip(shape, factors, strict=True))
 
 

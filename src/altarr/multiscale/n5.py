@@ -86,11 +86,7 @@ def n5_viewer_attributes(desc: Description) -> tuple[dict[str, Any], list[dict[s
 
 
 def bdv_level_path(level: int, setup: int = 0, timepoint: int = 0) -> str:
-    """The path of a level in BigDataViewer's layout (``setup%d/timepoint%d/s%d``).
-
-    >>> bdv_level_path(2)
-    'setup0/timepoint0/s2'
-    """
+    """The path of a level in BigDataViewer's layout (``setup%d/timepoint%d/s%d``)."""
     return f"setup{setup}/timepoint{timepoint}/s{level}"
 
 

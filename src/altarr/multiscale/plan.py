@@ -143,11 +143,7 @@ def level_transform(
     factors: Sequence[int], scale: Sequence[float], translation: Sequence[float], method: str
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The scale and translation of a level with ``factors`` (relative to level 0, whose voxel size is
-    ``scale`` and offset ``translation``), downsampled with ``method``.
-
-    >>> level_transform((1, 4), (2.0, 0.5), (0.0, 10.0), "mean")
-    ((2.0, 2.0), (0.0, 10.75))
-    """
+    ``scale`` and offset ``translation``), downsampled with ``method``."""
     new_scale = tuple(float(s) * f for s, f in zip(scale, factors, strict=True))
     if method == "stride":
         return new_scale, tuple(float(t) for t in translation)
