@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from ..errors import MaterializeError, ReadOnlyError
+from ..errors import MaterializeError, ReadOnlyError, UnsupportedError
 from ..selection import SelectionPlan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
 from . import batch as _batch
 from . import options
@@ -21,13 +21,16 @@ from .fetching import FetchSource
 from .geometry import check_dtype
 from .many import read_many, read_plans
 from .numpy_api import array_function, array_ufunc, power
-from .recipes import RECIPE_VERSION, rebuild_lazy_array, register_lazy_type
 from .reduction_methods import ReductionMethods
 from .views import reshape, transpose
 
-__all__ = ["LazyArray"]
+__all__ = ["LazyArray", "RECIPE_VERSION", "rebuild_lazy_array"]
 
 _S = TypeVar("_S")
+
+#: The recipe format a pickled lazy array is written in (docs/lazy-arrays.md, "Recipes"); every version up
+#: to this one is read.
+RECIPE_VERSION = 1
 
 #: NumPy 2.4 converts only 0-d arrays to Python scalars (``float(x)``); altarr follows the installed NumPy.
 _ONLY_0D_TO_SCALAR = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
@@ -65,7 +68,6 @@ def _adapter(library: str, name: str) -> Callable[..., Any]:
     return adapter
 
 
-@register_lazy_type
 class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
     """A read-only, NumPy-compatible array whose values are fetched chunk by chunk on demand.
 
@@ -486,3 +488,20 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
 
     def __dask_tokenize__(self) -> Any:
         return ("altarr.LazyArray", self._shape, self._chunks, self._dtype.str, self._source.dask_token())
+
+
+def rebuild_lazy_array(
+    version: int,
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    dtype: str,
+    dims: tuple[str, ...] | None,
+    coords: dict[str, Any] | None,
+    source: Any,
+) -> LazyArray:
+    """Rebuild a pickled lazy array (recipe version 1)."""
+    if version > RECIPE_VERSION:
+        raise UnsupportedError(
+            f"this lazy-array recipe has version {version}; this altarr reads versions <= {RECIPE_VERSION}"
+        )
+    return LazyArray(tuple(shape), tuple(chunks), np.dtype(dtype), source, dims, coords)

@@ -167,11 +167,11 @@ class ChunkCache:
             while self._total > budget and self._entries:
                 self._evict_one()
 
-    def drop_owner(self, owner: Hashable, *, forget: bool = False) -> None:
-        """Remove every entry of ``owner`` (not counted as evictions); ``forget`` also drops its record."""
+    def drop_owner(self, owner: Hashable) -> None:
+        """Remove every entry of ``owner`` (not counted as evictions)."""
         with self._lock:
             self._drain()
-            self._drop(owner, forget=forget)
+            self._drop(owner, forget=False)
 
     def _drop(self, owner: Hashable, *, forget: bool) -> None:
         for key in [k for k in self._entries if k[0] == owner]:

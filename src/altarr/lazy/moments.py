@@ -139,12 +139,7 @@ def var(
     if mean is not np._NoValue:
         raise UnsupportedError("lazy var/std do not support mean=; it is computed while streaming")
     ddof = _resolve_ddof(ddof, correction)
-    numpy_fn = {
-        (False, False): np.var,
-        (False, True): np.std,
-        (True, False): np.nanvar,
-        (True, True): np.nanstd,
-    }[(nan, sqrt)]
+    numpy_fn = (np.nanstd if sqrt else np.nanvar) if nan else (np.std if sqrt else np.var)
     where, red, res_dtype = _prepare(x, axis, dtype, where, nan, numpy_fn, 2)
     if x.size == 0 or count_of(x, red) == 0:  # nothing to read: NumPy's own answer (and warning)
         return numpy_empty_call(numpy_fn, x, out, where, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
