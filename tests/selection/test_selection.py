@@ -596,7 +596,7 @@ def test_flat_of_a_zero_d_array_like_numpy(key):
     assert p.chunks == () and p.coords.tolist() == ([[]] if np.size(expected) else [])
 
 
-# --- the fast path for integers and slices (_normalize_simple) builds the general path's items ---------
+# --- integers and slices normalize to the canonical items ----------------------------------------------
 def test_integers_and_slices_normalize_to_the_canonical_items():
     s = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
     assert s.items == (

@@ -147,10 +147,6 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
     shape = tuple(int(n) for n in shape)
     if form == "flat":
         return _normalize_flat(key, shape)
-    if form == "numpy":
-        fast = _normalize_simple(key, shape, resolve)
-        if fast is not None:
-            return fast
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     raw = _as_tuple(key)
@@ -178,28 +174,6 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             items.append(resolve_item(item, shape, form) if item.kind == "mask" else item)
     sel = Selection(shape, form, tuple(items), had_ellipsis, resolved=False)
     return sel.resolve() if resolve else sel
-
-
-def _normalize_simple(key: Any, shape: tuple[int, ...], resolve: bool) -> Selection | None:
-    """The items :func:`normalize` builds for ``x[...]`` of integers and slices only (``None`` for anything
-    else), without the general machinery: small reads are dominated by per-call costs."""
-    raw = _as_tuple(key)
-    if len(raw) > len(shape):
-        return None
-    for k in raw:  # every item's type first: NumPy reports a refused type before any bound
-        if not (type(k) is slice or type(k) is int or isinstance(k, np.integer)):
-            return None
-    items: list[Item] = []
-    for d, k in enumerate(raw):
-        if type(k) is slice:
-            items.append(Item("slice", (d,), DimSelection.of_slice(k, shape[d]), d, k))
-        else:
-            i = norm_int(operator.index(k), shape[d], d)
-            items.append(Item("int", (d,), DimSelection(i, 1, 1, drop=True), d, k))
-    whole = slice(None)
-    for d in range(len(raw), len(shape)):
-        items.append(Item("slice", (d,), DimSelection.of_slice(whole, shape[d]), len(raw), whole))
-    return Selection(shape, "numpy", tuple(items), False, resolve)
 
 
 def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:

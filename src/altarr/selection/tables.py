@@ -22,7 +22,6 @@ __all__ = [
     "nchunks_of",
     "Piece",
     "plan_dim",
-    "piece_rows",
     "group_points",
     "slice_table",
 ]
@@ -79,35 +78,6 @@ def forward_pieces(
     return j, k0, k1, d.start + d.step * k0 - lo
 
 
-#: Up to this many chunks along a dimension, :func:`piece_rows` walks them with Python integers: NumPy's
-#: per-call overhead (~10 us an operation) dominated small reads (a few elements in one chunk).
-_SMALL_WALK = 64
-
-
-def piece_rows(d: DimSelection, c: int, size: int) -> list[tuple[int, int, int, int]]:
-    """:func:`forward_pieces` as rows ``(chunk id, k0, k1, first)`` of Python integers, for the planners
-    that build slices from them (the same arithmetic; NumPy only when many chunks are touched).
-
-    >>> piece_rows(DimSelection(1, 2, 5), 4, 10)
-    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
-    """
-    if d.n == 0:
-        return []
-    start, step, n = d.start, d.step, d.n
-    j0, j1 = start // c, d.last // c
-    if j1 - j0 >= _SMALL_WALK:
-        return list(zip(*(a.tolist() for a in forward_pieces(d, c, size)), strict=True))
-    rows = []
-    for j in range(j0, j1 + 1):
-        lo = j * c
-        hi = min(lo + c, size)
-        k0 = max(-((start - lo) // step), 0)
-        k1 = min(-((start - hi) // step), n)
-        if k1 > k0:
-            rows.append((j, k0, k1, start + step * k0 - lo))
-    return rows
-
-
 #: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
 Piece = tuple[int, slice, slice]
 
@@ -119,10 +89,8 @@ def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
     >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
     [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
     """
-    return [
-        (k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b))
-        for k, a, b, f in piece_rows(d, chunk, size)
-    ]
+    rows = zip(*(a.tolist() for a in forward_pieces(d, chunk, size)), strict=True)
+    return [(k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b)) for k, a, b, f in rows]
 
 
 def slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
