@@ -22,11 +22,7 @@ _LOCAL_SCHEMES = frozenset({"file", "local", "memory"})
 
 
 def coalesce_gap_for(schemes: set[str] | frozenset[str]) -> int:
-    """The default coalescing gap of a store reached through ``schemes``.
-
-    >>> coalesce_gap_for({"s3", "s3a"}), coalesce_gap_for({"file", "local"})
-    (1048576, 65536)
-    """
+    """The default coalescing gap of a store reached through ``schemes``."""
     return DEFAULT_COALESCE_GAP if schemes <= _LOCAL_SCHEMES else NETWORK_COALESCE_GAP
 
 

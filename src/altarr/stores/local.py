@@ -256,17 +256,13 @@ class LocalStore(OpensReaders, RootedPaths, Store):
                     raise StoreError(oserror_message("writing", e), key=key) from e
                 raise
             if self.durable:
-                self._fsync_dir(dfd, key)
+                try:
+                    os.fsync(dfd)
+                except OSError as e:  # pragma: no cover - depends on the file system
+                    raise StoreError(oserror_message("fsync of the folder", e), key=key) from e
         finally:
             os.close(dfd)
         self.stats.add(writes=1, bytes_written=nbytes)
-
-    @staticmethod
-    def _fsync_dir(dfd: int, key: str) -> None:
-        try:
-            os.fsync(dfd)
-        except OSError as e:  # pragma: no cover - depends on the file system
-            raise StoreError(oserror_message("fsync of the folder", e), key=key) from e
 
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
         if len(items) <= 1 or self.max_workers == 1:

@@ -45,11 +45,11 @@ class RootedPaths:
             key = key.replace("/", os.sep)
         return self._root_sep + key
 
-    def _inside(self, real: str) -> bool:
-        return real == self._real_root or real.startswith(self._real_root_sep)
-
-    def _check_inside(self, path: str, key: str) -> None:
-        if not self._inside(os.path.realpath(path)):
+    def _check_inside(self, real: str, key: str, fd: int | None = None) -> None:
+        """Refuse the real path ``real`` of ``key`` outside the root (closing ``fd``, opened from it)."""
+        if not (real == self._real_root or real.startswith(self._real_root_sep)):
+            if fd is not None:
+                os.close(fd)
             raise InvalidKeyError(
                 f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
             )
@@ -62,13 +62,7 @@ class RootedPaths:
                 real = os.readlink(PROC_FD + str(fd))
             except OSError:  # pragma: no cover - /proc unmounted meanwhile
                 real = None
-        if real is None:  # pragma: no cover - non-Linux
-            real = os.path.realpath(path)
-        if not self._inside(real):
-            os.close(fd)
-            raise InvalidKeyError(
-                f"key resolves outside the store root {self.root!r} (via a symlink)", key=key
-            )
+        self._check_inside(os.path.realpath(path) if real is None else real, key, fd)
 
     def _parent_fd(self, key: str, create: bool = False) -> int | None:
         """The folder holding ``key``, open and checked to lie inside the root (``None``: missing)."""
@@ -77,9 +71,7 @@ class RootedPaths:
         try:
             dfd = os.open(path, DIR_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
-            if not create:
-                return None
-            return self._make_dirs(parent_key, key)
+            return self._make_dirs(parent_key, key) if create else None
         except OSError as e:
             raise StoreError(oserror_message(f"opening folder {path!r}", e), key=key) from e
         self._check_fd(dfd, path, key)
@@ -87,15 +79,22 @@ class RootedPaths:
 
     def _create_in_folder(self, key: str, create: Callable[[int], T], what: str) -> tuple[int, T]:
         """``create(folder descriptor)`` in the folder of ``key`` (made, and made again when a concurrent
-        delete pruned it first): the folder's descriptor and what ``create`` returned."""
+        delete pruned it or one on its way first): the folder's descriptor and what ``create`` returned."""
         for attempt in range(PRUNED_RETRIES):
-            dfd = self._parent_fd(key, create=True)
+            last = attempt == PRUNED_RETRIES - 1
+            try:
+                dfd = self._parent_fd(key, create=True)
+            except _Pruned as e:
+                if last:
+                    message = oserror_message(f"creating folder {e.path!r}", e.error)
+                    raise StoreError(message, key=key) from e.error
+                continue
             assert dfd is not None
             try:
                 return dfd, create(dfd)
             except FileNotFoundError as e:  # the folder was pruned under us: make it again
                 os.close(dfd)
-                if attempt == PRUNED_RETRIES - 1:
+                if last:
                     raise StoreError(oserror_message(what, e), key=key) from e
             except OSError as e:
                 os.close(dfd)
@@ -113,20 +112,8 @@ class RootedPaths:
         return dfd, name, fd, key
 
     def _make_dirs(self, parent_key: str, key: str) -> int:
-        """Create the folders of ``parent_key`` one at a time, each checked before going into it (again
-        from the root when a concurrent delete pruned one); returns the last one."""
-        for attempt in range(PRUNED_RETRIES):
-            try:
-                return self._walk_making(parent_key, key)
-            except _Pruned as e:
-                if attempt == PRUNED_RETRIES - 1:
-                    raise StoreError(
-                        oserror_message(f"creating folder {e.path!r}", e.error), key=key
-                    ) from e.error
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _walk_making(self, parent_key: str, key: str) -> int:
-        """One walk of :meth:`_make_dirs`; :class:`_Pruned` when a folder of the way vanished."""
+        """Create the folders of ``parent_key`` one at a time, each checked before going into it; returns
+        the last one; :class:`_Pruned` when a concurrent delete pruned one on the way."""
         try:
             os.makedirs(self.root, exist_ok=True)
             dfd = os.open(self.root, DIR_FLAGS)
@@ -205,7 +192,7 @@ class RootedPaths:
         prefix = normalize_key(prefix)
         top = self._fspath(prefix)
         if prefix:
-            self._check_inside(top, prefix)
+            self._check_inside(os.path.realpath(top), prefix)
         return prefix, top
 
 

@@ -59,12 +59,8 @@ class _Session:
     store, so that a store dropped without ``close`` still publishes, by ``weakref.finalize``)."""
 
     def __init__(self, path: str, mode: str, compression: int, compresslevel: int | None, durable: bool):
-        self.path, self.compression, self.compresslevel, self.durable = (
-            path,
-            compression,
-            compresslevel,
-            durable,
-        )
+        self.path, self.durable = path, durable
+        self.compression, self.compresslevel = compression, compresslevel
         folder, self.name = os.path.split(path)
         self.folder = folder or "."
         try:
@@ -155,11 +151,8 @@ class _Session:
                 self.compact()
             self.zf.close()
             if self.durable:
-                fd = os.open(self.staging, os.O_RDONLY | O_CLOEXEC)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                with open(self.staging, "rb") as f:
+                    os.fsync(f.fileno())
             os.replace(self.staging, self.path)
             if self.durable:
                 os.fsync(self.dir_fd)
