@@ -41,13 +41,7 @@ ext: Any = None
 
 @dataclass(frozen=True)
 class NativeStatus:
-    """The native path's state: ``active``, else the ``reason``; ``libraries``' versions when loaded.
-
-    >>> str(NativeStatus(True, "", {"libzstd": "1.5.4", "c-blosc": "1.21.3"}))
-    'native kernel active (libzstd 1.5.4, c-blosc 1.21.3)'
-    >>> str(NativeStatus(False, "not built: blosc.h not found"))
-    'native kernel inactive: not built: blosc.h not found'
-    """
+    """The native path's state: ``active``, else the ``reason``; ``libraries``' versions when loaded."""
 
     active: bool
     reason: str = ""

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+import lzma
 import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,6 @@ __all__ = [
     "Problem",
     "ArrayCheck",
     "chunk_checksum",
-    "TEMP_SUFFIX",
     "METADATA_NAMES",
 ]
 
@@ -256,19 +256,14 @@ def _positions(ds: Dataset, data_keys: set[str]) -> tuple[list[tuple[str, tuple[
     found, unknown = [], []
     for k in sorted(data_keys):
         nums = [int(x) for x in re.findall(r"\d+", k[len(base) :])]
-        pos = None
-        for cand in (
-            tuple(nums[-len(grid) :]) if grid else (),
-            tuple(reversed(nums[-len(grid) :])) if grid else (),
-        ):
-            if len(cand) == len(grid) and all(0 <= c < n for c, n in zip(cand, grid, strict=True)):
-                if acc.layout.key(cand) == k:
-                    pos = cand
-                    break
-        if pos is None:
-            unknown.append(k)
+        tail = tuple(nums[len(nums) - len(grid) :])  # () for a 0-d array
+        for pos in (tail, tail[::-1]):
+            fits = len(pos) == len(grid) and all(0 <= c < n for c, n in zip(pos, grid, strict=True))
+            if fits and acc.layout.key(pos) == k:
+                found.append((k, pos))
+                break
         else:
-            found.append((k, pos))
+            unknown.append(k)
     return found, unknown
 
 
@@ -432,14 +427,7 @@ def _chain_codecs(chain: Any) -> list[tuple[str, Any]]:
 
 def chunk_checksum(chain: Any, data: Any) -> str | None:
     """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
-    (``None``: the chunk can only be decoded).
-
-    >>> from altarr.codecs import CodecChain
-    >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}},
-    ...                               {"name": "zstd", "configuration": {"level": 1, "checksum": True}}])
-    >>> chunk_checksum(chain, chain.encode(np.zeros(4, "u1")))
-    'zstd frame checksum'
-    """
+    (``None``: the chunk can only be decoded)."""
     for i, (name, codec) in enumerate(_chain_codecs(chain)):
         found = _stage_checksum(name, codec, data if i == 0 else None)
         if found is not None:
@@ -451,23 +439,15 @@ def _stage_checksum(name: str, codec: Any, data: Any) -> str | None:
     """The checksum one stage verifies; ``data``: its input on the stored side, else ``None``."""
     if name == "gzip" and getattr(codec, "use_zlib", False):  # N5 gzip with useZlib: a zlib stream
         return _ALWAYS["zlib"]
-    if name == "lzma":
-        return "xz check" if _lzma_checks(codec) else None
+    if name == "lzma":  # numcodecs' LZMA: an .xz container with an integrity check, unless told otherwise
+        fmt, check = getattr(codec, "format", lzma.FORMAT_XZ), getattr(codec, "check", -1)
+        return "xz check" if fmt == lzma.FORMAT_XZ and check != lzma.CHECK_NONE else None
     if name == "lz4":  # N5's lz4-java block stream checks each block; numcodecs' LZ4 has no checksum
         return "lz4 xxHash32" if hasattr(codec, "to_n5_json") else None
     if name == "zstd":
         has = _zstd_frame_checksum(data) if data is not None else bool(getattr(codec, "checksum", False))
         return "zstd frame checksum" if has else None
     return _ALWAYS.get(name)
-
-
-def _lzma_checks(codec: Any) -> bool:
-    """Whether a numcodecs LZMA codec writes an .xz container with an integrity check."""
-    import lzma
-
-    fmt = getattr(codec, "format", lzma.FORMAT_XZ)
-    check = getattr(codec, "check", -1)
-    return fmt == lzma.FORMAT_XZ and check != lzma.CHECK_NONE
 
 
 # --- temporary files ----------------------------------------------------------------------------------

@@ -26,16 +26,13 @@ def describe(node: Any) -> dict[str, Any]:
     import altarr as aa
 
     if isinstance(node, aa.Group):
-        children = []
-        for name in node.keys():
-            child = node[name]
-            children.append({"name": name, "kind": "group" if isinstance(child, aa.Group) else "array"})
+        kinds = {name: "group" if isinstance(node[name], aa.Group) else "array" for name in node.keys()}
         doc = {
             "kind": "group",
             "format": node.format,
             "path": node.path or "/",
             "attributes": _jsonable(dict(node.attrs)),
-            "children": children,
+            "children": [{"name": name, "kind": kind} for name, kind in kinds.items()],
         }
         pyramid = _pyramid(node)
         if pyramid is not None:

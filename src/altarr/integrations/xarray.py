@@ -181,14 +181,7 @@ def pyramid_level_dataset(
     storage_options: dict[str, Any] | None = None,
 ) -> Any:
     """Level ``level`` of the pyramid ``ms`` at ``location`` as an ``xarray.Dataset``, with each spatial and
-    time axis's physical coordinates.
-
-    >>> import numpy as np, altarr as aa
-    >>> ms = aa.build_pyramid(np.zeros((8, 8), "u1"), "memory://doc-xr-level/p", chunks=(4, 4), scale=(0.5, 0.5))
-    >>> ds = pyramid_level_dataset(ms, "memory://doc-xr-level/p", 1)
-    >>> ds["image"].dims, ds["x"].values.tolist()
-    (('y', 'x'), [0.25, 1.25, 2.25, 3.25])
-    """
+    time axis's physical coordinates."""
     xr = _import_xarray()
     if not -len(ms.levels) <= level < len(ms.levels):
         raise IndexError(f"level {level} of a pyramid of {len(ms.levels)} levels")

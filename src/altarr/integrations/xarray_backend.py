@@ -28,20 +28,6 @@ class AltarrBackendEntrypoint(BackendEntrypoint):
 
     description = "N5, Zarr v2 and Zarr v3 (sharded) arrays and groups through altarr, read lazily"
     url = "https://altarr.readthedocs.io/en/latest/integrations/"
-    open_dataset_parameters = (
-        "filename_or_obj",
-        "mask_and_scale",
-        "decode_times",
-        "concat_characters",
-        "decode_coords",
-        "drop_variables",
-        "use_cftime",
-        "decode_timedelta",
-        "group",
-        "level",
-        "storage_options",
-        "consolidated",
-    )
 
     def open_dataset(
         self,
