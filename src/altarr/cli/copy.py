@@ -70,7 +70,7 @@ def copy(
     node = _open_node(source)
     options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
     run = {"overwrite": overwrite, "resume": resume, "workers": workers, "run_units": _cluster(scheduler)}
-    given = {"chunks": chunks, "shards": shards, "codec": codec, "progress": progress}
+    given = {"chunks": chunks, "shards": shards, "compressor": codec or "auto", "progress": progress}
     t0 = time.perf_counter()
     arrays = _copy_node(node, source, destination, format, options, given, run)
     _print_summary(arrays, destination, time.perf_counter() - t0)
@@ -102,8 +102,7 @@ def _copy_node(
         pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
         if pyramid is not None:  # every level and the metadata, into the layout of --format
             layout = layout_for_format(format, pyramid.layout)
-            pyramid_given = {**given, "codec": given["codec"] or "auto"}
-            return [_copy_pyramid(pyramid, destination, layout, interrupt, **pyramid_given, **run)]
+            return [_copy_pyramid(pyramid, destination, layout, interrupt, **given, **run)]
         if isinstance(node, aa.Group):
             results = copy_tree(
                 node,

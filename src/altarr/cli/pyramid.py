@@ -12,32 +12,22 @@ from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_co
 from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt
 
 
-def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **o: Any) -> Any:
-    """``altarr copy`` of a pyramid: every level and the metadata, into the layout of ``--format``."""
+def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **run: Any) -> Any:
+    """``altarr copy`` of a pyramid: every level and the metadata, into the layout of ``--format``;
+    ``run``: ``chunks``, ``shards``, ``progress`` and :func:`~altarr.convert_pyramid`'s keywords."""
     from altarr.multiscale.convert import convert_pyramid
+    from altarr.multiscale.layouts import get_layout
     from altarr.transfer import CopyResult
 
-    kw = _chunk_options(o["chunks"], o["shards"], len(pyramid.axes))
-    from altarr.multiscale.layouts import get_layout
-
+    shards = run.pop("shards")
+    kw = _chunk_options(run.pop("chunks"), shards, len(pyramid.axes))
     into_n5 = get_layout(layout).format == "n5" and get_layout(pyramid.layout).format != "n5"
-    if o["shards"] is None and into_n5 and any(lv.dataset.shards for lv in pyramid.levels):
+    if shards is None and into_n5 and any(lv.dataset.shards for lv in pyramid.levels):
         kw["shards"] = None  # plain N5, what every N5 reader opens (as for an array copied into N5)
         err_console.print("note: plain N5 written: shards dropped (--shards keeps them)", markup=False)
     total = sum(lv.dataset.nbytes for lv in pyramid.levels)
-    with _bar(o["progress"], f"{pyramid.layout} -> {layout}", total, interrupt) as bar:
-        out = convert_pyramid(
-            pyramid,
-            destination,
-            layout=layout,
-            compressor=o["codec"],
-            overwrite=o["overwrite"],
-            resume=o["resume"],
-            workers=o["workers"],
-            progress=bar,
-            run_units=o.get("run_units"),
-            **kw,
-        )
+    with _bar(run.pop("progress"), f"{pyramid.layout} -> {layout}", total, interrupt) as bar:
+        out = convert_pyramid(pyramid, destination, layout=layout, progress=bar, **run, **kw)
     err_console.print(f"note: a pyramid ({pyramid.layout}, {len(out.levels)} levels) written as {layout}")
     return CopyResult(out.group, written=bar.units, bytes=bar.done)
 
@@ -57,30 +47,14 @@ def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any)
     from altarr.multiscale import build_pyramid
 
     ndim = node.ndim
-    steps = (
-        None
-        if o["factors"] is None
-        else [_numbers(s, ndim, "--factors", int) for s in o["factors"].split("/")]
+    factors, scale = o.pop("factors"), o.pop("scale")
+    o["factors"] = (
+        None if factors is None else [_numbers(f, ndim, "--factors", int) for f in factors.split("/")]
     )
-    with _bar(o["progress"], Path(destination).name, None, interrupt) as bar:
-        out = build_pyramid(
-            node,
-            destination,
-            layout=o["layout"],
-            method=o["method"],
-            levels=o["levels"],
-            factors=steps,
-            axes=o["axes"],
-            scale=None if o["scale"] is None else _numbers(o["scale"], ndim, "--scale"),
-            unit=o["unit"],
-            **_chunk_options(o["chunks"], o["shards"], ndim),
-            compressor=o["codec"],
-            overwrite=o["overwrite"],
-            resume=o["resume"],
-            workers=o["workers"],
-            progress=bar,
-            run_units=o["run_units"],
-        )
+    o["scale"] = None if scale is None else _numbers(scale, ndim, "--scale")
+    o.update(_chunk_options(o.pop("chunks"), o.pop("shards"), ndim))
+    with _bar(o.pop("progress"), Path(destination).name, None, interrupt) as bar:
+        out = build_pyramid(node, destination, progress=bar, **o)
     return out, bar.done
 
 
@@ -128,6 +102,7 @@ def pyramid(
 
     Example: altarr pyramid stack.n5 stack.ome.zarr --scale 2,0.5,0.5 --unit micrometer --shards 256,256,256
     """
+    import altarr as aa
     from altarr.multiscale import METHODS
     from altarr.multiscale.layouts import get_layout
     from altarr.transfer import parse_codec
@@ -139,25 +114,22 @@ def pyramid(
     checked_option(parse_codec, codec, fmt, "u1")  # a bad codec: one line, before anything is written
     node = _open_node(source)
     t0 = time.perf_counter()
+    run = {"compressor": codec or "auto", "overwrite": overwrite, "resume": resume, "workers": workers}
+    given = {"chunks": chunks, "shards": shards, "progress": progress}
+    build = {
+        "method": method,
+        "levels": levels,
+        "factors": factors,
+        "axes": axes,
+        "scale": scale,
+        "unit": unit,
+    }
     with _Interrupt(destination) as interrupt:
-        options = {
-            "layout": layout,
-            "method": method,
-            "levels": levels,
-            "factors": factors,
-            "axes": axes,
-            "scale": scale,
-            "unit": unit,
-            "chunks": chunks,
-            "shards": shards,
-            "codec": codec or "auto",
-            "overwrite": overwrite,
-            "resume": resume,
-            "workers": workers,
-            "progress": progress,
-            "run_units": _cluster(scheduler),
-        }
-        out, moved = _pyramid_of(node, source, destination, interrupt, options)
+        run["run_units"] = _cluster(scheduler)
+        if not isinstance(node, aa.Group):
+            out, moved = _build_pyramid(node, destination, interrupt, layout=layout, **build, **given, **run)
+        else:
+            out, moved = _convert(node, source, destination, interrupt, build, layout=layout, **given, **run)
     seconds = time.perf_counter() - t0
     shapes = ", ".join("x".join(map(str, lv.shape)) for lv in out.levels)
     print(
@@ -166,19 +138,16 @@ def pyramid(
     )
 
 
-def _pyramid_of(node: Any, source: str, destination: str, interrupt: _Interrupt, o: dict[str, Any]) -> Any:
-    """``altarr pyramid``'s work: a pyramid converted into ``--layout``, an array built into one."""
+def _convert(node: Any, source: str, destination: str, interrupt: _Interrupt, build: dict, **o: Any) -> Any:
+    """``altarr pyramid`` of a pyramid: converted into ``--layout``; the build options refused."""
     import altarr as aa
 
-    if not isinstance(node, aa.Group):
-        return _build_pyramid(node, destination, interrupt, **o)
     ms = _pyramid(node)
     if ms is None:
         raise UsageProblem(f"{source} is a group and not a pyramid; give an array (see altarr tree {source})")
-    if any(o[k] is not None for k in ("levels", "factors", "axes", "scale", "unit")) or o["method"] != "mean":
+    if any(v is not None for k, v in build.items() if k != "method") or build["method"] != "mean":
         raise UsageProblem(
             "converting a pyramid keeps its levels: drop --method/--levels/--factors/--axes/--scale/--unit"
         )
-    options = {k: v for k, v in o.items() if k != "layout"}
-    result = _copy_pyramid(ms, destination, o["layout"], interrupt, **options)
+    result = _copy_pyramid(ms, destination, o.pop("layout"), interrupt, **o)
     return aa.open_multiscale(result.dataset), result.bytes
