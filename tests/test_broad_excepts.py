@@ -35,7 +35,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "dataset/shard_write.py:ShardWriter._encode_items.one": (
         1,
         "a pool worker hands its chunk's error to the "
-        "caller as _Failed, raised in the caller's order (_raise_first_failure)",
+        "caller as its result, raised in the caller's order (_raise_first_failure)",
     ),
     "dataset/access.py:DatasetAccess._decode_as_ready": (
         1,

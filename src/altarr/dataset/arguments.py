@@ -102,12 +102,12 @@ def new_array_arguments(
     if data is not None:
         data = np.asarray(data)
         for name, given, found in (("shape", shape, data.shape), ("dtype", dtype, data.dtype)):
-            if given is not None and _normal(name, given) != found:
+            if given is not None and (np.dtype(given) if name == "dtype" else _shape(given)) != found:
                 raise MetadataError(f"{name}={given!r} differs from the data's {found!r}")
         shape, dtype = data.shape, data.dtype
     if shape is None or dtype is None:
         raise MetadataError("a new array needs shape= and dtype=, or data=")
-    shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(s) for s in shape)
+    shape = _shape(shape)
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
@@ -138,7 +138,5 @@ def new_array_arguments(
     }
 
 
-def _normal(name: str, value: Any) -> Any:
-    if name == "dtype":
-        return np.dtype(value)
+def _shape(value: Any) -> tuple[int, ...]:
     return (int(value),) if isinstance(value, int | np.integer) else tuple(int(v) for v in value)

@@ -24,7 +24,6 @@ from .written import Pending, box_mask, box_of, simple_box
 if TYPE_CHECKING:
     from ..selection import SelectionPlan
     from .dataset import Dataset
-    from .grid import NestedGrid
     from .layout import Chunk
 
 __all__ = ["DEFAULT_BUFFER_BYTES", "ON_ERROR", "WriteBuffer"]
@@ -82,10 +81,6 @@ class WriteBuffer:
     @property
     def _access(self) -> Any:
         return self.dataset._access
-
-    def _object_shape(self, pos: Chunk) -> tuple[int, ...]:
-        grid: NestedGrid = self._access.grid
-        return grid.block_clipped_shape(pos, grid.nlevels - 1)
 
     def _write_out_geometry(self) -> tuple[int, int, int]:
         """``(bytes of one object, objects per write-out group, bytes of the output arena)``."""
@@ -168,7 +163,8 @@ class WriteBuffer:
         p = self._pending.get(pos)
         if p is not None:
             return p
-        shape = self._object_shape(pos)
+        grid = self._access.grid
+        shape = grid.block_clipped_shape(pos, grid.nlevels - 1)
         spare, self._spare = self._spare, None
         if spare is not None and spare.shape != shape:
             self._held -= spare.nbytes
@@ -177,11 +173,8 @@ class WriteBuffer:
             arena = self._geometry[2] if self._arena is None else 0
             self._make_room(math.prod(shape) * self.dataset.dtype.itemsize + arena)
             if arena:
-                _, per_group, _ = self._geometry
-                grid = self._access.grid
-                rows = per_group * math.prod(o // c for o, c in zip(grid.outer, grid.chunks, strict=True))
-                self._arena = self._access.writer.new_arena(rows)
-                self._held += 0 if self._arena is None else self._arena.nbytes
+                self._arena = self._access.writer.new_arena(arena // self._access.codec.encode_slot)
+                self._held += arena
             spare = np.empty(shape, self.dataset.dtype)
             self._held += spare.nbytes
         p = self._pending[pos] = Pending(spare)

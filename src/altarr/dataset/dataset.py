@@ -267,13 +267,10 @@ class Dataset(NodeNames):
     def visit_chunks(
         self, coords: Sequence[Sequence[int]] | np.ndarray, fn: Callable[[int, np.ndarray], Any]
     ) -> None:
-        """Call ``fn(i, chunk)`` for every requested row ``i``, on the thread pool, with the chunk decoded
-        into a per-thread scratch buffer: nothing is allocated per chunk, so a caller that copies out
-        what it needs (a gather into its own result) holds only that result in memory. ``chunk`` is
-        read-only for ``fn`` and valid only during the call; a chunk that is not stored comes as a
-        read-only array of the fill value. Same requests as :meth:`read_chunks` (region-read style on
-        local files: each shard opened once, chunk ranges read inside their decode tasks). ``fn`` runs
-        concurrently for different rows; the first exception propagates after every row was visited.
+        """Call ``fn(i, chunk)`` for every requested row ``i``, concurrently on the thread pool, with the
+        chunk decoded into a per-thread scratch buffer (read-only, valid only during the call; a chunk
+        that is not stored comes as the fill value): docs/engine.md, "Reading without holding chunks".
+        The first exception propagates after every row was visited.
 
         >>> import numpy as np, altarr as aa
         >>> ds = aa.create_dataset("memory://doc-visit", shape=(4, 4), dtype="int32", chunks=(2, 2))
@@ -383,13 +380,9 @@ class Dataset(NodeNames):
 
     # --- regions ---------------------------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
-        """Read a selection, with NumPy's semantics and result (a NumPy scalar for an element).
-
-        Basic selections (integers, slices with any step, ``...``, ``None``): one batched store call per
-        nesting level for the indexes, then the chunks' ranges (in one more batched call, or on local
-        files inside each chunk's decode task), decoded on the thread pool. Every other NumPy index
-        (integer arrays, lists, ranges, boolean masks, mixed) is planned chunk by chunk and read in one
-        batched call too (see :attr:`oindex`, :attr:`vindex`).
+        """Read a selection (any NumPy index; see :attr:`oindex`, :attr:`vindex`), with NumPy's semantics
+        and result (a NumPy scalar for an element), in one batched store call per nesting level and one
+        for the chunks' ranges (docs/engine.md, "The request contract").
 
         >>> import numpy as np, altarr as aa
         >>> ds = aa.create_dataset("memory://doc-getitem", shape=(4, 5), dtype="int16", chunks=(2, 2))
@@ -416,12 +409,8 @@ class Dataset(NodeNames):
     def __setitem__(self, selection: Any, values: Any) -> None:
         """Write a selection (any NumPy index), values cast as ``ndarray.__setitem__`` casts them: a Python
         integer out of range raises ``OverflowError``, a NaN into an integer dtype ``ValueError``, all
-        before anything is written.
-
-        Basic selections, any alignment: chunks wholly covered are replaced without being read; partly
-        covered chunks are read, merged and rewritten; per shard one read (none if the region covers it)
-        and one write. Advanced selections (integer arrays, boolean masks) read and rewrite each touched
-        chunk once, in one batched call.
+        before anything is written. Chunks wholly covered are replaced without being read, the others
+        merged: per shard one read (none if the region covers it) and one write.
 
         >>> import numpy as np, altarr as aa
         >>> ds = aa.create_dataset("memory://doc-setitem", shape=(4,), dtype="uint8", chunks=(2,))
@@ -437,11 +426,8 @@ class Dataset(NodeNames):
         self._write_selection(normalize(selection, self.shape, resolve=False), values)
 
     def _write_selection(self, sel: Selection, values: Any) -> None:
-        """Write ``values`` into a selection of any form (``ds[...]``, ``ds.oindex``, ``ds.vindex``), normalized
-        with ``resolve=False``: its index types, integer bounds and mask shapes are checked. The rest in
-        NumPy's order (:func:`~altarr.dataset.casting.cast_for_selection`): the values are cast (NumPy's
-        scalar rules where the selection is basic, its array cast for advanced indices), the indices
-        broadcast, the values broadcast to the selection, then the index arrays' bounds."""
+        """Write ``values`` into a selection of any form (``ds[...]``, ``ds.oindex``, ``ds.vindex``) normalized
+        with ``resolve=False``; the rest is checked in NumPy's order (:func:`.casting.cast_for_selection`)."""
         if sel.basic:  # integers and slices, in whichever form: a region, as ``ndarray[...] = `` writes it
             updates: dict[tuple[int, ...], Any] = {}
             self._region_updates(sel, values, updates)
@@ -481,13 +467,9 @@ class Dataset(NodeNames):
 
     # --- many regions in one call (see altarr.dataset.many) ----------------------------------------------
     def read_regions(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
-        """Read many selections in one batched call; the results in request order.
-
-        The selections are planned together: every touched shard's index is read once (one batched
-        store call per nesting level), every chunk's byte range once, coalesced across selections (one
-        more call), and a chunk shared by several selections is decoded once. ``mode`` says how each
-        selection indexes: ``"numpy"`` (NumPy's rules: slices, integers, ``...``, ``None``, integer
-        arrays, boolean masks), ``"oindex"`` (orthogonal) or ``"vindex"`` (points).
+        """Read many selections in one batched call, the results in request order: each shard index and
+        chunk range read once, a chunk shared by several selections decoded once. ``mode`` says how each
+        selection indexes: ``"numpy"`` (as ``ds[...]``), ``"oindex"`` (orthogonal) or ``"vindex"`` (points).
 
         >>> import numpy as np, altarr as aa
         >>> ds = aa.create_dataset("memory://doc-rr", shape=(6, 6), dtype="int32", chunks=(2, 2))
@@ -525,10 +507,7 @@ class Dataset(NodeNames):
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
     def _read_plan(self, p: SelectionPlan) -> Any:
         """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
-        work = p.new_work(self.dtype)
-        if len(p.coords):  # a plan's rows are distinct chunks: row i of the visit is row i of the plan
-            self._access.visit_chunks(p.coords, lambda i, values: p.place(work, i, values))
-        return p.finish(work)
+        return read_plans(self._access, [p])[0]
 
     @property
     def oindex(self) -> _DatasetIndexer:

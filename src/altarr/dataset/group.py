@@ -259,8 +259,7 @@ class Group(NodeNames):
             ('raw', 'raw/volume')
         """
         out: list[tuple[str, Dataset | Group]] = []
-        for name in self.keys():
-            node = self[name]
+        for name, node in self._children():
             out.append((name, node))
             if isinstance(node, Group) and (max_depth is None or max_depth > 0):
                 deeper = node.members(None if max_depth is None else max_depth - 1)
@@ -271,19 +270,16 @@ class Group(NodeNames):
         """``len(self.members(max_depth))``."""
         return len(self.members(max_depth))
 
+    def _children(self) -> Iterator[tuple[str, Dataset | Group]]:
+        return ((name, self[name]) for name in self.keys())
+
     def arrays(self) -> Iterator[tuple[str, Dataset]]:
         """``(name, dataset)`` of the direct children that are arrays."""
-        for name in self.keys():
-            node = self[name]
-            if isinstance(node, Dataset):
-                yield name, node
+        return ((name, node) for name, node in self._children() if isinstance(node, Dataset))
 
     def groups(self) -> Iterator[tuple[str, Group]]:
         """``(name, group)`` of the direct children that are groups."""
-        for name in self.keys():
-            node = self[name]
-            if isinstance(node, Group):
-                yield name, node
+        return ((name, node) for name, node in self._children() if isinstance(node, Group))
 
     def array_keys(self) -> Iterator[str]:
         """Names of the direct children that are arrays."""
@@ -420,7 +416,7 @@ class Tree:
         self._walk(group, "", level)
 
     def _walk(self, group: Group, indent: str, level: int | None) -> None:
-        children = [(name, group[name]) for name in group.keys()]
+        children = list(group._children())
         for i, (name, node) in enumerate(children):
             last = i == len(children) - 1
             label = f"{name} {node.shape} {node.dtype}" if isinstance(node, Dataset) else name

@@ -57,16 +57,11 @@ def shard_locks(namespace: Hashable, keys: Iterable[str]) -> Iterator[None]:
             lock.release()
 
 
-def _namespace(store: Store) -> Hashable:
-    ident = store.identity
-    return ident if ident is not None else id(store)
-
-
 @contextmanager
 def store_exclusive(store: Store, keys: Iterable[str]) -> Iterator[None]:
     """The in-process locks of ``keys`` and then the store's cross-process guard (unless switched off)."""
     keys = sorted(set(keys))
-    with shard_locks(_namespace(store), keys):
+    with shard_locks(store.identity if store.identity is not None else id(store), keys):
         if _cross_process:
             with store.exclusive(keys):
                 yield

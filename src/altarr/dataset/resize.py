@@ -16,7 +16,7 @@ import numpy as np
 from ..formats._common import join_key
 from .consolidated import refresh_consolidated
 from .grid import NestedGrid
-from .locks import run_exclusive, store_exclusive
+from .locks import run_exclusive
 from .shard_write import Merge
 
 if TYPE_CHECKING:
@@ -42,14 +42,28 @@ def _checked_shape(shape: Any, ndim: int) -> tuple[int, ...]:
     return out
 
 
-def _rewrite_shape(ds: Dataset, shape: Callable[[tuple[int, ...]], tuple[int, ...]]) -> DatasetSpec:
-    """Rewrite the stored metadata with ``shape(stored shape)`` under its lock or write condition, point
-    ``ds`` at the new spec (its open buffers were written out before); returns the spec before."""
-    fmt = ds._format
-    key = _metadata_key(ds)
-    before, after = run_exclusive(ds.store, [key], lambda: fmt.resize_array(ds.store, ds.path, shape))
-    ds._set_spec(after)
-    refresh_consolidated(ds.store, ds.path, fmt, "changed")
+def _rewrite_shape(
+    ds: Dataset,
+    shape: Callable[[tuple[int, ...]], tuple[int, ...]],
+    then: Callable[[DatasetSpec], None] | None = None,
+) -> DatasetSpec:
+    """Rewrite the stored metadata with ``shape(stored shape)`` under its lock or write condition (and run
+    ``then(spec before)`` there), pointing ``ds`` and its open buffers (written out first) at the new
+    spec; returns the spec before."""
+    for b in list(ds._buffers):
+        b.flush()
+
+    def rewrite() -> DatasetSpec:
+        before, after = ds._format.resize_array(ds.store, ds.path, shape)
+        ds._set_spec(after)
+        if then is not None:
+            then(before)
+        return before
+
+    before = run_exclusive(ds.store, [join_key(ds.path, ds._format.metadata_key)], rewrite)
+    refresh_consolidated(ds.store, ds.path, ds._format, "changed")
+    for b in list(ds._buffers):
+        b.regrid()
     return before
 
 
@@ -57,15 +71,11 @@ def resize(ds: Dataset, new_shape: Any) -> None:
     """See :meth:`Dataset.resize <altarr.Dataset.resize>` and the module docstring."""
     ds._check_writable()
     shape = _checked_shape(new_shape, ds.ndim)
-    for b in list(ds._buffers):
-        b.flush()
     before = _rewrite_shape(ds, lambda stored: shape)
     if any(n < o for n, o in zip(shape, before.shape, strict=True)):
         _trim(ds, tuple(before.shape), shape)
     if ds._access.codec.truncates and any(n > o for n, o in zip(shape, before.shape, strict=True)):
         _widen(ds, tuple(before.shape), shape)
-    for b in list(ds._buffers):
-        b.regrid()
 
 
 def append(ds: Dataset, data: Any, axis: int = 0) -> tuple[int, ...]:
@@ -91,19 +101,14 @@ def append(ds: Dataset, data: Any, axis: int = 0) -> tuple[int, ...]:
     if values.shape[axis] == 0:
         grown(ds.shape)  # the shape check alone
         return ds.shape
-    for b in list(ds._buffers):
-        b.flush()
+
+    def write(before: DatasetSpec) -> None:
+        _write_appended(ds, values, axis, before.shape[axis])
+
     if ds.store.concurrent_writes == "locked":  # the lock is held over the reservation and the write
-        with store_exclusive(ds.store, [_metadata_key(ds)]):
-            before, after = ds._format.resize_array(ds.store, ds.path, grown)
-            ds._set_spec(after)
-            _write_appended(ds, values, axis, before.shape[axis])
-        refresh_consolidated(ds.store, ds.path, ds._format, "changed")
-    else:
-        start = _rewrite_shape(ds, grown).shape[axis]
-        _write_appended(ds, values, axis, start)
-    for b in list(ds._buffers):
-        b.regrid()
+        _rewrite_shape(ds, grown, then=write)
+    else:  # a conditional write may be tried again: only the reservation is
+        write(_rewrite_shape(ds, grown))
     return ds.shape
 
 
@@ -121,10 +126,6 @@ def _write_appended(ds: Dataset, values: np.ndarray, axis: int, start: int) -> N
             ds.store, ds.path, replace(ds.spec, shape=shape), ds._format, mode=ds.mode, **ds._access_options
         )
     target[tuple(slice(start, end) if d == axis else slice(None) for d in range(ds.ndim))] = values
-
-
-def _metadata_key(ds: Dataset) -> str:
-    return join_key(ds.path, ds._format.metadata_key)
 
 
 # --- shrinking ---------------------------------------------------------------------------------------------

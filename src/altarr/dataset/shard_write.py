@@ -199,8 +199,8 @@ class ShardWriter:
     ) -> list[Any]:
         """The new bytes of each ``(chunk, update)`` (see :meth:`_new_bytes`) on the pool: whole arrays
         through the native kernel where it applies, everything else (and whatever it declines) here.
-        Every item is encoded; one that failed holds its exception as a :class:`_Failed` (the caller
-        raises the first in its own order, :func:`_raise_first_failure`)."""
+        Every item is encoded; one that failed holds its exception (the caller raises the first in its
+        own order, :func:`_raise_first_failure`)."""
         new, rows = kernel.encode(self.codec.native, items, arena)
         todo = [i for i, b in enumerate(new) if b is kernel.TODO]
 
@@ -208,17 +208,11 @@ class ShardWriter:
             try:
                 return self._new_bytes(*items[i], olds[i], None if arena is None else arena[rows[i]])
             except Exception as e:
-                return _Failed(e)
+                return e
 
         for i, b in zip(todo, pmap(one, todo), strict=True):
             new[i] = b
         return new
-
-    def _keeps_emptied_shards(self) -> bool:
-        """Whether a shard emptied by a read-modify-write is written as an empty shard (its index alone)
-        instead of deleted: on stores with conditional writes but no conditional delete (docs/engine.md,
-        "Safety")."""
-        return _keep_emptied_shards and self.store.concurrent_writes == "conditional"
 
     def _set_before_deletes(self, to_set: list[tuple[str, Any]], to_delete: list[str]) -> None:
         """Write ``to_set``, which goes before the call's deletes: when a conditional write meets another
@@ -299,6 +293,9 @@ class ShardWriter:
                 old_objects[need_old[i]] = None if data is None else memoryview(data)
             rebuild([need_old[i] for i, _, _, _ in answered])
         _raise_first_failure([new[c] for c in updates])  # the first in the caller's order
+        # a shard emptied by a read-modify-write is written as an empty shard (its index alone) instead
+        # of deleted on stores with conditional writes but no conditional delete (docs/engine.md, "Safety")
+        keep_emptied = _keep_emptied_shards and self.store.concurrent_writes == "conditional"
         to_set, to_delete = [], []
         for pos, group in groups.items():
             # the outermost level as parts, which the store writes back to back (no joined copy)
@@ -307,7 +304,7 @@ class ShardWriter:
             )
             if shard is not None:
                 to_set.append((keys[pos], shard))
-            elif old_objects.get(pos) is not None and self._keeps_emptied_shards():
+            elif old_objects.get(pos) is not None and keep_emptied:
                 to_set.append((keys[pos], self.layout.empty(top)))  # conditioned on the version read
             elif pos not in old_objects or old_objects[pos] is not None:
                 to_delete.append(keys[pos])
@@ -319,21 +316,14 @@ class ShardWriter:
             self.index_cache.forget(keys.values())
 
 
-#: The guard of :meth:`ShardWriter._keeps_emptied_shards`, switched off by the soak that shows what it
+#: The guard of emptied shards written as their index (``_apply_sharded``), switched off by the soak that shows what it
 #: prevents (``tests/dataset/test_emptying_writers.py``).
 _keep_emptied_shards = True
 
 
-@dataclass
-class _Failed:
-    """An item whose encode raised ``error`` (see :meth:`ShardWriter._encode_items`)."""
-
-    error: Exception
-
-
 def _raise_first_failure(encoded: list[Any]) -> None:
-    """Raise the error of the first :class:`_Failed` item, if any: every chunk was tried, the first
-    failure in the caller's order is the one reported, and nothing has been written yet."""
+    """Raise the first item that is an exception, if any: every chunk was tried, the first failure in the
+    caller's order is the one reported, and nothing has been written yet."""
     for b in encoded:
-        if type(b) is _Failed:
-            raise b.error
+        if isinstance(b, Exception):
+            raise b
