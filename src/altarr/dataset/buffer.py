@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Iterator
 from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any
@@ -18,8 +17,8 @@ import numpy as np
 from ..errors import AltarrError
 from ..selection import DimSelection, normalize, plan, plan_dim, plan_region
 from .casting import cast_for_selection
-from .shard_write import Merge, paste, paste_where, scatter
-from .written import Pending, box_mask, box_of, simple_box
+from .shard_write import Merge, scatter
+from .written import Pending, box_of, simple_box
 
 if TYPE_CHECKING:
     from ..selection import SelectionPlan
@@ -270,17 +269,9 @@ class WriteBuffer:
         grid = self._access.grid
         updates: dict[Chunk, Any] = {}
         for c in grid.chunks_in(pos, grid.nlevels - 1):
-            region = self._region(grid, c, pos)
-            if p.complete:
-                updates[c] = p.values[region]
-                continue
-            kind, where = p.part(region)
-            if kind == "full":
-                updates[c] = p.values[region]
-            elif kind == "box":
-                updates[c] = Merge(partial(paste, where, p.values[region][where]))
-            elif kind == "mask":
-                updates[c] = Merge(partial(paste_where, where, p.values[region]))
+            u = p.update(self._region(grid, c, pos))
+            if u is not None:
+                updates[c] = u if isinstance(u, np.ndarray) else Merge(u)
         return updates
 
     def _write_ready(self) -> None:
@@ -370,39 +361,23 @@ class WriteBuffer:
             self._check_open()
             pl = plan(normalize(selection, ds.shape), ds.chunks)
             work = pl.new_work(ds.dtype)
-            stored: list[int] = []
-            overlays: dict[int, tuple[np.ndarray, Any]] = {}
-            for i, p, region in self._parts(pl):
-                if p is None:
-                    stored.append(i)
+            stored: list[int] = []  # rows read from the store, with what the buffer wrote of them on top
+            overlays: dict[int, Any] = {}
+            grid, layout = self._access.grid, self._access.layout
+            for i, chunk in enumerate(pl.coords.tolist()):
+                pos = layout.shard_of(chunk)
+                p = self._pending.get(pos)
+                u = None if p is None else p.update(self._region(grid, tuple(chunk), pos))
+                if isinstance(u, np.ndarray):
+                    pl.place(work, i, u)
                     continue
-                kind, where = p.part(region)
-                if kind == "full":
-                    pl.place(work, i, p.values[region])
-                    continue
+                if u is not None:
+                    overlays[len(stored)] = u
                 stored.append(i)
-                if kind != "none":
-                    overlays[i] = (p.values[region], where if kind == "mask" else box_mask(where, region))
 
             def place(j: int, a: np.ndarray) -> None:
-                i = stored[j]
-                if i in overlays:
-                    values, mask = overlays[i]
-                    a = a.copy()
-                    np.copyto(a, values, where=mask)
-                pl.place(work, i, a)
+                pl.place(work, stored[j], overlays[j](a.copy()) if j in overlays else a)
 
             if stored:
                 self._access.visit_chunks(pl.coords[stored], place)
         return pl.finish(work)
-
-    def _parts(self, pl: SelectionPlan) -> Iterator[tuple[int, Pending | None, Any]]:
-        """Per row of ``pl``: the pending object holding its chunk (or ``None``) and the chunk's region
-        in it."""
-        grid = self._access.grid
-        layout = self._access.layout
-        for i, chunk in enumerate(pl.coords.tolist()):
-            c = tuple(chunk)
-            pos = layout.shard_of(c)
-            p = self._pending.get(pos)
-            yield i, p, None if p is None else self._region(grid, c, pos)

@@ -5,14 +5,17 @@ elements written so far as one box while their union is a box, else as a boolean
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .shard_write import paste, paste_where
+
 if TYPE_CHECKING:
     from .dataset import Dataset
 
-__all__ = ["Box", "Pending", "box_mask", "box_of", "simple_box"]
+__all__ = ["Box", "Pending", "box_of", "simple_box"]
 
 Box = tuple[tuple[int, int], ...]
 
@@ -138,28 +141,25 @@ class Pending:
         self.covered += view.size - int(np.count_nonzero(view))
         view[...] = True
 
-    def part(self, region: tuple[slice, ...]) -> tuple[str, Any]:
-        """What was written of the chunk at ``region`` (unit-step slices of the object): ``("none",)``,
-        ``("full",)``, ``("box", slices within the chunk)`` or ``("mask", mask of the chunk)``."""
+    def update(self, region: tuple[slice, ...]) -> Any:
+        """What was written of the chunk at ``region`` (unit-step slices of the object), as the engine's
+        write takes it: ``None`` (nothing), the chunk's values (all of it) or a merge function of its
+        stored values (part of it)."""
+        values = self.values[(*region, ...)]  # an array, also for a 0-d object
+        if self.complete:
+            return values
         if self.mask is not None:
             m = self.mask[region]
             n = int(np.count_nonzero(m))
-            return ("none", None) if n == 0 else ("full", None) if n == m.size else ("mask", m)
+            return None if n == 0 else values if n == m.size else partial(paste_where, m, values)
         if self.box is None:
-            return ("none", None)
+            return None
         local = []
         for (a, b), r in zip(self.box, region, strict=True):
             lo, hi = max(a, r.start), min(b, r.stop)
             if lo >= hi:
-                return ("none", None)
+                return None
             local.append(slice(lo - r.start, hi - r.start))
         if all(s.start == 0 and s.stop == r.stop - r.start for s, r in zip(local, region, strict=True)):
-            return ("full", None)
-        return ("box", tuple(local))
-
-
-def box_mask(local: tuple[slice, ...], region: tuple[slice, ...]) -> np.ndarray:
-    """A boolean mask of the chunk at ``region`` that is true inside ``local``."""
-    m = np.zeros(tuple(r.stop - r.start for r in region), dtype=bool)
-    m[local] = True
-    return m
+            return values
+        return partial(paste, tuple(local), values[tuple(local)])
