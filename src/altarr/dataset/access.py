@@ -54,8 +54,7 @@ class DatasetAccess:
 
     # --- requests --------------------------------------------------------------------------------------
     def _rows(self, coords: Sequence[Sequence[int]] | np.ndarray) -> dict[Chunk, list[int]]:
-        """Validated coordinates: each distinct chunk (in first-seen order) with the request rows asking
-        for it."""
+        """Each distinct valid chunk (first-seen order) with the request rows asking for it."""
         wanted, unique = self._unique(coords)
         rows: dict[Chunk, list[int]] = {c: [] for c in unique}
         for i, c in enumerate(wanted):
@@ -124,14 +123,10 @@ class DatasetAccess:
         versions: dict[str, Any] | None = None,
         into: tuple[np.ndarray, Geometry] | None = None,
     ) -> None:
-        """``fn(chunk, values)`` for each of the distinct, valid ``chunks`` on the pool: the values
-        decoded into this thread's scratch buffer (read-only, valid during the call; a read-only fill-value
-        array for a chunk that is not stored). On local files each shard is opened once and every chunk's
-        range read inside its own task. Region reads and :meth:`visit_chunks` are built on it.
-
-        ``into=(out, geometry)`` (region reads, ``geometry`` from :meth:`RegionPlan.geometry
-        <altarr.selection.regions.RegionPlan.geometry>`; ``fn`` copies each chunk's piece into ``out``):
-        the native kernel decodes the chunks it can straight into ``out`` first, ``fn`` does the rest."""
+        """:meth:`visit_chunks` of distinct, valid ``chunks``: ``fn(chunk, values)``. ``into=(out,
+        geometry)`` (region reads, :meth:`RegionPlan.geometry <altarr.selection.regions.RegionPlan.geometry>`;
+        ``fn`` copies each chunk's piece into ``out``): the native kernel decodes the chunks it can straight
+        into ``out`` first, ``fn`` does the rest."""
         if not chunks:
             return
 
@@ -168,11 +163,9 @@ class DatasetAccess:
         versions: dict[str, Any] | None,
         into: tuple[np.ndarray, Geometry],
     ) -> tuple[Slots, list[Chunk]]:
-        """The kernel's part of a region read on a store that hands its answers over as they arrive:
-        the chunks of each answer are decoded into ``out`` on the pool while this thread takes the next
-        answer in. Returns the read's slots and the chunks left to the pure-Python path (measured: see
-        benchmarks/README.md, "Numbers moved out of the code").
-        """
+        """The kernel's part of a region read on a store that hands its answers over as they arrive, each
+        decoded into ``out`` on the pool while the next comes in (benchmarks/README.md, "Numbers moved
+        out of the code"); returns the read's slots and the chunks left to the pure-Python path."""
         raw: Slots = {}
         decoder = kernel.ReadInto(self.codec.native, *into)
         try:

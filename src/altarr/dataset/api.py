@@ -10,6 +10,7 @@ from ..errors import MetadataError, NodeNotFoundError, UnsupportedError
 from ..formats import consolidated as cm
 from ..formats import get_format, open_node, registered_formats
 from ..formats._common import join_key, parse_json
+from ..formats.base import Node
 from ..stores.base import Store
 from .consolidated import refresh_consolidated
 from .dataset import Dataset
@@ -27,11 +28,11 @@ __all__ = [
 ]
 
 
-def _located(fn: Any, store: Store, prefix: str) -> Any:
-    """``fn(store, prefix)``, with metadata errors saying which store they are about (a bare relative
-    key such as '/' does not tell a user which path was wrong)."""
+def _open_node(store: Store, prefix: str, **options: Any) -> Node:
+    """:func:`~altarr.formats.open_node`, with metadata errors saying which store they are about (a bare
+    relative key such as '/' does not tell a user which path was wrong)."""
     try:
-        return fn(store, prefix)
+        return open_node(store, prefix, **options)
     except MetadataError as e:
         raise type(e)(f"{e.message} in {store!r}", **e._context()) from e
 
@@ -63,7 +64,7 @@ def open_dataset(
     """
     store, prefix = store_at(path_or_url, mode, path, storage_options)
     # detection and parsing from one batched request
-    node = _located(lambda s, p: open_node(s, p, format=format), store, prefix)
+    node = _open_node(store, prefix, format=format)
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
     return Dataset(
@@ -103,13 +104,13 @@ def open_group(
     # Zarr v3 consolidates inside zarr.json)
     extra = tuple(dict.fromkeys(k for f in registered_formats() for k in f.consolidated_probe_keys()))
     try:
-        node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
+        node = _open_node(store, prefix, parse=False, extra=extra)
     except NodeNotFoundError:  # perhaps a group of an N5 container without attributes.json
         above = n5_container_above(path_or_url, path, mode, storage_options)
         if above is None:
             raise
         store, prefix = above
-        node = _located(lambda s, p: open_node(s, p, parse=False, extra=extra), store, prefix)
+        node = _open_node(store, prefix, parse=False, extra=extra)
     if node.kind != "group":
         raise MetadataError("node is an array, not a group (use altarr.open_dataset)", key=prefix or "/")
     found = node.format.consolidated_children(node.raw or {}, prefix)

@@ -91,11 +91,6 @@ class WriteBuffer:
         arena_rows = chunks_per_object * per_group
         return obj, per_group, 0 if slot is None or arena_rows < 2 else arena_rows * slot
 
-    def _passes_through(self) -> bool:
-        """Whether one object and the output arena exceed the budget: then nothing is buffered."""
-        obj, _, arena = self._geometry
-        return obj + arena > self.max_bytes
-
     # --- state --------------------------------------------------------------------------------------------
     @property
     def nbytes(self) -> int:
@@ -125,7 +120,8 @@ class WriteBuffer:
         ds = self.dataset
         with self._lock:
             self._check_open()
-            if self._passes_through():
+            obj, _, arena = self._geometry
+            if obj + arena > self.max_bytes:  # one object and the output arena do not fit: no buffering
                 ds[selection] = values
                 return
             box = simple_box(selection, values, ds)

@@ -71,10 +71,8 @@ class IndexCache:
         return self.store.get_ranges(requests), [None] * len(requests)
 
     def read_sized(self, requests: list) -> tuple[list, list, list]:
-        """:meth:`read` plus, per request, the total size of the object its bytes came from where the
-        store tells it with the bytes (:attr:`~altarr.stores.base.Store.reports_sizes`: files, memory,
-        zip, obstore), else ``None``: the same requests, nothing asked in addition. Versions as
-        :meth:`read` gives them (``None`` while the cache is off)."""
+        """:meth:`read` plus, per request, the size of the object its bytes came from where the store
+        tells it with them (:attr:`~altarr.stores.base.Store.reports_sizes`), else ``None``."""
         if not requests:
             return [], [], []
         datas, versions, sizes = self.store.get_ranges_sized(requests)
@@ -85,11 +83,9 @@ class IndexCache:
     def read_sized_as_ready(
         self, requests: list, on_sent: Callable[[], None] | None = None
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """:meth:`read_sized` handed over per store answer as it arrives
-        (:meth:`~altarr.stores.base.Store.get_ranges_as_ready`): batches of ``(position in requests,
-        bytes, version, object size)``, versions ``None`` while the cache is off. The batch goes to the
-        store now, not when the first answer is asked for, and ``on_sent()`` is called then: the
-        caller's moment to use the wait."""
+        """:meth:`read_sized` handed over per store answer as it arrives: batches of ``(position in
+        requests, bytes, version, object size)``. The batch is sent now, then ``on_sent()`` is called
+        (the caller's moment to use the wait)."""
         answers = self.store.get_ranges_as_ready(requests)
         if on_sent is not None:
             on_sent()

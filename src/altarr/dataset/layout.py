@@ -6,7 +6,7 @@ chunk bytes through nested levels, without I/O or decoding.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,36 +101,46 @@ class ShardLayout:
         return self.grid.block_clipped_shape(chunk, 0)
 
     # --- shard bytes <-> raw chunk bytes (no decoding) ---------------------------------------------------
+    def _level(self, level: int) -> tuple[ShardingCodec, tuple[int, ...]]:
+        """The sharding codec of ``level`` and its children per dimension."""
+        sc = self.sharding[level]
+        assert sc is not None
+        return sc, self.grid.per_block(level)
+
+    def _entries(self, mem: memoryview, level: int, key: str) -> list[Any]:
+        """The children of the level-``level`` block ``mem`` (raw bytes or ``None``), errors naming ``key``."""
+        sc, cps = self._level(level)
+        try:
+            return list(sc.split(mem, cps))
+        except AltarrError as e:
+            raise e.with_context(key=key) from e
+
+    def _by_child(self, chunks: Iterable[Chunk], level: int) -> dict[int, list[Chunk]]:
+        """The level-0 ``chunks`` by the index of the child of a level-``level`` block holding them."""
+        out: dict[int, list[Chunk]] = {}
+        for c in chunks:
+            out.setdefault(self.grid.flat_index(self.grid.relative(c, level - 1, level), level), []).append(c)
+        return out
+
     def split_down(
         self, mem: memoryview, level: int, chunks: set[Chunk], key: str
     ) -> dict[Chunk, memoryview]:
         """Raw bytes of the stored ``chunks`` (level-0 coords) inside the level-``level`` block ``mem``."""
-        sc = self.sharding[level]
-        assert sc is not None
-        cps = self.grid.per_block(level)
-        try:
-            entries = sc.split(mem, cps)
-        except AltarrError as e:
-            raise e.with_context(key=key) from e
-        by_child: dict[Chunk, set[Chunk]] = {}
-        for c in chunks:
-            by_child.setdefault(self.grid.relative(c, level - 1, level), set()).add(c)
+        entries = self._entries(mem, level, key)
         found: dict[Chunk, memoryview] = {}
-        for rel, group in by_child.items():
-            entry = entries[self.grid.flat_index(rel, level)]
-            if entry is None:
+        for i, group in self._by_child(chunks, level).items():
+            if entries[i] is None:
                 continue
             if level == 1:
-                found[next(iter(group))] = entry
+                found[group[0]] = entries[i]
             else:
-                found.update(self.split_down(entry, level - 1, group, key))
+                found.update(self.split_down(entries[i], level - 1, set(group), key))
         return found
 
     def empty(self, level: int) -> bytes:
         """A level-``level`` block holding no chunk (:meth:`ShardingCodec.empty_shard`)."""
-        sc = self.sharding[level]
-        assert sc is not None
-        return sc.empty_shard(self.grid.per_block(level))
+        sc, cps = self._level(level)
+        return sc.empty_shard(cps)
 
     def build(
         self, level: int, old: memoryview | None, new: dict[Chunk, Any], key: str, parts: bool = False
@@ -138,23 +148,11 @@ class ShardLayout:
         """Assemble a level-``level`` block: old entries carried over as bytes, ``new``
         (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty; with
         ``parts`` the block is returned as the list of its parts (see ``ShardingCodec.assemble_parts``)."""
-        sc = self.sharding[level]
-        assert sc is not None
-        cps = self.grid.per_block(level)
-        if old is not None:
-            try:
-                entries: list[Any] = list(sc.split(old, cps))
-            except AltarrError as e:
-                raise e.with_context(key=key) from e
-        else:
-            entries = [None] * math.prod(cps)
-        by_child: dict[Chunk, dict[Chunk, Any]] = {}
-        for c, b in new.items():
-            by_child.setdefault(self.grid.relative(c, level - 1, level), {})[c] = b
-        for rel, group in by_child.items():
-            i = self.grid.flat_index(rel, level)
+        sc, cps = self._level(level)
+        entries = self._entries(old, level, key) if old is not None else [None] * math.prod(cps)
+        for i, group in self._by_child(new, level).items():
             if level == 1:
-                entries[i] = next(iter(group.values()))
+                entries[i] = new[group[0]]
             else:
-                entries[i] = self.build(level - 1, entries[i], group, key)
+                entries[i] = self.build(level - 1, entries[i], {c: new[c] for c in group}, key)
         return sc.assemble_parts(entries, cps) if parts else sc.assemble(entries, cps)

@@ -5,6 +5,7 @@ groups of whole objects under their locks (docs/architecture.md, "The dataset en
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -68,9 +69,8 @@ def chain(fns: list[Callable[[np.ndarray], np.ndarray]], old: np.ndarray) -> np.
 
 
 class ShardWriter:
-    """Writes chunk updates to ``store`` (see the module docstring). Reads the old bytes it must merge
-    with through ``reader`` (unsharded) or whole-object reads (sharded), and drops the cached indexes
-    of the shards it writes."""
+    """Writes chunk updates to ``store`` (see the module docstring), dropping the cached indexes of the
+    shards it writes."""
 
     def __init__(
         self,
@@ -139,42 +139,31 @@ class ShardWriter:
             locks.conflict_backoff(attempt)
 
     def new_arena(self, n: int) -> np.ndarray | None:
-        """One output slot per chunk of a write group, for chains that compress into a given buffer: its
-        pages are faulted in once and reused by every later group of the call (a row is free again once
-        the stores' ``set`` of its group returned)."""
+        """One output slot per chunk of a write group, for chains that compress into a given buffer (its
+        pages faulted in once, reused by every later group of the call)."""
         if self.codec.encode_slot is None or n < 2:
             return None
         return np.empty((n, self.codec.encode_slot), dtype=np.uint8)
 
     def _write_groups(self, updates: dict[Chunk, Any]) -> list[dict[Chunk, Any]]:
         """Split updates into groups of whole stored objects, each of at most WRITE_GROUP_BYTES."""
-        chunk_bytes = self.layout.dtype.itemsize
-        for n in self.grid.chunks:
-            chunk_bytes *= n
-        max_objects = self.LOCKED_OBJECTS_PER_GROUP if self.store.concurrent_writes == "locked" else 0
-        if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and (
-            not max_objects or len(updates) <= max_objects
-        ):
+        chunk_bytes = math.prod(self.grid.chunks) * self.layout.dtype.itemsize
+        locked = self.store.concurrent_writes == "locked"
+        max_objects = self.LOCKED_OBJECTS_PER_GROUP if locked else len(updates)
+        if len(updates) * chunk_bytes <= WRITE_GROUP_BYTES and len(updates) <= max_objects:
             return [updates]
         objects = (
             self.layout.group_by_shard(list(updates)) if self.layout.sharded else {c: [c] for c in updates}
         )
-        groups: list[dict[Chunk, Any]] = []
-        current: dict[Chunk, Any] = {}
+        groups: list[dict[Chunk, Any]] = [{}]
         n_objects = 0
         for chunks in objects.values():
-            if current and (
-                (len(current) + len(chunks)) * chunk_bytes > WRITE_GROUP_BYTES
-                or (max_objects and n_objects >= max_objects)
-            ):
-                groups.append(current)
-                current = {}
+            size = (len(groups[-1]) + len(chunks)) * chunk_bytes
+            if groups[-1] and (size > WRITE_GROUP_BYTES or n_objects >= max_objects):
+                groups.append({})
                 n_objects = 0
             n_objects += 1
-            for c in chunks:
-                current[c] = updates[c]
-        if current:
-            groups.append(current)
+            groups[-1].update((c, updates[c]) for c in chunks)
         return groups
 
     def _new_bytes(
