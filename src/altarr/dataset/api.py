@@ -67,6 +67,7 @@ def open_dataset(
     node = _open_node(store, prefix, format=format)
     if node.kind != "array":
         raise MetadataError("node is a group, not an array (use altarr.open_group)", key=prefix or "/")
+    assert node.spec is not None  # an array's node carries its metadata
     return Dataset(
         store,
         prefix,

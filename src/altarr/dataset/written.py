@@ -145,7 +145,7 @@ class Pending:
         """What was written of the chunk at ``region`` (unit-step slices of the object), as the engine's
         write takes it: ``None`` (nothing), the chunk's values (all of it) or a merge function of its
         stored values (part of it)."""
-        values = self.values[(*region, ...)]  # an array, also for a 0-d object
+        values = np.asarray(self.values[region])  # an array, also for a 0-d object's element
         if self.complete:
             return values
         if self.mask is not None:
