@@ -173,6 +173,10 @@ def read_into(
     return job.finish(chunks)
 
 
+#: A part of a read holding one chunk of at most this many decoded bytes is decoded on the thread that
+#: took its answer in (:meth:`ReadInto.add`).
+INLINE_DECODE_BYTES = 256 * 1024
+
 #: Results from this size on have their pages touched on the pool while the read's answers are on the way
 #: (:func:`touch_pages`).
 TOUCH_BYTES = 4 << 20
@@ -239,11 +243,19 @@ class ReadInto:
             wait(skip_unstarted=True)
 
     def add(self, raw: Mapping[Any, ChunkSlot | None]) -> None:
-        """Start decoding the chunks of one part (as :meth:`ShardReader.read_raw` gives) on the pool."""
+        """Start decoding the chunks of one part (as :meth:`ShardReader.read_raw` gives) on the pool; a
+        part of one chunk of at most :data:`INLINE_DECODE_BYTES` is decoded here and now (handing it to
+        a pool thread costs more than its decode: benchmarks/README.md, "One small chunk decoded where
+        it arrives")."""
         chunks = list(raw)
         self._touched()
         job = _job(self.plan, raw, chunks, self.out, self.geometry)
-        wait = None if job is None else spawn(job.call, job.n)
+        wait = None
+        if job is not None:
+            if job.n == 1 and job.plan.chunk_nbytes <= INLINE_DECODE_BYTES:
+                job.call()
+            else:
+                wait = spawn(job.call, job.n)
         self.jobs.append((job, chunks, wait))
 
     def finish(self) -> list[Any]:
