@@ -170,18 +170,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _raise(errors: list[tuple[int, BaseException]]) -> None:
+    """Raise the exception of the first failed item of ``errors`` (``(item, exception)`` pairs), kept in
+    no frame's locals: a frame holding the exception it raised is a cycle (frame, exception, traceback)
+    that keeps the failed call's buffers until the garbage collector runs."""
+    try:
+        raise min(errors, key=lambda item: item[0])[1]
+    finally:
+        errors.clear()
+
+
 def _inline(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``pmap`` on the calling thread: every item runs, then the first failure propagates."""
     results: list[R] = []
-    first: Exception | None = None
+    errors: list[tuple[int, BaseException]] = []
     for x in items:
         try:
             results.append(fn(x))
         except Exception as e:  # every item runs; the first error is raised below
-            first = first or e
+            errors.append((len(results), e))
             results.append(None)  # type: ignore[arg-type]  # never returned: the first error is raised below
-    if first is not None:
-        raise first
+    if errors:
+        _raise(errors)
     return results
 
 
@@ -226,7 +236,7 @@ def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> lis
     for f in futures:
         f.result()
     if errors:
-        raise min(errors, key=lambda item: item[0])[1]
+        _raise(errors)
     return results
 
 
@@ -249,28 +259,26 @@ def spawn(fn: Callable[[], object], n: int) -> Callable[..., None]:
         try:
             fn()
         except Exception as e:  # raised by the returned wait, as a pool runner's error is
-            failed = e
-
-            def reraise(skip_unstarted: bool = False) -> None:
-                raise failed
-
-            return reraise
+            failed: list[tuple[int, BaseException]] = [(0, e)]
+            return lambda skip_unstarted=False: _raise(failed)
         return _nothing
 
     pool = _pool(workers)
     futures = [pool.submit(_runner(fn)) for _ in range(min(workers, n))]
 
     def wait(skip_unstarted: bool = False) -> None:
-        first: BaseException | None = None
+        errors: list[tuple[int, BaseException]] = []
         for f in futures:
             if skip_unstarted and f.cancel():  # not started: it will never run
                 continue
             try:
                 f.result()
             except BaseException as e:  # noqa: B036 - every runner is waited for, then the first raised
-                first = first or e
-        if first is not None:
-            raise first
+                errors.append((0, e))
+        del f  # a future holds its exception, whose traceback holds this frame (futures is never empty)
+        futures.clear()
+        if errors:
+            _raise(errors)
 
     return wait
 

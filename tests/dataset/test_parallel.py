@@ -136,3 +136,34 @@ def test_spawn_wait_can_drop_the_runners_no_thread_started(pool_size):
     kept()  # waits for its runner, which runs once a thread is free
     hold(skip_unstarted=True)  # started runners are waited for
     assert queued == ["kept"] and len(busy_ran) == pool_size
+
+
+@pytest.mark.parametrize("call", ["pmap", "spawn"])
+def test_a_failed_call_frees_its_buffers_without_the_garbage_collector(call):
+    """The exception a pool call raises holds no cycle back to that call's frames: once the caller drops
+    it, what the failed item held is freed at once (a 2 GiB chunk must not wait for the collector)."""
+    import gc
+    import weakref
+
+    from altarr._threads import spawn
+
+    class Buffer:
+        pass
+
+    held = []
+
+    def fail(_x=None):
+        buf = Buffer()
+        held.append(weakref.ref(buf))
+        raise ValueError("no room")
+
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match="no room"):
+            if call == "pmap":
+                pmap(fail, [0, 1])
+            else:
+                spawn(fail, 1)()
+        assert held and all(ref() is None for ref in held)
+    finally:
+        gc.enable()
