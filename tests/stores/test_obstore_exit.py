@@ -6,7 +6,7 @@ takes it back. The caller can finish and the interpreter start finalizing before
 the thread is then ended with ``pthread_exit``, which cannot unwind through Rust frames: the process
 aborted after all its work was done (5 of 60 short processes of 8 writing threads exited with -6, and
 one of the four writer processes of the S3 soak about one run in four). ``ObstoreStore`` therefore makes
-only obstore's blocking calls, from Python threads (``obstore_client.request_threads``, altarr's I/O threads): no Rust thread
+only obstore's blocking calls, from Python threads (``_threads.io_threads``, altarr's I/O threads): no Rust thread
 ever enters Python."""
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ import atexit
 import hashlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .._threads import after_fork_in_child, io_threads
+from .._threads import after_fork_in_child
 from ..errors import StoreError
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "is_conflict",
     "outcome",
     "put_version",
-    "request_threads",
     "size_of",
     "version_of",
 ]
@@ -63,12 +61,6 @@ def _after_fork() -> None:
 
 def forked_after_use() -> bool:
     return _forked_after_use
-
-
-def request_threads(limit: int) -> ThreadPoolExecutor:
-    """The threads that send a batch's requests, each blocking in one of obstore's synchronous calls
-    (not its async ones: faster, and no Rust thread enters Python at exit; ``docs/remote.md``)."""
-    return io_threads(limit)
 
 
 def outcome(fn: Callable[..., Any], args: tuple) -> Any:

@@ -24,6 +24,7 @@ from concurrent.futures import Future, as_completed
 from contextlib import contextmanager
 from typing import Any
 
+from .._threads import io_threads
 from ..errors import WriteConflictError
 from ._util import as_bytes, byte_length, client_failure, coalesce_gap_for
 from .base import Fetched, ReadRequest, Store, _one_batch, normalize_key
@@ -37,7 +38,6 @@ from .obstore_client import (
     is_conflict,
     outcome,
     put_version,
-    request_threads,
     size_of,
     version_of,
 )
@@ -123,10 +123,12 @@ class ObstoreStore(Store):
         return (_rebuild, (self.url, self.read_only, self._kwargs()))
 
     def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-        """Run blocking ``(fn, args)`` calls concurrently; exceptions are returned in place of results."""
+        """Run blocking ``(fn, args)`` calls concurrently, each on an I/O thread in one of obstore's
+        synchronous calls (not its async ones: ``docs/remote.md``); exceptions are returned in place of
+        results."""
         if len(calls) == 1:
             return [outcome(*calls[0])]
-        pool = request_threads(self.concurrency)
+        pool = io_threads(self.concurrency)
         return [f.result() for f in [pool.submit(outcome, fn, args) for fn, args in calls]]
 
     # --- reads ----------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ class ObstoreStore(Store):
         plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
         if len(plan.merged) < 2:  # one request: nothing to overlap (answered as get_ranges_sized does)
             return _one_batch(*self._read_planned(plan, True))
-        pool = request_threads(self.concurrency)
+        pool = io_threads(self.concurrency)
         futures = {pool.submit(outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
         self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken
         return self._as_ready(plan, futures)
@@ -243,10 +245,6 @@ class ObstoreStore(Store):
         if record and self._watched():
             self._record(keys, [(None, r) for r in out])
         return [None if isinstance(r, BaseException) else r for r in out]
-
-    def size(self, key: str) -> int | None:
-        meta = self._heads([normalize_key(key)])[0]
-        return None if meta is None else int(meta["size"])
 
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         meta = self._heads([normalize_key(key)])[0]
