@@ -5,10 +5,9 @@
  * Reads: for each task, pread a chunk's byte range (or take it from a bytes-like object in memory),
  * decompress it into a reused per-thread buffer (or straight into the destination when the chunk lands
  * in one C-contiguous run of it) and scatter the selected part into the output array (strided copy).
- * Writes: for each task, gather a chunk from a strided source array (padding edge chunks with the fill
- * value), tell fill-valued chunks apart, and compress it with blosc into its slot of one output arena;
- * zstd chunks are gathered and tested here one by one (gather_chunk) and compressed by python-zstandard
- * (its bundled libzstd is newer than what distributions ship, and faster at the levels used).
+ * Writes: gather_chunk lays a chunk from a strided source array out in one buffer (padding edge chunks
+ * with the fill value) and tells fill-valued chunks apart; the codec then compresses it (blosc through
+ * blosc_compress below, zstd through python-zstandard).
  *
  * No codec is implemented here: it links libzstd (zstd.h, stable API, >= 1.4; decoding) and c-blosc 1.x
  * (blosc.h, the reentrant *_ctx calls), found by setup.py. Every decode is bounded: a frame whose decoded size is
@@ -44,14 +43,12 @@
 /* task status codes (shared with kernel.py) */
 #define ST_OK 0
 #define ST_PENDING 1
-#define ST_FILL 2           /* writes: the chunk equals the fill value (not stored) */
 #define ST_READ_FAILED -1   /* pread failed */
 #define ST_SHORT_READ -2    /* fewer bytes than the range asks for */
 #define ST_DECODE_FAILED -3 /* the codec refused the frame */
 #define ST_SIZE_MISMATCH -4 /* the frame does not decode to exactly the chunk's size */
 #define ST_NO_MEMORY -5
 #define ST_BAD_TASK -6      /* geometry outside the chunk or the output */
-#define ST_ENCODE_FAILED -7
 
 #define CODEC_ZSTD 1
 #define CODEC_BLOSC 2
@@ -241,8 +238,8 @@ static void release_sources(source *src, Py_ssize_t n) {
 }
 
 /* One source per item of `seq`: an int is a file descriptor, anything else a C-contiguous bytes-like
- * object (flags: PyBUF_SIMPLE for chunk bytes, PyBUF_STRIDES for arrays to gather from). */
-static source *acquire_sources(PyObject *seq, Py_ssize_t *n_out, int flags) {
+ * object. */
+static source *acquire_sources(PyObject *seq, Py_ssize_t *n_out) {
     PyObject *fast = PySequence_Fast(seq, "sources must be a sequence");
     if (!fast) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
@@ -265,7 +262,7 @@ static source *acquire_sources(PyObject *seq, Py_ssize_t *n_out, int flags) {
             src[i].fd = (int)fd;
         } else {
             src[i].fd = -1;
-            if (PyObject_GetBuffer(o, &src[i].view, flags) < 0) {
+            if (PyObject_GetBuffer(o, &src[i].view, PyBUF_SIMPLE) < 0) {
                 release_sources(src, i);
                 Py_DECREF(fast);
                 return NULL;
@@ -437,7 +434,7 @@ static PyObject *read_chunks(PyObject *self, PyObject *args) {
     }
     int64_t *next = counter_ptr(&counter);
     if (!next) goto done;
-    srcs = acquire_sources(sources, &nsrc, PyBUF_SIMPLE);
+    srcs = acquire_sources(sources, &nsrc);
     if (!srcs) goto done;
     const int64_t *tk = (const int64_t *)tasks.buf;
     int32_t *stat = (int32_t *)status.buf;
@@ -469,11 +466,6 @@ typedef struct {
     size_t expected;
     int64_t cshape[MAXDIM];
     int64_t cstride[MAXDIM];
-    char *arena;
-    size_t slot;
-    int level, flag, typesize; /* blosc's clevel, shuffle and typesize */
-    size_t blocksize;
-    const char *cname;
     int fill_mode;
     const char *fill; /* isz bytes */
 } write_geo;
@@ -508,26 +500,14 @@ static int is_fill(const write_geo *g, const char *buf) {
     return 0;
 }
 
-/* The chunk in `v` (of at most the chunk's shape, any strides) laid out as one whole C-ordered chunk,
- * edge chunks padded with the fill value: `v`'s own buffer when it is one already and `dst` is NULL,
- * else gathered into `dst` (or this thread's scratch buffer). Sets `*out`; returns a status. */
-static int gather(const write_geo *g, const Py_buffer *v, char *dst, const char **out) {
+/* The chunk in `v` (of at most the chunk's shape, any strides) laid out as one whole C-ordered chunk in
+ * `dst`, edge chunks padded with the fill value; returns a status. */
+static int gather(const write_geo *g, const Py_buffer *v, char *dst) {
     if (v->ndim != g->ndim || (size_t)v->itemsize != g->isz) return ST_BAD_TASK;
-    int whole = 1, contiguous = 1;
+    int whole = 1;
     for (int d = 0; d < g->ndim; d++) {
         if (v->shape[d] < 1 || v->shape[d] > g->cshape[d]) return ST_BAD_TASK;
         if (v->shape[d] != g->cshape[d]) whole = 0;
-        if (v->shape[d] > 1 && (!v->strides || v->strides[d] != g->cstride[d])) contiguous = 0;
-    }
-    if (whole && contiguous && !dst) {
-        *out = (const char *)v->buf; /* compress straight from the caller's array */
-        return ST_OK;
-    }
-    if (!dst) {
-        tstate *t = get_tstate();
-        if (!t) return ST_NO_MEMORY;
-        dst = (char *)grow(&t->scratch, &t->scratch_cap, g->expected);
-        if (!dst) return ST_NO_MEMORY;
     }
     if (!whole) { /* an edge chunk: the part outside the array is the fill value */
         for (size_t k = 0; k < g->expected; k += g->isz) memcpy(dst + k, g->fill, g->isz);
@@ -545,21 +525,6 @@ static int gather(const write_geo *g, const Py_buffer *v, char *dst, const char 
         }
     }
     copy_nd(g->ndim, count, g->isz, (const char *)v->buf, sstr, dst, g->cstride);
-    *out = dst;
-    return ST_OK;
-}
-
-/* Gather, test against the fill value, and compress with blosc into the task's arena row. */
-static int encode_task(const write_geo *g, const Py_buffer *v, int64_t i, int64_t *length) {
-    const char *src;
-    int st = gather(g, v, NULL, &src);
-    if (st != ST_OK) return st;
-    if (g->fill_mode != FILL_NONE && is_fill(g, src)) return ST_FILL;
-    char *dst = g->arena + (size_t)i * g->slot;
-    int r = blosc_compress_ctx(g->level, g->flag, (size_t)g->typesize, g->expected, src, dst, g->slot, g->cname,
-                               g->blocksize, 1);
-    if (r <= 0) return ST_ENCODE_FAILED;
-    *length = r;
     return ST_OK;
 }
 
@@ -585,65 +550,6 @@ static int chunk_geometry(write_geo *g, PyObject *shapeobj, Py_ssize_t itemsize,
     return 0;
 }
 
-PyDoc_STRVAR(encode_chunks_doc,
-             "encode_chunks(arrays, counter, status, lengths, arena, chunk_shape, params, fill, fill_mode) -> None\n\n"
-             "Gather each array, test it against the fill value and compress it with blosc into its row of the\n"
-             "2-d uint8 `arena` (see kernel.py). params: (clevel, shuffle, typesize, blocksize, cname, itemsize).");
-
-static PyObject *encode_chunks(PyObject *self, PyObject *args) {
-    PyObject *arrays, *shapeobj;
-    Py_buffer counter, status, lengths, arena, fill;
-    int fill_mode;
-    const char *cname = NULL;
-    Py_ssize_t blocksize = 0, itemsize = 0;
-    write_geo g;
-    memset(&g, 0, sizeof g);
-    if (!PyArg_ParseTuple(args, "Ow*w*w*w*O(iiinsn)y*i", &arrays, &counter, &status, &lengths, &arena, &shapeobj,
-                          &g.level, &g.flag, &g.typesize, &blocksize, &cname, &itemsize, &fill, &fill_mode))
-        return NULL;
-    PyObject *ret = NULL;
-    source *srcs = NULL;
-    Py_ssize_t n = 0;
-    if (chunk_geometry(&g, shapeobj, itemsize, &fill, fill_mode) < 0) goto done;
-    g.blocksize = (size_t)blocksize;
-    g.cname = cname;
-    int64_t *next = counter_ptr(&counter);
-    if (!next) goto done;
-    srcs = acquire_sources(arrays, &n, PyBUF_STRIDES);
-    if (!srcs) goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!srcs[i].has_view) {
-            PyErr_SetString(PyExc_TypeError, "arrays must be buffers");
-            goto done;
-        }
-    }
-    Py_ssize_t slot = n ? arena.len / n : 0;
-    if (n && (status.len < n * (Py_ssize_t)sizeof(int32_t) || lengths.len < n * (Py_ssize_t)sizeof(int64_t) ||
-              slot < 1 || (arena.len % n))) {
-        PyErr_SetString(PyExc_ValueError, "status, lengths or arena do not fit the arrays");
-        goto done;
-    }
-    g.arena = (char *)arena.buf;
-    g.slot = (size_t)slot;
-    int32_t *stat = (int32_t *)status.buf;
-    int64_t *lens = (int64_t *)lengths.buf;
-    Py_BEGIN_ALLOW_THREADS for (;;) {
-        int64_t i = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
-        if (i >= n) break;
-        stat[i] = encode_task(&g, &srcs[i].view, i, &lens[i]);
-    }
-    Py_END_ALLOW_THREADS ret = Py_None;
-    Py_INCREF(ret);
-done:
-    if (srcs) release_sources(srcs, n);
-    PyBuffer_Release(&counter);
-    PyBuffer_Release(&status);
-    PyBuffer_Release(&lengths);
-    PyBuffer_Release(&arena);
-    PyBuffer_Release(&fill);
-    return ret;
-}
-
 PyDoc_STRVAR(gather_chunk_doc,
              "gather_chunk(array, out, chunk_shape, fill, fill_mode) -> bool\n\n"
              "Lay `array` (at most the chunk's shape, any strides) out in the C-contiguous buffer `out` of one\n"
@@ -666,11 +572,10 @@ static PyObject *gather_chunk(PyObject *self, PyObject *args) {
     }
     if (PyObject_GetBuffer(array, &view, PyBUF_STRIDES) < 0) goto done;
     have_view = 1;
-    const char *src;
     int st, all_fill = 0;
     Py_BEGIN_ALLOW_THREADS
-    st = gather(&g, &view, (char *)out.buf, &src);
-    if (st == ST_OK && g.fill_mode != FILL_NONE) all_fill = is_fill(&g, src);
+    st = gather(&g, &view, (char *)out.buf);
+    if (st == ST_OK && g.fill_mode != FILL_NONE) all_fill = is_fill(&g, (const char *)out.buf);
     Py_END_ALLOW_THREADS
     if (st != ST_OK) {
         PyErr_Format(PyExc_ValueError, "the array does not fit the chunk (status %d)", st);
@@ -742,7 +647,6 @@ static PyObject *py_blosc_compress(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"read_chunks", read_chunks, METH_VARARGS, read_chunks_doc},
-    {"encode_chunks", encode_chunks, METH_VARARGS, encode_chunks_doc},
     {"blosc_nbytes", py_blosc_nbytes, METH_O, blosc_nbytes_doc},
     {"blosc_decompress", py_blosc_decompress, METH_VARARGS, blosc_decompress_doc},
     {"blosc_compress", py_blosc_compress, METH_VARARGS, blosc_compress_doc},

@@ -306,16 +306,27 @@ class BloscCodec(_NumcodecsCodec):
         cap = src.nbytes + ext.BLOSC_MAX_OVERHEAD
         usable = out is not None and out.dtype == np.uint8 and out.ndim == 1 and out.flags.c_contiguous
         dest = out[:cap] if out is not None and usable and out.size >= cap else np.empty(cap, dtype=np.uint8)
-        try:
-            n = ext.blosc_compress(
-                src, dest, self.clevel, self.shuffle_code, self.typesize or 1, self.cname, self.blocksize
-            )
-        except ValueError:  # blosc refused: numcodecs says why
+        n = self.encode_into(src, dest)
+        if n is None:  # blosc refused: numcodecs says why
             return super().encode(data)
         if dest.base is None:  # a fresh buffer, not a view of ``out``
             dest.resize(n, refcheck=False)  # realloc: shrinks in place, no copy
             return _as_bytes_like(dest)
         return _as_bytes_like(dest[:n])
+
+    def encode_into(self, data: BytesLike, out: np.ndarray) -> int | None:
+        """Compress ``data`` into ``out`` (uint8, at least :meth:`encode_bound` of it) with c-blosc's
+        reentrant call (GIL released): the frame's length, or ``None`` where it cannot (no native
+        extension, or blosc refuses)."""
+        ext = native.ext
+        if ext is None:
+            return None
+        src, shuffle, typesize = as_byte_view(data), self.shuffle_code, self.typesize or 1
+        try:
+            n: int = ext.blosc_compress(src, out, self.clevel, shuffle, typesize, self.cname, self.blocksize)
+        except ValueError:
+            return None
+        return n
 
     def _decode(self, mv: memoryview, out: np.ndarray | None) -> BytesLike:
         # called with the announced size already checked against the cap (decode_capped)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["TODO", "KernelPlan", "plan_for", "read_into", "ReadInto", "encode"]
 
 _ZSTD, _BLOSC = 1, 2
-_ST_OK, _ST_FILL = 0, 2
+_ST_OK = 0
 _ST_READ_DONE = (0, -3, -4)  # the range was read (then decoded, or refused by the codec)
 _FILL_NONE, _FILL_BYTES, _FILL_F4, _FILL_F8 = 0, 1, 2, 3
 
@@ -61,8 +61,7 @@ class KernelPlan:
     """What the kernel needs to know about one dataset's chunks (see :func:`plan_for`)."""
 
     codec: int
-    #: the chain's compressor: zstd chunks are compressed by it (python-zstandard) after the kernel
-    #: gathered and tested them
+    #: the chain's compressor: chunks are compressed by it after the kernel gathered and tested them
     compressor: Any
     chunk_shape: tuple[int, ...]
     dtype: np.dtype
@@ -74,12 +73,6 @@ class KernelPlan:
     encode_slot: int
     #: bytes of one decoded chunk
     chunk_nbytes: int
-
-    @property
-    def blosc_params(self) -> tuple[int, int, int, int, str, int]:
-        """``encode_chunks``' parameters: clevel, shuffle, typesize, blocksize, cname, item size."""
-        c = self.compressor
-        return (c.clevel, c.shuffle_code, c.typesize or 1, c.blocksize, c.cname, self.dtype.itemsize)
 
 
 def _fill_test(dtype: np.dtype, fill: bytes | None, write_empty_chunks: bool) -> int:
@@ -140,11 +133,6 @@ def plan_for(
     )
 
 
-def _run(call: Any, n: int) -> None:
-    """``call()`` on ``min(workers, n)`` pool threads at once (each pulls tasks from the shared counter)."""
-    pmap(lambda _: call(), range(min(get_max_workers(), n)))
-
-
 def _nbytes_in_memory(data: Any) -> int | None:
     """The size of a slot's bytes held in memory in one contiguous run, else ``None`` (a ChunkRange)."""
     if type(data) is memoryview:  # the usual slot: a view of the store's answer (not subclassable)
@@ -169,7 +157,7 @@ def read_into(
     job = _job(plan, raw, chunks, out, geometry)
     if job is None:
         return list(chunks)
-    _run(job.call, job.n)
+    pmap(lambda _: job.call(), range(min(get_max_workers(), job.n)))  # each pulls tasks from one counter
     return job.finish(chunks)
 
 
@@ -403,26 +391,9 @@ def encode(
         arena[:k] if arena is not None and usable else np.empty((k, slot), dtype=np.uint8)
     )
     arrays = [items[i][1] for i in mine]
-    if plan.codec == _ZSTD:
-        frames = pmap(lambda r: _gather_and_compress(ext, plan, arrays[r], block[r]), range(k))
-        for i, frame in zip(mine, frames, strict=True):
-            result[i] = frame
-        return result, rows
-    status = np.full(k, 1, dtype=np.int32)
-    lengths = np.zeros(k, dtype=np.int64)
-    counter = np.zeros(1, dtype=np.int64)
-    params = plan.blosc_params
-    _run(
-        lambda: ext.encode_chunks(
-            arrays, counter, status, lengths, block, plan.chunk_shape, params, plan.fill, plan.fill_mode
-        ),
-        k,
-    )
-    for r, (i, st, length) in enumerate(zip(mine, status.tolist(), lengths.tolist(), strict=True)):
-        if st == _ST_OK:
-            result[i] = block[r, :length]
-        elif st == _ST_FILL:
-            result[i] = None
+    frames = pmap(lambda r: _gather_and_compress(ext, plan, arrays[r], block[r]), range(k))
+    for i, frame in zip(mine, frames, strict=True):
+        result[i] = frame
     return result, rows
 
 
@@ -441,11 +412,12 @@ def _zstd_bound(nbytes: int) -> int:
 
 
 def _gather_and_compress(ext: Any, plan: KernelPlan, values: np.ndarray, row: np.ndarray) -> Any:
-    """One zstd chunk: gathered and tested against the fill value by the kernel into this thread's
-    buffer, then compressed by the codec (python-zstandard, GIL released) into ``row`` (its
-    row of the write group's arena; the result is a view of it): ``None`` for a fill chunk,
-    :data:`TODO` for one the kernel or the codec refuses (the pure-Python path then says why). Why the
-    arena and python-zstandard: docs/engine.md, "The native kernel"."""
+    """One chunk: gathered and tested against the fill value by the kernel into this thread's buffer,
+    then compressed by the codec (GIL released) into ``row`` (its row of the write group's arena; the
+    result is a view of it): ``None`` for a fill chunk, :data:`TODO` for one the kernel or the codec
+    refuses (the pure-Python path then says why). Why the arena and python-zstandard: docs/engine.md,
+    "The native kernel".
+    """
     buf = getattr(_gathered, "buf", None)
     if buf is None or buf.nbytes != plan.chunk_nbytes:
         buf = _gathered.buf = np.empty(plan.chunk_nbytes, dtype=np.uint8)
