@@ -17,6 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ._config import nbytes_of
+from .bounded import bound, too_large
+
 __all__ = ["Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "BytesLike"]
 
 BytesLike = bytes | bytearray | memoryview
@@ -90,8 +93,6 @@ class ArrayBytesCodec(Codec):
         n = self.encoded_size(shape, dtype)
         if n is not None:
             return n
-        from .bounded import bound
-
         return bound(math.prod(shape) * np.dtype(dtype).itemsize)
 
 
@@ -113,8 +114,6 @@ class BytesBytesCodec(Codec):
         n = self.encoded_size(decoded_size)
         if n is not None:
             return n
-        from .bounded import bound
-
         return bound(decoded_size)
 
     def decode_capped(self, data: BytesLike, max_size: int, out: np.ndarray | None = None) -> BytesLike:
@@ -122,9 +121,6 @@ class BytesBytesCodec(Codec):
         for a decompressor before it allocates more than that (a decompression bomb). ``out`` as for the
         compressors' ``decode``. This default decodes, then checks: right for codecs whose output is never
         larger than their input (checksums); every decompressor overrides it to stop at the cap."""
-        from ._config import nbytes_of
-        from .bounded import too_large
-
         got = self.decode(data) if out is None else self.decode(data, out=out)  # type: ignore[call-arg]  # out is given only to the compressors, whose decode takes it
         if nbytes_of(got) > max_size:
             raise too_large(self.name, max_size)

@@ -18,7 +18,9 @@ import struct
 import zlib
 from typing import Any, ClassVar
 
+import lz4.block
 import numpy as np
+import xxhash
 
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError
 from . import bounded
@@ -206,8 +208,6 @@ _LZ4_MAX_BLOCK = 1 << (_LZ4_LEVEL_BASE + 0x0F)
 
 
 def _lz4_checksum(block: BytesLike) -> int:
-    import xxhash
-
     return xxhash.xxh32_intdigest(block, seed=_LZ4_SEED) & _LZ4_CHECKSUM_MASK
 
 
@@ -223,8 +223,6 @@ class Lz4Compression(N5Compression):
         self.level = max(0, (self.block_size - 1).bit_length() - _LZ4_LEVEL_BASE)
 
     def encode(self, data: BytesLike) -> BytesLike:
-        import lz4.block
-
         view = memoryview(data).cast("B")
         out = bytearray()
         for start in range(0, len(view), self.block_size):
@@ -243,8 +241,6 @@ class Lz4Compression(N5Compression):
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
         """Decode the stream; a block that would take the output past ``max_size`` is refused before it
         is decompressed (``CorruptChunkError``)."""
-        import lz4.block
-
         view = memoryview(data).cast("B")
         buf = bytearray()
         pos = 0

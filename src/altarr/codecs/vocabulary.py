@@ -19,8 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numcodecs import blosc
 
 from ..errors import AltarrError, MetadataError, UnknownCodecError, UnsupportedError
+from .base import Codec
+from .n5_compressions import N5Compression, compression_from_n5_json
+from .registry import codec_from_json
+from .zarr2 import numcodec_from_config
 
 __all__ = ["compressor_argument", "filters_argument", "check_serializer", "to_numcodecs_config", "NAMES"]
 
@@ -118,9 +123,6 @@ def to_numcodecs_config(value: Any, argument: str = "compressor") -> dict[str, A
     >>> to_numcodecs_config(numcodecs.GZip(level=2)), to_numcodecs_config({"type": "xz", "preset": 4})
     ({'id': 'gzip', 'level': 2}, {'id': 'lzma', 'preset': 4})
     """
-    from .base import Codec
-    from .n5_compressions import N5Compression
-
     if value is None:
         return None
     if isinstance(value, str):
@@ -163,8 +165,6 @@ def _check(config: dict[str, Any], fmt: str, argument: str, shown: Any) -> None:
         if level is not None and not low <= level <= high:
             raise _fail(argument, shown, f"{name} {key} {level} is outside {low}..{high}")
     if name == "blosc":
-        from numcodecs import blosc
-
         built = blosc.list_compressors()
         if config.get("cname", "lz4") not in built:
             raise _fail(
@@ -226,8 +226,6 @@ def _render_n5(config: dict[str, Any]) -> dict[str, Any]:
 
 def _native(value: Any, fmt: str) -> bool:
     """Whether ``value`` is already in ``fmt``'s own terms (kept as given: every field survives)."""
-    from .base import Codec
-
     if fmt == "zarr3":
         return isinstance(value, Codec) or (isinstance(value, Mapping) and isinstance(value.get("name"), str))
     if fmt == "zarr2":
@@ -239,16 +237,10 @@ def _parse_native(item: Any, fmt: str, argument: str) -> None:
     """Parse ``item`` as ``fmt`` will when it writes it; an error names ``argument``."""
     try:
         if fmt == "zarr3":
-            from .registry import codec_from_json
-
             codec_from_json(item)
         elif fmt == "zarr2":
-            from .zarr2 import numcodec_from_config
-
             numcodec_from_config(dict(item))
         else:
-            from .n5_compressions import compression_from_n5_json
-
             compression_from_n5_json(dict(item))
     except AltarrError as e:
         raise _fail(argument, item, e.message, type(e)) from e

@@ -16,7 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import numcodecs
 import numpy as np
+from numcodecs.abc import Codec as NumCodec
+from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 
 from ..errors import CodecError, CorruptChunkError, MetadataError, UnknownCodecError, UnsupportedError
 from . import bounded
@@ -50,9 +53,6 @@ def numcodec_from_config(config: Any, *, key: str | None = None, role: str = "co
     """A numcodecs codec from its ``{"id": ..., ...}`` config (or an existing codec instance).
 
     An unknown ``id`` raises :class:`~altarr.errors.UnknownCodecError` naming ``key`` and the id."""
-    import numcodecs
-    from numcodecs.abc import Codec as NumCodec
-
     if isinstance(config, NumCodec):
         return config
     if not isinstance(config, dict) or not isinstance(config.get("id"), str):
@@ -110,8 +110,6 @@ def stage_caps(filters: Sequence[Any], dtype: np.dtype, n: int) -> list[int]:
             sample = np.zeros(max(1, min(caps[-1], _PROBE)), np.uint8)
             continue
         try:
-            from numcodecs.compat import ensure_ndarray_like
-
             out = ensure_ndarray_like(f.encode(sample))
             ratio_out, ratio_in = out.nbytes, max(1, sample.nbytes)
             caps.append(-(-size * ratio_out // ratio_in) + ratio_out)
@@ -194,8 +192,6 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         return f"{self.name}:{getattr(codec, 'codec_id', type(codec).__name__)}"
 
     def encode(self, array: np.ndarray) -> BytesLike:
-        from numcodecs.compat import ensure_bytes, ensure_ndarray_like
-
         chunk: Any = np.asarray(array).astype(self.dtype, order=self.order, copy=False)
         for f in self.filters:
             try:
@@ -218,8 +214,6 @@ class Zarr2ChunkCodec(ArrayBytesCodec):
         return encoded
 
     def decode(self, data: BytesLike, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        from numcodecs.compat import ensure_ndarray_like
-
         chunk: Any = data
         caps = self._caps(math.prod(shape))  # stage i (filter i, then the compressor) decodes to caps[i]
         stages = [*self.filters, *([] if self.compressor is None else [self.compressor])]

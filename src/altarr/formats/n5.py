@@ -17,6 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codecs.base import BytesBytesCodec
+from ..codecs.bytes import BytesCodec
+from ..codecs.chain import CodecChain
+from ..codecs.n5 import N5BlockCodec, n5_data_type_name, n5_dtype
+from ..codecs.n5_compressions import (
+    N5Compression,
+    RawCompression,
+    compression_from_n5_json,
+    n5_codec_from_json,
+)
+from ..codecs.sharding import ShardingCodec
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodecError, UnsupportedError
 from ..stores.ranges import WHOLE
 from ._common import (
@@ -33,9 +44,6 @@ from .base import DatasetSpec, Format, NewArray, NewShape, Node, Probe, new_shap
 from .registry import register_format
 
 if TYPE_CHECKING:
-    from ..codecs.base import BytesBytesCodec
-    from ..codecs.chain import CodecChain
-    from ..codecs.n5_compressions import N5Compression
     from ..stores.base import Store
 
 __all__ = [
@@ -95,13 +103,6 @@ def n5_compression(compressor: Any) -> N5Compression:
     """An N5 compression from a ``create_array`` compressor argument: a name (``"raw"``/``None``/``"none"``,
     ``"gzip"``, ``"bzip2"``, ``"xz"``, ``"lz4"``, ``"zstd"``, ``"blosc"``, each with the N5 defaults), an N5
     ``{"type": ...}`` object, an N5 4.x ``{"name": ..., "configuration": ...}`` object, or an instance."""
-    from ..codecs.n5_compressions import (
-        N5Compression,
-        RawCompression,
-        compression_from_n5_json,
-        n5_codec_from_json,
-    )
-
     if compressor is None or compressor == "none":
         return RawCompression()
     if isinstance(compressor, N5Compression):
@@ -136,12 +137,6 @@ def _codec_obj(obj: Any, key: str, field: str) -> tuple[str, dict[str, Any]]:
 
 def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
     """An N5 4.x codec list (block codec first, then data codecs) as a CodecChain in NumPy order."""
-    from ..codecs.bytes import BytesCodec
-    from ..codecs.chain import CodecChain
-    from ..codecs.n5 import N5BlockCodec
-    from ..codecs.n5_compressions import n5_codec_from_json
-    from ..codecs.sharding import ShardingCodec
-
     if not isinstance(value, list) or not value:
         raise MetadataError(f"field {field!r} must be a non-empty list of codecs, got {value!r}", key=key)
     name, config = _codec_obj(value[0], key, field)
@@ -185,8 +180,6 @@ def _codecs_json(
     its keys in Java's order and ``chunk_shape`` in NumPy order (Java's ``@ReverseArray``), an index of
     ``raw-bytes`` (+ ``crc32c``), and inside ``n5bytes`` followed by the compression (``raw`` is dropped,
     as Java does)."""
-    from ..codecs.n5_compressions import RawCompression
-
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
         codecs.append(compression.to_json())
@@ -229,10 +222,6 @@ class IndexOptions:
 def parse_n5_attributes(doc: dict[str, Any], *, key: str = ATTRIBUTES_KEY, root: bool = False) -> DatasetSpec:
     """Validate a dataset's ``attributes.json`` and build the spec (NumPy order; see the module docstring).
     ``root`` marks the container root, whose ``"n5"`` version key is not a user attribute."""
-    from ..codecs.chain import CodecChain
-    from ..codecs.n5 import N5BlockCodec, n5_dtype
-    from ..codecs.n5_compressions import compression_from_n5_json
-
     missing = [f for f in _ARRAY_MARKERS if f not in doc]
     if missing:
         raise MetadataError(f"N5 dataset attributes miss required field(s) {missing}", key=key)
@@ -333,8 +322,6 @@ class N5Format(Format):
 
     def codecs_json(self, spec: DatasetSpec) -> list[dict[str, Any]]:
         """An unsharded array's N5 4.x ``codecs`` list (``n5bytes`` and its compression)."""
-        from ..codecs.n5 import N5BlockCodec
-
         ab = spec.codecs.array_bytes
         return ab.codecs_json() if isinstance(ab, N5BlockCodec) else spec.codecs.to_json()
 
@@ -370,9 +357,6 @@ class N5Format(Format):
         """The format keys :meth:`create_array` writes (in Java N5's order), without user attributes."""
         shape, dtype, chunks, shards = new.shape, new.dtype, new.chunks, new.shards
         compressor, fill_value = new.compressor, new.fill_value
-
-        from ..codecs.n5 import n5_data_type_name
-
         try:
             data_type = n5_data_type_name(np.dtype(dtype))
             compression = n5_compression(compressor)

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codecs.chain import CodecChain
+from ..codecs.vocabulary import compressor_argument
+from ..codecs.zarr2 import Zarr2ChunkCodec, check_zarr2_dtype, numcodec_from_config
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
 from ._common import (
     check_chunk_shape,
@@ -94,9 +97,6 @@ def parse_zarray(
     doc: dict[str, Any], attrs: dict[str, Any] | None = None, *, key: str = ZARRAY
 ) -> DatasetSpec:
     """Validate a ``.zarray`` document (plus its ``.zattrs``) and build the spec."""
-    from ..codecs.chain import CodecChain
-    from ..codecs.zarr2 import Zarr2ChunkCodec, check_zarr2_dtype, numcodec_from_config
-
     if doc.get("zarr_format") != 2:
         raise MetadataError(f"field 'zarr_format' must be 2, got {doc.get('zarr_format')!r}", key=key)
     missing = [f for f in ("shape", "chunks", "dtype", "compressor", "fill_value", "order") if f not in doc]
@@ -155,9 +155,6 @@ def compressor_config(compressor: Any, dtype: np.dtype) -> dict[str, Any] | None
     """The ``.zarray`` ``compressor`` of a compressor argument in any form of the codec vocabulary
     (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"zlib"``/``"gzip"``
     level 5, ``"blosc"`` lz4 clevel 5 byte shuffle, ``None``, a numcodecs config dict or codec, ...)."""
-    from ..codecs.vocabulary import compressor_argument
-    from ..codecs.zarr2 import numcodec_from_config
-
     given = compressor_argument(compressor, "zarr2", dtype)
     if given is None:
         return None
@@ -222,8 +219,6 @@ class Zarr2Format(Format):
         filters = new.options.get("filters")
         order = new.options.get("order", "C")
         dimension_separator = new.options.get("dimension_separator", ".")
-
-        from ..codecs.zarr2 import check_zarr2_dtype, numcodec_from_config
 
         try:
             dt = check_zarr2_dtype(new.dtype, key=key)

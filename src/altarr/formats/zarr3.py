@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codecs.chain import CodecChain
+from ..codecs.registry import codec_from_json
+from ..codecs.vocabulary import compressor_argument
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodecError
 from ._common import (
     check_chunk_shape,
@@ -135,8 +138,6 @@ def _check_common(doc: dict[str, Any], key: str, node_type: str | None = None) -
 
 def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> DatasetSpec:
     """Validate a Zarr v3 array document and build its spec (``key`` names it in errors)."""
-    from ..codecs.chain import CodecChain
-
     _check_common(doc, key, "array")
     missing = [
         f
@@ -219,9 +220,6 @@ def compressor_json(compressor: Any, dtype: np.dtype) -> list[dict[str, Any]]:
     (:func:`altarr.codecs.vocabulary.compressor_argument`: ``"zstd"`` level 3, ``"gzip"`` level 5,
     ``"blosc"`` lz4 clevel 5 with shuffle and the item size, ``None``, a codec JSON object or instance,
     a list of those), each as its codec writes it."""
-    from ..codecs.registry import codec_from_json
-    from ..codecs.vocabulary import compressor_argument
-
     return [codec_from_json(c).to_json() for c in compressor_argument(compressor, "zarr3", dtype)]
 
 
