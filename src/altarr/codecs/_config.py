@@ -1,11 +1,6 @@
 """Small helpers shared by the codec modules: configuration validation and buffer handling.
 
-Everything here raises :class:`~altarr.errors.MetadataError` naming the codec and the field.
-
-Example:
-    >>> check_int("gzip", "level", 5, lo=0, hi=9)
-    5
-"""
+Everything here raises :class:`~altarr.errors.MetadataError` naming the codec and the field."""
 
 from __future__ import annotations
 

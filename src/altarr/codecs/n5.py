@@ -1,19 +1,6 @@
 """The N5 block format (``n5bytes``: a big-endian header with the block's size, then the compressed
 big-endian payload; docs/n5.md, "Plain N5") and N5's data type names. :class:`N5BlockCodec` works in
-NumPy order: the header's size is the reversed shape, and edge blocks are stored truncated.
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.codecs.n5 import N5BlockCodec
-    >>> from altarr.codecs.n5_compressions import compression_from_n5_json
-    >>> codec = N5BlockCodec(compression_from_n5_json({"type": "gzip", "level": 6}))
-    >>> a = np.arange(6, dtype="uint16").reshape(3, 2)
-    >>> data = codec.encode(a)
-    >>> bytes(data[:12]).hex()
-    '000000020000000200000003'
-    >>> np.array_equal(codec.decode(data, (3, 2), np.dtype("uint16")), a)
-    True
-"""
+NumPy order: the header's size is the reversed shape, and edge blocks are stored truncated."""
 
 from __future__ import annotations
 

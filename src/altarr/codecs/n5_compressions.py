@@ -1,14 +1,7 @@
 """The N5 compressions, bytes->bytes codecs with two JSON forms: the ``compression`` object
 (:func:`compression_from_n5_json`) and the N5 4.x ``codecs`` entry (:func:`n5_codec_from_json`), in the
 registry's ``"n5"`` namespace (N5's ``gzip`` is not Zarr's). ``lz4`` is lz4-java's block stream
-(docs/n5.md).
-
-Example:
-    >>> from altarr.codecs.n5_compressions import compression_from_n5_json
-    >>> gzip = compression_from_n5_json({"type": "gzip", "level": 6})
-    >>> bytes(gzip.decode(gzip.encode(b"n5" * 8))), gzip.to_json()
-    (b'n5n5n5n5n5n5n5n5', {'name': 'gzip', 'configuration': {'level': 6}})
-"""
+(docs/n5.md)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
 """The Zarr v2 chunk pipeline (stored dtype and ``order``, numcodecs ``filters``, ``compressor``) as one
-array->bytes codec, :class:`Zarr2ChunkCodec` (not a Zarr v3 codec: its ``to_json`` is for inspection).
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.codecs.zarr2 import Zarr2ChunkCodec
-    >>> c = Zarr2ChunkCodec(">i2", "F", None, {"id": "zlib", "level": 1})
-    >>> a = np.arange(6, dtype="int16").reshape(2, 3)
-    >>> np.array_equal(c.decode(c.encode(a), (2, 3), np.dtype("int16")), a)
-    True
-"""
+array->bytes codec, :class:`Zarr2ChunkCodec` (not a Zarr v3 codec: its ``to_json`` is for inspection)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """Helpers shared by the format modules: JSON documents, shape validation, fill values, N-d keys.
 
-Everything here raises :class:`~altarr.errors.MetadataError` naming the metadata key and the field.
-
-Example:
-    >>> decode_float_fill("0x7fc00000", np.dtype("float32"), key="zarr.json")
-    np.float32(nan)
-    >>> encode_fill_value(np.float32("inf"), np.dtype("float32"))
-    'Infinity'
-"""
+Everything here raises :class:`~altarr.errors.MetadataError` naming the metadata key and the field."""
 
 from __future__ import annotations
 
@@ -32,6 +25,7 @@ __all__ = [
     "MAX_CHUNKS_PER_SHARD",
     "MAX_ELEMENTS",
     "check_spec_limits",
+    "check_option",
     "nest_in_shards",
     "parse_json",
     "fetch_documents",
@@ -144,6 +138,17 @@ def dump_json(doc: dict[str, Any], *, key: str, indent: int | None = 2, compact:
         return json.dumps(doc, indent=indent).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise MetadataError(f"metadata is not JSON-serializable: {e}", key=key) from e
+
+
+def check_option(
+    options: dict[str, Any], name: str, choices: tuple[Any, Any], default: Any, *, key: str
+) -> Any:
+    """The writer option ``name`` of ``options`` (``default`` when not given): one of ``choices``, of
+    their type (``1`` is not ``True``); ``MetadataError`` naming ``key`` otherwise."""
+    value = options.get(name, default)
+    if not isinstance(value, type(default)) or value not in choices:
+        raise MetadataError(f"{name} must be {choices[0]!r} or {choices[1]!r}, got {value!r}", key=key)
+    return value
 
 
 def _is_int(v: Any) -> bool:

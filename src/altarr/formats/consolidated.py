@@ -1,14 +1,6 @@
 """Consolidated metadata documents as zarr-python writes them (Zarr v2 ``.zmetadata``, Zarr v3 inline
 ``consolidated_metadata``; N5 has none): built, read and edited here; :mod:`altarr.dataset.consolidated`
-decides when (docs/writing.md, "Consolidated metadata").
-
->>> from altarr.stores import MemoryStore
->>> from altarr.formats import get_format
->>> s = MemoryStore(); f = get_format("zarr2")
->>> f.create_group(s, "", {"x": 1}); _ = f.create_array(s, "a", shape=(4,), dtype="u1", chunks=(2,))
->>> sorted(gather(s, "", "zarr2"))
-['.zattrs', '.zgroup', 'a/.zarray']
-"""
+decides when (docs/writing.md, "Consolidated metadata")."""
 
 from __future__ import annotations
 

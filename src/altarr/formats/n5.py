@@ -1,18 +1,9 @@
 """N5: ``attributes.json`` <-> :class:`~altarr.formats.base.DatasetSpec`, byte-compatible with Java N5,
 plain and sharded (docs/n5.md). Shapes and positions are reversed at this boundary: users see NumPy
-order, N5 documents, keys and block headers keep N5's (docs/engine.md, "N5 and dimension order").
-
-Example:
-    >>> from altarr.formats.n5 import parse_n5_attributes
-    >>> spec = parse_n5_attributes({"dataType": "uint8", "compression": {"type": "raw"},
-    ...                             "blockSize": [5, 4], "dimensions": [7, 5]})
-    >>> spec.shape, spec.outer_chunks, spec.chunk_key((0, 1))
-    ((5, 7), (4, 5), '1/0')
-"""
+order, N5 documents, keys and block headers keep N5's (docs/engine.md, "N5 and dimension order")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +23,7 @@ from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodec
 from ..stores.ranges import WHOLE
 from ._common import (
     check_chunk_shape,
+    check_option,
     check_shape,
     dump_json,
     fetch_documents,
@@ -52,7 +44,6 @@ __all__ = [
     "check_version",
     "n5_compression",
     "N5_VERSION",
-    "IndexOptions",
     "ATTRIBUTES_KEY",
     "DATASET_KEYS",
 ]
@@ -75,7 +66,7 @@ _ARRAY_MARKERS = ("dimensions", "blockSize", "dataType")
 #: Names of Java's raw (header-less) block codec: ``raw-bytes`` since N5 4.0.0-alpha-7
 #: (``RawBlockCodecInfo.TYPE``), ``bytes`` before.
 RAW_BYTES_NAMES = ("raw-bytes", "bytes")
-#: Writer options of sharded N5 (see :class:`IndexOptions` and :meth:`N5Format.array_attributes`).
+#: Writer options of sharded N5 (see :func:`_codecs_json` and :meth:`N5Format.array_attributes`).
 SHARD_OPTIONS = ("index_location", "index_endian", "index_crc32c", "legacy_compression")
 
 
@@ -173,49 +164,24 @@ def _n5_chain(value: Any, key: str, field: str) -> CodecChain:
 
 
 def _codecs_json(
-    levels: list[tuple[int, ...]], compression: N5Compression, index: IndexOptions
+    levels: list[tuple[int, ...]], compression: N5Compression, options: dict[str, Any], *, key: str
 ) -> list[dict[str, Any]]:
     """The N5 4.x ``codecs`` list as Java's ``NameConfigAdapter`` serializes it, for chunks of
     ``levels[0]`` nested in shards (NumPy order, innermost first): per level one ``sharding_indexed`` with
     its keys in Java's order and ``chunk_shape`` in NumPy order (Java's ``@ReverseArray``), an index of
     ``raw-bytes`` (+ ``crc32c``), and inside ``n5bytes`` followed by the compression (``raw`` is dropped,
-    as Java does)."""
+    as Java does). The writer options: ``index_location`` ``"end"`` or ``"start"``, ``index_endian``
+    ``"big"`` (as every number in N5) or ``"little"``, ``index_crc32c`` (a crc32c checksum after the
+    index; on by default, see docs/n5.md)."""
+    location = check_option(options, "index_location", ("start", "end"), "end", key=key)
+    endian = check_option(options, "index_endian", ("big", "little"), "big", key=key)
+    index: list[dict[str, Any]] = [{"name": "raw-bytes", "configuration": {"endian": endian}}]
+    if check_option(options, "index_crc32c", (True, False), True, key=key):
+        index.append({"name": "crc32c"})
     codecs: list[dict[str, Any]] = [{"name": "n5bytes"}]
     if not isinstance(compression, RawCompression):
         codecs.append(compression.to_json())
-    return nest_in_shards(levels, codecs, index.codecs_json(), index.location, codecs_last=True)
-
-
-@dataclass(frozen=True)
-class IndexOptions:
-    """How sharded N5 stores its shard indexes: the writer options ``index_location`` (``"end"`` or
-    ``"start"``), ``index_endian`` (``"big"``, as every number in N5, or ``"little"``) and
-    ``index_crc32c`` (a crc32c checksum after the index; on by default, see docs/n5.md)."""
-
-    location: str = "end"
-    endian: str = "big"
-    crc32c: bool = True
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any], *, key: str) -> IndexOptions:
-        """Validate the writer options (``MetadataError`` naming ``key`` for a bad value)."""
-        location = options.get("index_location", cls.location)
-        endian = options.get("index_endian", cls.endian)
-        crc32c = options.get("index_crc32c", cls.crc32c)
-        if location not in ("start", "end"):
-            raise MetadataError(f"index_location must be 'start' or 'end', got {location!r}", key=key)
-        if endian not in ("big", "little"):
-            raise MetadataError(f"index_endian must be 'big' or 'little', got {endian!r}", key=key)
-        if not isinstance(crc32c, bool):
-            raise MetadataError(f"index_crc32c must be True or False, got {crc32c!r}", key=key)
-        return cls(location, endian, crc32c)
-
-    def codecs_json(self) -> list[dict[str, Any]]:
-        """The ``index_codecs`` list (a fresh list: each document owns its parts)."""
-        codecs: list[dict[str, Any]] = [{"name": "raw-bytes", "configuration": {"endian": self.endian}}]
-        if self.crc32c:
-            codecs.append({"name": "crc32c"})
-        return codecs
+    return nest_in_shards(levels, codecs, index, location, codecs_last=True)
 
 
 # --- parsing --------------------------------------------------------------------------------------------
@@ -383,16 +349,15 @@ class N5Format(Format):
                 "blockSize": list(levels[0][::-1]),
                 "dimensions": list(shape[::-1]),
             }
-        index = IndexOptions.from_options(new.options, key=key)
-        legacy = new.options.get("legacy_compression", False)
-        if not isinstance(legacy, bool):
-            raise MetadataError(f"legacy_compression must be True or False, got {legacy!r}", key=key)
+        codecs = _codecs_json(levels, compression, new.options, key=key)
         doc: dict[str, Any] = {"dataType": data_type}
-        if legacy:  # what Java's createDataset writes beside codecs (docs/n5.md)
-            doc["compression"] = {"type": "raw"}
+        if check_option(new.options, "legacy_compression", (True, False), False, key=key):
+            doc["compression"] = {
+                "type": "raw"
+            }  # what Java's createDataset writes beside codecs (docs/n5.md)
         doc["blockSize"] = list(levels[-1][::-1])  # the shard size, N5 order
         doc["dimensions"] = list(shape[::-1])
-        doc["codecs"] = _codecs_json(levels, compression, index)
+        doc["codecs"] = codecs
         return doc
 
     def _ensure_root(self, store: Store, root: dict[str, Any] | None) -> None:

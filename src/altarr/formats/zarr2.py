@@ -1,15 +1,6 @@
 """Zarr v2: ``.zarray`` / ``.zattrs`` / ``.zgroup`` <-> :class:`~altarr.formats.base.DatasetSpec`; the
 chunk pipeline is one :class:`~altarr.codecs.zarr2.Zarr2ChunkCodec`, and ``_ARRAY_DIMENSIONS`` (xarray's
-convention) in ``.zattrs`` gives the dimension names (docs/engine.md, "Formats").
-
-Example:
-    >>> from altarr.formats.zarr2 import parse_zarray
-    >>> spec = parse_zarray({"zarr_format": 2, "shape": [4, 6], "chunks": [2, 3], "dtype": ">i2",
-    ...                      "compressor": {"id": "zlib", "level": 1}, "fill_value": None, "order": "F",
-    ...                      "filters": None})
-    >>> spec.dtype, spec.chunk_key((1, 1)), spec.fill_value
-    (dtype('int16'), '1.1', np.int16(0))
-"""
+convention) in ``.zattrs`` gives the dimension names (docs/engine.md, "Formats")."""
 
 from __future__ import annotations
 
@@ -25,6 +16,7 @@ from ..codecs.zarr2 import Zarr2ChunkCodec, check_zarr2_dtype, numcodec_from_con
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnsupportedError
 from ._common import (
     check_chunk_shape,
+    check_option,
     check_shape,
     dump_json,
     encode_fill_value,
@@ -217,8 +209,6 @@ class Zarr2Format(Format):
     def array_metadata(self, new: NewArray, key: str = ZARRAY) -> dict[str, Any]:
         """The ``.zarray`` document :meth:`create_array` writes (without writing it)."""
         filters = new.options.get("filters")
-        order = new.options.get("order", "C")
-        dimension_separator = new.options.get("dimension_separator", ".")
 
         try:
             dt = check_zarr2_dtype(new.dtype, key=key)
@@ -226,12 +216,8 @@ class Zarr2Format(Format):
             raise e.with_context(key=key) from e
         shape = check_shape(list(new.shape), key=key, field="shape")
         chunks = check_chunk_shape(list(new.chunks), len(shape), key=key, field="chunks")
-        if order not in ("C", "F"):
-            raise MetadataError(f"order must be 'C' or 'F', got {order!r}", key=key)
-        if dimension_separator not in (".", "/"):
-            raise MetadataError(
-                f"dimension_separator must be '.' or '/', got {dimension_separator!r}", key=key
-            )
+        order = check_option(new.options, "order", ("C", "F"), "C", key=key)
+        dimension_separator = check_option(new.options, "dimension_separator", (".", "/"), ".", key=key)
         try:
             comp = compressor_config(new.compressor, dt)
             filter_configs = [numcodec_from_config(f, role="filter").get_config() for f in filters or []]

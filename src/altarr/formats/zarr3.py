@@ -1,17 +1,6 @@
 """Zarr v3: ``zarr.json`` array and group metadata <-> :class:`~altarr.formats.base.DatasetSpec` (what
 is read and written: docs/engine.md, "Formats"; data types and fill values in
-:mod:`altarr.formats.zarr3_types`).
-
-Example:
-    >>> from altarr.formats.zarr3 import parse_array_metadata
-    >>> spec = parse_array_metadata({
-    ...     "zarr_format": 3, "node_type": "array", "shape": [10, 10], "data_type": "float32",
-    ...     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [5, 5]}},
-    ...     "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-    ...     "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})
-    >>> spec.outer_chunks, spec.chunk_key((1, 0)), spec.fill_value
-    ((5, 5), 'c/1/0', np.float32(nan))
-"""
+:mod:`altarr.formats.zarr3_types`)."""
 
 from __future__ import annotations
 
@@ -26,6 +15,7 @@ from ..codecs.vocabulary import compressor_argument
 from ..errors import AltarrError, MetadataError, NodeNotFoundError, UnknownCodecError
 from ._common import (
     check_chunk_shape,
+    check_option,
     check_shape,
     dump_json,
     fetch_documents,
@@ -67,10 +57,8 @@ _GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadat
 
 
 # --- chunk keys -------------------------------------------------------------------------------------------
-def chunk_key_function(
-    encoding: Any, *, key: str = METADATA_KEY
-) -> tuple[Callable[[tuple[int, ...]], str], dict]:
-    """The key function of a ``chunk_key_encoding`` and its normalized JSON."""
+def chunk_key_function(encoding: Any, *, key: str = METADATA_KEY) -> Callable[[tuple[int, ...]], str]:
+    """The key function of a ``chunk_key_encoding``."""
     if isinstance(encoding, str):
         encoding = {"name": encoding}
     if not isinstance(encoding, dict) or not isinstance(encoding.get("name"), str):
@@ -93,16 +81,8 @@ def chunk_key_function(
             f"field 'chunk_key_encoding.configuration.separator' must be '/' or '.', got {sep!r}", key=key
         )
     if name == "default":
-
-        def chunk_key(pos: tuple[int, ...]) -> str:
-            return "c" + "".join(f"{sep}{int(p)}" for p in pos)
-
-    else:
-
-        def chunk_key(pos: tuple[int, ...]) -> str:
-            return sep.join(str(int(p)) for p in pos) if pos else "0"
-
-    return chunk_key, {"name": name, "configuration": {"separator": sep}}
+        return lambda pos: "c" + "".join(f"{sep}{int(p)}" for p in pos)
+    return lambda pos: sep.join(str(int(p)) for p in pos) if pos else "0"
 
 
 def _check_extension_keys(obj: dict[str, Any], field: str, key: str) -> None:
@@ -163,7 +143,7 @@ def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> Dat
     chunk_shape = check_chunk_shape(
         config["chunk_shape"], len(shape), key=key, field="chunk_grid.configuration.chunk_shape"
     )
-    chunk_key, _ = chunk_key_function(doc["chunk_key_encoding"], key=key)
+    chunk_key = chunk_key_function(doc["chunk_key_encoding"], key=key)
     fill_value = decode_fill_value(doc["fill_value"], dtype, key=key)
 
     transformers = doc.get("storage_transformers", [])
@@ -296,11 +276,8 @@ class Zarr3Format(Format):
     # --- writing --------------------------------------------------------------------------------------
     def array_metadata(self, new: NewArray, key: str = METADATA_KEY) -> dict[str, Any]:
         """The ``zarr.json`` document :meth:`create_array` writes (without writing it)."""
-        index_location = new.options.get("index_location", "end")
         chunk_key_separator = new.options.get("chunk_key_separator", "/")
-        checksum = new.options.get("checksum", True)
-        if not isinstance(checksum, bool):
-            raise MetadataError(f"checksum must be True or False, got {checksum!r}", key=key)
+        checksum = check_option(new.options, "checksum", (True, False), True, key=key)
 
         try:
             dt = np.dtype(new.dtype)
@@ -309,11 +286,9 @@ class Zarr3Format(Format):
         data_type = data_type_name(dt)
         shape = check_shape(list(new.shape), key=key, field="shape")
         levels = normalize_levels(new.chunks, new.shards, len(shape), key=key)
-        if index_location not in ("start", "end"):
-            raise MetadataError(f"index_location must be 'start' or 'end', got {index_location!r}", key=key)
-        _, cke = chunk_key_function(
-            {"name": "default", "configuration": {"separator": chunk_key_separator}}, key=key
-        )
+        index_location = check_option(new.options, "index_location", ("start", "end"), "end", key=key)
+        cke = {"name": "default", "configuration": {"separator": chunk_key_separator}}
+        chunk_key_function(cke, key=key)
         try:
             compression = compressor_json(new.compressor, dt)
             inner = [

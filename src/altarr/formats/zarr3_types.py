@@ -1,13 +1,5 @@
 """Zarr v3 data types (the core types and ``r<N>`` raw bits as NumPy void) and fill values in all their
-JSON forms, both ways.
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.formats.zarr3_types import decode_fill_value, dtype_from_data_type
-    >>> dtype = dtype_from_data_type("float32")
-    >>> decode_fill_value("0x7fc00000", dtype)
-    np.float32(nan)
-"""
+JSON forms, both ways."""
 
 from __future__ import annotations
 
