@@ -67,7 +67,7 @@ def test_three_d_keys_reverse_positions():
     )
     assert spec.shape == (35, 15, 6) and spec.outer_chunks == (7, 5, 3)
     assert spec.chunk_key((4, 2, 1)) == "1/2/4"
-    assert spec.codecs.array_bytes.compression == XzCompression()
+    assert spec.codecs.array_bytes.data_codecs == (XzCompression(),)
 
 
 def test_codecs_with_data_codecs_and_bytes_block_codec():

@@ -105,12 +105,7 @@ class N5BlockCodec(ArrayBytesCodec):
     name = "n5bytes"
     truncates_edges = True
 
-    def __init__(
-        self,
-        compression: N5Compression | Sequence[BytesBytesCodec] | None = None,
-        *,
-        read_objects: bool = False,
-    ) -> None:
+    def __init__(self, compression: N5Compression | Sequence[BytesBytesCodec] | None = None) -> None:
         if compression is None:
             codecs: list[BytesBytesCodec] = []
         elif isinstance(compression, BytesBytesCodec):
@@ -120,17 +115,6 @@ class N5BlockCodec(ArrayBytesCodec):
         self.data_codecs: tuple[BytesBytesCodec, ...] = tuple(
             c for c in codecs if not isinstance(c, RawCompression | IdentityCodec)
         )
-        #: When True, ``decode`` of a mode-2 ("object") block returns its raw payload bytes as a uint8
-        #: array instead of raising ``UnsupportedError``.
-        self.read_objects = read_objects
-
-    @property
-    def compression(self) -> N5Compression:
-        """The N5 ``compression`` of the legacy metadata: the first compression, or ``raw``."""
-        for c in self.data_codecs:
-            if isinstance(c, N5Compression):
-                return c
-        return RawCompression()
 
     def codecs_json(self) -> list[dict[str, Any]]:
         """This codec as an N5 4.x ``codecs`` list: ``n5bytes`` followed by its data codecs."""
@@ -190,12 +174,8 @@ class N5BlockCodec(ArrayBytesCodec):
         mode, size, num, hlen = parse_block_header(data)
         view = memoryview(data).cast("B")
         if mode == MODE_OBJECT:
-            if self.read_objects:  # numElements counts the payload's bytes
-                return np.frombuffer(bytes(self._decompress(view[hlen:], int(num or 0))), dtype=np.uint8)
             raise UnsupportedError(
-                "N5 object block (mode 2) cannot be read as a numeric array "
-                "(use N5BlockCodec(read_objects=True) for its raw bytes)",
-                codec=self.name,
+                "N5 object block (mode 2) cannot be read as a numeric array", codec=self.name
             )
         np_shape = tuple(size[::-1])
         if len(np_shape) != len(shape) or any(s > b for s, b in zip(np_shape, shape, strict=True)):

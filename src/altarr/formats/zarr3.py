@@ -240,22 +240,16 @@ class Zarr3Format(Format):
 
     def detect(self, probe: Probe, parse: bool) -> Node | None:
         """A Zarr v3 node when ``zarr.json`` exists (validated; the spec built with ``parse``)."""
-        if not probe.has(METADATA_KEY):
-            return None
-        doc = probe.doc(METADATA_KEY)
-        kind = self.kind_of(doc, probe.key(METADATA_KEY))
-        spec = (
-            self.spec_from_documents({METADATA_KEY: doc}, probe.prefix) if kind == "array" and parse else None
-        )
-        return Node(self, kind, spec)
+        return self._node(probe.doc(METADATA_KEY), probe.prefix, parse) if probe.has(METADATA_KEY) else None
 
     def child_from_consolidated(self, children: dict[str, Any], rel: str, path: str) -> Node | None:
         doc = children.get(rel)
-        if not isinstance(doc, dict):
-            return None
-        kind = self.kind_of(doc, join_key(path, METADATA_KEY))
-        spec = self.spec_from_documents({METADATA_KEY: doc}, path) if kind == "array" else None
-        return Node(self, kind, spec)
+        return self._node(doc, path, True) if isinstance(doc, dict) else None
+
+    def _node(self, doc: dict[str, Any], prefix: str, parse: bool) -> Node:
+        key = join_key(prefix, METADATA_KEY)
+        kind = _check_common(doc, key)
+        return Node(self, kind, parse_array_metadata(doc, key=key) if kind == "array" and parse else None)
 
     # --- reading --------------------------------------------------------------------------------------
     def _require(self, store: Store, prefix: str) -> dict[str, Any]:
@@ -264,14 +258,6 @@ class Zarr3Format(Format):
         if data is None:
             raise NodeNotFoundError("no Zarr v3 node here (zarr.json is missing)", key=key)
         return parse_json(data, key)
-
-    def kind_of(self, doc: dict[str, Any], key: str) -> str:
-        """``"array"`` or ``"group"`` of a parsed ``zarr.json`` (validated)."""
-        return _check_common(doc, key)
-
-    def spec_from_documents(self, docs: dict[str, Any], prefix: str) -> DatasetSpec:
-        """Build the spec from already fetched, parsed documents (``{"zarr.json": doc}``)."""
-        return parse_array_metadata(docs[METADATA_KEY], key=join_key(prefix, METADATA_KEY))
 
     # --- writing --------------------------------------------------------------------------------------
     def array_metadata(self, new: NewArray, key: str = METADATA_KEY) -> dict[str, Any]:
