@@ -52,13 +52,16 @@ def _position(flat: int, cps: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(flat, cps))
 
 
-def _as_chain(value: Any, field: str, default: list[Codec]) -> CodecChain:
-    if value is None:
-        return CodecChain(default)
+def _as_chain(
+    value: Any, field: str, default: list[Codec], shape: tuple[int, ...], dtype: Any = None
+) -> CodecChain:
+    """The chain of ``field`` (``default`` when not given), checked against blocks of ``shape``."""
     try:
-        return CodecChain.from_json(value)
-    except MetadataError as e:
+        chain = CodecChain.from_json(default if value is None else value)
+        chain.validate(shape, dtype)
+    except AltarrError as e:
         raise MetadataError(f"codec 'sharding_indexed': field {field!r}: {e.message}", codec=e.codec) from e
+    return chain
 
 
 @register_codec
@@ -84,11 +87,13 @@ class ShardingCodec(ArrayBytesCodec):
         index_location: str = "end",
     ) -> None:
         self.chunk_shape: tuple[int, ...] = check_shape(self.name, "chunk_shape", chunk_shape)
-        self.codecs: CodecChain = _as_chain(codecs, "codecs", [BytesCodec("little")])
-        self.index_codecs: CodecChain = _as_chain(
-            index_codecs, "index_codecs", [BytesCodec("little"), Crc32cCodec()]
-        )
+        self.codecs: CodecChain = _as_chain(codecs, "codecs", [BytesCodec("little")], self.chunk_shape)
         self.index_location: str = check_choice(self.name, "index_location", index_location, ("start", "end"))
+        # the index chain sees arrays of shape (*chunks_per_shard, 2) and dtype uint64
+        probe = (1,) * len(self.chunk_shape) + (2,)
+        self.index_codecs: CodecChain = _as_chain(
+            index_codecs, "index_codecs", [BytesCodec("little"), Crc32cCodec()], probe, _U64
+        )
         inner = self.codecs.array_bytes
         #: Sharding levels from this one down (1: the inner chain holds no further shards).
         self.depth: int = 1 + (inner.depth if isinstance(inner, ShardingCodec) else 0)
@@ -107,14 +112,6 @@ class ShardingCodec(ArrayBytesCodec):
             and self.index_codecs.array_bytes.endian == "little"
             and all(isinstance(c, Crc32cCodec) for c in self.index_codecs.bytes_bytes)
         )
-        # The index chain sees arrays of shape (*chunks_per_shard, 2) and dtype uint64.
-        probe = (1,) * len(self.chunk_shape) + (2,)
-        try:
-            self.index_codecs.validate(probe, _U64)
-        except AltarrError as e:
-            raise MetadataError(
-                f"codec 'sharding_indexed': field 'index_codecs': {e.message}", codec=e.codec
-            ) from e
         bad = self.index_codecs.variable_size_codec(probe, _U64)
         if bad is not None:
             raise MetadataError(
@@ -122,12 +119,6 @@ class ShardingCodec(ArrayBytesCodec):
                 "the shard index must have a fixed size (use e.g. bytes + crc32c, no compression)",
                 codec=bad.name,
             )
-        try:
-            self.codecs.validate(self.chunk_shape)
-        except AltarrError as e:
-            raise MetadataError(
-                f"codec 'sharding_indexed': field 'codecs': {e.message}", codec=e.codec
-            ) from e
         self._cps_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._index_nbytes_cache: dict[tuple[int, ...], int] = {}
 
