@@ -190,15 +190,12 @@ def _render(config: dict[str, Any], fmt: str, dtype: np.dtype) -> Any:
         config = {**config, key: config.get(key, default)}
     if fmt == "zarr3":
         if name == "blosc":
-            shuffle = {v: k for k, v in _SHUFFLE.items()}.get(config.get("shuffle", 1), "shuffle")
-            conf = {"cname": config.get("cname", "lz4"), "clevel": config.get("clevel", 5)}
-            conf.update(shuffle=shuffle, typesize=dtype.itemsize, blocksize=config.get("blocksize", 0))
+            shuffle = {v: k for k, v in _SHUFFLE.items()}.get(config["shuffle"], "shuffle")
+            conf = {"cname": config["cname"], "clevel": config["clevel"], "shuffle": shuffle}
+            conf.update(typesize=dtype.itemsize, blocksize=config["blocksize"])
             return {"name": "blosc", "configuration": conf}
-        if name == "zstd":
-            return {"name": "zstd", "configuration": {"level": config.get("level", 3), "checksum": False}}
-        if name == "crc32c":
-            return {"name": "crc32c"}
-        return {"name": name, "configuration": {"level": config.get("level", 5)}}
+        conf = None if name == "crc32c" else {"level": config["level"]}  # zstd, gzip: as their codecs write
+        return codec_from_json({"name": name, "configuration": conf}).to_json()
     return config
 
 
