@@ -194,8 +194,8 @@ def _render(config: dict[str, Any], fmt: str, dtype: np.dtype) -> Any:
             conf = {"cname": config["cname"], "clevel": config["clevel"], "shuffle": shuffle}
             conf.update(typesize=dtype.itemsize, blocksize=config["blocksize"])
             return {"name": "blosc", "configuration": conf}
-        conf = None if name == "crc32c" else {"level": config["level"]}  # zstd, gzip: as their codecs write
-        return codec_from_json({"name": name, "configuration": conf}).to_json()
+        level = None if name == "crc32c" else {"level": config["level"]}  # zstd, gzip: as their codecs write
+        return codec_from_json({"name": name, "configuration": level}).to_json()
     return config
 
 
