@@ -325,20 +325,6 @@ def test_local_fsync_and_concurrent_writers(tmp_path):
 
 
 # --- FsspecStore specifics -----------------------------------------------------------------------------
-def test_fsspec_suffix_without_native_support_counts_both():
-    s = FsspecStore(f"memory://altarr-tests/{uuid.uuid4().hex}", native_suffix=False)
-    s.set("k", DATA)
-    s.set("e", b"")
-    s.stats.reset()
-    assert s.get_ranges([("k", Suffix(10)), ("k", Suffix(5)), ("e", Suffix(3)), ("m", Suffix(3))]) == [
-        DATA[-10:],
-        DATA[-5:],
-        b"",
-        None,
-    ]
-    assert s.stats.size_queries == 3 and s.stats.reads == 1
-
-
 def test_fsspec_instance_and_path(tmp_path):
     import fsspec
 

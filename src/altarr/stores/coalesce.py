@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from .ranges import WHOLE, Offset, Range, ReadRequest, Suffix, Whole
 
@@ -30,15 +31,12 @@ _INF = float("inf")
 Buffer = bytes | bytearray | memoryview
 
 
-class CoalescePlan:
+class CoalescePlan(NamedTuple):
     """The ``merged`` requests of a batch, and per original request its ``parts`` entry ``(merged_index,
     lo, hi, identity)``: ``merged_result[lo:hi]``, or the merged result itself when ``identity``."""
 
-    __slots__ = ("merged", "parts")
-
-    def __init__(self, merged: list[ReadRequest], parts: list[tuple[int, int | None, int | None, bool]]):
-        self.merged = merged
-        self.parts = parts
+    merged: list[ReadRequest]
+    parts: list[tuple[int, int | None, int | None, bool]]
 
     def split(self, results: Sequence[Buffer | None], views: bool = False) -> list[Buffer | None]:
         """Cut the original results out of ``results`` (one per merged request, ``None`` = missing key).
@@ -74,12 +72,7 @@ class CoalescePlan:
     def versions(self, out: Sequence[Buffer | None], merged: Sequence[object]) -> list[object]:
         """Per original request, the version of the object its merged read came from (``merged`` holds
         one per merged request), ``None`` where :meth:`split` gave ``None``. The same spreads any other
-        per-object fact of a merged read (the object sizes of :attr:`~altarr.stores.base.Fetched.sizes`).
-
-        >>> plan = plan_reads([("k", Range(1, 3)), ("j", Range(0, 1))])
-        >>> plan.versions(plan.split([b"12", None]), ["v7", None])
-        ['v7', None]
-        """
+        per-object fact of a merged read (the object sizes of :attr:`~altarr.stores.base.Fetched.sizes`)."""
         return [None if r is None else merged[p[0]] for r, p in zip(out, self.parts, strict=True)]
 
 

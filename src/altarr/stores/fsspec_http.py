@@ -29,11 +29,7 @@ RANGE_IGNORED_MARGIN = NETWORK_COALESCE_GAP
 
 def _extra_bytes(asked: str, length: int | None) -> int | None:
     """How many bytes longer than the ``Range`` header ``asked`` a whole answer of ``length`` bytes is;
-    ``None`` where unknown or the range could not be cut out of it (from an offset to the end).
-
-    >>> _extra_bytes("bytes=0-9", 100), _extra_bytes("bytes=-16", 10), _extra_bytes("bytes=5-", 100)
-    (90, 0, None)
-    """
+    ``None`` where unknown or the range could not be cut out of it (from an offset to the end)."""
     first, sep, last = asked.strip().removeprefix("bytes=").partition("-")
     if length is None or not sep or not (first + last).isdigit():
         return None
@@ -69,11 +65,7 @@ def identity_headers(headers: Any) -> dict[str, Any]:
 
 def identity_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` for ``url_to_fs(url, **options)`` with every HTTP file system of ``url`` (chained ones
-    under their protocol's name) asking for identity and inflating nothing.
-
-    >>> identity_options("simplecache::https://h/x", {"https": {"headers": {"X": "1"}}})["https"]
-    {'headers': {'X': '1', 'Accept-Encoding': 'identity'}, 'client_kwargs': {'auto_decompress': False}}
-    """
+    under their protocol's name) asking for identity and inflating nothing."""
     out = dict(options)
     for i, bit in enumerate(url.split("::")):
         protocol = fsspec.core.split_protocol(bit)[0]

@@ -35,15 +35,13 @@ from .fsspec_http import (
     identity_headers,
     identity_options,
 )
-from .ranges import ByteRequest, Range, Suffix, Whole, legacy_bounds
+from .ranges import ByteRequest, Range, Whole, legacy_bounds
 
 if TYPE_CHECKING:
     from .local import LocalStore
 
 __all__ = ["FsspecStore"]
 
-#: Protocols whose ``cat_file``/``cat_ranges`` serve ``start < 0, end None`` as a suffix in one request.
-NATIVE_SUFFIX_PROTOCOLS = frozenset({"memory", "s3", "s3a", "http", "https", "gs", "gcs", "file", "local"})
 #: Protocols whose ``rm_file`` raises ``FileNotFoundError`` for a missing object (no size query needed).
 RM_REPORTS_MISSING = frozenset({"memory", "file", "local"})
 #: Info fields that identify an object version, best first.
@@ -75,8 +73,8 @@ def _token(value: Any) -> float | int | str:
 
 class FsspecStore(Store):
     """A store rooted at an fsspec URL (or a file system instance plus ``path``); ``storage_options`` go
-    to the file system. Tuning: ``coalesce_gap``, ``max_coalesced_size``, ``native_suffix`` (``False``:
-    a size query before each suffix), ``batch_size`` (concurrent requests on async file systems).
+    to the file system. Tuning: ``coalesce_gap``, ``max_coalesced_size``, ``batch_size`` (concurrent
+    requests on async file systems).
 
     >>> s = FsspecStore("memory://altarr-doc-class")
     >>> s.set("x", b"abc"); s.size("x"), s.exists("y")
@@ -91,7 +89,6 @@ class FsspecStore(Store):
         *,
         coalesce_gap: int | None = None,
         max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
-        native_suffix: bool | None = None,
         batch_size: int | None = None,
         durable: bool = False,
         **storage_options: Any,
@@ -116,9 +113,6 @@ class FsspecStore(Store):
         self.coalesce_gap = coalesce_gap_for(protocols) if coalesce_gap is None else coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self.batch_size = batch_size
-        self.native_suffix = (
-            bool(protocols & NATIVE_SUFFIX_PROTOCOLS) if native_suffix is None else native_suffix
-        )
         self._rm_reports_missing = bool(protocols & RM_REPORTS_MISSING)
         self._read_options: dict[str, Any] = {}
         if protocols & HTTP_PROTOCOLS:
@@ -149,13 +143,12 @@ class FsspecStore(Store):
         return f"FsspecStore({where!r}{ro})"
 
     def __reduce__(self) -> tuple[Callable[..., FsspecStore], tuple[object, ...]]:
-        tuning = {"coalesce_gap": self.coalesce_gap, "max_coalesced_size": self.max_coalesced_size}
         options: dict[str, Any] = {
-            "native_suffix": self.native_suffix,
-            "batch_size": self.batch_size,
-            **tuning,
+            "coalesce_gap": self.coalesce_gap,
+            "max_coalesced_size": self.max_coalesced_size,
         }
-        return (partial(FsspecStore, durable=self.durable, **options), (self.fs, self._root, self.read_only))
+        factory = partial(FsspecStore, batch_size=self.batch_size, durable=self.durable, **options)
+        return factory, (self.fs, self._root, self.read_only)
 
     # --- paths ----------------------------------------------------------------------------------------
     def _path(self, key: str) -> str:
@@ -208,55 +201,24 @@ class FsspecStore(Store):
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        """One ``fs.cat_ranges`` call, after size queries for empty ranges and (without native suffix
-        support) suffixes; the sizes those learnt are reported."""
+        """One ``fs.cat_ranges`` call; an empty range is a size query instead (a server answers an empty
+        ``Range`` with the whole object), and the sizes it learns are reported."""
         results: list[bytes | None] = [None] * len(merged)
         sizes: list[int | None] = [None] * len(merged)
-        probe = [
-            m
-            for m, (_, req) in enumerate(merged)
-            if (type(req) is Range and req.stop <= req.start)
-            or (not self.native_suffix and type(req) is Suffix)
-        ]
-        bounds = self._probe(merged, probe, results, sizes) if probe else {}
-        skip = set(probe) - set(bounds)
-        todo = [m for m in range(len(merged)) if m not in skip]
+        empty = [m for m, (_, req) in enumerate(merged) if type(req) is Range and req.stop <= req.start]
+        infos = self._infos([self._path(merged[m][0]) for m in empty]) if empty else []
+        for m, info in zip(empty, infos, strict=True):
+            sizes[m] = self._size_from_info(info, merged[m][0])
+            results[m] = None if sizes[m] is None else b""
+        todo = sorted(set(range(len(merged))) - set(empty))
         if todo:
-            self._cat(merged, todo, bounds, results)
-        return Fetched(results, None, len(todo) + sum(type(merged[m][1]) is Range for m in probe), sizes)
+            self._cat(merged, todo, results)
+        return Fetched(results, sizes=sizes)
 
-    def _probe(
-        self, merged: list[ReadRequest], probe: list[int], results: list, sizes: list
-    ) -> dict[int, tuple[int, int]]:
-        """Size queries for ``probe``: an empty range answered by existence, a suffix's bounds returned."""
-        infos = self._infos([self._path(merged[m][0]) for m in probe])
-        bounds: dict[int, tuple[int, int]] = {}
-        for m, info in zip(probe, infos, strict=True):
-            key, req = merged[m]
-            size = sizes[m] = self._size_from_info(info, key)
-            if type(req) is Range:  # empty range: existence only
-                results[m] = None if size is None else b""
-                continue
-            self.stats.add(size_queries=1)
-            if size is not None:
-                off, end = req.bounds(size)
-                if end > off:
-                    bounds[m] = off, end
-                else:
-                    results[m] = b""
-        return bounds
-
-    def _cat(
-        self, merged: list[ReadRequest], todo: list[int], bounds: dict[int, tuple[int, int]], results: list
-    ) -> None:
+    def _cat(self, merged: list[ReadRequest], todo: list[int], results: list) -> None:
         """The requests ``todo`` in one ``cat_ranges`` call into ``results``."""
-        paths, starts, ends = [], [], []
-        for m in todo:
-            key, req = merged[m]
-            start, end = bounds[m] if m in bounds else self._cat_bounds(req)
-            paths.append(self._path(key))
-            starts.append(start)
-            ends.append(end)
+        paths = [self._path(merged[m][0]) for m in todo]
+        starts, ends = map(list, zip(*(self._cat_bounds(merged[m][1]) for m in todo), strict=True))
         try:
             out = self.fs.cat_ranges(paths, starts, ends, on_error="return", **self._read_options)
         except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)

@@ -91,26 +91,19 @@ def _local(url: str, mode: str, **storage_options: Any) -> tuple[Store, str]:
     return LocalStore(local, read_only=mode == "r", **storage_options), ""
 
 
-def _remote(url: str, mode: str, **storage_options: Any) -> Store:
-    return ObstoreStore(url, read_only=mode == "r", **storage_options)
+def _client(cls: type[ObstoreStore | FsspecStore]) -> StoreFactory:
+    return lambda url, mode, **storage_options: cls(url, read_only=mode == "r", **storage_options)
 
 
-def _fsspec(url: str, mode: str, **storage_options: Any) -> Store:
-    return FsspecStore(url, read_only=mode == "r", **storage_options)
-
-
+_fsspec = _client(FsspecStore)
 register_scheme("", _local)
 register_scheme("file", _local)
 for _s in OBSTORE_SCHEMES:
-    register_scheme(_s, _remote)
+    register_scheme(_s, _client(ObstoreStore))
 
 
 def _flat_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with a nested ``storage_options`` dict merged in (see :func:`store_from_url`).
-
-    >>> _flat_options({"storage_options": {"anon": True}, "endpoint_url": "http://127.0.0.1:9000"})
-    {'anon': True, 'endpoint_url': 'http://127.0.0.1:9000'}
-    """
+    """``options`` with a nested ``storage_options`` dict merged in (see :func:`store_from_url`)."""
     nested = options.pop("storage_options", None)
     if nested is None:
         return options
