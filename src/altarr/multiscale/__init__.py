@@ -16,8 +16,9 @@ from .build import Downsampled, build_pyramid
 from .convert import convert_pyramid
 from .downsample import METHODS, downsample
 from .layouts import LAYOUTS, get_layout
+from .levels import Level, Multiscale
 from .plan import Axis, normalize_axes, plan_factors
-from .read import Level, Multiscale, is_multiscale, open_multiscale
+from .read import is_multiscale, open_multiscale
 
 __all__ = [
     "Axis",

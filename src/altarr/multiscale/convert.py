@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import MetadataError
 from .layouts import get_layout
-from .levels import Description, LevelSpec
+from .levels import Level, Multiscale
 from .write import level_layout, write_pyramid
 
 __all__ = ["convert_pyramid", "layout_for_format"]
@@ -74,16 +74,15 @@ def convert_pyramid(
     >>> n5.layout, [lv.path for lv in n5.levels], n5.levels[2].scale, n5.levels[0].shards
     ('n5-viewer', ['s0', 's1', 's2'], (2.0, 2.0), (32, 32))
     """
-    from .read import Multiscale, open_multiscale
+    from .read import open_multiscale
 
     ms = source if isinstance(source, Multiscale) else open_multiscale(source)
     fmt = get_layout(layout or layout_for_format(None, ms.layout))
     can_shard = fmt.format != "zarr2"
-    desc = Description(
+    desc = Multiscale(
         ms.axes,
         tuple(
-            LevelSpec(fmt.level_path(i), lv.factors, lv.scale, lv.translation)
-            for i, lv in enumerate(ms.levels)
+            Level(fmt.level_path(i), lv.factors, lv.scale, lv.translation) for i, lv in enumerate(ms.levels)
         ),
         ms.name,
         ms.method,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MetadataError
-from .levels import Description
+from .levels import Multiscale
 from .n5 import bdv_attributes, bdv_level_path, n5_viewer_attributes
 from .ome import ome_attributes
 
@@ -35,7 +35,7 @@ class Layout:
         """Groups between the pyramid's group and its levels (created before the levels)."""
         return ("setup0", "setup0/timepoint0") if self.name == "bdv" else ()
 
-    def level_options(self, desc: Description, level: int) -> dict[str, Any]:
+    def level_options(self, desc: Multiscale, level: int) -> dict[str, Any]:
         """Extra arguments of ``create_dataset`` for level ``level``: dimension names (Zarr v3), the
         ``/`` separator (OME-Zarr 0.4), the level's attributes (N5 layouts)."""
         if self.format == "zarr3":
@@ -44,7 +44,7 @@ class Layout:
             return {"dimension_separator": "/"}
         return {"attributes": self.node_attributes(desc, None)[desc.levels[level].path]}
 
-    def node_attributes(self, desc: Description, dtype: Any) -> dict[str, dict[str, Any]]:
+    def node_attributes(self, desc: Multiscale, dtype: Any) -> dict[str, dict[str, Any]]:
         """Attributes by node path (``""`` the pyramid's group) written once every level is complete."""
         if self.name == "ome-zarr":
             return {"": ome_attributes(desc, "0.5")}

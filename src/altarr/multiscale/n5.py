@@ -4,18 +4,19 @@ read; vectors are reversed to N5 order at this boundary (docs/pyramids.md, "Layo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..errors import MetadataError
-from .levels import Description, describe
+from .levels import Multiscale, describe, numbers
 from .plan import normalize_axes, spatial
 
 __all__ = [
     "n5_viewer_attributes",
     "bdv_attributes",
-    "parse_n5_viewer",
-    "parse_bdv",
+    "read_n5",
     "bdv_level_path",
     "n5_unit",
     "ome_unit",
@@ -54,12 +55,12 @@ def _n5(values: Sequence[Any]) -> list[Any]:
     return list(reversed(list(values)))
 
 
-def _unit(desc: Description) -> str | None:
+def _unit(desc: Multiscale) -> str | None:
     units = {desc.axes[d].unit for d in spatial(desc.axes)}
     return units.pop() if len(units) == 1 else None
 
 
-def _check_spatial(desc: Description, layout: str) -> None:
+def _check_spatial(desc: Multiscale, layout: str) -> None:
     if len(spatial(desc.axes)) != len(desc.axes) or not 2 <= len(desc.axes) <= 3:
         names = [f"{a.name} ({a.type})" for a in desc.axes]
         raise MetadataError(
@@ -68,11 +69,11 @@ def _check_spatial(desc: Description, layout: str) -> None:
         )
 
 
-def _resolution(desc: Description) -> dict[str, Any]:
+def _resolution(desc: Multiscale) -> dict[str, Any]:
     return {"unit": n5_unit(_unit(desc)), "dimensions": _n5(desc.levels[0].scale)}
 
 
-def n5_viewer_attributes(desc: Description) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def n5_viewer_attributes(desc: Multiscale) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The group attributes and each level's attributes of an n5-viewer pyramid."""
     _check_spatial(desc, "n5-viewer")
     resolution = _resolution(desc)
@@ -90,7 +91,7 @@ def bdv_level_path(level: int, setup: int = 0, timepoint: int = 0) -> str:
     return f"setup{setup}/timepoint{timepoint}/s{level}"
 
 
-def bdv_attributes(desc: Description, dtype: Any) -> dict[str, dict[str, Any]]:
+def bdv_attributes(desc: Multiscale, dtype: Any) -> dict[str, dict[str, Any]]:
     """The attributes of a BigDataViewer pyramid by path: the setup group, the timepoint group and
     each level."""
     _check_spatial(desc, "bdv")
@@ -107,38 +108,24 @@ def bdv_attributes(desc: Description, dtype: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _vector(value: Any, ndim: int, what: str) -> list[float] | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):  # {"unit": ..., "dimensions": [...]}
-        value = value.get("dimensions")
-    if not isinstance(value, list) or len(value) != ndim:
-        raise MetadataError(f"{what} {value!r} must give {ndim} numbers")
-    try:
-        return _n5([float(v) for v in value])
-    except (TypeError, ValueError):
-        raise MetadataError(f"{what} {value!r} must give {ndim} numbers") from None
-
-
 def _from_n5(
-    paths: Sequence[str],
-    shapes: Sequence[Sequence[int]],
-    factors: Sequence[Any],
-    resolution: Any,
-    unit: Any,
-    name: str | None,
-) -> Description:
-    ndim = len(shapes[0])
+    prefix: str, datasets: Sequence[Any], factors: Sequence[Any], resolution: Any, unit: Any, name: Any
+) -> Multiscale:
+    ndim = len(datasets[0].shape)
     absolute = []
-    for i, (f, shape) in enumerate(zip(factors, shapes, strict=True)):
-        vec = _vector(f, ndim, f"downsamplingFactors of level {i}")
-        if vec is None:  # no factors: the ratio of the shapes (n5-ij infers 2**i from the name instead)
-            vec = [max(1, round(a / max(b, 1))) for a, b in zip(shapes[0], shape, strict=True)]
+    for i, (f, ds) in enumerate(zip(factors, datasets, strict=True)):
+        if f is None:  # no factors: the ratio of the shapes (n5-ij infers 2**i from the name instead)
+            vec = [max(1, round(a / max(b, 1))) for a, b in zip(datasets[0].shape, ds.shape, strict=True)]
+        else:
+            vec = _n5(numbers(f, ndim, f"level {i}: a downsamplingFactors"))
         absolute.append(tuple(max(1, round(v)) for v in vec))
-    scale = _vector(resolution, ndim, "pixelResolution") or [1.0] * ndim
+    if isinstance(resolution, dict):  # {"unit": ..., "dimensions": [...]}
+        resolution = resolution.get("dimensions")
+    scale = [1.0] * ndim if resolution is None else _n5(numbers(resolution, ndim, "a pixelResolution"))
     axes = normalize_axes(None, ndim, ome_unit(unit))
-    desc = describe(axes, absolute, scale, None, "mean", paths, name)
-    return Description(desc.axes, desc.levels, name, None, {})
+    paths = [f"{prefix}s{i}" for i in range(len(datasets))]
+    name = name if isinstance(name, str) else None
+    return replace(describe(axes, absolute, scale, None, "mean", paths, name), method=None)
 
 
 def _unit_of(*docs: Any) -> Any:
@@ -149,36 +136,62 @@ def _unit_of(*docs: Any) -> Any:
     return None
 
 
-def parse_n5_viewer(
-    group_attrs: dict[str, Any],
-    level_attrs: Sequence[dict[str, Any]],
-    shapes: Sequence[Sequence[int]],
-    name: str | None = None,
-) -> Description:
-    """The pyramid of an n5-viewer group (``s0``, ``s1``, ... with ``level_attrs`` and ``shapes``)."""
-    scales = group_attrs.get("scales")
+def _child_attrs(group: Any, path: str) -> dict[str, Any]:
+    return dict(group[path].attrs) if path in group else {}
+
+
+def _levels_named_s(group: Any, prefix: str) -> list[Any]:
+    out: list[Any] = []
+    while f"{prefix}s{len(out)}" in group:
+        node = group[f"{prefix}s{len(out)}"]
+        if not hasattr(node, "shape"):
+            break
+        out.append(node)
+    return out
+
+
+def _bdv_views(group: Any, setup_path: str) -> int:
+    """How many (setup, timepoint) views a BigDataViewer container opened at ``group`` holds: its setups
+    times the timepoints of the opened one (1 for a setup group with one timepoint)."""
+    setups = sum(1 for name in group.keys() if re.fullmatch(r"setup\d+", name)) if setup_path else 1
+    holder = group[setup_path.rstrip("/")] if setup_path else group
+    timepoints = sum(1 for name in holder.keys() if re.fullmatch(r"timepoint\d+", name))
+    return max(setups, 1) * max(timepoints, 1)
+
+
+def read_n5(group: Any, setup: int, timepoint: int) -> Multiscale:
+    """The pyramid of an N5 group, its levels not opened: a BigDataViewer setup (a list of
+    ``downsamplingFactors``; the setup's win over the levels', as ``N5ImageLoader`` reads them), else
+    n5-viewer's ``s0``, ``s1``, ..."""
+    attrs = dict(group.attrs)
+    setup_path = f"setup{setup}/" if f"setup{setup}" in group else ""
+    factors = (_child_attrs(group, setup_path.rstrip("/")) if setup_path else attrs).get(
+        "downsamplingFactors"
+    )
+    if isinstance(factors, list) and factors and isinstance(factors[0], list):
+        prefix = f"{setup_path}timepoint{timepoint}/"
+        datasets = _levels_named_s(group, prefix)
+        if not datasets:
+            raise MetadataError(f"BigDataViewer setup without levels at {prefix}s0", key=group.path or "/")
+        level_attrs = [dict(ds.attrs) for ds in datasets]
+        if len(factors) < len(datasets):
+            factors = [a.get("downsamplingFactors") for a in level_attrs]
+        tp = _child_attrs(group, prefix.rstrip("/"))
+        resolution = tp.get("resolution", level_attrs[0].get("pixelResolution"))
+        ms = _from_n5(prefix, datasets, factors[: len(datasets)], resolution, _unit_of(*level_attrs), None)
+        return replace(ms, layout="bdv", views=_bdv_views(group, setup_path))
+    datasets = _levels_named_s(group, "")
+    if not datasets:
+        raise MetadataError(
+            "no pyramid here: neither OME-Zarr multiscales, BigDataViewer setups nor datasets s0, s1, ...",
+            key=group.path or "/",
+        )
+    level_attrs = [dict(ds.attrs) for ds in datasets]
+    scales = attrs.get("scales")
     factors = [
-        attrs.get("downsamplingFactors", scales[i] if isinstance(scales, list) and i < len(scales) else None)
-        for i, attrs in enumerate(level_attrs)
+        a.get("downsamplingFactors", scales[i] if isinstance(scales, list) and i < len(scales) else None)
+        for i, a in enumerate(level_attrs)
     ]
-    resolution = group_attrs.get("pixelResolution", level_attrs[0].get("pixelResolution"))
-    paths = [f"s{i}" for i in range(len(level_attrs))]
-    name = name or (group_attrs["name"] if isinstance(group_attrs.get("name"), str) else None)
-    return _from_n5(paths, shapes, factors, resolution, _unit_of(group_attrs, *level_attrs), name)
-
-
-def parse_bdv(
-    setup_attrs: dict[str, Any],
-    timepoint_attrs: dict[str, Any],
-    level_attrs: Sequence[dict[str, Any]],
-    shapes: Sequence[Sequence[int]],
-    prefix: str,
-) -> Description:
-    """The pyramid of a BigDataViewer setup: the setup's ``downsamplingFactors`` win over the levels'
-    (that is what ``N5ImageLoader`` reads); levels live at ``prefix + "s%d"``."""
-    factors = setup_attrs.get("downsamplingFactors")
-    if not isinstance(factors, list) or len(factors) < len(level_attrs):
-        factors = [attrs.get("downsamplingFactors") for attrs in level_attrs]
-    resolution = timepoint_attrs.get("resolution", level_attrs[0].get("pixelResolution"))
-    paths = [f"{prefix}s{i}" for i in range(len(level_attrs))]
-    return _from_n5(paths, shapes, factors[: len(level_attrs)], resolution, _unit_of(*level_attrs), None)
+    resolution = attrs.get("pixelResolution", level_attrs[0].get("pixelResolution"))
+    ms = _from_n5("", datasets, factors, resolution, _unit_of(attrs, *level_attrs), attrs.get("name"))
+    return replace(ms, layout="n5-viewer")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MetadataError
-from .levels import Description, LevelSpec, factors_from_scales
-from .plan import Axis
+from .levels import Level, Multiscale, factors_from_scales, numbers
+from .plan import normalize_axes
 
 __all__ = ["ome_attributes", "parse_ome", "ome_version", "VERSIONS"]
 
@@ -16,14 +16,14 @@ __all__ = ["ome_attributes", "parse_ome", "ome_version", "VERSIONS"]
 VERSIONS = {"0.5": "zarr3", "0.4": "zarr2"}
 
 
-def _transforms(level: LevelSpec, shifted: bool) -> list[dict[str, Any]]:
+def _transforms(level: Level, shifted: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"type": "scale", "scale": list(level.scale)}]
     if shifted:
         out.append({"type": "translation", "translation": list(level.translation)})
     return out
 
 
-def ome_attributes(desc: Description, version: str = "0.5") -> dict[str, Any]:
+def ome_attributes(desc: Multiscale, version: str = "0.5") -> dict[str, Any]:
     """The group attributes of an OME-Zarr ``version`` image holding the pyramid ``desc``."""
     if version not in VERSIONS:
         raise MetadataError(f"OME-Zarr version {version!r} is not written; use one of {sorted(VERSIONS)}")
@@ -64,16 +64,6 @@ def ome_version(attrs: dict[str, Any]) -> str | None:
     return None
 
 
-def _vector(t: dict[str, Any], kind: str, ndim: int, where: str) -> list[float]:
-    values = t.get(kind)
-    if not isinstance(values, list) or len(values) != ndim:
-        raise MetadataError(f"{where}: a {kind} of {ndim} numbers is required, got {values!r}")
-    try:
-        return [float(v) for v in values]
-    except (TypeError, ValueError):
-        raise MetadataError(f"{where}: {kind} {values!r} is not a list of numbers") from None
-
-
 def _apply(transforms: Any, scale: list[float], shift: list[float], where: str) -> None:
     """Compose ``transforms`` (scale / translation / identity) after (scale, shift), in place."""
     if transforms is None:
@@ -84,32 +74,19 @@ def _apply(transforms: Any, scale: list[float], shift: list[float], where: str) 
     for t in transforms:
         kind = t.get("type") if isinstance(t, dict) else None
         if kind == "scale":
-            factor = _vector(t, "scale", ndim, where)
+            factor = numbers(t.get("scale"), ndim, f"{where}: a scale")
             scale[:] = [s * f for s, f in zip(scale, factor, strict=True)]
             shift[:] = [x * f for x, f in zip(shift, factor, strict=True)]
         elif kind == "translation":
-            shift[:] = [x + v for x, v in zip(shift, _vector(t, "translation", ndim, where), strict=True)]
+            move = numbers(t.get("translation"), ndim, f"{where}: a translation")
+            shift[:] = [x + v for x, v in zip(shift, move, strict=True)]
         elif kind != "identity":
             raise MetadataError(f"{where}: transformation {t!r} is not a scale or a translation")
 
 
-def _axes(entry: dict[str, Any], where: str) -> tuple[Axis, ...]:
-    axes = entry.get("axes")
-    if axes is None:  # 0.3 and before: names only, the usual ones
-        raise MetadataError(f"{where}: no 'axes' (OME-Zarr before 0.4 is not read)")
-    out = []
-    for a in axes:
-        if isinstance(a, str):
-            out.append(Axis(a))
-        elif isinstance(a, dict) and isinstance(a.get("name"), str):
-            out.append(Axis(a["name"], a.get("type"), a.get("unit")))
-        else:
-            raise MetadataError(f"{where}: axis {a!r} has no name")
-    return tuple(out)
-
-
-def parse_ome(attrs: dict[str, Any], index: int = 0) -> Description:
-    """The pyramid described by multiscale entry ``index`` of a group's OME-Zarr attributes."""
+def parse_ome(attrs: dict[str, Any], index: int = 0) -> Multiscale:
+    """The pyramid (levels not opened) described by multiscale entry ``index`` of a group's OME-Zarr
+    attributes."""
     version = ome_version(attrs)
     if version is None:
         raise MetadataError("no OME-Zarr 'multiscales' in the group's attributes")
@@ -120,7 +97,12 @@ def parse_ome(attrs: dict[str, Any], index: int = 0) -> Description:
     where = f"OME-Zarr {version} multiscales[{index}]"
     if not isinstance(entry, dict):
         raise MetadataError(f"{where} must be an object, got {entry!r}")
-    axes = _axes(entry, where)
+    if not isinstance(entry.get("axes"), list):  # 0.3 and before: names only, the usual ones
+        raise MetadataError(f"{where}: no 'axes' list (OME-Zarr before 0.4 is not read)")
+    try:
+        axes = normalize_axes(entry["axes"], len(entry["axes"]))
+    except MetadataError as e:
+        raise MetadataError(f"{where}: {e}") from None
     datasets = entry.get("datasets")
     if not isinstance(datasets, list) or not datasets:
         raise MetadataError(f"{where}: 'datasets' must be a non-empty list")
@@ -134,9 +116,8 @@ def parse_ome(attrs: dict[str, Any], index: int = 0) -> Description:
         paths.append(ds["path"])
         scales.append(tuple(scale))
         shifts.append(tuple(shift))
-    levels = tuple(
-        LevelSpec(p, f, s, t)
-        for p, f, s, t in zip(paths, factors_from_scales(scales), scales, shifts, strict=True)
+    levels = zip(paths, factors_from_scales(scales), scales, shifts, strict=True)
+    layout = "ome-zarr" if version.startswith("0.5") else f"ome-zarr-{version}"
+    return Multiscale(
+        axes, tuple(Level(*lv) for lv in levels), entry.get("name"), entry.get("type"), layout=layout
     )
-    extra = {"version": version, "metadata": entry.get("metadata")}
-    return Description(axes, levels, entry.get("name"), entry.get("type"), extra)

@@ -14,13 +14,6 @@ from ..errors import MetadataError
 __all__ = ["Axis", "normalize_axes", "plan_factors", "level_transform", "spatial", "absolute_factors"]
 
 _NAME_TYPES = {"t": "time", "c": "channel", "x": "space", "y": "space", "z": "space"}
-_DEFAULT_NAMES = {
-    1: ("x",),
-    2: ("y", "x"),
-    3: ("z", "y", "x"),
-    4: ("c", "z", "y", "x"),
-    5: ("t", "c", "z", "y", "x"),
-}
 #: Most levels a pyramid is planned with (a safety bound; 2**32 voxels per axis would need 32).
 MAX_LEVELS = 40
 
@@ -57,7 +50,7 @@ def _one_axis(item: Any, unit: str | None) -> Axis:
     if isinstance(item, dict) and isinstance(item.get("name"), str):
         kind, own = item.get("type"), item.get("unit")
         return Axis(item["name"], kind, own if own is not None or kind != "space" else unit)
-    raise MetadataError(f"an axis must be a name, an Axis or a dict with a 'name', got {item!r}")
+    raise MetadataError(f"axis {item!r} has no name (an axis is a name, an Axis or a dict with a 'name')")
 
 
 def normalize_axes(axes: Any, ndim: int, unit: str | None = None) -> tuple[Axis, ...]:
@@ -68,8 +61,7 @@ def normalize_axes(axes: Any, ndim: int, unit: str | None = None) -> tuple[Axis,
     Axis(name='x', type='space', unit='micrometer')
     """
     if axes is None:
-        names = _DEFAULT_NAMES.get(ndim) or tuple(f"dim_{d}" for d in range(ndim - 3)) + ("z", "y", "x")
-        axes = list(names)
+        axes = list("tczyx"[-ndim:]) if ndim <= 5 else [f"dim_{d}" for d in range(ndim - 3)] + list("zyx")
     if isinstance(axes, str):  # "zyx" or "z,y,x"
         axes = axes.split(",") if "," in axes else list(axes)
     out = tuple(_one_axis(a, unit) for a in axes)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import AltarrError, ExistsError
 from .layouts import Layout
-from .levels import Description
+from .levels import Multiscale
 
 __all__ = ["write_pyramid", "level_layout"]
 
@@ -44,7 +44,7 @@ def _root(destination: Any, layout: Layout, overwrite: bool, resume: bool, path:
 
 
 def _level(
-    root: Any, layout: Layout, desc: Description, i: int, create: dict[str, Any], resume: bool
+    root: Any, layout: Layout, desc: Multiscale, i: int, create: dict[str, Any], resume: bool
 ) -> tuple[Any, set[int] | None]:
     """The dataset of level ``i``: the existing one when resuming (same layout), else a new one."""
     from ..transfer import read_journal
@@ -68,7 +68,7 @@ def _level(
 def write_pyramid(
     destination: Any,
     layout: Layout,
-    desc: Description,
+    desc: Multiscale,
     creates: Sequence[dict[str, Any]],
     values: Callable[[int, Any], Any],
     *,
