@@ -358,23 +358,6 @@ class FsspecStore(Store):
                 raise client_failure("delete", keys[i], r) from r
         return existed
 
-    def delete_prefix(self, prefix: str) -> int:
-        """One listing and bulk deletes."""
-        self._require_writable(prefix, "delete")
-        if self._local is not None:
-            return self._local.delete_prefix(prefix)
-        keys = list(self.list(prefix))
-        if not keys:
-            return 0
-        try:
-            self.fs.rm([self._path(k) for k in keys])
-        except FileNotFoundError:  # a concurrent delete: fall back to one by one
-            return sum(self.delete_many(keys))
-        except Exception as e:
-            raise client_failure("bulk delete", prefix or None, e) from e
-        self.stats.add(deletes=len(keys))
-        return len(keys)
-
     # --- listing --------------------------------------------------------------------------------------
     def _listing(self, prefix: str, call: Callable[[str], Any]) -> tuple[str, Any]:
         """``call`` on the folder ``prefix``'s path, its listing cache dropped (``[]``: missing)."""
