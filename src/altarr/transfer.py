@@ -173,23 +173,12 @@ class ProgressBar:
 
     def _show(self) -> Any:
         if self._bar is None:
+            import rich.progress as rp
             from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-                TransferSpeedColumn,
-            )
 
-            columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
-            self._bar = Progress(
-                *columns,
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=self.console or Console(stderr=True),
-            )
+            columns = (rp.TextColumn("{task.description}"), rp.BarColumn(), rp.DownloadColumn())
+            speed = (rp.TransferSpeedColumn(), rp.TimeRemainingColumn())
+            self._bar = rp.Progress(*columns, *speed, console=self.console or Console(stderr=True))
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=self.total)
         return self._bar

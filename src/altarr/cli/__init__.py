@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 # every command module registers its commands with ``app`` when imported
-from . import check, copy, demo, inspect, pyramid, show  # noqa: F401
+from . import copy, demo, inspect, pyramid, show  # noqa: F401
 from .app import app, main
 from .inspect import describe
 from .show import parse_index, render_png

@@ -128,13 +128,8 @@ def _print_summary(arrays: list[Any], destination: str, seconds: float) -> None:
 
 
 #: ``altarr copy``'s options, as its messages name them
-CLI_NAMES = {
-    "format": "--format",
-    "chunks": "--chunks",
-    "shards": "--shards",
-    "compressor": "--codec",
-    "checksum": "--checksum",
-}
+CLI_NAMES = {name: f"--{name}" for name in ("format", "chunks", "shards", "checksum")}
+CLI_NAMES["compressor"] = "--codec"
 
 
 def _checked_options(
