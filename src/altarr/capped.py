@@ -1,16 +1,6 @@
 """Stream decompression with a cap: a decoder stops at the size its output can have, so a decompression
 bomb fails with :class:`~altarr.errors.CorruptChunkError` after at most ``max_size + 1`` bytes (the
 codecs cap a chunk at its decoded size, the zip store a member at its declared size).
-
-Example:
-    >>> import zlib
-    >>> bomb = zlib.compress(bytes(10**6))
-    >>> len(inflate(bomb, 10**6, wbits=15))
-    1000000
-    >>> inflate(bomb, 1000, wbits=15)
-    Traceback (most recent call last):
-    ...
-    altarr.errors.CorruptChunkError: zlib decompression stopped: the stream decodes to more than the 1000 bytes a chunk can hold (decompression bomb or corrupt stream) [codec='zlib']
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """The public copy functions :func:`copy_dataset` and :func:`copy_group` (the engine is
 :mod:`altarr.transfer`, shared with ``altarr copy``).
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> src = aa.create_dataset("memory://doc-copying/a", data=np.arange(8, dtype="u1"), chunks=(4,))
-    >>> aa.copy_dataset(src, "memory://doc-copying/b", format="n5").compressors
-    (GzipCompression({'level': 6}),)
 """
 
 from __future__ import annotations

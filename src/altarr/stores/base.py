@@ -1,15 +1,6 @@
 """The store interface: ``/``-separated keys -> bytes, with typed, batched, coalesced and counted reads
 (``docs/architecture.md``, "Stores"). A missing key reads as ``None``; a range past the end is clipped
 like a slice; a store implements :meth:`Store._fetch` and declares its capabilities.
-
-Example:
-    >>> from altarr.stores import MemoryStore, Range, Suffix, WHOLE
-    >>> s = MemoryStore()
-    >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("missing", WHOLE)])
-    [b'23', b'789', None]
-    >>> s.stats.reads  # a range and a suffix of one key cannot merge (the size is unknown): 3 requests
-    3
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Coalescing of typed byte-range requests into few backend requests, per key: a whole request absorbs
 all, suffixes merge into the longest, ranges within ``gap`` merge into spans up to ``max_size``.
-
-Example:
-    >>> plan = plan_reads([("k", Range(0, 4)), ("k", Range(10, 12)), ("k", Suffix(3)), ("j", WHOLE)], gap=16)
-    >>> plan.merged
-    [('k', Suffix(3)), ('k', Range(0, 12)), ('j', WHOLE)]
-    >>> data = b"0123456789abcdefXYZ"
-    >>> plan.split([data[-3:], data[0:12], b"whole"])
-    [b'0123', b'ab', b'XYZ', b'whole']
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Cross-process exclusive locks on objects of local files: ``flock`` on ``.<name>.altarr-lock`` beside
 the object, held from a read-modify-write's read to its rename (``docs/engine.md``, "Safety"); no lock
 where ``fcntl`` is missing (:data:`AVAILABLE`).
-
-Example:
-    >>> import os, tempfile
-    >>> d = tempfile.mkdtemp(); dfd = os.open(d, os.O_RDONLY)
-    >>> fd = acquire(dfd, "shard")
-    >>> os.listdir(d)
-    ['.shard.altarr-lock']
-    >>> release(dfd, "shard", fd); os.listdir(d)
-    []
-    >>> os.close(dfd)
 """
 
 from __future__ import annotations

@@ -2,15 +2,6 @@
 no client of its own in altarr (``memory://``, chained ``a::b`` URLs, ``sftp://``, ...). A batch of
 ranges is one ``fs.cat_ranges`` call; ``file://`` writes go through a :class:`~altarr.stores.LocalStore`
 (``"locked"``), every other file system is ``"single-writer"`` (``docs/remote.md``).
-
-Example:
-    >>> from altarr.stores import WHOLE, Range, Suffix
-    >>> s = FsspecStore("memory://altarr-doc-example")
-    >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", Range(0, 3)), ("a/b", Suffix(2)), ("missing", WHOLE)])
-    [b'012', b'89', None]
-    >>> s.delete("a/b")
-    True
 """
 
 from __future__ import annotations

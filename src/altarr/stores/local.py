@@ -1,14 +1,6 @@
 """A store over a directory of local files: positional reads on the I/O threads, atomic writes (a
 temporary file renamed), keys confined to the root at every use (:mod:`.local_paths`), cross-process
 locks for read-modify-writes (:mod:`.filelock`).
-
-Example:
-    >>> import tempfile
-    >>> s = LocalStore(tempfile.mkdtemp())
-    >>> s.set("a/b", b"0123456789")
-    >>> from altarr.stores import WHOLE, Range, Suffix
-    >>> s.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("nope", WHOLE)])
-    [b'23', b'789', None]
 """
 
 from __future__ import annotations

@@ -1,15 +1,5 @@
 """The file side of :class:`~altarr.stores.LocalStore`: positional reads and writes, version tokens,
 :class:`FileReader`.
-
-Example:
-    >>> import os, pathlib, tempfile
-    >>> from altarr.stores import Range, Suffix
-    >>> path = pathlib.Path(tempfile.mkdtemp(), "k"); path.write_bytes(b"0123456789")
-    10
-    >>> fd = os.open(path, os.O_RDONLY)
-    >>> read_one(fd, "k", Range(2, 5)), read_one(fd, "k", Suffix(3))
-    (b'234', b'789')
-    >>> os.close(fd)
 """
 
 from __future__ import annotations

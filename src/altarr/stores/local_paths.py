@@ -1,11 +1,5 @@
 """The paths of :class:`~altarr.stores.LocalStore`, confined to its root at every use: each operation is
 relative to the key's open folder, checked to lie inside the root (``docs/engine.md``).
-
-Example:
-    >>> import tempfile
-    >>> paths = RootedPaths(tempfile.mkdtemp())
-    >>> paths._open("a/b") is None, paths._fspath("a/b").endswith("/a/b")
-    (True, True)
 """
 
 from __future__ import annotations

@@ -1,14 +1,4 @@
-"""An in-memory, dict-backed store (thread-safe, counted like the others).
-
-Example:
-    >>> from altarr.stores import Range
-    >>> s = MemoryStore()
-    >>> s.set("a/b", b"0123456789")
-    >>> s.get_ranges([("a/b", Range(0, 2)), ("a/b", Range(5, 7))])
-    [b'01', b'56']
-    >>> s.stats.reads  # the two ranges are 3 bytes apart: one merged request
-    1
-"""
+"""An in-memory, dict-backed store (thread-safe, counted like the others)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
 """Zip members read positionally and decoded by :mod:`altarr.capped` at the size their directory entry
 declares (size and CRC checked; a declared ratio over :data:`MAX_INFLATE_RATIO` is refused first).
-
-Example:
-    >>> import io, os, tempfile, zipfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "a.zip")
-    >>> with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_BZIP2) as zf:
-    ...     zf.writestr("k", b"abc" * 1000)
-    >>> info = zipfile.ZipFile(path).getinfo("k")
-    >>> fd = os.open(path, os.O_RDONLY)
-    >>> read_member(fd, info, data_offset(fd, info))[:6]
-    b'abcabc'
-    >>> info.file_size = 10**9  # a directory entry announcing a bomb
-    >>> read_member(fd, info, data_offset(fd, info))
-    Traceback (most recent call last):
-    ...
-    altarr.errors.StoreError: zip member declares 1000000000 bytes from 45 compressed, more than 1032:1: refused as a decompression bomb [key='k']
-    >>> os.close(fd)
 """
 
 from __future__ import annotations

@@ -3,17 +3,6 @@
 Writes (modes ``"w"``, ``"x"``, ``"a"``) fill a staging file beside the archive, and
 :meth:`ZipStore.close` publishes it with one atomic rename; a key written again shadows the old member,
 and dead members are reclaimed. One writer at a time (``docs/engine.md``, "Every store crash-safe").
-
-Example:
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "data.zip")
-    >>> with ZipStore(path, mode="w") as z:
-    ...     z.set("a/b", b"0123456789")
-    >>> from altarr.stores import WHOLE, Range, Suffix
-    >>> z = ZipStore(path)
-    >>> z.get_ranges([("a/b", Range(2, 4)), ("a/b", Suffix(3)), ("nope", WHOLE)])
-    [b'23', b'789', None]
-    >>> z.close()
 """
 
 from __future__ import annotations
