@@ -240,15 +240,19 @@ def _said(names: Mapping[str, str], name: str, value: Any) -> str:
     return f"{shown} {value}"
 
 
-def destination_layout(
+def check_copy(
     src: Any,
     fmt: str,
-    chunks: tuple[int, ...] | None,
-    shards: Any,
+    chunks: Any = None,
+    shards: Any = "same",
+    compressor: Any = "auto",
+    checksum: bool | None = None,
     names: Mapping[str, str] = PYTHON_NAMES,
-) -> tuple[tuple[int, ...], tuple[int, ...] | None, list[str]]:
-    """Chunks, shards and notes of a copy of ``src`` into ``fmt``: ``shards="same"`` keeps the source's
-    where ``fmt`` holds them and they fit (a note says when not; into N5 from another format, plain N5)."""
+) -> tuple[dict[str, Any], Any, list[str]]:
+    """Check a copy of ``src`` into ``fmt`` before anything is written: what it asks (as
+    :func:`check_resume` compares it), the destination's compressor argument, and the notes.
+    ``shards="same"`` keeps the source's where ``fmt`` holds them and they fit (a note says when not; into
+    N5 from another format, plain N5)."""
     notes: list[str] = []
     chunks = tuple(chunks) if chunks is not None else tuple(src.chunks)
     if len(chunks) != src.ndim or any(not isinstance(c, int | np.integer) or c < 1 for c in chunks):
@@ -280,7 +284,10 @@ def destination_layout(
                     f"{_said(names, 'shards', level)} must be multiples of {_said(names, 'chunks', inner)}"
                 )
             inner = level
-    return chunks, shards, notes
+    codec = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
+    given = not (isinstance(compressor, str) and compressor == "auto")
+    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": codec if given else None}
+    return asked | {"checksum": checksum, "compressor_given": compressor}, codec, notes
 
 
 def _jsonable(value: Any) -> Any:
@@ -312,24 +319,6 @@ def check_resume(
             "cannot resume: the destination differs in " + "; ".join(diff), key=dst.path or None
         )
     return journal
-
-
-def check_copy(
-    src: Any,
-    fmt: str,
-    chunks: Any = None,
-    shards: Any = "same",
-    compressor: Any = "auto",
-    checksum: bool | None = None,
-    names: Mapping[str, str] = PYTHON_NAMES,
-) -> tuple[dict[str, Any], Any, list[str]]:
-    """Check a copy of ``src`` into ``fmt`` before anything is written: what it asks (as
-    :func:`check_resume` compares it), the destination's compressor argument, and the notes."""
-    chunks, shards, notes = destination_layout(src, fmt, chunks, shards, names)
-    codec = parse_codec(compressor or "none", fmt, src.dtype, argument=names["compressor"].rstrip("="))
-    given = not (isinstance(compressor, str) and compressor == "auto")
-    asked = {"format": fmt, "chunks": chunks, "shards": shards, "compressor": codec if given else None}
-    return asked | {"checksum": checksum, "compressor_given": compressor}, codec, notes
 
 
 def copy_array(
