@@ -1,12 +1,5 @@
 """The ``altarr`` command line: ``info``, ``tree``, ``copy``, ``pyramid``, ``verify``, ``show``, ``demo``
-(``docs/cli.md``).
-
-Example:
-    >>> from typer.testing import CliRunner
-    >>> from altarr.cli import app
-    >>> CliRunner().invoke(app, ["copy", "--help"]).exit_code
-    0
-"""
+(``docs/cli.md``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The ``altarr`` command's typer ``app``, its consoles, one-line errors and exit codes (:func:`main`).
-
-Example:
-    >>> from altarr.cli.app import UsageProblem
-    >>> str(UsageProblem("--chunks must be ..."))
-    '--chunks must be ...'
-"""
+"""The ``altarr`` command's typer ``app``, its consoles, one-line errors and exit codes (:func:`main`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """What fsspec's HTTP file system asks (the bytes as stored) and how far it reads a ``200`` answer to a
-ranged ``GET``, for :class:`~altarr.stores.FsspecStore`.
-
-Example:
-    >>> identity_options("https://h/x", {})["headers"]
-    {'Accept-Encoding': 'identity'}
-"""
+ranged ``GET``, for :class:`~altarr.stores.FsspecStore`."""
 
 from __future__ import annotations
 
