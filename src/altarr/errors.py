@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import errno
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,11 +79,7 @@ class AltarrError(Exception):
         return type(self)(self.message, **merged)
 
     def __reduce__(self) -> tuple[Callable[..., AltarrError], tuple[object, ...]]:
-        return (_rebuild, (type(self), self.message, self._context()))
-
-
-def _rebuild(cls: type[AltarrError], message: str, ctx: dict[str, Any]) -> AltarrError:
-    return cls(message, **ctx)
+        return (functools.partial(type(self), **self._context()), (self.message,))
 
 
 # --- stores -------------------------------------------------------------------------------------------
