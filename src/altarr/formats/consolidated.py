@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "holder_name",
-    "node_names",
     "snapshot",
     "entries",
     "own_keys",
@@ -41,11 +40,6 @@ def holder_name(fmt: str) -> str | None:
     ('.zmetadata', 'zarr.json', None)
     """
     return {"zarr2": ".zmetadata", "zarr3": _V3_DOC}.get(fmt)
-
-
-def node_names(fmt: str) -> tuple[str, ...]:
-    """The documents that describe one node of ``fmt`` (names relative to the node)."""
-    return _V2_DOCS if fmt == "zarr2" else (_V3_DOC,)
 
 
 def snapshot(fmt: str, holder: Any) -> dict[str, Any] | None:
@@ -143,7 +137,7 @@ def dump_holder(fmt: str, doc: dict[str, Any], key: str) -> bytes:
 def read_nodes(store: Store, prefix: str, fmt: str, rels: list[str]) -> dict[str, dict[str, Any]]:
     """``rel -> {document name: parsed document or None}`` of the nodes ``rels`` below ``prefix``, read in
     one batched request."""
-    names = node_names(fmt)
+    names = _V2_DOCS if fmt == "zarr2" else (_V3_DOC,)
     keys = [join_key(join_key(prefix, rel), n) for rel in rels for n in names]
     values = store.get_ranges([(k, WHOLE) for k in keys]) if keys else []
     found: dict[str, dict[str, Any]] = {rel: {} for rel in rels}

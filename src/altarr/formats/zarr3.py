@@ -53,6 +53,7 @@ _ARRAY_FIELDS = {
     "storage_transformers",
     "dimension_names",
 }
+_REQUIRED = ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs")
 _GROUP_FIELDS = {"zarr_format", "node_type", "attributes", "consolidated_metadata"}
 
 
@@ -119,11 +120,7 @@ def _check_common(doc: dict[str, Any], key: str, node_type: str | None = None) -
 def parse_array_metadata(doc: dict[str, Any], *, key: str = METADATA_KEY) -> DatasetSpec:
     """Validate a Zarr v3 array document and build its spec (``key`` names it in errors)."""
     _check_common(doc, key, "array")
-    missing = [
-        f
-        for f in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs")
-        if f not in doc
-    ]
+    missing = [f for f in _REQUIRED if f not in doc]
     if missing:
         raise MetadataError(f"required field(s) {missing} missing", key=key)
     shape = check_shape(doc["shape"], key=key, field="shape")
