@@ -71,10 +71,7 @@ class DatasetAccess:
     def read_chunks(
         self, coords: Sequence[Sequence[int]] | np.ndarray, *, versions: dict[str, Any] | None = None
     ) -> list[np.ndarray | None]:
-        """Arrays (clipped at the array edge) or ``None`` for chunks that are not stored, in request order.
-
-        ``versions``: a dict that receives, for a sharded array, the version token of every shard the call
-        read (``None`` where the store reports none); all chunks of one shard come from that version."""
+        """See :meth:`Dataset.read_chunks <altarr.Dataset.read_chunks>`."""
         rows = self._rows(coords)
         if not rows:
             return []
@@ -104,8 +101,7 @@ class DatasetAccess:
         *,
         versions: dict[str, Any] | None = None,
     ) -> None:
-        """``fn(i, chunk)`` per requested row on the pool, chunks decoded into scratch (see
-        :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`); ``versions`` as for
+        """See :meth:`Dataset.visit_chunks <altarr.Dataset.visit_chunks>`; ``versions`` as for
         :meth:`read_chunks`."""
         rows = self._rows(coords)
 

@@ -140,12 +140,10 @@ class ChunkCodec:
         self.fill_value = fill_value
         self.write_empty_chunks = write_empty_chunks
         self.truncates = bool(getattr(self.chain.array_bytes, "truncates_edges", False))
-        # made once per chain, chunk shape, dtype, fill value (by its type and repr: -0.0 and 0.0 are two
-        # keys, as their bytes are two) and write_empty_chunks: the chain memoizes them, and is shared by
-        # every open of a memoized metadata parse. ``direct``: a ``[bytes, one compressor]`` chain's
-        # compressor, which decodes straight into the destination; ``encode_slot``: bytes per chunk of the
-        # output arena writes compress into (``None``: the chain allocates its own); ``native``: the
-        # native kernel's view of the chunks (``None``: pure-Python path only; see ``kernel``)
+        # made once per chain, chunk shape, dtype, fill value (-0.0 and 0.0 are two keys, as their bytes
+        # are two) and write_empty_chunks, memoized by the chain (docs/architecture.md, formats). ``direct``:
+        # a [bytes, one compressor] chain's compressor, decoding into the destination; ``encode_slot``:
+        # bytes per chunk of the arena writes compress into; ``native``: the kernel's plan (or None)
         fill_key = (type(fill_value), repr(fill_value))
         key = ("chunk-codec", self.grid.chunks, self.dtype, write_empty_chunks, fill_key, native.loaded())
         self.direct, self.encode_slot, self.native = self.chain.derive(key, self._derive)
