@@ -16,14 +16,11 @@ from altarr.errors import GridError, SelectionError
 from altarr.selection import (
     DimSelection,
     Item,
-    check_index_types,
     chunk_users,
     forward_pieces,
     hyperslab_key,
-    is_basic_selection,
     nchunks_of,
     normalize,
-    normalize_selection,
     plan,
     plan_dim,
     plan_flat,
@@ -79,12 +76,16 @@ def test_zero_d_booleans_index_no_dimension():
         slice(5, 5, -1),
         slice(20, -20, -7),
         slice(-20, 20, 6),
+        slice(2, 9),
+        slice(3, None, 2),
+        slice(1, 10, 4),
+        slice(9, 2, -3),
+        slice(6, None, -3),  # backwards, its stop exactly on index 0
+        slice(5, 1),
     ],
 )
 def test_dim_selection_round_trips_every_slice(key):
     a = np.arange(11)
-    d = DimSelection.of_slice(key, 11)
-    assert a[d.as_slice()].tolist() == a[key].tolist()
     assert normalize(key, (11,)).items[0].positions()[0].tolist() == a[key].tolist()
 
 
@@ -115,13 +116,13 @@ def test_errors_in_numpy_order_and_deferred_array_checks():
     with pytest.raises(SelectionError, match="only integers, slices"):
         normalize("a", (3,))
     # an assignment's order: integers before the values, arrays after (resolve=False defers them)
-    check_index_types(([0, 9], 1), (3, 4))
+    normalize(([0, 9], 1), (3, 4), resolve=False)
     deferred = normalize(([0, 9], 1), (3, 4), resolve=False)
     assert not deferred.resolved
     with pytest.raises(SelectionError, match="index 9 is out of bounds"):
         deferred.resolve()
     with pytest.raises(SelectionError, match="index 7 is out of bounds for axis 1"):
-        check_index_types(([0, 9], 7), (3, 4))
+        normalize(([0, 9], 7), (3, 4), resolve=False)
     # a mask's shape is NumPy's before the values: checked even unresolved
     with pytest.raises(SelectionError, match="boolean index did not match indexed array along axis 1"):
         normalize((Ellipsis, np.array([False])), (3, 0), resolve=False)
@@ -258,29 +259,7 @@ def test_masks_of_the_wrong_nonzero_length_still_refused_and_oindex_vindex_stay_
         plan_vector((slice(None), np.zeros(0, bool)), (4, 3), (2, 2))
 
 
-# --- the small public helpers: DimSelection.as_slice, hyperslab keys, basic-ness -----------------------
-@pytest.mark.parametrize(
-    "key",
-    [slice(2, 9), slice(3, None, 2), slice(1, 10, 4), slice(9, 2, -3), slice(6, None, -3), slice(5, 1)],
-)
-def test_as_slice_selects_what_the_slice_did_from_any_start(key):
-    """Forward selections that start past 0 or stop before the end, and a backwards one whose stop lands
-    exactly on index 0 (which ``None`` would wrongly include)."""
-    a = np.arange(11)
-    d = DimSelection.of_slice(key, 11)
-    assert a[d.as_slice()].tolist() == a[key].tolist()
-    assert list(range(11)[d.as_slice()]) == a[key].tolist()
-
-
-def test_as_slice_of_an_empty_selection_keeps_its_direction():
-    forward = DimSelection.of_slice(slice(5, 1, 3), 11)
-    backward = DimSelection.of_slice(slice(1, 5, -2), 11)
-    assert forward.n == backward.n == 0
-    assert forward.as_slice() == slice(0, 0, 3)
-    assert backward.as_slice() == slice(0, 0, -2)  # backwards, as the selection it stands for
-    assert np.arange(4)[backward.as_slice()].tolist() == []
-
-
+# --- hyperslab keys ------------------------------------------------------------------------------------
 def test_hyperslab_subscripts_one_per_dimension_none_for_whole():
     x = aa.altarr((4, 5), (2, 2), lambda c: [np.arange(4.0).reshape(2, 2)] * len(c))
     assert hyperslab_key((1, [0, 3]), 2) == (1, [0, 3])  # a subscript for every dimension is fine
@@ -294,44 +273,6 @@ def test_hyperslab_subscripts_one_per_dimension_none_for_whole():
     with pytest.raises(GridError) as e:
         aa.plan(x, Ellipsis, 0)
     assert str(e.value) == "extract/plan take one subscript per dimension; use None for a whole dimension"
-
-
-@pytest.mark.parametrize(
-    ("key", "basic"),
-    [
-        ((1, slice(None), ..., None), True),
-        (np.int64(2), True),
-        (np.array(2), True),  # a 0-d integer array is an integer
-        ((slice(1, 3), -1), True),
-        ((), True),
-        (True, False),  # booleans are not integers here
-        (np.True_, False),
-        (np.array(True), False),
-        (([0, 1],), False),
-        (range(2), False),
-        (np.array([1]), False),
-        ((0, np.zeros(3, bool)), False),
-        ((slice(None), None, ..., [0, 1]), False),  # basic items first, then an advanced one
-        (1.0, False),
-        ("a", False),
-    ],
-)
-def test_is_basic_selection_agrees_with_numpy(key, basic):
-    assert is_basic_selection(key) is basic
-    a = np.arange(60).reshape(3, 4, 5)
-    try:
-        got = a[key]
-    except IndexError:
-        assert not basic  # what NumPy refuses is never basic
-        return
-    s = normalize(key, a.shape)
-    assert s.basic is basic
-    if basic:
-        assert s.result_shape == got.shape
-        if got.ndim and not isinstance(key, np.ndarray):  # (NumPy copies for a 0-d index array)
-            assert np.shares_memory(got, a)  # basic indexing is a view
-    else:
-        assert not np.shares_memory(got, a)  # advanced indexing copies
 
 
 # --- writes through a plan: values laid out as the work array (unfinish) and scattered into chunks ------
@@ -445,23 +386,6 @@ def test_plan_selections_refuses_an_unknown_mode_and_a_single_selection():
         assert str(e.value) == (
             "read_regions/read_many take a list of selections (one per region), e.g. [np.s_[0:4, 2], ...]"
         )
-
-
-# --- the region API's view of a basic selection --------------------------------------------------------
-def test_normalize_selection_gives_the_dims_and_shape_of_a_basic_selection():
-    dims, shape = normalize_selection((slice(None, None, -2), None, 3), (10, 7))
-    assert dims == [DimSelection(1, 2, 5, reverse=True), DimSelection(3, 1, 1, drop=True)]
-    assert shape == (5, 1) == np.empty((10, 7))[::-2, None, 3].shape
-    assert normalize_selection((2,), (10, 7), allow_newaxis=False) == (
-        [DimSelection(2, 1, 1, drop=True), DimSelection(0, 1, 7)],
-        (7,),
-    )
-    with pytest.raises(SelectionError) as e:
-        normalize_selection((None, 2), (10, 7), allow_newaxis=False)
-    assert str(e.value) == "None (np.newaxis) cannot be used in an assignment selection"
-    # an index array is refused as not basic, before its bounds are looked at
-    with pytest.raises(SelectionError, match=r"^datasets take basic selections .* got list"):
-        normalize_selection(([0, 99], 1), (10, 7))
 
 
 # --- NumPy's exact errors for index arrays and for the flat iterator -----------------------------------
@@ -743,7 +667,7 @@ def test_region_plan_needs_one_chunk_length_per_dimension():
 def test_region_plans_finish_as_numpy_does(key):
     x = np.arange(16).reshape(4, 4)
     r = plan_region(normalize(key, x.shape), (2, 2))
-    work = x[tuple(d.as_slice() for d in r.dims)]
+    work = x[tuple(slice(d.start, d.start + d.step * d.n, d.step) for d in r.dims)]  # read forwards
     out = r.finish(work)
     assert type(out) is type(x[key])
     np.testing.assert_array_equal(out, x[key])

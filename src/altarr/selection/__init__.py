@@ -12,13 +12,7 @@ Example:
 """
 
 from .items import DimSelection, Item, Selection
-from .normalize import (
-    FORMS,
-    check_index_types,
-    hyperslab_key,
-    is_basic_selection,
-    normalize,
-)
+from .normalize import hyperslab_key, normalize
 from .plan import SelectionPlan
 from .planners import (
     MODES,
@@ -30,28 +24,21 @@ from .planners import (
     plan_selections,
     plan_vector,
 )
-from .regions import RegionPlan, flip_reversed, normalize_selection, plan_region
-from .tables import DimTable, Points, forward_pieces, nchunks_of, plan_dim
+from .regions import RegionPlan, plan_region
+from .tables import forward_pieces, nchunks_of, plan_dim
 
 __all__ = [
-    "FORMS",
     "MODES",
     "DimSelection",
-    "DimTable",
     "Item",
-    "Points",
     "RegionPlan",
     "Selection",
     "SelectionPlan",
-    "check_index_types",
     "chunk_users",
-    "flip_reversed",
     "forward_pieces",
     "hyperslab_key",
-    "is_basic_selection",
     "nchunks_of",
     "normalize",
-    "normalize_selection",
     "plan",
     "plan_dim",
     "plan_flat",

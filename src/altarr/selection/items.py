@@ -30,8 +30,8 @@ class DimSelection:
     """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension; ``reverse``: a
     negative step (the result is flipped), ``drop``: an integer index (the dimension disappears).
 
-    >>> DimSelection.of_slice(slice(None, None, -3), 10), DimSelection.of_slice(slice(2, 9), 10).as_slice()
-    (DimSelection(start=0, step=3, n=4, drop=False, reverse=True), slice(2, 9, 1))
+    >>> DimSelection.of_slice(slice(None, None, -3), 10)
+    DimSelection(start=0, step=3, n=4, drop=False, reverse=True)
     """
 
     start: int
@@ -54,15 +54,6 @@ class DimSelection:
     def last(self) -> int:
         """The last (largest) index selected (``start - step`` when nothing is)."""
         return self.start + self.step * (self.n - 1)
-
-    def as_slice(self) -> slice:
-        """The selection as a slice in its own direction (backwards for ``reverse``)."""
-        if not self.n:
-            return slice(0, 0, -self.step if self.reverse else self.step)
-        if not self.reverse:
-            return slice(self.start, self.last + 1, self.step)
-        stop = self.start - self.step
-        return slice(self.last, stop if stop >= 0 else None, -self.step)
 
 
 @dataclass(frozen=True)

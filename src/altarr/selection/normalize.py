@@ -14,10 +14,7 @@ from ..errors import GridError, SelectionError
 from .items import DimSelection, Item, Selection, norm_array, norm_int, resolve_item
 
 __all__ = [
-    "FORMS",
-    "check_index_types",
     "hyperslab_key",
-    "is_basic_selection",
     "normalize",
 ]
 
@@ -66,25 +63,6 @@ def _classify(item: Any, valid: str = _VALID) -> tuple[str, Any]:
     if arr.dtype.kind in "iu":
         return ("int", int(arr)) if arr.ndim == 0 else ("intarr", arr)
     raise SelectionError("arrays used as indices must be of integer (or boolean) type")
-
-
-def is_basic_selection(selection: Any) -> bool:
-    """Whether a selection is NumPy *basic* indexing: integers (not booleans), slices, ``...`` and
-    ``None`` only. Anything else (lists, ranges, integer or boolean arrays) is advanced indexing.
-
-    >>> is_basic_selection((1, slice(None), ..., None)), is_basic_selection(([0, 1],)), is_basic_selection(True)
-    (True, False, False)
-    """
-    for s in _as_tuple(selection):
-        if s is None or s is Ellipsis or isinstance(s, slice):
-            continue
-        if isinstance(s, bool | np.bool_) or (isinstance(s, np.ndarray) and (s.ndim or s.dtype == np.bool_)):
-            return False
-        try:
-            operator.index(s)
-        except TypeError:
-            return False
-    return True
 
 
 # --- dimensions per item, ellipsis -----------------------------------------------------------------------
@@ -251,12 +229,3 @@ def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
         if s is Ellipsis:
             raise GridError("extract/plan take one subscript per dimension; use None for a whole dimension")
     return key + (slice(None),) * (ndim - len(key))
-
-
-def check_index_types(key: Any, shape: Sequence[int]) -> None:
-    """Raise NumPy's ``IndexError`` for what NumPy checks before an assignment's values are converted
-    (item types, the number of indices, integer indices' bounds; not index arrays').
-
-    >>> check_index_types(([0, 9], 1), (3, 4))  # the array is checked later
-    """
-    normalize(key, shape, "numpy", resolve=False)

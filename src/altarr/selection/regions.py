@@ -10,12 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SelectionError
 from .items import DimSelection, Selection
-from .normalize import normalize
 from .tables import Piece, plan_dim
 
-__all__ = ["Geometry", "RegionPlan", "flip_reversed", "normalize_selection", "plan_region"]
+__all__ = ["Geometry", "RegionPlan", "flip_reversed", "plan_region"]
 
 #: :meth:`RegionPlan.geometry`: per dimension, per chunk index, ``(start in the chunk, step, count, start
 #: in the work array)`` (the native kernel's task geometry).
@@ -52,6 +50,7 @@ class RegionPlan:
     def pieces(self) -> dict[tuple[int, ...], tuple[Piece, ...]]:
         """Every touched chunk (C order) with its piece along each dimension.
 
+        >>> from altarr.selection import normalize
         >>> plan_region(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).pieces()
         {(0, 1): ((0, slice(1, 2, 1), slice(0, 1, None)), (1, slice(0, 1, 1), slice(0, 1, None))), (1, 1): ((1, slice(0, 1, 1), slice(1, 2, None)), (1, slice(0, 1, 1), slice(0, 1, None)))}
         """
@@ -64,6 +63,7 @@ class RegionPlan:
         """Per dimension, per touched chunk index: ``(start in the chunk, step, count, start in the work
         array)``, the native kernel's task geometry (a chunk's is the concatenation along its dims).
 
+        >>> from altarr.selection import normalize
         >>> plan_region(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).geometry()
         [{0: (1, 1, 1, 0), 1: (0, 1, 1, 1)}, {1: (0, 1, 1, 0)}]
         """
@@ -84,19 +84,3 @@ class RegionPlan:
 def plan_region(selection: Selection, chunks: Sequence[int]) -> RegionPlan:
     """The :class:`RegionPlan` of a basic selection (``SelectionError`` for an advanced one)."""
     return RegionPlan(selection, chunks)
-
-
-def normalize_selection(
-    selection: Any, shape: tuple[int, ...], *, allow_newaxis: bool = True
-) -> tuple[list[DimSelection], tuple[int, ...]]:
-    """Per-dimension selections and the result shape of a basic selection (the region API's view of
-    :func:`~altarr.selection.normalize.normalize`).
-
-    >>> dims, shape = normalize_selection((slice(None, None, -2), 3), (10, 7))
-    >>> shape, dims[1]
-    ((5,), DimSelection(start=3, step=1, n=1, drop=True, reverse=False))
-    """
-    sel = normalize(selection, shape, resolve=False).require_basic()
-    if not allow_newaxis and any(i.kind == "new" for i in sel.items):
-        raise SelectionError("None (np.newaxis) cannot be used in an assignment selection")
-    return sel.dims, sel.result_shape
