@@ -457,8 +457,6 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             f"nchunks={self.nchunks} cached={cached} {self._source.describe()}>"
         )
 
-    __str__ = __repr__
-
     def __copy__(self) -> LazyArray:
         return LazyArray(self._shape, self._chunks, self._dtype, self._source, self._dims, self._coords)
 

@@ -1,10 +1,5 @@
 """``with altarr.batch(): ...``: reads of lazy arrays collected inside the block and fetched together when
 it exits, one fetch call per array (docs/lazy-arrays.md, "Many reads at once").
-
-Inside the block ``x[sel]``, ``x.oindex[sel]`` and ``x.vindex[sel]`` return a :class:`BatchResult`
-placeholder; other operations are not deferred. If the block raises, nothing is fetched and the
-placeholders raise :class:`BatchError`. Batches nest and belong to the thread (and asyncio task) that
-opened them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Streamed comparisons: ``np.array_equal``, ``np.array_equiv`` and ``np.allclose`` with early exit.
-
-NumPy's own ``array_equal``/``array_equiv`` would turn a refused materialization or a failing fetch into
-``False`` (docs/lazy-arrays.md); here errors of the lazy side propagate, and only the conversion of a
-non-lazy argument is treated as NumPy treats it.
+"""Streamed comparisons: ``np.array_equal``, ``np.array_equiv`` and ``np.allclose`` with early exit (why:
+docs/lazy-arrays.md, "Functions NumPy runs inside try/except").
 """
 
 from __future__ import annotations

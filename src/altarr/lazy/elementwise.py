@@ -52,12 +52,6 @@ class ElementwiseSource:
             (self.func, self.args, self.kwargs, self.out_index, self.shape, self.chunks, self.dtype.str),
         )
 
-    def __copy__(self) -> ElementwiseSource:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> ElementwiseSource:
-        return self
-
     def operands(self) -> list[Any]:
         """The distinct sources this expression reads chunks from (nested expressions looked through)."""
         if self._leaves is None:

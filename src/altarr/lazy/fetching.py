@@ -117,12 +117,6 @@ class FetchSource:
     def __reduce__(self) -> tuple[Any, ...]:
         return (FetchSource, (self.fetch, self.shape, self.chunks, self.dtype.str))
 
-    def __copy__(self) -> FetchSource:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FetchSource:
-        return self
-
     def leaves(self) -> list[FetchSource]:
         return [self]
 

@@ -127,21 +127,17 @@ class CFDecoder:
         return out
 
 
-def _normalize_location(path_or_url: Any) -> Any:
-    if isinstance(path_or_url, os.PathLike):
-        path_or_url = os.fspath(path_or_url)
-    if isinstance(path_or_url, str) and "://" not in path_or_url:
-        return os.path.abspath(path_or_url)  # workers may run in another directory
-    return path_or_url
-
-
 class DatasetFetch:
     """Fetch factory over an engine dataset: holds the location (or an opened :class:`~altarr.Dataset`,
     which pickles as its location) and options, never data; opens the dataset on first use in the calling
     process and drops it when pickled."""
 
     def __init__(self, path_or_url: Any, unpack: bool = False, storage_options: dict[str, Any] | None = None):
-        self.path_or_url = _normalize_location(path_or_url)
+        if isinstance(path_or_url, os.PathLike):
+            path_or_url = os.fspath(path_or_url)
+        if isinstance(path_or_url, str) and "://" not in path_or_url:
+            path_or_url = os.path.abspath(path_or_url)  # workers may run in another directory
+        self.path_or_url = path_or_url
         self.unpack = bool(unpack)
         self.storage_options = dict(storage_options or {})
         self._lock = threading.Lock()
