@@ -205,27 +205,25 @@ def _clip(a: Any, a_min: Any = _NoValue, a_max: Any = _NoValue, out: Any = None,
     return _or_ni(make_elementwise(np.clip, (a, lo, hi), {}))
 
 
-@_implements(np.round, getattr(np, "around", None), kind="lazy")
-def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
-    if out is not None:
-        return NotImplemented
-    return _or_ni(make_elementwise(np.round, (a,), {"decimals": decimals}))
+def _elementwise(func: Any, operands: int = 1) -> None:
+    """Handle ``func`` lazily: its first ``operands`` parameters are the arrays, the others (but ``copy``)
+    its keywords; with ``out=``, NumPy's own call."""
+    signature = inspect.signature(func)
+    names = list(signature.parameters)[:operands]
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        given = signature.bind(*args, **kwargs).arguments
+        given.pop("copy", None)
+        if given.pop("out", None) is not None:
+            return NotImplemented
+        return _or_ni(make_elementwise(func, tuple(given.pop(n) for n in names), given))
+
+    _implements(func, kind="lazy")(impl)
 
 
-@_implements(np.nan_to_num, kind="lazy")
-def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
-    kw = {"nan": nan, "posinf": posinf, "neginf": neginf}
-    return _or_ni(make_elementwise(np.nan_to_num, (x,), kw))
-
-
-for _part in (np.real, np.imag):
-    _implements(_part, kind="lazy")(lambda val, _part=_part: _or_ni(make_elementwise(_part, (val,), {})))
-
-
-@_implements(np.isclose, kind="lazy")
-def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
-    kw = {"rtol": rtol, "atol": atol, "equal_nan": equal_nan}
-    return _or_ni(make_elementwise(np.isclose, (a, b), kw))
+for _func in (np.round, np.around, np.nan_to_num, np.real, np.imag):
+    _elementwise(_func)
+_elementwise(np.isclose, 2)
 
 
 if hasattr(np, "astype"):
@@ -247,25 +245,17 @@ for _view in (np.transpose, np.moveaxis, np.reshape, np.swapaxes):
 _delegate(np.ravel, _method("ravel"), kind="lazy")
 
 
-def _join_dtype(arrays: Any, dtype: Any, casting: _Casting) -> Any:
-    dts = [np.dtype(a.dtype) for a in arrays]
-    dt = np.result_type(*dts) if dtype is None else np.dtype(dtype)
-    if any(not np.can_cast(d, dt, casting=casting) for d in dts):
-        return None  # NumPy's implementation raises its own error
-    return dt
-
-
 def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: _Casting) -> Any:
     arrays = list(arrays) if isinstance(arrays, list | tuple) else None
     if arrays is None or out is not None or not arrays or not all(is_lazy(a) for a in arrays):
         return NotImplemented
     if which == "concatenate" and axis is None:
         return NotImplemented
-    dt = _join_dtype(arrays, dtype, casting)
-    if dt is None:
-        return NotImplemented
+    dt = np.result_type(*[a.dtype for a in arrays]) if dtype is None else np.dtype(dtype)
+    if any(not np.can_cast(a.dtype, dt, casting=casting) for a in arrays):
+        return NotImplemented  # NumPy's implementation raises its own error
     same = [a if a.dtype == dt else a.astype(dt) for a in arrays]
-    res = getattr(views, which)(same, axis, dt)
+    res = getattr(views, which)(same, axis)
     return NotImplemented if res is None else res
 
 

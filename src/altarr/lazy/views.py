@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from .geometry import is_lazy
-
 if TYPE_CHECKING:
     from .array import LazyArray
     from .fetching import FetchSource
@@ -166,10 +164,6 @@ class JoinSource:
             )
 
 
-def _new(template: Any, shape: tuple[int, ...], chunks: tuple[int, ...], dtype: Any, source: Any) -> Any:
-    return type(template)(tuple(shape), tuple(chunks), np.dtype(dtype), source, None, None)
-
-
 def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
     """A lazy ``x.transpose(axes)`` (reversed axes when ``axes`` is None)."""
     LazyArray = type(x)  # the class of the operand builds the result (no import cycle)
@@ -189,14 +183,9 @@ def transpose(x: LazyArray, axes: Sequence[int] | None = None) -> LazyArray:
     return LazyArray(shape, chunks, x.dtype, TransposeSource(x, perm), dims, x.coords if dims else None)
 
 
-def _joinable(arrays: Sequence[Any]) -> bool:
-    return all(is_lazy(a) for a in arrays) and len(arrays) > 0
-
-
-def concatenate(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
-    """A lazy ``np.concatenate(arrays, axis)``, or ``None`` when the chunk grids do not line up."""
-    if not _joinable(arrays):
-        return None
+def concatenate(arrays: Sequence[Any], axis: int) -> Any:
+    """A lazy ``np.concatenate(arrays, axis)`` of lazy arrays of one dtype, or ``None`` when the chunk
+    grids do not line up."""
     ref = arrays[0]
     if ref.ndim == 0:
         return None
@@ -212,20 +201,22 @@ def concatenate(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
     offsets = np.cumsum([0] + [a.shape[axis] // c for a in arrays[:-1]]).tolist()
     shape = list(ref.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
-    return _new(ref, tuple(shape), ref.chunks, dtype, JoinSource(arrays, axis, False, offsets))
+    return type(ref)(
+        tuple(shape), ref.chunks, ref.dtype, JoinSource(arrays, axis, False, offsets), None, None
+    )
 
 
-def stack(arrays: Sequence[Any], axis: int, dtype: Any) -> Any:
-    """A lazy ``np.stack(arrays, axis)``, or ``None`` when the arrays differ in shape or chunks."""
-    if not _joinable(arrays):
-        return None
+def stack(arrays: Sequence[Any], axis: int) -> Any:
+    """A lazy ``np.stack(arrays, axis)`` of lazy arrays of one dtype, or ``None`` when they differ in
+    shape or chunks."""
     ref = arrays[0]
     if any(a.shape != ref.shape or a.chunks != ref.chunks for a in arrays):
         return None
     axis = normalize_axis_index(axis, ref.ndim + 1)
     shape = ref.shape[:axis] + (len(arrays),) + ref.shape[axis:]
     chunks = ref.chunks[:axis] + (1,) + ref.chunks[axis:]
-    return _new(ref, shape, chunks, dtype, JoinSource(arrays, axis, True, list(range(len(arrays)))))
+    source = JoinSource(arrays, axis, True, list(range(len(arrays))))
+    return type(ref)(shape, chunks, ref.dtype, source, None, None)
 
 
 def _groups(shape: Sequence[int], new: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
