@@ -147,25 +147,23 @@ class ElementwiseSource:
         return res
 
 
-def _operand(a: Any, shape: tuple[int, ...]) -> tuple[bool, Any, Any]:
-    """(ok, operand kept in the recipe, sample for dtype resolution)."""
+def _operand(a: Any, shape: tuple[int, ...]) -> tuple[Any, Any] | None:
+    """``(operand kept in the recipe, sample for dtype resolution)``, or ``None`` when ``a`` cannot be an
+    operand (not a value, or an array that does not broadcast to ``shape``)."""
     if is_lazy(a):
-        return True, a, np.empty((0,), a.dtype)
-    if isinstance(a, bool | numbers.Number) and not isinstance(a, np.ndarray):
-        return True, a, a
-    if a is None:
-        return True, a, a
+        return a, np.empty((0,), a.dtype)
+    if a is None or (isinstance(a, bool | numbers.Number) and not isinstance(a, np.ndarray)):
+        return a, a
     arr = np.asarray(a)
     if arr.dtype.kind not in VALUE_KINDS:
-        return False, None, None
+        return None
     if arr.ndim == 0:
-        return True, arr, arr
+        return arr, arr
     try:
-        if tuple(np.broadcast_shapes(arr.shape, shape)) != tuple(shape):
-            return False, None, None
+        fits = tuple(np.broadcast_shapes(arr.shape, shape)) == tuple(shape)
     except ValueError:
-        return False, None, None
-    return True, arr, np.empty((0,), arr.dtype)
+        return None
+    return (arr, np.empty((0,), arr.dtype)) if fits else None
 
 
 def make_elementwise(
@@ -179,14 +177,10 @@ def make_elementwise(
     ref = lazies[0]
     if any(a.shape != ref.shape or a.chunks != ref.chunks for a in lazies):
         return None
-    kept: list[Any] = []
-    samples: list[Any] = []
-    for a in args:
-        ok, op, sample = _operand(a, ref.shape)
-        if not ok:
-            return None
-        kept.append(op)
-        samples.append(sample)
+    operands = [_operand(a, ref.shape) for a in args]
+    if any(o is None for o in operands):
+        return None
+    kept, samples = zip(*operands, strict=True)
     try:
         with np.errstate(all="ignore"):
             probe = func(*samples, **kwargs)
