@@ -18,11 +18,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    help="altarr: chunked, compressed N-D arrays (N5, Zarr v2, Zarr v3 sharded) from the command line.",
 )
 console = Console(width=140, highlight=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
-_state = {"debug": False}
 
 
 class UsageProblem(Exception):
@@ -64,7 +62,6 @@ def _root(
 
     Example: altarr info data.zarr --json
     """
-    _state["debug"] = debug or _state["debug"]
 
 
 # --- opening ---------------------------------------------------------------------------------------------
@@ -115,7 +112,7 @@ def _one_line(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> None:
     """The ``altarr`` console script: one-line errors, a traceback only with ``--debug``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    _state["debug"] = "--debug" in args or os.environ.get("ALTARR_DEBUG", "") not in ("", "0")
+    debug = "--debug" in args or os.environ.get("ALTARR_DEBUG", "") not in ("", "0")
     try:
         code = app(args=args, prog_name="altarr", standalone_mode=False)
     except (KeyboardInterrupt, _click_exception("Abort")):
@@ -130,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             err_console.print(f"error: {message.splitlines()[0]} (see altarr --help)", markup=False)
             code = e.exit_code
     except Exception as e:  # one line, or with --debug the traceback; the exit code is the same
-        if _state["debug"]:
+        if debug:
             traceback.print_exc()
         err_console.print(f"error: {_one_line(e)}", markup=False)
         code = 2 if isinstance(e, UsageProblem) else 1

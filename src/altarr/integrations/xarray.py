@@ -74,13 +74,8 @@ def to_xarray(
     from xarray.core import indexing
 
     dims = tuple(x.dims) if x.dims else tuple(f"dim_{d}" for d in range(x.ndim))
-    coords = {}
-    for key, values in (x.coords or {}).items():
-        coords[key] = (key, values) if key in dims else values
-    if dask:
-        data: Any = x.to_dask()
-    else:
-        data = indexing.LazilyIndexedArray(_backend_array(x))
+    coords = {key: (key, values) if key in dims else values for key, values in (x.coords or {}).items()}
+    data = x.to_dask() if dask else indexing.LazilyIndexedArray(_backend_array(x))
     variable = xr.Variable(dims, data, attrs=dict(attrs or {}))
     return xr.DataArray(variable, coords=coords, name=name)
 

@@ -1,12 +1,6 @@
 """Stores: key -> bytes, with ranged, batched, coalesced and counted reads: :class:`MemoryStore`,
 :class:`LocalStore`, :class:`ObstoreStore` (``s3://``, ``gs://``, ``az://``, ``http(s)://``),
 :class:`FsspecStore` (every other fsspec URL), :class:`ZipStore`, and :func:`store_from_url`.
-
-Example:
-    >>> from altarr.stores import store_from_url
-    >>> store, prefix = store_from_url("memory://altarr-doc-stores", mode="w")
-    >>> store.set("a", b"xyz"); store.get("a"), prefix
-    (b'xyz', '')
 """
 
 from __future__ import annotations
