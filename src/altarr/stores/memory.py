@@ -79,12 +79,6 @@ class MemoryStore(Store):
             return Fetched(results)
         return Fetched(results, versions, sizes=sizes)
 
-    def get(self, key: str) -> bytes | None:
-        key = normalize_key(key)
-        obj = self._data.get(key)
-        self.stats.add(reads=1, bytes_read=0 if obj is None else len(obj))
-        return obj
-
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)
         self.stats.add(size_queries=1)
