@@ -90,16 +90,16 @@ def plan_reads(
             for i in wholes:
                 parts[i] = (m, None, None, True)
             for i in suffixes:
-                parts[i] = (m, -norm[i][1], None, False)
+                parts[i] = (m, -norm[i][0], None, False)
             for i in ranges:
-                parts[i] = (m, norm[i][1], norm[i][2], False)
+                parts[i] = (m, norm[i][0], norm[i][1], False)
             continue
         if suffixes:  # the longest suffix holds every shorter one
             m = len(merged)
-            longest = max(norm[i][1] for i in suffixes)
+            longest = max(norm[i][0] for i in suffixes)
             merged.append((key, Suffix(longest)))
             for i in suffixes:
-                parts[i] = (m, -norm[i][1], None, norm[i][1] == longest)
+                parts[i] = (m, -norm[i][0], None, norm[i][0] == longest)
         if ranges:
             _merge_ranges(key, ranges, norm, gap, max_size, merged, parts)
     return CoalescePlan(merged, parts)
@@ -121,41 +121,38 @@ def _wholes(requests: Sequence[ReadRequest]) -> CoalescePlan:
 
 def _by_key(
     requests: Sequence[ReadRequest],
-) -> tuple[dict[str, list[list[int]]], list[tuple[int, int, int | None]]]:
-    """Per key, the positions of its whole, suffix and range requests; per request ``(kind, a, b)``."""
+) -> tuple[dict[str, list[list[int]]], list[tuple[int, int | None]]]:
+    """Per key, the positions of its whole (0), suffix (1) and range (2) requests; per request its
+    ``(start, stop)`` (a suffix: ``(length, None)``)."""
     by_key: dict[str, list[list[int]]] = {}
-    norm: list[tuple[int, int, int | None]] = []
+    norm: list[tuple[int, int | None]] = []
     for i, (key, req) in enumerate(requests):
         groups = by_key.get(key)
         if groups is None:
             groups = by_key[key] = [[], [], []]
         if type(req) is Range:
-            norm.append((2, req.start, req.stop if req.stop > req.start else req.start))
-            groups[2].append(i)
+            kind, a, b = 2, req.start, max(req.stop, req.start)
         elif type(req) is Offset and req.start > 0:
-            norm.append((2, req.start, None))
-            groups[2].append(i)
+            kind, a, b = 2, req.start, None
         elif type(req) is Suffix and req.length > 0:
-            norm.append((1, req.length, None))
-            groups[1].append(i)
+            kind, a, b = 1, req.length, None
         elif type(req) is Suffix:  # an empty suffix: existence only
-            norm.append((2, 0, 0))
-            groups[2].append(i)
+            kind, a, b = 2, 0, 0
         else:  # the whole object, or Offset(0)
-            norm.append((0, 0, None))
-            groups[0].append(i)
+            kind, a, b = 0, 0, None
+        norm.append((a, b))
+        groups[kind].append(i)
     return by_key, norm
 
 
 def _merge_ranges(
     key: str, ranges: list[int], norm: list, gap: int, max_size: int, merged: list, parts: list
 ) -> None:
-    if len(ranges) > 1:
-        ranges.sort(key=lambda i: norm[i][1])
+    ranges.sort(key=lambda i: norm[i][0])
     span: list[int] = []
     cs, ce = 0, 0.0
     for i in ranges:
-        _, a, b = norm[i]
+        a, b = norm[i]
         end = _INF if b is None else b
         if span and a - ce <= gap and (end <= ce or end - cs <= max_size or end == _INF):
             span.append(i)
@@ -174,7 +171,7 @@ def _emit(key: str, cs: int, ce: float, span: list[int], norm: list, merged: lis
     open_ended = ce == _INF
     merged.append((key, (Offset(cs) if cs else WHOLE) if open_ended else Range(cs, int(ce))))
     for i in span:
-        _, a, b = norm[i]
+        a, b = norm[i]
         if b is None:
             parts[i] = (m, a - cs, None, a == cs and open_ended)
         else:

@@ -10,7 +10,7 @@ import asyncio
 import builtins
 import datetime
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FsspecStore"]
 
-#: Protocols whose ``rm_file`` raises ``FileNotFoundError`` for a missing object (no size query needed).
-RM_REPORTS_MISSING = frozenset({"memory", "file", "local"})
 #: Info fields that identify an object version, best first.
 _VERSION_FIELDS = (
     "ETag",
@@ -104,7 +102,6 @@ class FsspecStore(Store):
         self.coalesce_gap = coalesce_gap_for(protocols) if coalesce_gap is None else coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self.batch_size = batch_size
-        self._rm_reports_missing = bool(protocols & RM_REPORTS_MISSING)
         self._read_options: dict[str, Any] = {}
         if protocols & HTTP_PROTOCOLS:
             headers = identity_headers(getattr(fs, "kwargs", {}).get("headers"))
@@ -154,41 +151,39 @@ class FsspecStore(Store):
             return path[len(self._root_sep) :] if path.startswith(self._root_sep) else None
         return path.lstrip("/")
 
-    def _gather(self, calls: Sequence[tuple[Callable[..., Any], tuple]]) -> list[Any]:
-        """Run ``(fn, args)`` calls, concurrently on an async file system; exceptions are returned."""
+    def _gather(self, name: str, calls: Sequence[tuple]) -> list[Any]:
+        """The file system's method ``name`` on each argument tuple, concurrently (its ``_name``) on an
+        async file system; exceptions are returned."""
         if not self.fs.async_impl:
             out = []
-            for fn, args in calls:
+            for args in calls:
                 try:
-                    out.append(fn(*args))
+                    out.append(getattr(self.fs, name)(*args))
                 except Exception as e:
                     out.append(e)
             return out
         from fsspec.asyn import sync
 
+        fn = getattr(self.fs, f"_{name}")
         limit = self.batch_size or getattr(self.fs, "batch_size", None) or 128
 
         async def runner() -> list[Any]:
             sem = asyncio.Semaphore(limit)
 
-            async def one(fn: Callable[..., Any], args: tuple) -> Any:
+            async def one(args: tuple) -> Any:
                 async with sem:
                     return await fn(*args)
 
-            return await asyncio.gather(*(one(fn, args) for fn, args in calls), return_exceptions=True)
+            return await asyncio.gather(*map(one, calls), return_exceptions=True)
 
         got: list[Any] = sync(self.fs.loop, runner)
         return got
-
-    def _call(self, name: str, *args: Any) -> tuple[Callable[..., Any], tuple]:
-        """``(method, args)`` for :meth:`_gather`: the file system's ``_name`` where it is async."""
-        return getattr(self.fs, f"_{name}" if self.fs.async_impl else name), args
 
     def _infos(self, paths: Sequence[str]) -> list[Any]:
         self.stats.add(rounds=1)
         for p in paths:
             self.fs.invalidate_cache(p)
-        return self._gather([self._call("info", p) for p in paths])
+        return self._gather("info", [(p,) for p in paths])
 
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
@@ -248,7 +243,7 @@ class FsspecStore(Store):
     @staticmethod
     def _cut(r: Any, start: int | None, end: int | None) -> bytes:
         """One ``cat_ranges`` answer, the range cut out where a server ignored ``Range``."""
-        data = r if isinstance(r, bytes) else as_bytes(r)
+        data = as_bytes(r)
         if start is not None and start >= 0 and end is not None and len(data) > end - start:
             data = data[start:end]
         elif start is not None and start < 0 and len(data) > -start:
@@ -271,11 +266,7 @@ class FsspecStore(Store):
         size = self._size_from_info(info, key)
         if size is None:
             return None
-        for name in _VERSION_FIELDS:
-            value = info.get(name)
-            if value is not None:
-                return size, _token(value)
-        return size, size
+        return size, next((_token(info[n]) for n in _VERSION_FIELDS if info.get(n) is not None), size)
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
@@ -284,16 +275,12 @@ class FsspecStore(Store):
     def set_many(self, items: Sequence[tuple[str, bytes | bytearray | memoryview]]) -> None:
         if not items:
             return
+        keys = [self._check_key_for_write(k, "write") for k, _ in items]
         if self._local is not None:
-            for k, _ in items:
-                self._check_key_for_write(k, "write")
             self._local.set_many(items)
             return
-        keys = [self._check_key_for_write(k, "write") for k, _ in items]
         data = [as_bytes(v) for _, v in items]
-        out = self._gather(
-            [self._call("pipe_file", self._path(k), d) for k, d in zip(keys, data, strict=True)]
-        )
+        out = self._gather("pipe_file", [(self._path(k), d) for k, d in zip(keys, data, strict=True)])
         ok = [i for i, r in enumerate(out) if not isinstance(r, BaseException)]
         self.stats.add(writes=len(ok), bytes_written=sum(len(data[i]) for i in ok))
         for k, r in zip(keys, out, strict=True):
@@ -310,10 +297,7 @@ class FsspecStore(Store):
         >>> s.concurrent_writes
         'single-writer'
         """
-        if self._local is None:
-            yield
-            return
-        with self._local.exclusive(keys):
+        with nullcontext() if self._local is None else self._local.exclusive(keys):
             yield
 
     def list_temporary(self, prefix: str = "") -> list[str]:
@@ -328,19 +312,15 @@ class FsspecStore(Store):
     def delete_many(self, keys: Sequence[str]) -> list[bool]:
         if not keys:
             return []
-        if self._local is not None:
-            for k in keys:
-                self._check_key_for_write(k, "delete")
-            return self._local.delete_many(keys)
         keys = [self._check_key_for_write(k, "delete") for k in keys]
+        if self._local is not None:
+            return self._local.delete_many(keys)
         paths = [self._path(k) for k in keys]
-        existed = [True] * len(keys)
-        if not self._rm_reports_missing:
-            infos = self._infos(paths)
-            self.stats.add(size_queries=len(keys))
-            existed = [self._size_from_info(info, k) is not None for k, info in zip(keys, infos, strict=True)]
+        infos = self._infos(paths)
+        self.stats.add(size_queries=len(keys))
+        existed = [self._size_from_info(info, k) is not None for k, info in zip(keys, infos, strict=True)]
         todo = [i for i in range(len(keys)) if existed[i]]
-        out = self._gather([self._call("rm_file", paths[i]) for i in todo])
+        out = self._gather("rm_file", [(paths[i],) for i in todo])
         self.stats.add(deletes=len(todo))
         for i, r in zip(todo, out, strict=True):
             if isinstance(r, FileNotFoundError):
@@ -379,11 +359,8 @@ class FsspecStore(Store):
         keys: list[str] = []
         dirs: list[str] = []
         for entry in entries:
-            k = self._key(entry["name"])
-            if not k or not k.startswith(pre):
-                continue  # the folder itself, or a file named like it
-            name = k[len(pre) :]
-            if not name or "/" in name:
-                continue
-            (dirs if entry.get("type") == "directory" else keys).append(name)
+            k = self._key(entry["name"]) or ""
+            name = k[len(pre) :] if k.startswith(pre) else ""  # "": the folder, or a file named like it
+            if name and "/" not in name:
+                (dirs if entry.get("type") == "directory" else keys).append(name)
         return sorted(set(keys)), sorted(set(dirs))
