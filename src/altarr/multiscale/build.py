@@ -12,10 +12,9 @@ import numpy as np
 
 from ..errors import MetadataError
 from .downsample import check_method, downsample, downsampled_shape
-from .layouts import get_layout
+from .layouts import get_layout, level_layout, write_pyramid
 from .levels import describe
 from .plan import absolute_factors, normalize_axes, plan_factors, spatial
-from .write import level_layout, write_pyramid
 
 __all__ = ["build_pyramid", "Downsampled", "default_chunks"]
 

@@ -8,9 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import MetadataError
-from .layouts import get_layout
+from .layouts import LAYOUTS, get_layout, level_layout, write_pyramid
 from .levels import Level, Multiscale
-from .write import level_layout, write_pyramid
 
 __all__ = ["convert_pyramid", "layout_for_format"]
 
@@ -24,9 +23,7 @@ def layout_for_format(fmt: str | None, source_layout: str) -> str:
     ('n5-viewer', 'bdv', 'bdv')
     """
     if fmt is None:
-        return (
-            source_layout if source_layout in ("ome-zarr", "ome-zarr-0.4", "n5-viewer", "bdv") else "ome-zarr"
-        )
+        return source_layout if source_layout in LAYOUTS else "ome-zarr"
     if fmt == "n5":
         return source_layout if source_layout in ("n5-viewer", "bdv") else "n5-viewer"
     if fmt in ("zarr3", "zarr2"):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
-from .plan import Axis, level_transform
+from .plan import Axis
 
 __all__ = ["Level", "Multiscale", "describe", "factors_from_scales", "numbers"]
 
@@ -162,12 +162,16 @@ def describe(
     name: str | None = None,
 ) -> Multiscale:
     """The pyramid built with ``method``: level ``i`` at ``paths[i]`` with ``factors[i]`` (relative to
-    level 0), level 0's voxel size ``scale`` and offset ``translation``."""
+    level 0), level 0's voxel size ``scale`` and offset ``translation``; a level's voxels are ``factors``
+    times level 0's, and a ``mean`` or ``mode`` voxel, the centre of its window, is shifted by
+    ``(factors - 1) / 2`` of them (docs/pyramids.md, "Scale and translation")."""
     base = tuple(float(t) for t in translation) if translation is not None else (0.0,) * len(axes)
     levels = []
-    for path, f in zip(paths, factors, strict=True):
-        s, t = level_transform(f, scale, base, method)
-        levels.append(Level(path, tuple(int(x) for x in f), s, t))
+    for path, fs in zip(paths, factors, strict=True):
+        f = tuple(int(x) for x in fs)
+        voxel = tuple(float(v) * x for v, x in zip(scale, f, strict=True))
+        shift = tuple(b + 0.5 * (x - 1) * float(v) for b, x, v in zip(base, f, scale, strict=True))
+        levels.append(Level(path, f, voxel, base if method == "stride" else shift))
     return Multiscale(tuple(axes), tuple(levels), name, method)
 
 

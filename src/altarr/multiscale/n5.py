@@ -17,7 +17,6 @@ __all__ = [
     "n5_viewer_attributes",
     "bdv_attributes",
     "read_n5",
-    "bdv_level_path",
     "n5_unit",
     "ome_unit",
 ]
@@ -73,39 +72,34 @@ def _resolution(desc: Multiscale) -> dict[str, Any]:
     return {"unit": n5_unit(_unit(desc)), "dimensions": _n5(desc.levels[0].scale)}
 
 
-def n5_viewer_attributes(desc: Multiscale) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The group attributes and each level's attributes of an n5-viewer pyramid."""
+def n5_viewer_attributes(desc: Multiscale) -> dict[str, dict[str, Any]]:
+    """The attributes of an n5-viewer pyramid by path: the group's and each level's."""
     _check_spatial(desc, "n5-viewer")
     resolution = _resolution(desc)
-    levels = [
-        {"downsamplingFactors": _n5(level.factors), "pixelResolution": resolution} for level in desc.levels
-    ]
     group = {"scales": [_n5(level.factors) for level in desc.levels], "pixelResolution": resolution}
     if desc.name:
         group["name"] = desc.name  # n5-viewer's README example has one
-    return group, levels
+    return {"": group} | _level_attributes(desc, resolution)
 
 
-def bdv_level_path(level: int, setup: int = 0, timepoint: int = 0) -> str:
-    """The path of a level in BigDataViewer's layout (``setup%d/timepoint%d/s%d``)."""
-    return f"setup{setup}/timepoint{timepoint}/s{level}"
+def _level_attributes(desc: Multiscale, resolution: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        lv.path: {"downsamplingFactors": _n5(lv.factors), "pixelResolution": resolution} for lv in desc.levels
+    }
 
 
 def bdv_attributes(desc: Multiscale, dtype: Any) -> dict[str, dict[str, Any]]:
     """The attributes of a BigDataViewer pyramid by path: the setup group, the timepoint group and
     each level."""
     _check_spatial(desc, "bdv")
-    resolution = _resolution(desc)
-    out: dict[str, dict[str, Any]] = {
+    groups: dict[str, dict[str, Any]] = {
         "setup0": {
             "downsamplingFactors": [_n5(level.factors) for level in desc.levels],
             "dataType": str(dtype),
         },
         "setup0/timepoint0": {"multiScale": True, "resolution": _n5(desc.levels[0].scale)},
     }
-    for level in desc.levels:
-        out[level.path] = {"downsamplingFactors": _n5(level.factors), "pixelResolution": resolution}
-    return out
+    return groups | _level_attributes(desc, _resolution(desc))
 
 
 def _from_n5(

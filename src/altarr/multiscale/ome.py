@@ -10,10 +10,7 @@ from ..errors import MetadataError
 from .levels import Level, Multiscale, factors_from_scales, numbers
 from .plan import normalize_axes
 
-__all__ = ["ome_attributes", "parse_ome", "ome_version", "VERSIONS"]
-
-#: The OME-Zarr versions altarr writes, and the Zarr format each is stored in.
-VERSIONS = {"0.5": "zarr3", "0.4": "zarr2"}
+__all__ = ["ome_attributes", "parse_ome", "ome_version"]
 
 
 def _transforms(level: Level, shifted: bool) -> list[dict[str, Any]]:
@@ -23,10 +20,9 @@ def _transforms(level: Level, shifted: bool) -> list[dict[str, Any]]:
     return out
 
 
-def ome_attributes(desc: Multiscale, version: str = "0.5") -> dict[str, Any]:
-    """The group attributes of an OME-Zarr ``version`` image holding the pyramid ``desc``."""
-    if version not in VERSIONS:
-        raise MetadataError(f"OME-Zarr version {version!r} is not written; use one of {sorted(VERSIONS)}")
+def ome_attributes(desc: Multiscale, version: str) -> dict[str, Any]:
+    """The group attributes of an OME-Zarr ``version`` (``"0.5"`` or ``"0.4"``) image holding the pyramid
+    ``desc``."""
     shifted = any(any(t != 0 for t in level.translation) for level in desc.levels)
     entry: dict[str, Any] = {}
     if version == "0.4":

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import MetadataError
 
-__all__ = ["Axis", "normalize_axes", "plan_factors", "level_transform", "spatial", "absolute_factors"]
+__all__ = ["Axis", "normalize_axes", "plan_factors", "spatial", "absolute_factors"]
 
 _NAME_TYPES = {"t": "time", "c": "channel", "x": "space", "y": "space", "z": "space"}
 #: Most levels a pyramid is planned with (a safety bound; 2**32 voxels per axis would need 32).
@@ -129,17 +129,3 @@ def absolute_factors(steps: Sequence[Sequence[int]], ndim: int) -> list[tuple[in
     for step in steps:
         out.append(tuple(a * int(s) for a, s in zip(out[-1], step, strict=True)))
     return out
-
-
-def level_transform(
-    factors: Sequence[int], scale: Sequence[float], translation: Sequence[float], method: str
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The scale and translation of a level with ``factors`` (relative to level 0, whose voxel size is
-    ``scale`` and offset ``translation``), downsampled with ``method``."""
-    new_scale = tuple(float(s) * f for s, f in zip(scale, factors, strict=True))
-    if method == "stride":
-        return new_scale, tuple(float(t) for t in translation)
-    shift = tuple(
-        float(t) + 0.5 * (f - 1) * float(s) for t, f, s in zip(translation, factors, scale, strict=True)
-    )
-    return new_scale, shift
