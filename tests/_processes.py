@@ -15,6 +15,9 @@ def _read_in_child(store: Any, key: str, queue: Any) -> None:
         queue.put(store.get_ranges([(key, Range(0, 3))]))
     except StoreError as e:
         queue.put(str(e))
+    except BaseException as e:  # any other failure is shown by the parent's assert, not left to its timeout
+        queue.put(f"the child failed: {type(e).__name__}: {e}")
+        raise
 
 
 def read_in_fork_and_spawn(store: Any, key: str, first_bytes: bytes) -> None:
