@@ -289,7 +289,9 @@ def index_item(draw, n: int) -> Any:
     if kind == "array":
         vals = draw(st.lists(st.integers(-n - 1, n), max_size=3))
         dt = np.dtype(draw(st.sampled_from([np.intp, np.int8, np.uint16, np.int32])))
-        arr = np.asarray([abs(v) for v in vals] if dt.kind == "u" else vals, dtype=dt)
+        # An int8 index holds no 128 or -129: the values drawn for a longer axis are clipped to its range.
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        arr = np.asarray([min(max(abs(v) if dt.kind == "u" else v, lo), hi) for v in vals], dtype=dt)
         return arr.reshape(-1, 1) if draw(st.integers(0, 4)) == 0 else arr
     if kind == "mask":
         length = n if draw(st.integers(0, 5)) else draw(st.integers(0, n + 1))
