@@ -816,8 +816,7 @@ def test_recheck_false_reads_a_shard_deleted_since_its_index_was_cached_as_missi
 def test_nested_index_reads_come_from_where_each_level_keeps_its_index(store, location):
     """Two chunks in two inner shards of one outer shard, the index of every level at ``location``: the
     outer index, the two inner indexes, then the chunks. A batched read merges the nearby inner index
-    reads into one request, except for an end index of local files, whose index reads are each a file
-    opened for it (one request each); a visit reads every range from its open file (no merging)."""
+    reads into one request; a visit of local files reads every range from its open file (no merging)."""
     ds = make(store, shape=(32, 32), chunks=(2, 2), shards=[(8, 8), (32, 32)], index_location=location)
     values = {c: np.full((2, 2), i + 1, "uint16") for i, c in enumerate([(0, 0), (1, 5), (5, 9)])}
     ds.write_chunks(list(values), list(values.values()))
@@ -826,7 +825,7 @@ def test_nested_index_reads_come_from_where_each_level_keeps_its_index(store, lo
     local = isinstance(store, aa.LocalStore)
     store.stats.reset()
     got = fresh.read_chunks(wanted)
-    assert store.stats.reads == (4 if local and location == "end" else 3)
+    assert store.stats.reads == 3
     for c, a in zip(wanted, got, strict=True):
         np.testing.assert_array_equal(a, values[c])
     seen = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -60,46 +60,6 @@ class IndexCache:
         self._by_key: dict[str, set[tuple[str, int, int]]] = {}
         self._nbytes = 0
         self._lock = threading.Lock()
-
-    def read(self, requests: list) -> tuple[list, list]:
-        """Ranged reads, with the version of each object when the cache is on (and then as zero-copy
-        slices of coalesced reads)."""
-        if not requests:
-            return [], []
-        if self.enabled:
-            return self.store.get_ranges_versioned(requests)
-        return self.store.get_ranges(requests), [None] * len(requests)
-
-    def read_sized(self, requests: list) -> tuple[list, list, list]:
-        """:meth:`read` plus, per request, the size of the object its bytes came from where the store
-        tells it with them (:attr:`~altarr.stores.base.Store.reports_sizes`), else ``None``."""
-        if not requests:
-            return [], [], []
-        datas, versions, sizes = self.store.get_ranges_sized(requests)
-        if not self.enabled:
-            versions = [None] * len(requests)
-        return datas, versions, sizes
-
-    def read_sized_as_ready(
-        self, requests: list, on_sent: Callable[[], None] | None = None
-    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """:meth:`read_sized` handed over per store answer as it arrives: batches of ``(position in
-        requests, bytes, version, object size)``. The batch is sent now, then ``on_sent()`` is called
-        (the caller's moment to use the wait)."""
-        answers = self.store.get_ranges_as_ready(requests)
-        if on_sent is not None:
-            on_sent()
-        if self.enabled:
-            return answers
-        return ([(i, d, None, z) for i, d, _, z in answered] for answered in answers)
-
-    def read_as_ready(
-        self, requests: list, on_sent: Callable[[], None] | None = None
-    ) -> Iterator[list[tuple[int, Any, Any]]]:
-        """:meth:`read` handed over per store answer as it arrives: batches of ``(position in
-        requests, bytes, version)``; sent now, as :meth:`read_sized_as_ready`."""
-        answers = self.read_sized_as_ready(requests, on_sent)
-        return ([(i, d, v) for i, d, v, _ in answered] for answered in answers)
 
     def get(self, key: str, level: int, start: int, tokens: dict[str, Any]) -> IndexWords | None:
         if not self.enabled:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeAlias, ca
 
 import numpy as np
 
-from .._threads import pmap
 from ..errors import AltarrError, CorruptShardError
 from ..stores.base import ObjectReader, OpensReaders
 from ..stores.ranges import WHOLE, ByteRequest, Range, Suffix, legacy_bounds
@@ -301,19 +300,14 @@ class ShardReader:
             return
         if pending:
             requests = [(n.key, Range(*_span(n))) for n in pending]
-            if as_ready:
-                answers = self.index_cache.read_as_ready(requests, on_sent)
-            else:
-                datas, versions = self.index_cache.read(requests)
-                answers = iter([list(zip(range(len(datas)), datas, versions, strict=True))])
-            for answered in answers:
-                ns = [pending[i] for i, _, _ in answered]
-                check_versions(tokens, [n.key for n in ns], [v for _, _, v in answered])
+            for answered in self._answers(requests, None, as_ready, on_sent):
+                ns = [pending[i] for i, _, _, _ in answered]
+                check_versions(tokens, [n.key for n in ns], [v for _, _, v, _ in answered])
                 if self.index_cache.optimistic:
-                    gone = {n.key for n, (_, d, _) in zip(ns, answered, strict=True) if d is None}
+                    gone = {n.key for n, (_, d, _, _) in zip(ns, answered, strict=True) if d is None}
                     if gone:  # a shard deleted since its index was cached: read the index again
                         raise ShardChanged(gone)
-                for n, (_, d, _) in zip(ns, answered, strict=True):
+                for n, (_, d, _, _) in zip(ns, answered, strict=True):
                     n.mem = _checked_range(n.key, n.pos, n.start, n.size, d)
                 done += ns
                 if as_ready:
@@ -347,30 +341,32 @@ class ShardReader:
         got = data.reader.read_into(data.start, buf)
         return _checked_range(key, data.chunk, data.start, data.length, buf[:got])
 
-    def _read_sized(self, requests: list) -> tuple[list, list, list]:
-        """End-located index reads on a store that opens readers, each from a file opened for it, with
-        the size of that very file (unlike the batched call, nearby reads are not coalesced: the request
-        counts stay one per index)."""
-        store = cast(OpensReaders, self.store)
-
-        def one(request: tuple) -> tuple[Any, Any, int | None]:
-            reader = store.open_reader(request[0])
-            if reader is None:  # missing: asked the usual way, so it counts as the store counts it
-                datas, versions = self.store.get_ranges_versioned([request])
-                return datas[0], versions[0], None
-            with reader:
-                return reader.read(request[1]), reader.version, reader.size
-
-        got = pmap(one, requests)
-        return [d for d, _, _ in got], [v for _, v, _ in got], [z for _, _, z in got]
-
-    def _read_versioned(self, requests: list, readers: dict[str, Any] | None) -> tuple[list, list, list]:
-        """Ranged reads with object versions: from each key's open reader when the call has readers, else
-        in one batched store call (:meth:`IndexCache.read_sized`)."""
-        if not readers:
-            return self.index_cache.read_sized(requests)
-        got = [(readers[k].read(req), readers[k].version) for k, req in requests]
-        return [d for d, _ in got], [v for _, v in got], [None] * len(got)
+    def _answers(
+        self,
+        requests: list[tuple[str, Any]],
+        readers: dict[str, Any] | None,
+        as_ready: bool = False,
+        on_sent: Callable[[], None] | None = None,
+    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """Ranged reads answered as ``(request number, bytes, version, object size)``: from each key's
+        open reader when the call has readers, else sent to the store now (then ``on_sent()``) and
+        handed over all at once or (``as_ready``) per store answer; versions only where the index cache
+        is on."""
+        if readers:
+            got: list[tuple[int, Any, Any, int | None]] = [
+                (i, readers[k].read(req), readers[k].version, None) for i, (k, req) in enumerate(requests)
+            ]
+            return iter([got])
+        if as_ready:
+            answers = self.store.get_ranges_as_ready(requests)
+        else:
+            sized = self.store.get_ranges_sized(requests)
+            answers = iter([list(zip(range(len(requests)), *sized, strict=True))])
+        if on_sent is not None:
+            on_sent()
+        if self.index_cache.enabled:
+            return answers
+        return ([(i, d, None, z) for i, d, _, z in answered] for answered in answers)
 
     def _index_error(self, e: AltarrError, n: _Node, level: int) -> AltarrError:
         """``e`` from the index of node ``n`` naming its key and, as ``chunk``, dataset chunk coordinates
@@ -401,7 +397,7 @@ class ShardReader:
             yield self._children(indexed, level)
         if not requests:
             return
-        for answered in self._index_answers(requests, level, readers, as_ready, on_sent):
+        for answered in self._answers(requests, readers, as_ready, on_sent):
             check_versions(tokens, [targets[i][0].key for i, *_ in answered], [a[2] for a in answered])
             indexed = []
             for i, d, version, object_size in answered:
@@ -450,26 +446,6 @@ class ShardReader:
             requests.append((n.key, rng))
             targets.append((n, whole))
         return indexed, requests, targets
-
-    def _index_answers(
-        self,
-        requests: list[tuple[str, Any]],
-        level: int,
-        readers: dict[str, Any] | None,
-        as_ready: bool,
-        on_sent: Callable[[], None] | None,
-    ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """The answers to :meth:`_index_reads`' requests as ``(request number, bytes, version, object
-        size)``, all at once or (``as_ready``) in parts as they arrive."""
-        if as_ready:
-            return self.index_cache.read_sized_as_ready(requests, on_sent)
-        sc = self.layout.sharding[level]
-        assert sc is not None
-        if readers is None and not sc._start and isinstance(self.store, OpensReaders):
-            got = self._read_sized(requests)
-        else:
-            got = self._read_versioned(requests, readers)
-        return iter([list(zip(range(len(requests)), *got, strict=True))])
 
     def _answered(
         self,
