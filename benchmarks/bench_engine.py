@@ -8,7 +8,7 @@ warm-up (not timed), then ``--repeats`` timed repetitions with ``time.perf_count
 reported. Every library's result is checked against the source data once (on the warm-up run), so a fast
 wrong answer cannot win.
 
-Fairness: 2 worker threads everywhere (altarr ``set_max_workers(2)``; zarr-python and zarrs-python
+Fairness: 2 worker threads everywhere (altarr ``set_options(threads=2)``; zarr-python and zarrs-python
 ``threading.max_workers=2``; tensorstore ``data_copy_concurrency`` and ``file_io_concurrency`` limits
 of 2, ``file_io_sync`` off since no other library fsyncs, cache pool 0 bytes as by default; z5py
 ``n_threads=2``). The page cache is warm (files were just written): this measures the libraries, not
@@ -271,9 +271,8 @@ class AltarrAdapter(Adapter):
     def __init__(self, geo: Geometry, codec: str):
         super().__init__(geo, codec)
         import altarr
-        from altarr.dataset import set_max_workers
 
-        set_max_workers(THREADS)
+        altarr.set_options(threads=THREADS)
         self.aa = altarr
         self.lazy_open = None
         try:
@@ -1183,10 +1182,10 @@ def profile_one(
     decode/encode work that normally runs on pool threads (cProfile follows one thread only)."""
     import cProfile
 
-    from altarr.dataset import set_max_workers
+    import altarr
 
     os.makedirs(profile_dir, exist_ok=True)
-    set_max_workers(1)
+    altarr.set_options(threads=1)
     try:
         if before:
             before()
@@ -1194,7 +1193,7 @@ def profile_one(
         prof.runcall(fn, False)
         prof.dump_stats(os.path.join(profile_dir, f"altarr_{codec}_{key}.prof"))
     finally:
-        set_max_workers(THREADS)
+        altarr.set_options(threads=THREADS)
 
 
 # --- report -------------------------------------------------------------------------------------------------

@@ -68,14 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     import zarr
 
     import altarr as aa
-    from altarr.dataset import set_max_workers
 
     try:
         lazy_open = aa.open
     except (AttributeError, ImportError) as e:  # the lazy layer is not there yet
         print(f"altarr.open is not available ({e}); nothing to compare")
         return 0
-    set_max_workers(THREADS)
+    aa.set_options(threads=THREADS)
     zarr.config.set({"threading.max_workers": THREADS})
 
     n = args.size

@@ -9,7 +9,7 @@ shards of 256**3 (``chunks_per_shard=4``), zstd level 3 without a checksum, from
 The levels of both are compared once, after the first repetition of each, so a fast wrong answer
 cannot win.
 
-Fairness: 2 threads everywhere (altarr ``workers=2`` and ``set_max_workers(2)``; ngff-zarr's dask graph
+Fairness: 2 threads everywhere (altarr ``workers=2`` and ``set_options(threads=2)``; ngff-zarr's dask graph
 on the threaded scheduler with ``num_workers=2``; zarrista's Rust pool ``RAYON_NUM_THREADS=2``). The
 libraries alternate repetition by repetition (altarr, ngff-zarr, altarr, ...), each writing into a fresh
 folder; the median of ``--repeats`` is reported. Peak memory is measured as ``bench_engine.py`` measures
@@ -79,9 +79,8 @@ def make_volume(shape: tuple[int, int, int], seed: int = 0) -> np.ndarray:
 
 def run_altarr(volume: np.ndarray, path: Path) -> Any:
     import altarr as aa
-    from altarr.dataset import set_max_workers
 
-    set_max_workers(THREADS)
+    aa.set_options(threads=THREADS)
     return aa.build_pyramid(
         volume,
         str(path),

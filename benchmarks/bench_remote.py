@@ -36,7 +36,7 @@ the server saw, and the paired ratio of this tree to the other with its interval
 for the same reads, none sent twice.
 
 Fairness: every library is told the format (altarr ``format="zarr3"``, tensorstore's ``zarr3`` driver,
-zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_max_workers(2)``, tensorstore
+zarr-python ``zarr_format=3``), so none probes for other formats' metadata. 2 worker threads where a library has a setting (altarr ``set_options(threads=2)``, tensorstore
 ``data_copy_concurrency`` 2 and ``cache_pool`` 0, zarr-python ``threading.max_workers`` 2); network
 concurrency is each library's default. Everything runs in one process, one library at a time.
 
@@ -136,9 +136,8 @@ class Altarr(Lib):
     def __init__(self, *a: Any):
         super().__init__(*a)
         import altarr as aa
-        from altarr.dataset import set_max_workers
 
-        set_max_workers(THREADS)
+        aa.set_options(threads=THREADS)
         self.aa = aa
 
     def _open(self, mode: str = "r") -> Any:

@@ -22,7 +22,7 @@ by every thread of this process; for altarr also ``ds.store.stats.bytes_written`
 to the metadata's bytes), the bytes read the same way (``rchar``), the bytes stored (the array's folder
 on disk after the run) and their ratio, the write amplification, and the peak RSS growth as
 ``bench_engine.py`` measures it (the kernel's VmHWM mark reset before each run). Every library writes with
-2 threads (altarr ``set_max_workers(2)``; zarr-python ``threading.max_workers=2``; tensorstore
+2 threads (altarr ``set_options(threads=2)``; zarr-python ``threading.max_workers=2``; tensorstore
 ``data_copy_concurrency`` and ``file_io_concurrency`` limits of 2, ``file_io_sync`` off). A run during
 which other processes used more than 0.3 cores is re-run (``bench_engine.run_jobs``'s rule).
 
@@ -127,9 +127,8 @@ class AltarrWriter(Writer):
     def __init__(self, n: int, codec: str, budget: int) -> None:
         super().__init__(n, codec, budget)
         import altarr
-        from altarr.dataset import set_max_workers
 
-        set_max_workers(THREADS)
+        altarr.set_options(threads=THREADS)
         self.aa = altarr
 
     def create(self, path: str) -> Any:

@@ -25,12 +25,10 @@ __all__ = [
     "after_fork_in_child",
     "available_cores",
     "default_threads",
-    "get_max_workers",
     "get_threads",
     "io_threads",
     "parse_threads",
     "pmap",
-    "set_max_workers",
     "set_threads",
     "spawn",
 ]
@@ -103,16 +101,6 @@ def set_threads(n: int | None) -> int:
     with _lock:
         previous, _threads = _threads, value
     return previous
-
-
-def set_max_workers(n: int | None) -> None:
-    """Set altarr's pool size (``None``: the default; ``1``: no threads)."""
-    set_threads(None if not n else max(1, int(n)))
-
-
-def get_max_workers() -> int:
-    """altarr's pool size in force now."""
-    return get_threads()
 
 
 # --- the pools -----------------------------------------------------------------------------------------

@@ -417,7 +417,7 @@ def write_units(
     ``dst`` unit by unit, skipping the units in ``done``, keeping the resume journal (plus ``journal``'s
     arguments) until the end; the end of :func:`copy_array` and of each pyramid level.
     """
-    from ._threads import get_max_workers, pmap, set_max_workers
+    from ._threads import pmap, set_threads
 
     done = set(done or ())
     units = copy_units(dst)
@@ -442,17 +442,15 @@ def write_units(
             record([i], nbytes)
     else:
         workers = max(1, int(workers))
-        old = get_max_workers()
-        if workers > 1:
-            set_max_workers(workers)
+        previous = set_threads(workers) if workers > 1 else None
         try:
             for w in range(0, len(todo), workers):
                 wave = todo[w : w + workers]
                 sizes = pmap(lambda item: copy_unit(src, dst, item[1]), wave)
                 record([i for i, _ in wave], sum(sizes))
         finally:
-            if workers > 1:
-                set_max_workers(old)
+            if previous is not None:
+                set_threads(previous)
     dst.store.delete(_journal_key(dst))
     return result
 

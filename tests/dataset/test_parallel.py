@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from altarr._threads import get_max_workers, pmap, set_max_workers
+from altarr._threads import get_threads, pmap, set_threads
 
 
 @pytest.fixture(autouse=True, params=[1, 2, 8], ids=lambda n: f"threads={n}")
@@ -56,16 +56,15 @@ def test_nested_calls_run_inline_and_threads_are_bounded():
         return sum(pmap(inner, list(range(5))))
 
     assert pmap(outer, list(range(8))) == [10] * 8
-    assert len(threads) <= get_max_workers()
+    assert len(threads) <= get_threads()
 
 
 def test_one_worker_runs_inline():
-    before = get_max_workers()
-    set_max_workers(1)
+    before = set_threads(1)
     try:
         assert pmap(lambda x: threading.get_ident(), [1, 2, 3]) == [threading.get_ident()] * 3
     finally:
-        set_max_workers(before)
+        set_threads(before)
 
 
 def test_spawn_runs_in_the_background_and_its_wait_reraises_after_every_runner_ended(pool_size):

@@ -15,7 +15,7 @@ import pytest
 
 import altarr as aa
 from altarr import _threads
-from altarr._threads import get_max_workers, pmap, set_max_workers
+from altarr._threads import get_threads, pmap
 from altarr.stores import LocalStore, Range
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -36,15 +36,15 @@ def _threads_used_by_pmap(n_items: int = 64) -> set[int]:
 
 def test_set_options_threads_sizes_pmap_and_is_restored():
     before = aa.get_options()["threads"]
-    assert before == _threads.get_threads() == get_max_workers()
+    assert before == _threads.get_threads()
     with aa.set_options(threads=1):
-        assert aa.get_options()["threads"] == 1 == get_max_workers()
+        assert aa.get_options()["threads"] == 1 == get_threads()
         assert _threads_used_by_pmap() == {threading.get_ident()}  # inline on the calling thread
     assert aa.get_options()["threads"] == before
     with aa.set_options(threads=3):
         used = _threads_used_by_pmap()
         assert 1 <= len(used) <= 3
-    assert get_max_workers() == before
+    assert get_threads() == before
 
 
 def test_pmap_never_uses_more_threads_than_set():
@@ -112,16 +112,6 @@ def test_bad_thread_counts_are_refused(bad):
     assert aa.get_options()["threads"] == before
 
 
-def test_set_max_workers_is_the_same_setting():
-    before = get_max_workers()
-    set_max_workers(4)
-    try:
-        assert aa.get_options()["threads"] == 4 and _threads.get_threads() == 4
-    finally:
-        set_max_workers(None)
-    assert get_max_workers() == _threads.default_threads() == before
-
-
 def _run(code: str, env_value: str | None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != _threads.ENV_VAR}
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
@@ -133,11 +123,11 @@ def _run(code: str, env_value: str | None) -> subprocess.CompletedProcess[str]:
 def test_environment_variable_sets_the_default_and_is_read_once():
     code = (
         "import os, altarr as aa\n"
-        "from altarr._threads import get_max_workers\n"
+        "from altarr._threads import get_threads\n"
         "from altarr.stores import LocalStore\n"
         "import tempfile\n"
         "os.environ['ALTARR_THREADS'] = '9'  # read once, at import: changing it now does nothing\n"
-        "print(aa.get_options()['threads'], get_max_workers(), LocalStore(tempfile.mkdtemp()).max_workers)\n"
+        "print(aa.get_options()['threads'], get_threads(), LocalStore(tempfile.mkdtemp()).max_workers)\n"
     )
     out = _run(code, "3")
     assert out.returncode == 0, out.stderr

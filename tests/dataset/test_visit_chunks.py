@@ -170,7 +170,7 @@ def test_an_unstored_chunk_is_visited_as_fill_values_of_the_dataset_dtype(store)
 def test_a_shard_cut_short_under_an_open_visit_is_named(tmp_path):
     import os
 
-    from altarr._threads import get_max_workers, set_max_workers
+    from altarr._threads import set_threads
 
     store = aa.LocalStore(tmp_path / "a.zarr")
     ds, _ = _dataset(store)
@@ -181,11 +181,10 @@ def test_a_shard_cut_short_under_an_open_visit_is_named(tmp_path):
         if i == 0:  # another process truncates the shard in place (not an atomic replace)
             os.truncate(path, 10)
 
-    before = get_max_workers()
-    set_max_workers(1)  # the chunks are visited in request order
+    before = set_threads(1)  # the chunks are visited in request order
     try:
         with pytest.raises(AltarrError, match="past the end of the object") as info:
             ds.visit_chunks([(0, 0), (2, 1)], fn)
     finally:
-        set_max_workers(before)
+        set_threads(before)
     assert info.value.key == key and info.value.chunk == (2, 1)

@@ -39,9 +39,9 @@ def _buffered_planes_child(path: str, budget: int, tiles: bool, out) -> None:
     pinned at 2 threads, and report the peak of what tracemalloc saw beyond the start."""
     import tracemalloc
 
-    from altarr.dataset import set_max_workers
+    from altarr._threads import set_threads
 
-    set_max_workers(2)  # per-thread scratch buffers are the only memory that grows with the pool
+    set_threads(2)  # per-thread scratch buffers are the only memory that grows with the pool
     ds = aa.open_dataset(path, mode="r+")
     n, ny, nx = ds.shape
     tracemalloc.start()

@@ -7,7 +7,6 @@ Example:
     True
 """
 
-from .._threads import get_max_workers, set_max_workers
 from .access import DatasetAccess, Merge
 from .api import create_dataset, create_group, create_like, open_dataset, open_group
 from .chunk_codec import check_chunk_room
@@ -28,9 +27,7 @@ __all__ = [
     "create_dataset",
     "create_group",
     "create_like",
-    "get_max_workers",
     "is_consolidated",
     "open_dataset",
     "open_group",
-    "set_max_workers",
 ]

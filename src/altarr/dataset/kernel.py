@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .. import native
-from .._threads import get_max_workers, pmap, spawn
+from .._threads import get_threads, pmap, spawn
 from ..codecs.compress import BloscCodec, ZstdCodec
 from ..errors import AltarrError
 from ..selection.regions import Geometry
@@ -157,7 +157,7 @@ def read_into(
     job = _job(plan, raw, chunks, out, geometry)
     if job is None:
         return list(chunks)
-    pmap(lambda _: job.call(), range(min(get_max_workers(), job.n)))  # each pulls tasks from one counter
+    pmap(lambda _: job.call(), range(min(get_threads(), job.n)))  # each pulls tasks from one counter
     return job.finish(chunks)
 
 
@@ -183,11 +183,11 @@ def touch_pages(out: np.ndarray) -> Callable[..., None] | None:
     >>> wait is None or wait() is None
     True
     """
-    if out.nbytes < TOUCH_BYTES or not out.flags.c_contiguous or get_max_workers() == 1:
+    if out.nbytes < TOUCH_BYTES or not out.flags.c_contiguous or get_threads() == 1:
         return None
     flat = out.reshape(-1).view(np.uint8)
     page = mmap.PAGESIZE
-    parts = get_max_workers()
+    parts = get_threads()
     step = -(-flat.size // (parts * page)) * page  # whole pages a part
     counter = itertools.count()
 
