@@ -12,24 +12,12 @@ from .transfer import ProgressBar, check_copy, copy_array, copy_tree, progress_r
 __all__ = ["copy_dataset", "copy_group", "ProgressBar"]
 
 
-def copy_dataset(
-    source: Any,
-    destination: Any,
-    *,
-    format: str | None = None,
-    chunks: Any = None,
-    shards: Any = "same",
-    compressor: Any = "auto",
-    overwrite: bool = False,
-    resume: bool = False,
-    workers: int = 1,
-    progress: Any = False,
-    path: str = "",
-    **format_options: Any,
-) -> Any:
+def copy_dataset(source: Any, destination: Any, **options: Any) -> Any:
     """Copy the values and attributes of the dataset ``source`` into a new dataset in any format, one
-    destination shard at a time, as ``altarr copy`` does (arguments: :func:`~altarr.transfer.copy_array`'s;
-    notes are warnings).
+    destination shard at a time, as ``altarr copy`` does; ``options`` are
+    :func:`~altarr.transfer.copy_array`'s (``format``, ``chunks``, ``shards``, ``compressor``,
+    ``overwrite``, ``resume``, ``workers``, ``path``, ``progress`` and :func:`altarr.create_dataset`'s
+    format options); its notes are warnings.
 
     >>> import numpy as np, altarr as aa
     >>> src = aa.create_dataset("memory://doc-copy/a", data=np.arange(12.0).reshape(3, 4), chunks=(2, 2))
@@ -37,20 +25,7 @@ def copy_dataset(
     >>> dst.format, dst.compressors, float(dst[2, 3])
     ('zarr2', (GZip(level=6),), 11.0)
     """
-    result = copy_array(
-        source,
-        destination,
-        format=format,
-        chunks=chunks,
-        shards=shards,
-        compressor=compressor,
-        overwrite=overwrite,
-        resume=resume,
-        workers=workers,
-        path=path,
-        progress=progress or None,
-        **format_options,
-    )
+    result = copy_array(source, destination, **options)
     _warn(result.notes)
     return result.dataset
 

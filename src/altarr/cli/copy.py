@@ -87,7 +87,7 @@ def _copy_node(
 ) -> list[Any]:
     """Copy a dataset, a group's arrays or a pyramid's levels and metadata; the copies' results."""
     import altarr as aa
-    from altarr.multiscale.convert import layout_for_format
+    from altarr.multiscale.build import layout_for_format
     from altarr.transfer import copy_array, copy_tree
 
     with _Interrupt(destination) as interrupt:

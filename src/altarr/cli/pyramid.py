@@ -15,7 +15,7 @@ from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt
 def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **run: Any) -> Any:
     """``altarr copy`` of a pyramid: every level and the metadata, into the layout of ``--format``;
     ``run``: ``chunks``, ``shards``, ``progress`` and :func:`~altarr.convert_pyramid`'s keywords."""
-    from altarr.multiscale.convert import convert_pyramid
+    from altarr.multiscale.build import convert_pyramid
     from altarr.multiscale.layouts import get_layout
     from altarr.transfer import CopyResult
 

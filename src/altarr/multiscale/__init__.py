@@ -12,8 +12,7 @@ Example:
     ((4.0, 4.0, 4.0), Axis(name='z', type='space', unit='micrometer'))
 """
 
-from .build import Downsampled, build_pyramid
-from .convert import convert_pyramid
+from .build import Downsampled, build_pyramid, convert_pyramid
 from .downsample import METHODS, downsample
 from .layouts import LAYOUTS, get_layout
 from .levels import Level, Multiscale

@@ -1,22 +1,23 @@
-"""Building a pyramid: level 0 a copy of the source, level ``i`` level ``i - 1`` downsampled, every level
-written destination shard by destination shard (docs/pyramids.md, "How a pyramid is written").
+"""Building a pyramid (level 0 a copy of the source, level ``i`` level ``i - 1`` downsampled) and converting
+one into another layout (every level copied, its metadata rewritten), every level written destination
+shard by destination shard (docs/pyramids.md, "How a pyramid is written", "Converting").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import MetadataError
 from .downsample import check_method, downsample, downsampled_shape
-from .layouts import get_layout, level_layout, write_pyramid
-from .levels import describe
+from .layouts import LAYOUTS, get_layout, level_layout, write_pyramid
+from .levels import Level, Multiscale, describe
 from .plan import absolute_factors, normalize_axes, plan_factors, spatial
 
-__all__ = ["build_pyramid", "Downsampled", "default_chunks"]
+__all__ = ["build_pyramid", "convert_pyramid", "layout_for_format", "Downsampled", "default_chunks"]
 
 #: Most bytes of the source a unit reads at once (one slab along the first axis).
 SLAB_BYTES = 64 << 20
@@ -120,14 +121,8 @@ def build_pyramid(
     levels: int | None = None,
     chunks: Sequence[int] | None = None,
     shards: Sequence[int] | None = None,
-    compressor: Any = "zstd",
     name: str | None = None,
-    overwrite: bool = False,
-    resume: bool = False,
-    workers: int = 1,
-    path: str = "",
-    progress: Callable[[int, int], None] | None = None,
-    run_units: Callable[[Any, Any, list], Iterator[tuple[int, int]]] | None = None,
+    **options: Any,
 ) -> Any:
     """Build a pyramid of ``source`` (a NumPy or dask array, a :class:`~altarr.Dataset` or its path) at
     ``destination`` (a path, URL or store; ``path``: the group inside it) and return it opened.
@@ -139,10 +134,11 @@ def build_pyramid(
     ``"mean"`` (intensities), ``"mode"`` or ``"stride"`` (labels). ``factors``: each level's relative to the
     level above (default :func:`~altarr.multiscale.plan.plan_factors`); ``levels``: how many, level 0
     included (default: until the coarsest fits one chunk). ``chunks`` (default :func:`default_chunks`)
-    and ``shards`` (default none): every level's, clipped to smaller levels. ``compressor``: as
-    :func:`altarr.create_dataset` takes it, or ``"zstd:5"``-style text. ``resume`` continues an
-    interrupted build; ``workers``: destination shards written at once; ``progress(value_bytes, units)``
-    is called after each unit; ``run_units`` runs units elsewhere (as :func:`altarr.transfer.copy_array`).
+    and ``shards`` (default none): every level's, clipped to smaller levels. ``options`` are
+    :func:`~altarr.multiscale.layouts.write_pyramid`'s: ``compressor`` (default ``"zstd"``), ``overwrite``,
+    ``resume`` (continue an interrupted build), ``workers`` (destination shards written at once),
+    ``progress(value_bytes, units)`` (called after each unit), ``run_units`` (runs units elsewhere, as
+    :func:`altarr.transfer.copy_array`) and ``path``.
 
     >>> import numpy as np, altarr as aa
     >>> image = np.arange(64 * 64, dtype="uint16").reshape(64, 64)
@@ -167,17 +163,77 @@ def build_pyramid(
         above = src if i == 1 and isinstance(src, np.ndarray) else previous  # NumPy: from memory
         return src if i == 0 else Downsampled(above, steps[i - 1], method)
 
-    return write_pyramid(
-        destination,
-        fmt,
-        desc,
-        [level_layout(s, dtype, chunk_shape, shards) for s in shapes],
-        values,
-        compressor=compressor,
-        overwrite=overwrite,
-        resume=resume,
-        workers=workers,
-        progress=progress,
-        run_units=run_units,
-        path=path,
+    creates = [level_layout(s, dtype, chunk_shape, shards) for s in shapes]
+    return write_pyramid(destination, fmt, desc, creates, values, **options)
+
+
+def layout_for_format(fmt: str | None, source_layout: str) -> str:
+    """The layout a pyramid in ``source_layout`` is converted to when a copy asks for storage format
+    ``fmt``: Zarr v3 -> OME-Zarr 0.5, Zarr v2 -> 0.4, N5 -> the source's N5 layout (n5-viewer when the
+    source is OME-Zarr); ``None`` keeps the source's.
+
+    >>> layout_for_format("n5", "ome-zarr"), layout_for_format("n5", "bdv"), layout_for_format(None, "bdv")
+    ('n5-viewer', 'bdv', 'bdv')
+    """
+    if fmt is None:
+        return source_layout if source_layout in LAYOUTS else "ome-zarr"
+    if fmt == "n5":
+        return source_layout if source_layout in ("n5-viewer", "bdv") else "n5-viewer"
+    if fmt in ("zarr3", "zarr2"):
+        return {"zarr3": "ome-zarr", "zarr2": "ome-zarr-0.4"}[fmt]
+    raise MetadataError(f"a pyramid cannot be stored as {fmt!r}; use zarr3, zarr2 or n5")
+
+
+def _shards(shards: Any, level: Any, chunks: tuple[int, ...], can_shard: bool) -> Any:
+    """The shards asked for a converted level: ``"same"`` keeps the source level's where the format can
+    hold them and they fit the level's ``chunks``."""
+    if shards == "same":
+        fits = level.shards is not None and not any(b % c for b, c in zip(level.shards, chunks, strict=True))
+        return level.shards if can_shard and fits else None
+    if shards is not None and not can_shard:
+        raise MetadataError("Zarr v2 (OME-Zarr 0.4) cannot hold shards; pass shards=None")
+    return shards
+
+
+def convert_pyramid(
+    source: Any,
+    destination: Any,
+    *,
+    layout: str | None = None,
+    chunks: Sequence[int] | None = None,
+    shards: Any = "same",
+    **options: Any,
+) -> Any:
+    """Copy the pyramid ``source`` (a :class:`Multiscale` or anything :func:`open_multiscale` opens) to
+    ``destination`` in ``layout`` (default the source's); returns the new one opened.
+
+    ``chunks`` (default each level's own) and ``shards`` (``"same"``: each level's own where the format
+    can hold them; ``None``; or a shape) apply to every level, clipped to smaller ones. ``options`` are
+    :func:`build_pyramid`'s.
+
+    >>> import numpy as np, altarr as aa
+    >>> ms = aa.build_pyramid(np.arange(4096, dtype="u2").reshape(64, 64), "memory://doc-convert/a",
+    ...                       chunks=(16, 16), scale=(0.5, 0.5), unit="micrometer")
+    >>> n5 = convert_pyramid(ms, "memory://doc-convert/b.n5", layout="n5-viewer", shards=(32, 32))
+    >>> n5.layout, [lv.path for lv in n5.levels], n5.levels[2].scale, n5.levels[0].shards
+    ('n5-viewer', ['s0', 's1', 's2'], (2.0, 2.0), (32, 32))
+    """
+    from .read import open_multiscale
+
+    ms = source if isinstance(source, Multiscale) else open_multiscale(source)
+    fmt = get_layout(layout or layout_for_format(None, ms.layout))
+    can_shard = fmt.format != "zarr2"
+    desc = Multiscale(
+        ms.axes,
+        tuple(
+            Level(fmt.level_path(i), lv.factors, lv.scale, lv.translation) for i, lv in enumerate(ms.levels)
+        ),
+        ms.name,
+        ms.method,
     )
+    creates = []
+    for lv in ms.levels:
+        level_chunks = tuple(min(c, n) for c, n in zip(chunks or lv.chunks, lv.shape, strict=True))
+        block = _shards(shards, lv, level_chunks, can_shard)
+        creates.append(level_layout(lv.shape, lv.dtype, level_chunks, block))
+    return write_pyramid(destination, fmt, desc, creates, lambda i, _: ms.levels[i].dataset, **options)

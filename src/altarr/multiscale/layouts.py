@@ -114,7 +114,7 @@ def write_pyramid(
     creates: Sequence[dict[str, Any]],
     values: Callable[[int, Any], Any],
     *,
-    compressor: Any,
+    compressor: Any = "zstd",
     overwrite: bool = False,
     resume: bool = False,
     workers: int = 1,
