@@ -61,8 +61,12 @@ def copy_group(
         check_copy(ds, fmt, **layout)
     total = sum(ds.nbytes for _, ds in arrays)
     with progress_reporter(progress, total, str(destination)) as report:
-        options = {"overwrite": overwrite, "resume": resume, "progress": report}
-        results = copy_tree(src, destination, format=fmt, **options, **array_options)
+        run: dict[str, Any] = {"format": fmt, "overwrite": overwrite, "resume": resume}
+
+        def one(rel: str, ds: Any) -> Any:
+            return copy_array(ds, destination, path=rel, progress=report, **run, **array_options)
+
+        results = copy_tree(src, destination, one, **run)
     _warn([f"{rel}: {note}" for rel, r in results for note in r.notes])
     return aa.open_group(destination, mode="r+")
 

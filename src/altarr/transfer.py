@@ -37,7 +37,6 @@ __all__ = [
     "check_copy",
     "check_resume",
     "parse_codec",
-    "parse_shape",
     "copy_units",
     "copy_unit",
     "copy_array",
@@ -54,23 +53,6 @@ JOURNAL = ".altarr-copy.json"
 
 
 _UNIT_BYTES = 4 << 20  # target size of a unit of an unsharded destination
-
-
-def parse_shape(text: str, ndim: int, what: str) -> tuple[int, ...]:
-    """``"64,64,64"`` as a tuple of ``ndim`` positive ints, else a :class:`~altarr.errors.MetadataError`.
-
-    >>> parse_shape("4,8", 2, "chunks")
-    (4, 8)
-    """
-    try:
-        shape = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise MetadataError(
-            f"{what} must be comma-separated integers such as 64,64,64, got {text!r}"
-        ) from None
-    if len(shape) != ndim or any(n < 1 for n in shape):
-        raise MetadataError(f"{what} {text!r} must give {ndim} positive lengths, one per dimension")
-    return shape
 
 
 def parse_codec(text: Any, fmt: str, dtype: Any, *, argument: str = "--codec") -> Any:
@@ -457,16 +439,15 @@ def write_units(
 
 def copy_tree(
     source: Any,
-    destination: str,
+    destination: Any,
+    on_array: Callable[[str, Any], CopyResult],
     *,
     format: str | None = None,
     overwrite: bool = False,
     resume: bool = False,
-    on_array: Callable[[str, Any], CopyResult] | None = None,
-    **array_options: Any,
 ) -> list[tuple[str, CopyResult]]:
-    """Copy a group and everything below it: groups with their attributes, arrays through
-    ``on_array(relative_path, dataset)`` (default: :func:`copy_array` with ``array_options``)."""
+    """Copy a group and everything below it into ``destination``: groups with their attributes, each
+    array by ``on_array(relative_path, dataset)`` (a :func:`copy_array` into ``destination``)."""
     import altarr as aa
 
     fmt = format or source.format
@@ -487,18 +468,10 @@ def copy_tree(
             if isinstance(node, aa.Group):
                 sub = into[name] if (resume and name in into) else into.create_group(name, dict(node.attrs))
                 walk(node, sub, rel + "/")
-            elif on_array is not None:
-                results.append((rel, on_array(rel, node)))
             else:
-                path = _join(root.path, rel)
-                copied = copy_array(node, root.store, format=fmt, path=path, resume=resume, **array_options)
-                results.append((rel, copied))
+                results.append((rel, on_array(rel, node)))
 
     walk(source, root, "")
     if is_consolidated(source) and cm.holder_name(fmt) is not None:  # a consolidated source stays so
         aa.consolidate_metadata(root)
     return results
-
-
-def _join(a: str, b: str) -> str:
-    return f"{a}/{b}" if a else b

@@ -107,10 +107,10 @@ def _copy_node(
             results = copy_tree(
                 node,
                 destination,
+                lambda rel, src: one_array(src, rel, rel),
                 format=format,
                 overwrite=run["overwrite"],
                 resume=run["resume"],
-                on_array=lambda rel, src: one_array(src, rel, rel),
             )
             return [r for _, r in results]
         return [one_array(node, "", Path(source.rstrip("/")).name or source)]

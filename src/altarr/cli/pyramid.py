@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .app import UsageProblem, _open_node, _pyramid, app, checked_option, err_console
-from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt
+from .running import _bar, _check_run, _chunk_options, _cluster, _Interrupt, _numbers
 
 
 def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Interrupt, **run: Any) -> Any:
@@ -32,26 +32,14 @@ def _copy_pyramid(pyramid: Any, destination: str, layout: str, interrupt: _Inter
     return CopyResult(out.group, written=bar.units, bytes=bar.done)
 
 
-def _numbers(text: str, ndim: int, what: str, kind: type = float) -> tuple[Any, ...]:
-    try:
-        values = tuple(kind(x) for x in text.split(","))
-    except ValueError:
-        raise UsageProblem(f"{what} must be {ndim} comma-separated numbers, got {text!r}") from None
-    if len(values) != ndim:
-        raise UsageProblem(f"{what} {text!r} must give {ndim} numbers, one per axis")
-    return values
-
-
 def _build_pyramid(node: Any, destination: str, interrupt: _Interrupt, **o: Any) -> tuple[Any, int]:
     """``altarr pyramid`` of an array: the options parsed, the build run with a progress bar."""
     from altarr.multiscale import build_pyramid
 
     ndim = node.ndim
     factors, scale = o.pop("factors"), o.pop("scale")
-    o["factors"] = (
-        None if factors is None else [_numbers(f, ndim, "--factors", int) for f in factors.split("/")]
-    )
-    o["scale"] = None if scale is None else _numbers(scale, ndim, "--scale")
+    o["factors"] = None if factors is None else [_numbers(f, ndim, "--factors") for f in factors.split("/")]
+    o["scale"] = None if scale is None else _numbers(scale, ndim, "--scale", float)
     o.update(_chunk_options(o.pop("chunks"), o.pop("shards"), ndim))
     with _bar(o.pop("progress"), Path(destination).name, None, interrupt) as bar:
         out = build_pyramid(node, destination, progress=bar, **o)

@@ -61,15 +61,27 @@ def _cluster(scheduler: str | None) -> Any:
     return cluster_runner(scheduler)
 
 
+def _numbers(text: str, ndim: int, what: str, kind: type = int) -> tuple[Any, ...]:
+    """``text`` such as ``64,64,64`` as ``ndim`` numbers of ``kind`` (integers: positive ones)."""
+    integers = kind is int
+    try:
+        values = tuple(kind(x) for x in text.split(","))
+    except ValueError:
+        shown = "integers" if integers else "numbers"
+        raise UsageProblem(f"{what} must be {ndim} comma-separated {shown}, got {text!r}") from None
+    if len(values) != ndim or (integers and min(values) < 1):
+        each = ", each a positive integer" if integers else ""
+        raise UsageProblem(f"{what} {text!r} must give {ndim} numbers, one per axis{each}")
+    return values
+
+
 def _chunk_options(chunks: str | None, shards: str | None, ndim: int) -> dict[str, Any]:
     """``--chunks`` and ``--shards`` (``none`` for none) as a copy's keywords."""
-    from altarr.transfer import parse_shape
-
     kw: dict[str, Any] = {}
     if chunks is not None:
-        kw["chunks"] = parse_shape(chunks, ndim, "--chunks")
+        kw["chunks"] = _numbers(chunks, ndim, "--chunks")
     if shards is not None:
-        kw["shards"] = None if shards.lower() == "none" else parse_shape(shards, ndim, "--shards")
+        kw["shards"] = None if shards.lower() == "none" else _numbers(shards, ndim, "--shards")
     return kw
 
 
