@@ -15,6 +15,8 @@ import numpy as np
 __all__ = ["ChunkCache", "CACHE"]
 
 Key = tuple[Hashable, tuple[int, ...]]
+#: A cached chunk and the version of the shard it was read from.
+Entry = tuple[np.ndarray, Hashable]
 
 
 class ChunkCache:
@@ -22,10 +24,10 @@ class ChunkCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Key, tuple[np.ndarray, int]] = OrderedDict()
+        # key -> (array, bytes, version of the shard it was read from: None for a plain fetch)
+        self._entries: OrderedDict[Key, tuple[np.ndarray, int, Hashable]] = OrderedDict()
         self._owners: dict[Hashable, list[int]] = {}  # owner -> [count, bytes, evictions]
-        self._inflight: dict[Key, Future[np.ndarray]] = {}  # chunks being fetched: others wait on them
-        self._versions: dict[Key, Hashable] = {}  # the version of the shard each entry was read from
+        self._inflight: dict[Key, Future[Entry]] = {}  # chunks being fetched: others wait on them
         self._total = 0
         # Owners whose array was garbage-collected: a finalizer may run while this thread holds the lock,
         # so it only queues them; the next locked call drops them.
@@ -47,37 +49,8 @@ class ChunkCache:
             entries = self._entries
             return [k in entries for k in keys]
 
-    def get_versions(self, keys: Sequence[Key]) -> list[tuple[np.ndarray, Hashable] | None]:
-        """For each key, ``(array, version)`` when cached (``version`` as given to :meth:`put`, ``None``
-        when none was), else ``None``. Marks the entries as recently used."""
-        out: list[tuple[np.ndarray, Hashable] | None] = []
-        with self._lock:
-            self._drain()
-            entries = self._entries
-            for key in keys:
-                entry = entries.get(key)
-                if entry is None:
-                    out.append(None)
-                else:
-                    entries.move_to_end(key)
-                    out.append((entry[0], self._versions.get(key)))
-        return out
-
-    def put(
-        self, keys: Sequence[Key], values: Sequence[np.ndarray], versions: Sequence[Hashable], *, budget: int
-    ) -> None:
-        """Insert (or replace) entries together with the version of the object each was read from."""
-        with self._lock:
-            self._drain()
-            for key, value, version in zip(keys, values, versions, strict=True):
-                self._remove(key)
-                self._insert(key, value, budget)
-                if key in self._entries:
-                    self._versions[key] = version
-
     def _remove(self, key: Key, *, evicted: bool = False) -> None:
         entry = self._entries.pop(key, None)
-        self._versions.pop(key, None)
         if entry is not None:
             self._total -= entry[1]
             rec = self._owners[key[0]]
@@ -100,11 +73,11 @@ class ChunkCache:
             return self._total
 
     # --- single-flight fetching ------------------------------------------------------------------------
-    def claim(self, keys: Sequence[Key]) -> list[tuple[str, Any]]:
-        """For each key: ``("hit", array)``, ``("wait", future)`` (another thread fetches it; the future
-        fails if that fetch does) or ``("mine", future)``, to be finished with :meth:`complete` or
-        :meth:`fail` by the caller."""
-        out: list[tuple[str, Any]] = []
+    def claim(self, keys: Sequence[Key]) -> list[tuple[str, Any, Hashable]]:
+        """For each key: ``("hit", array, version)``, ``("wait", future, None)`` (another thread fetches it;
+        the future gives ``(array, version)`` or fails if that fetch does) or ``("mine", future, None)``,
+        to be finished with :meth:`complete` or :meth:`fail` by the caller."""
+        out: list[tuple[str, Any, Hashable]] = []
         with self._lock:
             self._drain()
             entries, inflight = self._entries, self._inflight
@@ -112,28 +85,28 @@ class ChunkCache:
                 entry = entries.get(key)
                 if entry is not None:
                     entries.move_to_end(key)
-                    out.append(("hit", entry[0]))
+                    out.append(("hit", entry[0], entry[2]))
                     continue
                 flight = inflight.get(key)
                 if flight is not None:
-                    out.append(("wait", flight))
+                    out.append(("wait", flight, None))
                     continue
                 flight = inflight[key] = Future()
-                out.append(("mine", flight))
+                out.append(("mine", flight, None))
         return out
 
-    def complete(
-        self, keys: Sequence[Key], values: Sequence[np.ndarray], *, store: bool, budget: int
-    ) -> None:
-        """Publish fetched values to waiters and, if ``store``, insert them (evicting LRU entries)."""
+    def complete(self, keys: Sequence[Key], got: Sequence[Entry], *, store: bool, budget: int) -> None:
+        """Publish fetched ``(array, version)`` pairs to waiters and, if ``store``, insert them (replacing
+        an entry of the key, evicting LRU entries)."""
         with self._lock:
             self._drain()
-            for key, value in zip(keys, values, strict=True):
+            for key, entry in zip(keys, got, strict=True):
                 flight = self._inflight.pop(key, None)
                 if flight is not None:
-                    flight.set_result(value)
+                    flight.set_result(entry)
                 if store:
-                    self._insert(key, value, budget)
+                    self._remove(key)
+                    self._insert(key, entry, budget)
 
     def fail(self, keys: Sequence[Key], error: BaseException) -> None:
         """Release the flights of a failed fetch; waiters then fetch for themselves."""
@@ -145,13 +118,13 @@ class ChunkCache:
                     flight.set_exception(error)
 
     # --- maintenance -----------------------------------------------------------------------------------
-    def _insert(self, key: Key, value: np.ndarray, budget: int) -> None:
-        nbytes = int(value.nbytes)
-        if nbytes > budget or key in self._entries:
+    def _insert(self, key: Key, entry: Entry, budget: int) -> None:
+        nbytes = int(entry[0].nbytes)
+        if nbytes > budget:
             return
         while self._total + nbytes > budget and self._entries:
             self._evict_one()
-        self._entries[key] = (value, nbytes)
+        self._entries[key] = (entry[0], nbytes, entry[1])
         self._total += nbytes
         rec = self._owners.setdefault(key[0], [0, 0, 0])
         rec[0] += 1
@@ -186,16 +159,6 @@ class ChunkCache:
             rec = self._owners.get(owner)
             if rec is not None:
                 rec[2] = 0
-
-    def clear(self) -> None:
-        """Drop every entry of every owner."""
-        with self._lock:
-            self._drain()
-            self._entries.clear()
-            self._versions.clear()
-            self._total = 0
-            for rec in self._owners.values():
-                rec[0] = rec[1] = 0
 
 
 #: The process-wide cache used by every lazy array.

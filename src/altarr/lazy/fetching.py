@@ -147,85 +147,83 @@ class FetchSource:
         cached = np.asarray(CACHE.contains(self.keys(coords)), dtype=bool)
         return np.where(cached, 0, nbytes)
 
-    # --- reading ---------------------------------------------------------------------------------------
+    # --- reading: one version of each shard in a read (docs/engine.md) --------------------------------
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
         """The chunks at ``coords`` (unique rows), in row order: cached ones as they are, the missing ones
-        in one fetch call (waiting for those another thread is fetching), cached when ``store``."""
-        n = len(coords)
-        if n == 0:
-            return []
-        groups = self._groups(coords)
-        if groups is not None:
-            return self._get_consistent(coords, groups, store=store)
+        in one fetch call (waiting for those another thread is fetching), cached when ``store``. A fetch
+        that names each chunk's shard (:class:`GroupedFetch`) gives one version of each shard: a cached
+        chunk is used only while it is current, and a shard read at two versions is read again whole."""
         keys = self.keys(coords)
+        groups = self._groups(coords)
         claims = CACHE.claim(keys)
-        out: list[np.ndarray | None] = [None] * n
-        mine: list[int] = []
-        waits: list[tuple[int, Any]] = []
-        for i, (kind, obj) in enumerate(claims):
-            if kind == "hit":
-                out[i] = obj
-            elif kind == "wait":
-                waits.append((i, obj))
-            else:
-                mine.append(i)
-        hits = n - len(mine) - len(waits)
-        if hits:
+        got: list[Any] = [(obj, version) if kind == "hit" else None for kind, obj, version in claims]
+        if groups is not None:
+            self._drop_stale(got, groups)
+        if hits := sum(g is not None for g in got):
             self.counters.add("cache_hits", hits)
-        if mine:
-            self.counters.add("cache_misses", len(mine))
-            my_keys = [keys[i] for i in mine]
-            try:
-                values = self._fetch_validated(coords[mine])
-            except BaseException as e:
-                CACHE.fail(my_keys, e)
-                raise
-            if store:
-                values = [_compact(v) for v in values]
-            CACHE.complete(my_keys, values, store=store, budget=options._get("cache_bytes"))
-            for i, v in zip(mine, values, strict=True):
-                out[i] = v
-        retry: list[int] = []
-        for i, flight in waits:
-            if flight.exception() is None:  # waits for the other thread's fetch
-                out[i] = flight.result()
-            else:
-                retry.append(i)
-        if retry:  # the thread we waited for failed: fetch those ourselves
-            values = self._fetch_validated(coords[retry])
-            if store:
-                CACHE.complete(
-                    [keys[i] for i in retry], values, store=True, budget=options._get("cache_bytes")
-                )
-            for i, v in zip(retry, values, strict=True):
-                out[i] = v
-        return cast(list[np.ndarray], out)  # every slot was filled above
+        waits = [(i, c[1]) for i, c in enumerate(claims) if c[0] == "wait"]
+        todo = [i for i, c in enumerate(claims) if got[i] is None and c[0] != "wait"]
+        try:
+            while todo or waits:
+                for i, entry in zip(todo, self._fetch_rows(coords, todo, groups, store), strict=True):
+                    got[i] = entry
+                todo = []
+                for i, flight in waits:  # after our own fetch: two threads never wait for each other
+                    if flight.exception() is None:
+                        got[i] = flight.result()
+                    else:  # the thread we waited for failed: fetch those ourselves
+                        todo.append(i)
+                waits = []
+                if groups is not None and not todo:
+                    todo = _mixed_rows(got, groups)  # whole shards: one call reads one version of each
+        except BaseException as e:
+            CACHE.fail([keys[i] for i, c in enumerate(claims) if c[0] == "mine"], e)
+            raise
+        return [g[0] for g in got]
+
+    def _fetch_rows(
+        self, coords: np.ndarray, rows: list[int], groups: list[Hashable] | None, store: bool
+    ) -> list[tuple[np.ndarray, Hashable]]:
+        """``(chunk, version)`` of ``rows`` in one fetch call, published to the threads waiting for them
+        and cached when ``store``."""
+        if not rows:
+            return []
+        self.counters.add("cache_misses", len(rows))
+        if groups is None:
+            values = self._fetch_validated(coords[rows])
+            versions: list[Hashable] = [None] * len(rows)
+        else:
+            values, by_group = self._fetch_validated_versioned(coords[rows])
+            versions = [by_group[groups[i]] for i in rows]
+        if store:
+            values = [_compact(v) for v in values]
+        got = list(zip(values, versions, strict=True))
+        keys = self.keys(coords[rows])
+        CACHE.complete(keys, got, store=store, budget=options._get("cache_bytes"))
+        return got
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        """``fn(i, chunk)`` for every row of ``coords``, caching nothing. The missing chunks go through the
-        fetch's ``visit(chunks, fn)`` when it has one (``fn`` then runs on its threads, with chunks valid
-        only during the call), else through one fetch call."""
-        n = len(coords)
-        if n == 0:
-            return
-        visit = getattr(self.fetch, "visit", None)
-        if callable(visit) and self._groups(coords) is not None:
-            self._visit_consistent(coords, fn)
-            return
-        if not callable(visit):
+        """``fn(i, chunk)`` for every row of ``coords``, caching nothing. The fetch's ``visit(chunks, fn)``,
+        when it has one, streams the chunks of the shards none of whose requested chunks are cached
+        (``fn`` then runs on its threads, with chunks valid only during the call); the others come from
+        :meth:`get_chunks` (so cached and read chunks of a shard share a version)."""
+        if not callable(getattr(self.fetch, "visit", None)):
             for i, chunk in enumerate(self.get_chunks(coords, store=False)):
                 fn(i, chunk)
             return
-        cached = np.asarray(CACHE.contains(self.keys(coords)), dtype=bool)
-        hits = np.flatnonzero(cached)
-        if len(hits):
-            for i, chunk in zip(hits.tolist(), self.get_chunks(coords[hits], store=False), strict=True):
+        cached = CACHE.contains(self.keys(coords))
+        groups = self._groups(coords)
+        if groups is not None:
+            read_with_cached = {g for g, c in zip(groups, cached, strict=True) if c}
+            cached = [g in read_with_cached for g in groups]
+        rest = np.flatnonzero(cached)
+        if len(rest):
+            for i, chunk in zip(rest.tolist(), self.get_chunks(coords[rest], store=False), strict=True):
                 fn(i, chunk)
-        rows = np.flatnonzero(~cached)
+        rows = np.flatnonzero(~np.asarray(cached, dtype=bool))
         if len(rows):
             self._stream(coords, rows, fn)
 
-    # --- sources with shard versions: one version per shard in a read (docs/engine.md) ----------------
     def _grouped(self) -> GroupedFetch:
         return cast(GroupedFetch, self.fetch)
 
@@ -233,83 +231,22 @@ class FetchSource:
         fn = getattr(self.fetch, "chunk_groups", None)
         return fn(coords) if callable(fn) and SHARD_VERSION_GUARD else None
 
-    def _usable_hits(self, coords: np.ndarray, groups: list[Hashable]) -> tuple[list[Any], dict]:
-        """Cached ``(array, version)`` per row where it may be used in this read (else ``None``), and the
-        version of each group those hits come from."""
-        cached = CACHE.get_versions(self.keys(coords))
+    def _drop_stale(self, got: list[Any], groups: list[Hashable]) -> None:
+        """Forget the cached ``(chunk, version)`` of ``got`` that this read may not use: where the fetch
+        tells the current versions, those of another; elsewhere all of a shard unless every requested
+        chunk of it is cached from one read."""
         by_group = _rows_by_group(groups)
         current = self._grouped().current_versions(list(by_group))
-        use: list[Any] = [None] * len(coords)
-        hit_version: dict[Hashable, Any] = {}
         for g, rows in by_group.items():
-            got = [cached[i] for i in rows]
+            hits = [got[i] for i in rows]
             if current is not None:
-                now = current.get(g)
-                ok = [i for i, c in zip(rows, got, strict=True) if c is not None and c[1] == now]
-            elif all(c is not None for c in got) and len({c[1] for c in got if c is not None}) == 1:
-                ok = rows
+                keep = [h is not None and h[1] == current.get(g) for h in hits]
             else:
-                ok = []
-            for i in ok:
-                use[i] = cached[i]
-            if ok:
-                hit_version[g] = use[ok[0]][1]
-        return use, hit_version
-
-    def _get_consistent(
-        self,
-        coords: np.ndarray,
-        groups: list[Hashable],
-        *,
-        store: bool,
-        found: tuple[list[Any], dict] | None = None,
-    ) -> list[np.ndarray]:
-        """:meth:`get_chunks` of a grouped fetch; ``found``: :meth:`_usable_hits` when already known."""
-        use, hit_version = found if found is not None else self._usable_hits(coords, groups)
-        out: list[Any] = [None if u is None else u[0] for u in use]
-        todo = [i for i, u in enumerate(use) if u is None]
-        if len(coords) > len(todo):
-            self.counters.add("cache_hits", len(coords) - len(todo))
-        by_group = _rows_by_group(groups)
-        budget = options._get("cache_bytes")
-        while todo:  # two rounds at most: the second reads no cached chunk, so none can be stale
-            self.counters.add("cache_misses", len(todo))
-            values, versions = self._fetch_validated_versioned(coords[todo])
-            if store:
-                values = [_compact(v) for v in values]
-                keys = self.keys(coords[todo])
-                CACHE.put(keys, values, [versions[groups[i]] for i in todo], budget=budget)
-            for i, v in zip(todo, values, strict=True):
-                out[i] = v
-            # a shard rewritten since its cached chunks were read: every requested chunk of it again
-            stale = [
-                g
-                for g in dict.fromkeys(groups[i] for i in todo)
-                if hit_version.get(g, versions[g]) != versions[g]
-            ]
-            for g in stale:
-                del hit_version[g]
-            todo = [i for g in stale for i in by_group[g]]
-        return cast(list[np.ndarray], out)  # every slot was filled above
-
-    def _visit_consistent(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
-        """:meth:`visit_chunks` of a grouped fetch: the shards none of whose requested chunks are cached
-        are streamed (one call, one version per shard); the chunks of shards with cached chunks come from
-        :meth:`_get_consistent` (so the cached and the read ones share a version)."""
-        groups = self._groups(coords)
-        assert groups is not None
-        use, hit_version = self._usable_hits(coords, groups)
-        streamed = np.asarray(
-            [i for i, u in enumerate(use) if u is None and groups[i] not in hit_version], dtype=np.int64
-        )
-        if len(streamed):
-            self._stream(coords, streamed, fn)
-        rest = [i for i, g in enumerate(groups) if g in hit_version]
-        if rest:
-            found = ([use[i] for i in rest], hit_version)
-            values = self._get_consistent(coords[rest], [groups[i] for i in rest], store=False, found=found)
-            for i, v in zip(rest, values, strict=True):
-                fn(i, v)
+                one_read = all(h is not None for h in hits) and len({h[1] for h in hits}) == 1
+                keep = [one_read] * len(rows)
+            for i, k in zip(rows, keep, strict=True):
+                if not k:
+                    got[i] = None
 
     def _stream(self, coords: np.ndarray, rows: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
         request = np.array(coords[rows], dtype=np.int64, order="C", copy=True)
@@ -364,6 +301,12 @@ class FetchSource:
         self.counters.add("chunks_fetched", len(values))
         self.counters.add("bytes_fetched", sum(v.nbytes for v in values))
         return values
+
+
+def _mixed_rows(got: list[Any], groups: list[Hashable]) -> list[int]:
+    """The rows of the shards whose ``(chunk, version)`` in ``got`` come from two versions."""
+    by_group = _rows_by_group(groups)
+    return [i for rows in by_group.values() if len({got[j][1] for j in rows}) > 1 for i in rows]
 
 
 def _rows_by_group(groups: Sequence[Hashable]) -> dict[Hashable, list[int]]:
