@@ -335,7 +335,7 @@ def test_planning_a_thousand_chunks_is_vectorized():
     holds on any machine and under any load)."""
     import sys
 
-    from altarr.selection import plan_numpy, plan_vector
+    from altarr.selection import normalize, plan
 
     shape, chunks = (1000, 1000), (10, 100)
     rng = np.random.default_rng(0)
@@ -349,8 +349,8 @@ def test_planning_a_thousand_chunks_is_vectorized():
 
     sys.setprofile(count)
     try:
-        p = plan_numpy((slice(None), slice(None, None, 2)), shape, chunks)
-        q = plan_vector(points, shape, chunks)
+        p = plan(normalize((slice(None), slice(None, None, 2)), shape), chunks)
+        q = plan(normalize(points, shape, "vector"), chunks)
     finally:
         sys.setprofile(None)
     assert len(p) == 1000 and len(q) == 1000

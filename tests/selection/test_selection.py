@@ -23,12 +23,8 @@ from altarr.selection import (
     normalize,
     plan,
     plan_dim,
-    plan_flat,
-    plan_numpy,
-    plan_outer,
     plan_region,
     plan_selections,
-    plan_vector,
 )
 
 
@@ -179,10 +175,10 @@ def test_pieces_far_out_on_a_huge_dimension_are_exact():
     assert ids == list(range(2**53 + 3, 2**53 + 102))
     assert k0 == list(range(99)) and k1 == list(range(1, 100)) and first == [0] * 99
     assert [p[0] for p in plan_dim(d, 1, size)] == ids
-    p = plan_numpy(slice(2**53 + 3, 2**53 + 102), (size,), (1,))
+    p = plan(normalize(slice(2**53 + 3, 2**53 + 102), (size,)), (1,))
     assert p.coords[:, 0].tolist() == ids and p.result_shape == (99,)
     # a few chunks far out are walked one by one from the first touched chunk, not from chunk 0
-    q = plan_numpy(slice(2**53 + 3, 2**53 + 8, 2), (size,), (1,))
+    q = plan(normalize(slice(2**53 + 3, 2**53 + 8, 2), (size,)), (1,))
     assert q.coords[:, 0].tolist() == [2**53 + 3, 2**53 + 5, 2**53 + 7]
 
 
@@ -195,8 +191,8 @@ def test_plans_of_one_selection_agree_across_forms():
     assert (
         plan(a, chunks).coords.tolist() == plan(o, chunks).coords.tolist() == plan(v, chunks).coords.tolist()
     )
-    assert plan_outer(2, shape, chunks, keep_dims=True).result_shape == (1, 8)
-    assert plan_vector(([1, 2], [3, 4]), shape, chunks).result_shape == (2,)
+    assert plan(normalize(2, shape, "outer"), chunks, keep_dims=True).result_shape == (1, 8)
+    assert plan(normalize(([1, 2], [3, 4]), shape, "vector"), chunks).result_shape == (2,)
 
 
 # --- NumPy's zero-length boolean mask rule (a mask axis of length 0 is not compared) -----------------
@@ -248,15 +244,15 @@ def test_zero_length_masks_read_and_write_like_numpy(key):
 
 def test_masks_of_the_wrong_nonzero_length_still_refused_and_oindex_vindex_stay_strict():
     with pytest.raises(SelectionError, match="boolean index did not match indexed array along axis 1"):
-        plan_numpy((slice(None), np.zeros(2, bool)), (4, 3), (2, 2))
+        plan(normalize((slice(None), np.zeros(2, bool)), (4, 3)), (2, 2))
     with pytest.raises(
         SelectionError, match="axis 1; size of axis is 3 but size of corresponding boolean axis is 5"
     ):
-        plan_numpy(np.zeros((0, 5), bool), (4, 3), (2, 2))  # the length-0 axis is skipped, not the other
+        plan(normalize(np.zeros((0, 5), bool), (4, 3)), (2, 2))  # the length-0 axis is skipped, not the other
     with pytest.raises(SelectionError, match="boolean index did not match"):
-        plan_outer((slice(None), np.zeros(0, bool)), (4, 3), (2, 2))
+        plan(normalize((slice(None), np.zeros(0, bool)), (4, 3), "outer"), (2, 2))
     with pytest.raises(SelectionError, match="boolean index did not match"):
-        plan_vector((slice(None), np.zeros(0, bool)), (4, 3), (2, 2))
+        plan(normalize((slice(None), np.zeros(0, bool)), (4, 3), "vector"), (2, 2))
 
 
 # --- hyperslab keys ------------------------------------------------------------------------------------
@@ -319,30 +315,30 @@ def test_planned_writes_put_every_value_where_numpy_would(form, key):
 
 # --- per-chunk element counts (aa.plan's "elements") ---------------------------------------------------
 @pytest.mark.parametrize(
-    ("planner", "key"),
+    ("form", "key"),
     [
-        (plan_numpy, (slice(1, 9, 3), [0, 7, 7, 2])),  # repeated points count twice
-        (plan_numpy, (np.array([[True, False] * 4] * 9),)),
-        (plan_numpy, (4, slice(None, None, -1))),
-        (plan_outer, ([8, 0, 1], slice(2, 7))),
-        (plan_vector, ([0, 8, 8, 3], [7, 1, 1, 0])),
-        (plan_flat, [70, 3, 3, 0, 71]),
-        (plan_flat, slice(5, 60, 7)),
+        ("numpy", (slice(1, 9, 3), [0, 7, 7, 2])),  # repeated points count twice
+        ("numpy", (np.array([[True, False] * 4] * 9),)),
+        ("numpy", (4, slice(None, None, -1))),
+        ("outer", ([8, 0, 1], slice(2, 7))),
+        ("vector", ([0, 8, 8, 3], [7, 1, 1, 0])),
+        ("flat", [70, 3, 3, 0, 71]),
+        ("flat", slice(5, 60, 7)),
     ],
 )
-def test_row_elements_count_the_selected_elements_of_every_touched_chunk(planner, key):
+def test_row_elements_count_the_selected_elements_of_every_touched_chunk(form, key):
     shape, chunks = (9, 8), (4, 3)
     ids = np.arange(3 * 3).reshape(3, 3)
     chunk_of = ids[np.arange(9)[:, None] // 4, np.arange(8)[None, :] // 3]  # chunk id of every element
-    if planner is plan_outer:
+    if form == "outer":
         picked = chunk_of[np.ix_(key[0], np.arange(8)[key[1]])]
-    elif planner is plan_vector:
+    elif form == "vector":
         picked = chunk_of[tuple(key)]
-    elif planner is plan_flat:
+    elif form == "flat":
         picked = chunk_of.flat[key]
     else:
         picked = chunk_of[key]
-    p = planner(key, shape, chunks)
+    p = plan(normalize(key, shape, form), chunks)
     counts = dict(zip(*np.unique(np.ravel(picked), return_counts=True), strict=True))
     got = p.row_elements()
     assert got.dtype == np.int64
@@ -351,7 +347,10 @@ def test_row_elements_count_the_selected_elements_of_every_touched_chunk(planner
 
 
 def test_row_elements_of_an_empty_selection_is_empty():
-    for p in (plan_numpy((slice(2, 2),), (9, 8), (4, 3)), plan_vector(([], []), (9, 8), (4, 3))):
+    for p in (
+        plan(normalize((slice(2, 2),), (9, 8)), (4, 3)),
+        plan(normalize(([], []), (9, 8), "vector"), (4, 3)),
+    ):
         got = p.row_elements()
         assert got.dtype == np.int64 and got.tolist() == []
 
@@ -361,7 +360,9 @@ def test_plan_selections_plans_each_in_its_mode_and_chunk_users_merges_them():
     shape, chunks = (8, 6), (2, 3)
     sels = [np.s_[0:3, 1], np.s_[[7, 1], 4], np.s_[1, 2:]]
     plans = plan_selections(sels, shape, chunks)
-    assert [p.coords.tolist() for p in plans] == [plan_numpy(s, shape, chunks).coords.tolist() for s in sels]
+    assert [p.coords.tolist() for p in plans] == [
+        plan(normalize(s, shape), chunks).coords.tolist() for s in sels
+    ]
     assert [p.result_shape for p in plans] == [np.empty(shape)[s].shape for s in sels]
     assert chunk_users(plans) == {
         (0, 0): [(0, 0), (2, 0)],
@@ -453,7 +454,7 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     got = x.flat[key]
     assert type(got) is type(expected)
     np.testing.assert_array_equal(got, expected)
-    assert plan_flat(key, (4, 5), (2, 3)).chunks == (2, 3)
+    assert plan(normalize(key, (4, 5), "flat"), (2, 3)).chunks == (2, 3)
     assert normalize(key, (4, 5), "flat").form == "flat"
     (item,) = normalize(key, (4, 5), "flat").items
     if isinstance(key, int):
@@ -472,19 +473,19 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
 
 # --- grouping points by chunk (_runs): the plan, not only the values ----------------------------------
 def test_touched_chunks_are_listed_in_order_whatever_the_order_of_the_points():
-    for planner in (plan_numpy, plan_outer, plan_vector):
-        assert planner(([7, 1],), (9,), (3,)).coords.tolist() == [[0], [2]]
-        assert planner(([8, 2, 4],), (9,), (3,)).coords.tolist() == [[0], [1], [2]]
-    assert plan_flat([7, 1], (9,), (3,)).coords.tolist() == [[0], [2]]
+    for form in ("numpy", "outer", "vector"):
+        assert plan(normalize(([7, 1],), (9,), form), (3,)).coords.tolist() == [[0], [2]]
+        assert plan(normalize(([8, 2, 4],), (9,), form), (3,)).coords.tolist() == [[0], [1], [2]]
+    assert plan(normalize([7, 1], (9,), "flat"), (3,)).coords.tolist() == [[0], [2]]
 
 
 def test_points_already_in_chunk_order_are_copied_by_slices():
     """Ascending points need no sort: every chunk's points are a slice of the result (a basic copy, no
     gather), for point dimensions and for an orthogonal index array alike."""
-    v = plan_vector(([0, 1, 1, 5, 7], [0, 2, 2, 1, 0]), (9, 3), (3, 3))
+    v = plan(normalize(([0, 1, 1, 5, 7], [0, 2, 2, 1, 0]), (9, 3), "vector"), (3, 3))
     assert v.coords.tolist() == [[0, 0], [1, 0], [2, 0]]
     assert v.points.pidx == [slice(0, 3), slice(3, 4), slice(4, 5)]
-    o = plan_outer(([0, 1, 2, 5, 7], slice(None)), (9, 3), (3, 3))
+    o = plan(normalize(([0, 1, 2, 5, 7], slice(None)), (9, 3), "outer"), (3, 3))
     assert o.ortho[0].out_sel == [slice(0, 3), slice(3, 4), slice(4, 5)]
     assert o.ortho[0].in_sel == [slice(0, 3), slice(2, 3), slice(1, 2)]
 
@@ -516,7 +517,7 @@ def test_flat_of_a_zero_d_array_like_numpy(key):
     got = x.flat[key]
     assert type(got) is type(expected) and np.shape(got) == np.shape(expected)
     np.testing.assert_array_equal(got, expected)
-    p = plan_flat(key, (), ())
+    p = plan(normalize(key, (), "flat"), ())
     assert p.chunks == () and p.coords.tolist() == ([[]] if np.size(expected) else [])
 
 
@@ -714,7 +715,7 @@ def _touched(x_shape, chunks, key) -> list[list[int]]:
 )
 def test_oindex_plan_gathers_like_numpy_from_only_the_touched_chunks(shape, chunks, key):
     x = np.arange(int(np.prod(shape))).reshape(shape)
-    p = plan_outer(key, shape, chunks)
+    p = plan(normalize(key, shape, "outer"), chunks)
     assert p.coords.tolist() == [list(c) for c in _touched(shape, chunks, key)]
     got = _gather(p, x)
     want = x[np.ix_(*[np.arange(n)[k].reshape(-1) for k, n in zip(key, shape, strict=True)])]
@@ -722,30 +723,30 @@ def test_oindex_plan_gathers_like_numpy_from_only_the_touched_chunks(shape, chun
 
 
 @pytest.mark.parametrize(
-    "planner, key, scalar",
+    "form, key, scalar",
     [
-        (plan_outer, (1, 2), True),
-        (plan_outer, (Ellipsis, 1, 2), False),
-        (plan_vector, (1, 2), True),
-        (plan_vector, (1, Ellipsis, 2), False),
-        (plan_numpy, (1, np.array(2)), True),
-        (plan_numpy, (Ellipsis, np.array(1), [2]), False),
+        ("outer", (1, 2), True),
+        ("outer", (Ellipsis, 1, 2), False),
+        ("vector", (1, 2), True),
+        ("vector", (1, Ellipsis, 2), False),
+        ("numpy", (1, np.array(2)), True),
+        ("numpy", (Ellipsis, np.array(1), [2]), False),
     ],
 )
-def test_a_zero_d_result_is_a_numpy_scalar_unless_an_ellipsis_was_given(planner, key, scalar):
+def test_a_zero_d_result_is_a_numpy_scalar_unless_an_ellipsis_was_given(form, key, scalar):
     x = np.arange(16).reshape(4, 4)
-    got = _gather(planner(key, (4, 4), (2, 2)), x)
+    got = _gather(plan(normalize(key, (4, 4), form), (2, 2)), x)
     if scalar:
         assert type(got) is np.int64 and got == x[1, 2]
     else:
-        want = x[Ellipsis, 1, 2] if planner is not plan_numpy else x[Ellipsis, np.array(1), [2]]
+        want = x[Ellipsis, 1, 2] if form != "numpy" else x[Ellipsis, np.array(1), [2]]
         assert type(got) is np.ndarray and got.shape == np.shape(want)
         np.testing.assert_array_equal(got, want)
 
 
 def test_index_arrays_that_do_not_broadcast_name_their_shapes():
     with pytest.raises(SelectionError) as e:
-        plan_numpy(([0, 1], [0, 1, 2]), (4, 4), (2, 2))
+        plan(normalize(([0, 1], [0, 1, 2]), (4, 4)), (2, 2))
     assert (
         str(e.value)
         == "shape mismatch: indexing arrays could not be broadcast together with shapes (2,) (3,)"
@@ -766,7 +767,7 @@ def test_nchunks_of_refuses_a_chunk_shape_of_another_rank():
 
 # --- point groups: empty selections, 0-d booleans, astronomically large chunk grids ------------------
 def test_point_groups_of_an_empty_selection_are_empty_and_int64():
-    p = plan_vector(([], []), (9, 8), (4, 3))
+    p = plan(normalize(([], []), (9, 8), "vector"), (4, 3))
     pts = p.points
     assert p.shape == (9, 8) and len(p) == 0 and p.result_shape == (0,)
     assert pts.chunk_ids.dtype == np.int64 and pts.chunk_ids.shape == (0, 2)
@@ -777,7 +778,7 @@ def test_point_groups_of_an_empty_selection_are_empty_and_int64():
 def test_a_zero_d_boolean_makes_one_point_group_of_every_point():
     """``x[True]`` and ``x[False]`` on a 2-d array: no point dimension, the whole array once (or not)."""
     full = np.arange(72.0).reshape(9, 8)
-    p = plan_numpy((np.True_,), (9, 8), (4, 3))
+    p = plan(normalize((np.True_,), (9, 8)), (4, 3))
     pts = p.points
     assert pts.chunk_ids.dtype == np.int64 and pts.chunk_ids.shape == (1, 0)
     assert pts.pidx == [slice(0, 1)] and pts.sizes.tolist() == [1] and pts.sizes.dtype == np.int64
@@ -794,7 +795,7 @@ def test_points_on_a_chunk_grid_of_more_than_2_63_chunks_are_grouped_exactly():
     shape = (2**54, 2**32)
     rows = np.array([2**53 + 1, 5, 2**53 + 1, 0])
     cols = np.array([3, 2**32 - 1, 3, 7])
-    p = plan_vector((rows, cols), shape, (1, 1))
+    p = plan(normalize((rows, cols), shape, "vector"), (1, 1))
     assert p.coords.tolist() == [[0, 7], [5, 2**32 - 1], [2**53 + 1, 3]]
     assert p.coords.dtype == np.int64 and p.points.chunk_ids.dtype == np.int64
     assert p.row_elements().tolist() == [1, 1, 2]
@@ -817,7 +818,7 @@ def test_points_on_a_chunk_grid_of_more_than_2_63_chunks_are_grouped_exactly():
 )
 def test_outer_index_arrays_on_two_axes_take_the_cartesian_block_like_numpy(key):
     full, fetch = _fetch_arange((9, 8), (4, 3))
-    p = plan_outer(key, (9, 8), (4, 3))
+    p = plan(normalize(key, (9, 8), "outer"), (4, 3))
     work = p.new_work(full.dtype)
     for i, chunk in enumerate(fetch(p.coords.tolist())):
         p.place(work, i, chunk)

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ..errors import MaterializeError, ReadOnlyError, UnsupportedError
-from ..selection import SelectionPlan, nchunks_of, plan_flat, plan_numpy, plan_outer, plan_vector
+from ..selection import nchunks_of, normalize, plan
 from . import batch as _batch
 from . import options
 from .cache import CACHE
@@ -45,16 +45,16 @@ def _format_bytes(n: float) -> str:
 
 
 class _IndexerProxy:
-    """``x.oindex``, ``x.vindex`` and ``x.flat``: objects whose ``[...]`` plans one indexing form."""
+    """``x.oindex``, ``x.vindex`` and ``x.flat``: objects whose ``[...]`` reads one indexing form."""
 
-    __slots__ = ("_array", "_planner")
+    __slots__ = ("_array", "_form")
 
-    def __init__(self, array: LazyArray, planner: Callable[..., SelectionPlan]) -> None:
+    def __init__(self, array: LazyArray, form: str) -> None:
         self._array = array
-        self._planner = planner
+        self._form = form
 
     def __getitem__(self, key: Any) -> Any:
-        return self._array._read(self._planner, key)
+        return self._array._read(self._form, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise ReadOnlyError("lazy arrays are read-only")
@@ -163,7 +163,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             >>> x.oindex[[0, 2], [1, 3, 0]].shape
             (2, 3)
         """
-        return _IndexerProxy(self, plan_outer)
+        return _IndexerProxy(self, "outer")
 
     @property
     def vindex(self) -> _IndexerProxy:
@@ -175,7 +175,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             >>> x.vindex[[0, 2], [1, 3]].shape
             (2,)
         """
-        return _IndexerProxy(self, plan_vector)
+        return _IndexerProxy(self, "vector")
 
     @property
     def flat(self) -> _IndexerProxy:
@@ -187,7 +187,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             >>> x.flat[[4, 0]].tolist()
             [4.0, 0.0]
         """
-        return _IndexerProxy(self, plan_flat)
+        return _IndexerProxy(self, "flat")
 
     # --- internals ---------------------------------------------------------------------------------------
     def _leaves(self) -> list[FetchSource]:
@@ -220,16 +220,16 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
                 f"altarr.set_options(max_materialize=...)"
             )
         self._count("materialize")
-        return np.asarray(read_plans(self, [plan_numpy(Ellipsis, self._shape, self._chunks)])[0])
+        return np.asarray(read_plans(self, [plan(normalize(Ellipsis, self._shape), self._chunks)])[0])
 
     # --- NumPy protocols --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         """NumPy indexing (basic and advanced, exactly NumPy's semantics); returns NumPy data."""
-        return self._read(plan_numpy, key)
+        return self._read("numpy", key)
 
-    def _read(self, planner: Callable[..., SelectionPlan], key: Any) -> Any:
-        """``key`` planned by ``planner`` and fetched (deferred inside ``with altarr.batch()``)."""
-        p = planner(self._convert_key(key), self._shape, self._chunks)
+    def _read(self, form: str, key: Any) -> Any:
+        """``key`` of indexing ``form`` planned and fetched (deferred inside ``with altarr.batch()``)."""
+        p = plan(normalize(self._convert_key(key), self._shape, form), self._chunks)
         self._count("extract_subset")
         if (b := _batch.current()) is not None:
             return b.add(self, p)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..selection import hyperslab_key, plan_outer
+from .. import selection
 from . import options
 from .array import LazyArray
 from .cache import CACHE
@@ -75,8 +75,8 @@ def extract(x: LazyArray, *subscripts: Any, drop: bool = True) -> np.ndarray:
         ((2,), (2, 1))
     """
     x = _require(x)
-    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
-    p = plan_outer(key, x.shape, x.chunks, keep_dims=not drop)
+    key = x._convert_key(selection.hyperslab_key(subscripts, x.ndim))
+    p = selection.plan(selection.normalize(key, x.shape, "outer"), x.chunks, keep_dims=not drop)
     x._count("hyperslab")
     return np.asarray(read_plans(x, [p])[0])
 
@@ -104,8 +104,8 @@ def plan(x: LazyArray, *subscripts: Any) -> Any:
         ) from e
 
     x = _require(x)
-    key = x._convert_key(hyperslab_key(subscripts, x.ndim))
-    p = plan_outer(key, x.shape, x.chunks)
+    key = x._convert_key(selection.hyperslab_key(subscripts, x.ndim))
+    p = selection.plan(selection.normalize(key, x.shape, "outer"), x.chunks)
     names = list(x.dims) if x.dims else [str(d) for d in range(x.ndim)]
     coords = p.coords
     chunk_arr = np.asarray(x.chunks, dtype=np.int64)

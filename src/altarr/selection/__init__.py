@@ -14,16 +14,7 @@ Example:
 from .items import DimSelection, Item, Selection
 from .normalize import hyperslab_key, normalize
 from .plan import SelectionPlan
-from .planners import (
-    MODES,
-    chunk_users,
-    plan,
-    plan_flat,
-    plan_numpy,
-    plan_outer,
-    plan_selections,
-    plan_vector,
-)
+from .planners import MODES, chunk_users, plan, plan_selections
 from .regions import RegionPlan, plan_region
 from .tables import forward_pieces, nchunks_of, plan_dim
 
@@ -41,10 +32,6 @@ __all__ = [
     "normalize",
     "plan",
     "plan_dim",
-    "plan_flat",
-    "plan_numpy",
-    "plan_outer",
     "plan_region",
     "plan_selections",
-    "plan_vector",
 ]

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,11 +18,7 @@ __all__ = [
     "MODES",
     "chunk_users",
     "plan",
-    "plan_flat",
-    "plan_numpy",
-    "plan_outer",
     "plan_selections",
-    "plan_vector",
 ]
 
 
@@ -144,37 +140,10 @@ def _plan_flat(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
     return SelectionPlan(shape, chunks, ["points"], points, item.kind == "int")
 
 
-def plan_numpy(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """Plan ``x[key]`` with exactly NumPy's semantics."""
-    return plan(normalize(key, shape, "numpy"), chunks)
-
-
-def plan_outer(
-    key: Any, shape: tuple[int, ...], chunks: tuple[int, ...], *, keep_dims: bool = False
-) -> SelectionPlan:
-    """Plan ``x.oindex[key]``: one subscript per dimension, combined as a cartesian product (integers drop
-    their dimension unless ``keep_dims``)."""
-    return plan(normalize(key, shape, "outer"), chunks, keep_dims=keep_dims)
-
-
-def plan_vector(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """Plan ``x.vindex[key]``: index arrays broadcast together, their dimensions first, slices after."""
-    return plan(normalize(key, shape, "vector"), chunks)
-
-
-def plan_flat(key: Any, shape: tuple[int, ...], chunks: tuple[int, ...]) -> SelectionPlan:
-    """Plan ``x.flat[key]``: a C-order linear index (int, slice, integer or boolean array)."""
-    return plan(normalize(key, shape, "flat"), chunks)
-
-
 # --- many selections ----------------------------------------------------------------------------------
 #: How the selections of a batch are interpreted: NumPy indexing, orthogonal (``oindex``) or vectorized
-#: (``vindex``) indexing.
-MODES: dict[str, Callable[..., SelectionPlan]] = {
-    "numpy": plan_numpy,
-    "oindex": plan_outer,
-    "vindex": plan_vector,
-}
+#: (``vindex``) indexing, by the form :func:`~altarr.selection.normalize.normalize` takes.
+MODES = {"numpy": "numpy", "oindex": "outer", "vindex": "vector"}
 
 
 def plan_selections(
@@ -186,14 +155,14 @@ def plan_selections(
     (2, 1)
     """
     try:
-        planner = MODES[mode]
+        form = MODES[mode]
     except KeyError:
         raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}") from None
     if isinstance(selections, tuple | str) or not isinstance(selections, Sequence):
         raise TypeError(
             "read_regions/read_many take a list of selections (one per region), e.g. [np.s_[0:4, 2], ...]"
         )
-    return [planner(sel, shape, chunks) for sel in selections]
+    return [plan(normalize(sel, shape, form), chunks) for sel in selections]
 
 
 def chunk_users(plans: Sequence[SelectionPlan]) -> dict[tuple[int, ...], list[tuple[int, int]]]:
