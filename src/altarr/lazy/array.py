@@ -457,10 +457,7 @@ class LazyArray(ReductionMethods, NDArrayOperatorsMixin):
             f"nchunks={self.nchunks} cached={cached} {self._source.describe()}>"
         )
 
-    def __copy__(self) -> LazyArray:
-        return LazyArray(self._shape, self._chunks, self._dtype, self._source, self._dims, self._coords)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> LazyArray:  # the source (cache, counters) shared
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyArray:  # the source shared, as copy.copy's
         return LazyArray(
             self._shape,
             self._chunks,

@@ -11,7 +11,6 @@ import inspect
 import itertools
 import threading
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, cast
 
@@ -185,16 +184,22 @@ class FetchSource:
         self, coords: np.ndarray, rows: list[int], groups: list[Hashable] | None, store: bool
     ) -> list[tuple[np.ndarray, Hashable]]:
         """``(chunk, version)`` of ``rows`` in one fetch call, published to the threads waiting for them
-        and cached when ``store``."""
+        and cached when ``store``. The version of a shard is the one the fetch reports, else a token of
+        this read (cached chunks of two reads are never one version); ``None`` without ``groups``."""
         if not rows:
             return []
         self.counters.add("cache_misses", len(rows))
-        if groups is None:
-            values = self._fetch_validated(coords[rows])
-            versions: list[Hashable] = [None] * len(rows)
-        else:
-            values, by_group = self._fetch_validated_versioned(coords[rows])
-            versions = [by_group[groups[i]] for i in rows]
+        reported: dict[Hashable, Any] = {}
+
+        def versioned(request: np.ndarray) -> Any:
+            result, versions = self._grouped().fetch_versioned(request)
+            reported.update(versions)
+            return result
+
+        values = self._fetch_validated(coords[rows], None if groups is None else versioned)
+        read = ("read", next(_reads))
+        found = [None if groups is None else reported.get(groups[i]) for i in rows]
+        versions = [read if v is None and groups is not None else v for v in found]
         if store:
             values = [_compact(v) for v in values]
         got = list(zip(values, versions, strict=True))
@@ -269,21 +274,6 @@ class FetchSource:
             raise FetchError("fetch.visit() skipped a requested chunk", chunk=request[int(np.argmin(seen))])
         self.counters.add("chunks_fetched", len(rows))
         self.counters.add("bytes_fetched", int(extents.prod(axis=1).sum()) * self.dtype.itemsize)
-
-    def _fetch_validated_versioned(self, coords: np.ndarray) -> tuple[list[np.ndarray], dict]:
-        """The chunks at ``coords`` and the version of every shard they came from: the one the fetch
-        reports, else a token of this read (cached chunks of two reads are never one version)."""
-        reported: dict[Hashable, Any] = {}
-
-        def call(request: np.ndarray) -> Any:
-            result, versions = self._grouped().fetch_versioned(request)
-            reported.update(versions)
-            return result
-
-        values = self._fetch_validated(coords, call)
-        read = ("read", next(_reads))
-        versions = defaultdict(lambda: read, {g: read if v is None else v for g, v in reported.items()})
-        return values, versions
 
     def _fetch_validated(
         self, coords: np.ndarray, call: Callable[[np.ndarray], Any] | None = None
