@@ -16,6 +16,7 @@ from altarr.errors import GridError, SelectionError
 from altarr.selection import (
     DimSelection,
     Item,
+    RegionPlan,
     chunk_users,
     forward_pieces,
     hyperslab_key,
@@ -23,7 +24,6 @@ from altarr.selection import (
     normalize,
     plan,
     plan_dim,
-    plan_region,
     plan_selections,
 )
 
@@ -39,7 +39,7 @@ def test_every_item_kind_normalizes_to_one_canonical_item():
     mask[1, 2] = True
     s = normalize((-1, None, mask, [[0, -1]]), shape)
     assert _kinds(s) == [("int", (0,)), ("new", ()), ("mask", (1, 2)), ("array", (3,))]
-    assert s.items[0].value == DimSelection(4, 1, 1, drop=True)
+    assert s.items[0].value == DimSelection(4, 1, 1)
     assert s.items[3].value.tolist() == [[0, 7]]  # nested list -> non-negative int64 positions
     assert s.items[3].value.dtype == np.int64
     assert [p.tolist() for p in s.items[2].positions()] == [[1], [2]]
@@ -129,8 +129,8 @@ def test_errors_in_numpy_order_and_deferred_array_checks():
 
 def test_region_plans_take_only_basic_selections():
     with pytest.raises(SelectionError, match="datasets take basic selections .* got list"):
-        plan_region(normalize((0, [1]), (3, 3)), (2, 2))
-    r = plan_region(normalize((slice(None, None, -1), None, 2), (5, 4)), (2, 3))
+        RegionPlan(normalize((0, [1]), (3, 3)), (2, 2))
+    r = RegionPlan(normalize((slice(None, None, -1), None, 2), (5, 4)), (2, 3))
     assert r.shape == (5, 1) and r.work_shape == (5, 1)
     work = np.arange(5).reshape(5, 1)
     assert r.finish(work).ravel().tolist() == [4, 3, 2, 1, 0]
@@ -458,7 +458,7 @@ def test_flat_selects_like_numpy_and_normalizes_to_one_canonical_item(key):
     assert normalize(key, (4, 5), "flat").form == "flat"
     (item,) = normalize(key, (4, 5), "flat").items
     if isinstance(key, int):
-        assert item == Item("int", (0,), DimSelection(key % 20, 1, 1, drop=True), 0)
+        assert item == Item("int", (0,), DimSelection(key % 20, 1, 1), 0)
     elif isinstance(key, list):
         assert item.kind == "array" and item.dims == (0,) and item.number == 0
         assert item.value.tolist() == key and item.value.dtype == np.int64
@@ -525,9 +525,9 @@ def test_flat_of_a_zero_d_array_like_numpy(key):
 def test_integers_and_slices_normalize_to_the_canonical_items():
     s = normalize((np.int64(3), slice(4, 1, -1), 2), (5, 6, 7, 8))
     assert s.items == (
-        Item("int", (0,), DimSelection(3, 1, 1, drop=True), 0),
+        Item("int", (0,), DimSelection(3, 1, 1), 0),
         Item("slice", (1,), DimSelection(2, 1, 3, reverse=True), 1),
-        Item("int", (2,), DimSelection(2, 1, 1, drop=True), 2),
+        Item("int", (2,), DimSelection(2, 1, 1), 2),
         Item("slice", (3,), DimSelection(0, 1, 8), 3),
     )
     assert s.form == "numpy" and s.basic and not s.ellipsis and s.resolved
@@ -655,19 +655,19 @@ def test_new_and_zero_d_boolean_items_keep_their_place_and_source():
 @pytest.mark.parametrize(("key", "name"), [(([0, 1],), "list"), ((0, True), "bool")])
 def test_region_plans_name_the_refused_item(key, name):
     with pytest.raises(SelectionError) as err:
-        plan_region(normalize(key, (4,)), (2,))
+        RegionPlan(normalize(key, (4,)), (2,))
     assert str(err.value) == _BASIC_ONLY.format(name)
 
 
 def test_region_plan_needs_one_chunk_length_per_dimension():
     with pytest.raises(ValueError):
-        plan_region(normalize(np.s_[1:3], (4, 4)), (2,))
+        RegionPlan(normalize(np.s_[1:3], (4, 4)), (2,))
 
 
 @pytest.mark.parametrize("key", [(1, 2), (..., 1, 2), np.s_[1:3, 2]])
 def test_region_plans_finish_as_numpy_does(key):
     x = np.arange(16).reshape(4, 4)
-    r = plan_region(normalize(key, x.shape), (2, 2))
+    r = RegionPlan(normalize(key, x.shape), (2, 2))
     work = x[tuple(slice(d.start, d.start + d.step * d.n, d.step) for d in r.dims)]  # read forwards
     out = r.finish(work)
     assert type(out) is type(x[key])

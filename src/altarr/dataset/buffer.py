@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import AltarrError
-from ..selection import DimSelection, normalize, plan, plan_dim, plan_region
+from ..selection import DimSelection, RegionPlan, normalize, plan, plan_dim
 from .casting import cast_for_selection
 from .shard_write import Merge, scatter
 from .written import Pending, box_of, simple_box
@@ -141,7 +141,7 @@ class WriteBuffer:
                     self._scatter(p, p.unfinish(vals))
                     self._write_ready()
                     return
-                r = plan_region(sel, self._access.grid.outer)
+                r = RegionPlan(sel, self._access.grid.outer)
                 per_dim, vals = r.per_dim, r.unfinish(vals)
             if vals.size:  # per dimension: (object, slice of the object, slice of vals)
                 for piece in product(*per_dim):

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import NodeTypeError, ReadOnlyError
 from ..formats import open_node
 from ..formats.base import DatasetSpec, Format
-from ..selection import Selection, SelectionPlan, normalize, plan, plan_region
+from ..selection import RegionPlan, Selection, SelectionPlan, normalize, plan
 from .access import DatasetAccess
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
@@ -393,7 +393,7 @@ class Dataset(NodeNames):
         sel = normalize(selection, self.shape)  # the one normalization (altarr.selection)
         if not sel.basic:
             return self._read_plan(plan(sel, self.chunks))
-        r = plan_region(sel, self.chunks)
+        r = RegionPlan(sel, self.chunks)
         out = np.empty(r.work_shape, dtype=self.dtype)
         if out.size:
             # one piece per touched chunk: (chunk index, part of the chunk, part of the result) per dim
@@ -447,7 +447,7 @@ class Dataset(NodeNames):
         """Add the chunk updates that write ``values`` into the basic selection ``sel`` to ``updates`` (on
         top of what earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts
         them."""
-        r = plan_region(sel, self.chunks)
+        r = RegionPlan(sel, self.chunks)
         vals = r.unfinish(cast_for_selection(values, self.dtype, sel))
         if vals.size == 0:
             return

@@ -15,7 +15,7 @@ from .items import DimSelection, Item, Selection
 from .normalize import hyperslab_key, normalize
 from .plan import SelectionPlan
 from .planners import MODES, chunk_users, plan, plan_selections
-from .regions import RegionPlan, plan_region
+from .regions import RegionPlan
 from .tables import forward_pieces, nchunks_of, plan_dim
 
 __all__ = [
@@ -32,6 +32,5 @@ __all__ = [
     "normalize",
     "plan",
     "plan_dim",
-    "plan_region",
     "plan_selections",
 ]

@@ -28,16 +28,12 @@ __all__ = [
 @dataclass(frozen=True)
 class DimSelection:
     """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension; ``reverse``: a
-    negative step (the result is flipped), ``drop``: an integer index (the dimension disappears).
-
-    >>> DimSelection.of_slice(slice(None, None, -3), 10)
-    DimSelection(start=0, step=3, n=4, drop=False, reverse=True)
+    negative step (the result is flipped).
     """
 
     start: int
     step: int
     n: int
-    drop: bool = False
     reverse: bool = False
 
     @classmethod
@@ -116,10 +112,6 @@ class Selection:
         shape, a mask ``(selected,)``, a 0-d boolean ``(1,)`` or ``(0,)``, an integer ``()`` (in an advanced
         selection); ``SelectionError`` where they do not broadcast. ``()`` for a basic selection; the
         orthogonal form combines its arrays as a cartesian product instead (their shapes in turn).
-
-        >>> from altarr.selection import normalize
-        >>> normalize(([[0], [1]], slice(None), [2, 0, 1]), (2, 3, 4)).index_shape
-        (2, 3)
         """
         shapes = [_index_shape(i) for i in self.items if i.advanced or (i.kind == "int" and not self.basic)]
         if self.form == "outer":
@@ -152,10 +144,6 @@ class Selection:
         """The shape of the selection's result (``None`` axes inserted, integer axes dropped, the
         broadcast dimensions of advanced indices where NumPy puts them), known before any bound of an
         index array is checked.
-
-        >>> from altarr.selection import normalize
-        >>> normalize((slice(1, 3), [[0], [1]], None), (4, 5), resolve=False).result_shape
-        (2, 2, 1, 1)
         """
         if self.form == "flat":
             (item,) = self.items
@@ -221,11 +209,7 @@ def _index_shape(item: Item) -> tuple[int, ...]:
 
 
 def broadcast_index_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """The shape index arrays of ``shapes`` broadcast to; NumPy's ``IndexError`` when they do not.
-
-    >>> broadcast_index_shapes([(2, 1), (3,)])
-    (2, 3)
-    """
+    """The shape index arrays of ``shapes`` broadcast to; NumPy's ``IndexError`` when they do not."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

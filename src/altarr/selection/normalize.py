@@ -117,10 +117,6 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
     """Normalize the index expression ``key`` over an array of ``shape``; ``form`` is one of :data:`FORMS`.
     With ``resolve=False`` integer arrays are left unchecked (as NumPy's assignments check them after
     converting the values); :meth:`Selection.resolve` finishes the job.
-
-    >>> s = normalize(([2, -1], slice(1, None)), (4, 5))
-    >>> [i.kind for i in s.items], s.items[0].value.tolist(), s.basic
-    (['array', 'slice'], [2, 3], False)
     """
     shape = tuple(int(n) for n in shape)
     if form == "flat":
@@ -140,7 +136,7 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             items.append(Item("slice", dims, DimSelection.of_slice(val, shape[ds[0]]), item_no, src))
         elif kind == "int":
             i = norm_int(val, shape[ds[0]], ds[0])
-            items.append(Item("int", dims, DimSelection(i, 1, 1, drop=True), item_no, src))
+            items.append(Item("int", dims, DimSelection(i, 1, 1), item_no, src))
         elif kind == "bool0":
             items.append(Item("bool0", (), val, item_no, src))
         else:
@@ -162,7 +158,7 @@ def _normalize_flat(key: Any, shape: tuple[int, ...]) -> Selection:
     kind, val = _flat_item(key, size)
     src = raw[0] if raw else key
     if kind == "int":
-        item = Item("int", (0,), DimSelection(norm_int(val, size, None), 1, 1, drop=True), 0, src)
+        item = Item("int", (0,), DimSelection(norm_int(val, size, None), 1, 1), 0, src)
     elif kind == "slice":
         item = Item("slice", (0,), DimSelection.of_slice(val, size), 0, src)
     elif kind == "ellipsis":
@@ -218,9 +214,6 @@ def _flat_item(key: Any, size: int) -> tuple[str, Any]:
 def hyperslab_key(subscripts: Sequence[Any], ndim: int) -> tuple[Any, ...]:
     """The ``oindex`` key of a hyperslab (:func:`altarr.extract`, :func:`altarr.plan`): one subscript per
     dimension, ``None`` (or a missing trailing one) for a whole dimension; ``...`` is refused.
-
-    >>> hyperslab_key(([0, 3], None), 3)
-    ([0, 3], slice(None, None, None), slice(None, None, None))
     """
     if len(subscripts) > ndim:
         raise GridError(f"{len(subscripts)} subscripts for a {ndim}-dimensional array")

@@ -71,9 +71,6 @@ def _table(item: Item, shape: tuple[int, ...], chunks: tuple[int, ...], drop: bo
 def plan(selection: Selection, chunks: Sequence[int], *, keep_dims: bool = False) -> SelectionPlan:
     """Plan a normalized selection over chunks of ``chunks`` elements (``keep_dims``: ``oindex`` integers
     keep their dimension, as :func:`altarr.extract` with ``drop=False`` asks).
-
-    >>> plan(normalize([0, 5], (8,)), (2,)).coords.tolist()
-    [[0], [2]]
     """
     sel = selection.resolve()
     chunks = tuple(int(c) for c in chunks)
@@ -149,11 +146,7 @@ MODES = {"numpy": "numpy", "oindex": "outer", "vindex": "vector"}
 def plan_selections(
     selections: Sequence[Any], shape: tuple[int, ...], chunks: tuple[int, ...], mode: str = "numpy"
 ) -> list[SelectionPlan]:
-    """One plan per selection; ``mode`` is a key of :data:`MODES`.
-
-    >>> tuple(len(p) for p in plan_selections([np.s_[0:3], np.s_[5]], (8,), (2,)))
-    (2, 1)
-    """
+    """One plan per selection; ``mode`` is a key of :data:`MODES`."""
     try:
         form = MODES[mode]
     except KeyError:
@@ -166,11 +159,7 @@ def plan_selections(
 
 
 def chunk_users(plans: Sequence[SelectionPlan]) -> dict[tuple[int, ...], list[tuple[int, int]]]:
-    """Every distinct chunk the plans touch, in first-seen order, with ``(plan, row)`` of each use.
-
-    >>> chunk_users(plan_selections([np.s_[0:3], np.s_[2]], (8,), (2,)))
-    {(0,): [(0, 0)], (1,): [(0, 1), (1, 0)]}
-    """
+    """Every distinct chunk the plans touch, in first-seen order, with ``(plan, row)`` of each use."""
     users: dict[tuple[int, ...], list[tuple[int, int]]] = {}
     for pi, p in enumerate(plans):
         for row, c in enumerate(p.coords.tolist()):

@@ -13,7 +13,7 @@ import numpy as np
 from .items import DimSelection, Selection
 from .tables import Piece, plan_dim
 
-__all__ = ["Geometry", "RegionPlan", "flip_reversed", "plan_region"]
+__all__ = ["Geometry", "RegionPlan", "flip_reversed"]
 
 #: :meth:`RegionPlan.geometry`: per dimension, per chunk index, ``(start in the chunk, step, count, start
 #: in the work array)`` (the native kernel's task geometry).
@@ -30,7 +30,8 @@ def flip_reversed(array: np.ndarray, dims: Sequence[DimSelection]) -> np.ndarray
 
 class RegionPlan:
     """A basic selection over a chunk grid: the work array (one axis per array dimension, read forwards),
-    the pieces each touched chunk contributes, and the way to the result.
+    the pieces each touched chunk contributes, and the way to the result (``SelectionError`` for an
+    advanced selection).
 
     ``dims``: one :class:`DimSelection` per dimension; ``shape``: the result's shape (``None`` axes in,
     integer axes out); ``work_shape``: the forward work array's; ``per_dim``: :func:`plan_dim` per
@@ -51,7 +52,7 @@ class RegionPlan:
         """Every touched chunk (C order) with its piece along each dimension.
 
         >>> from altarr.selection import normalize
-        >>> plan_region(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).pieces()
+        >>> RegionPlan(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).pieces()
         {(0, 1): ((0, slice(1, 2, 1), slice(0, 1, None)), (1, slice(0, 1, 1), slice(0, 1, None))), (1, 1): ((1, slice(0, 1, 1), slice(1, 2, None)), (1, slice(0, 1, 1), slice(0, 1, None)))}
         """
         # two C-level products zipped: a comprehension building each key from its pieces cost 76 us of a
@@ -64,7 +65,7 @@ class RegionPlan:
         array)``, the native kernel's task geometry (a chunk's is the concatenation along its dims).
 
         >>> from altarr.selection import normalize
-        >>> plan_region(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).geometry()
+        >>> RegionPlan(normalize(np.s_[1:3, 2], (4, 4)), (2, 2)).geometry()
         [{0: (1, 1, 1, 0), 1: (0, 1, 1, 1)}, {1: (0, 1, 1, 0)}]
         """
         return [{k: (s.start, s.step, d.stop - d.start, d.start) for k, s, d in dim} for dim in self.per_dim]
@@ -79,8 +80,3 @@ class RegionPlan:
     def unfinish(self, values: np.ndarray) -> np.ndarray:
         """The inverse of :meth:`finish` for values already broadcast to :attr:`shape`."""
         return flip_reversed(values.reshape(self.work_shape), self.dims)
-
-
-def plan_region(selection: Selection, chunks: Sequence[int]) -> RegionPlan:
-    """The :class:`RegionPlan` of a basic selection (``SelectionError`` for an advanced one)."""
-    return RegionPlan(selection, chunks)

@@ -28,11 +28,7 @@ __all__ = [
 
 
 def nchunks_of(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
-    """Chunks along each dimension (0 for an empty dimension).
-
-    >>> nchunks_of((10, 0, 7), (4, 2, 7))
-    (3, 0, 1)
-    """
+    """Chunks along each dimension (0 for an empty dimension)."""
     return tuple(-(-int(s) // int(c)) for s, c in zip(shape, chunks, strict=True))
 
 
@@ -47,7 +43,6 @@ class DimTable:
     in_sel: list[Any]  # per chunk: slice or int64 array of offsets inside the chunk
     counts: np.ndarray  # (m,) selected elements per chunk
     length: int  # elements along the work axis
-    has_array: bool
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -61,9 +56,6 @@ def forward_pieces(
     ``(chunk ids, k0, k1, first)``, ascending, where the chunk holds the progression's elements
     ``k0 <= k < k1`` and ``first`` is the offset of element ``k0`` inside the chunk. The one piece of chunk
     arithmetic both planners share (``d.reverse`` is ignored here: callers flip).
-
-    >>> list(zip(*(a.tolist() for a in forward_pieces(DimSelection(1, 2, 5), 4, 10))))  # (id, k0, k1, first)
-    [(0, 0, 2, 1), (1, 2, 4, 1), (2, 4, 5, 1)]
     """
     if d.n == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -85,9 +77,6 @@ Piece = tuple[int, slice, slice]
 def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
     """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
     both slices forwards (see :func:`forward_pieces`).
-
-    >>> plan_dim(DimSelection(5, 3, 2), 4, 10)
-    [(1, slice(1, 2, 3), slice(0, 1, None)), (2, slice(0, 1, 3), slice(1, 2, None))]
     """
     rows = zip(*(a.tolist() for a in forward_pieces(d, chunk, size)), strict=True)
     return [(k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b)) for k, a, b, f in rows]
@@ -104,7 +93,7 @@ def slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
     if d.reverse:
         in_sel = [slice(i.stop - 1, i.start - 1 if i.start else None, -i.step) for i in in_sel]
         out_sel = [slice(d.n - o.stop, d.n - o.start) for o in out_sel]
-    return DimTable(dim, ids, out_sel, in_sel, counts, d.n, False)
+    return DimTable(dim, ids, out_sel, in_sel, counts, d.n)
 
 
 def _runs(keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
@@ -126,13 +115,12 @@ def array_table(dim: int, pos: np.ndarray, c: int) -> DimTable:
     total = len(pos)
     if total == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return DimTable(dim, empty, [], [], empty, 0, False)
+        return DimTable(dim, empty, [], [], empty, 0)
     cid = pos // c
     order, scid, starts, ends = _runs(cid)
     ids = scid[starts]
     out_sel: list[Any] = []
     in_sel: list[Any] = []
-    has_array = False
     for s, e, j in zip(starts.tolist(), ends.tolist(), ids.tolist(), strict=True):
         outs = np.arange(s, e, dtype=np.int64) if order is None else order[s:e]
         offs = pos[outs] - j * c
@@ -146,10 +134,9 @@ def array_table(dim: int, pos: np.ndarray, c: int) -> DimTable:
             out_sel.append(slice(o0, o0 + n_here))
             in_sel.append(slice(i0, i0 + n_here))
         else:
-            has_array = True
             out_sel.append(slice(int(outs[0]), int(outs[0]) + n_here) if contiguous_out else outs)
             in_sel.append(offs)
-    return DimTable(dim, ids, out_sel, in_sel, (ends - starts).astype(np.int64), total, has_array)
+    return DimTable(dim, ids, out_sel, in_sel, (ends - starts).astype(np.int64), total)
 
 
 # --- point groups ----------------------------------------------------------------------------------------
