@@ -123,22 +123,19 @@ class ChunkCache:
         if nbytes > budget:
             return
         while self._total + nbytes > budget and self._entries:
-            self._evict_one()
+            self._remove(next(iter(self._entries)), evicted=True)
         self._entries[key] = (entry[0], nbytes, entry[1])
         self._total += nbytes
         rec = self._owners.setdefault(key[0], [0, 0, 0])
         rec[0] += 1
         rec[1] += nbytes
 
-    def _evict_one(self) -> None:
-        self._remove(next(iter(self._entries)), evicted=True)
-
     def shrink(self, budget: int) -> None:
         """Evict least-recently-used entries until the cache holds at most ``budget`` bytes."""
         with self._lock:
             self._drain()
             while self._total > budget and self._entries:
-                self._evict_one()
+                self._remove(next(iter(self._entries)), evicted=True)
 
     def drop_owner(self, owner: Hashable) -> None:
         """Remove every entry of ``owner`` (not counted as evictions)."""

@@ -59,14 +59,6 @@ def _convert(v: Any) -> Any:
     return v if is_lazy(v) else np.asarray(v)
 
 
-def _materialized(v: Any) -> Any:
-    return v._materialize() if is_lazy(v) else v
-
-
-def _cannot_hold_nan(dt: np.dtype) -> bool:
-    return dt.kind in "biu"
-
-
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
     """``np.array_equal`` with NumPy's answer, streamed with early exit.
 
@@ -85,7 +77,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
     ref, other = (a1, a2) if is_lazy(a1) else (a2, a1)
     if ref.size == 0:
         return True
-    nan_aware = equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype))
+    nan_aware = equal_nan and not (a1.dtype.kind in "biu" and a2.dtype.kind in "biu")
 
     def test(a: np.ndarray, b: np.ndarray) -> bool:
         if not nan_aware:
@@ -111,7 +103,7 @@ def array_equiv(a1: Any, a2: Any) -> bool:
     shape = tuple(shape)
     ref, other = (a1, a2) if is_lazy(a1) else (a2, a1)
     if not _streamable(a1, a2, shape):  # two lazy arrays broadcast together: guarded, never swallowed
-        return bool(np.array_equiv(_materialized(a1), _materialized(a2)))
+        return bool(np.array_equiv(np.asarray(a1), np.asarray(a2)))
     if int(np.prod(shape, dtype=np.int64)) == 0:
         return True
     return all_chunks(ref, other, shape, lambda a, b: bool(np.asarray(a == b).all()))
@@ -125,7 +117,7 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan
     if int(np.prod(shape, dtype=np.int64)) == 0:
         return True
     if not _streamable(a, b, shape):  # two lazy arrays broadcast together: guarded, never swallowed
-        return bool(np.allclose(_materialized(a), _materialized(b), rtol, atol, equal_nan))
+        return bool(np.allclose(np.asarray(a), np.asarray(b), rtol, atol, equal_nan))
     swapped = ref is b
 
     def test(x: np.ndarray, y: np.ndarray) -> bool:

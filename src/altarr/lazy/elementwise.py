@@ -44,7 +44,6 @@ class ElementwiseSource:
         self.dtype = np.dtype(dtype)
         self._chunks_arr = np.asarray(self.chunks, dtype=np.int64)
         self._shape_arr = np.asarray(self.shape, dtype=np.int64)
-        self._leaves: list[Any] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
@@ -54,23 +53,13 @@ class ElementwiseSource:
 
     def operands(self) -> list[Any]:
         """The distinct sources this expression reads chunks from (nested expressions looked through)."""
-        if self._leaves is None:
-            seen: dict[int, Any] = {}
-            for a in self.args:
-                if is_lazy(a):
-                    src = a._source
-                    for op in src.operands() if isinstance(src, ElementwiseSource) else [src]:
-                        seen.setdefault(id(op), op)
-            self._leaves = list(seen.values())
-        return self._leaves
+        sources = [a._source for a in self.args if is_lazy(a)]
+        nested = [s.operands() if isinstance(s, ElementwiseSource) else [s] for s in sources]
+        return list({id(op): op for ops in nested for op in ops}.values())
 
     def leaves(self) -> list[Any]:
         """The distinct fetch sources under this expression."""
-        seen: dict[int, Any] = {}
-        for op in self.operands():
-            for leaf in op.leaves():
-                seen.setdefault(id(leaf), leaf)
-        return list(seen.values())
+        return list({id(leaf): leaf for op in self.operands() for leaf in op.leaves()}.values())
 
     def describe(self) -> str:
         parts = []

@@ -323,12 +323,7 @@ def _compact(arr: np.ndarray) -> np.ndarray:
 
 
 def validate(result: Any, coords: np.ndarray, extents: np.ndarray, dtype: np.dtype) -> list[np.ndarray]:
-    """Check a fetch result against the contract; return arrays of the clipped shapes and ``dtype``.
-
-    Example:
-        >>> validate([[1, 2, 3]], np.array([[0]]), np.array([[3]]), np.dtype("f4"))[0].dtype
-        dtype('float32')
-    """
+    """Check a fetch result against the contract; return arrays of the clipped shapes and ``dtype``."""
     n = len(coords)
     if not hasattr(result, "__len__") and hasattr(result, "__iter__") and not isinstance(result, str | bytes):
         result = list(result)  # a generator of chunks

@@ -70,16 +70,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
         and is_lazy(inputs[0])
         and set(kwargs) <= {"axis", "dtype", "out", "keepdims", "initial", "where"}
     ):
-        return reduce.ufunc_reduce(
-            inputs[0],
-            ufunc,
-            kwargs.get("axis", 0),
-            kwargs.get("dtype"),
-            out[0] if out else None,
-            kwargs.get("keepdims", False),
-            kwargs.get("initial", _NoValue),
-            kwargs.get("where", True),
-        )
+        return reduce.ufunc_reduce(inputs[0], ufunc, **{**kwargs, "out": out[0] if out else None})
     converted = tuple(_to_numpy(v) for v in inputs)
     kw = {k: _to_numpy(v) for k, v in kwargs.items()}
     return getattr(ufunc, method)(*converted, **kw)
@@ -245,32 +236,29 @@ for _view in (np.transpose, np.moveaxis, np.reshape, np.swapaxes):
 _delegate(np.ravel, _method("ravel"), kind="lazy")
 
 
-def _join(which: str, arrays: Any, axis: Any, out: Any, dtype: Any, casting: _Casting) -> Any:
-    arrays = list(arrays) if isinstance(arrays, list | tuple) else None
-    if arrays is None or out is not None or not arrays or not all(is_lazy(a) for a in arrays):
-        return NotImplemented
-    if which == "concatenate" and axis is None:
-        return NotImplemented
-    dt = np.result_type(*[a.dtype for a in arrays]) if dtype is None else np.dtype(dtype)
-    if any(not np.can_cast(a.dtype, dt, casting=casting) for a in arrays):
-        return NotImplemented  # NumPy's implementation raises its own error
-    same = [a if a.dtype == dt else a.astype(dt) for a in arrays]
-    res = getattr(views, which)(same, axis)
-    return NotImplemented if res is None else res
+def _join(which: str) -> None:
+    """Handle ``np.concatenate``/``np.stack`` of lazy arrays of one chunk grid lazily (``views``)."""
+
+    def impl(
+        arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind"
+    ) -> Any:
+        arrays = list(arrays) if isinstance(arrays, list | tuple) else None
+        if arrays is None or out is not None or not arrays or not all(is_lazy(a) for a in arrays):
+            return NotImplemented
+        if which == "concatenate" and axis is None:
+            return NotImplemented
+        dt = np.result_type(*[a.dtype for a in arrays]) if dtype is None else np.dtype(dtype)
+        if any(not np.can_cast(a.dtype, dt, casting=casting) for a in arrays):
+            return NotImplemented  # NumPy's implementation raises its own error
+        same = [a if a.dtype == dt else a.astype(dt) for a in arrays]
+        res = getattr(views, which)(same, axis)
+        return NotImplemented if res is None else res
+
+    _implements(getattr(np, which), kind="lazy")(impl)
 
 
-@_implements(np.concatenate, kind="lazy")
-def _concatenate(
-    arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind"
-) -> Any:
-    return _join("concatenate", arrays, axis, out, dtype, casting)
-
-
-@_implements(np.stack, kind="lazy")
-def _stack(
-    arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind"
-) -> Any:
-    return _join("stack", arrays, axis, out, dtype, casting)
+_join("concatenate")
+_join("stack")
 
 
 # --- functions that write into their argument: refused on a lazy target --------------------------------

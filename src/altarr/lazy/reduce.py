@@ -17,7 +17,6 @@ from .streaming import (
     empty_case,
     finish,
     numpy_empty_call,
-    numpy_where,
     stream,
     ufunc_axes,
     warn_caller,
@@ -124,7 +123,7 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
     where, red = where_and_axes(x, where, axis)
     fn = np.any if which == "any" else np.all
     if x.size == 0:
-        kw = {} if where is True else {"where": numpy_where(where)}
+        kw: dict[str, Any] = {} if where is True else {"where": np.asarray(where)}
         res = fn(empty_case(x), axis=axis, **kw)
         return finish(res, x, red, out, keepdims)
 

@@ -28,7 +28,6 @@ __all__ = [
     "empty_case",
     "finish",
     "numpy_empty_call",
-    "numpy_where",
     "part_reader",
     "stream",
     "ufunc_axes",
@@ -182,19 +181,18 @@ def stream(
     n_regions = int(np.prod([x.nchunks[d] for d in kept], dtype=np.int64))
     chunks_ = x.chunks
     masks = None if where is True else part_reader(x, where)
-    state: dict[str, Any] = {"acc": None, "seen": set()}
+    acc: list[np.ndarray] = []
+    seen: set[tuple[int, ...]] = set()
 
     def absorb(coords: np.ndarray, arrays: list[np.ndarray], mask_parts: list[Any] | None) -> None:
-        seen = state["seen"]
         for n, (c, chunk) in enumerate(zip(coords.tolist(), arrays, strict=True)):
             mask = None
             if mask_parts is not None:  # None: ``where`` is x itself
                 mask = np.asarray(chunk if mask_parts[n] is None else mask_parts[n], dtype=bool)
             got = partial(chunk, red, mask, c)
             parts = tuple(np.asarray(p) for p in got)
-            if state["acc"] is None:
-                state["acc"] = [np.empty(kept_shape, dtype=p.dtype) for p in parts]
-            acc = state["acc"]
+            if not acc:
+                acc.extend(np.empty(kept_shape, dtype=p.dtype) for p in parts)
             region = tuple(slice(c[d] * chunks_[d], c[d] * chunks_[d] + chunk.shape[d]) for d in kept)
             key = tuple(c[d] for d in kept)
             if key in seen:
@@ -209,9 +207,8 @@ def stream(
     for coords, arrays in chunk_batches(x):
         mask_parts = None if masks is None else masks(coords, chunk_regions(x, coords))
         absorb(coords, arrays, mask_parts)
-        if early is not None and len(state["seen"]) == n_regions and early(state["acc"]):
+        if early is not None and len(seen) == n_regions and early(acc):
             break
-    acc: list[np.ndarray] = state["acc"]
     return acc
 
 
@@ -231,16 +228,11 @@ def empty_case(x: Any) -> np.ndarray:
     return np.empty(x.shape, dtype=x.dtype)
 
 
-def numpy_where(where: Any) -> Any:
-    """``where`` for a call of NumPy's own function (only on empty arrays: cheap)."""
-    return where._materialize() if is_lazy(where) else where
-
-
 def count_of(x: Any, red: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[d] for d in red], dtype=np.int64))
 
 
 def numpy_empty_call(numpy_fn: Any, x: Any, out: Any, where: Any, **kw: Any) -> Any:
     if where is not True:
-        kw["where"] = numpy_where(where)
+        kw["where"] = np.asarray(where)  # a lazy one materialized: NumPy's call is on an empty array
     return finish(numpy_fn(empty_case(x), **kw), x, (), out, False)

@@ -27,14 +27,6 @@ __all__ = [
 ]
 
 
-def _distinct_leaves(arrays: Sequence[Any]) -> list[Any]:
-    seen: dict[int, Any] = {}
-    for a in arrays:
-        for leaf in a._source.leaves():
-            seen.setdefault(id(leaf), leaf)
-    return list(seen.values())
-
-
 class _ViewSource:
     """Chunks of a view of lazy array ``base``: chunk ``c`` is ``base``'s chunk :meth:`_base_coords`,
     turned into the view's by :meth:`_view`; ``args`` (after ``base``) rebuild the view, the first names
@@ -109,7 +101,7 @@ class JoinSource:
         return (JoinSource, (self.arrays, self.axis, self.stack, self.offsets.tolist()))
 
     def leaves(self) -> list[Any]:
-        return _distinct_leaves(self.arrays)
+        return list({id(leaf): leaf for a in self.arrays for leaf in a._source.leaves()}.values())
 
     def describe(self) -> str:
         what = "stack" if self.stack else "concatenate"
