@@ -60,14 +60,7 @@ def _convert(v: Any) -> Any:
 
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
-    """``np.array_equal`` with NumPy's answer, streamed with early exit.
-
-    >>> import numpy as np, altarr as aa
-    >>> x = aa.altarr(100, 10, lambda c: [np.arange(10.0 * i, 10.0 * i + 10) for (i,) in c])
-    >>> with aa.set_options(batch_chunks=2):
-    ...     np.array_equal(x, np.zeros(100)), aa.stats(x)["fetch_calls"]
-    (False, 1)
-    """
+    """``np.array_equal`` with NumPy's answer, streamed with early exit."""
     try:
         a1, a2 = _convert(a1), _convert(a2)
     except Exception:  # NumPy's own rule for arguments it cannot convert
