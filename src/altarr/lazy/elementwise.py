@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .geometry import VALUE_KINDS, is_lazy
+from .streaming import chunk_regions
 
 if TYPE_CHECKING:
     from .array import LazyArray
@@ -42,8 +43,6 @@ class ElementwiseSource:
         self.shape = tuple(shape)
         self.chunks = tuple(chunks)
         self.dtype = np.dtype(dtype)
-        self._chunks_arr = np.asarray(self.chunks, dtype=np.int64)
-        self._shape_arr = np.asarray(self.shape, dtype=np.int64)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (
@@ -99,13 +98,7 @@ class ElementwiseSource:
     def get_chunks(self, coords: np.ndarray, *, store: bool) -> list[np.ndarray]:
         """Chunks of the expression: each operand's chunks fetched once (batched), then evaluated."""
         values = {id(op): op.get_chunks(coords, store=store) for op in self.operands()}
-        start = coords * self._chunks_arr
-        stop = np.minimum(start + self._chunks_arr, self._shape_arr)
-        out = []
-        for i in range(len(coords)):
-            region = tuple(slice(a, b) for a, b in zip(start[i].tolist(), stop[i].tolist(), strict=True))
-            out.append(self._eval(i, region, values))
-        return out
+        return [self._eval(i, region, values) for i, region in enumerate(chunk_regions(self, coords))]
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
         """``fn(i, chunk)`` for every row, caching nothing (the leaves' chunks fetched as one batch)."""

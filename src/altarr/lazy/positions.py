@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from .streaming import chunk_batches, empty_case, finish, stream
+from .streaming import chunk_batches, finish, stream
 
 __all__ = ["arg_reduce", "nonzero"]
 
@@ -22,7 +22,7 @@ def arg_reduce(x: Any, which: str, axis: Any, out: Any, keepdims: bool) -> Any:
     if axis is not None:
         axis = normalize_axis_index(operator.index(axis), x.ndim)
     if x.size == 0 or (axis is not None and x.shape[axis] == 0):
-        return fn(empty_case(x), axis=axis, out=out, keepdims=keepdims)
+        return fn(np.empty(x.shape, x.dtype), axis=axis, out=out, keepdims=keepdims)
     red = tuple(range(x.ndim)) if axis is None else (axis,)
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, c: list[int]) -> tuple[Any, ...]:

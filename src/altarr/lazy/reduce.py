@@ -14,7 +14,6 @@ from .elementwise import make_elementwise
 from .moments import mean, var
 from .positions import arg_reduce, nonzero
 from .streaming import (
-    empty_case,
     finish,
     numpy_empty_call,
     stream,
@@ -124,7 +123,7 @@ def any_all(x: Any, which: str, axis: Any, out: Any, keepdims: bool, where: Any)
     fn = np.any if which == "any" else np.all
     if x.size == 0:
         kw: dict[str, Any] = {} if where is True else {"where": np.asarray(where)}
-        res = fn(empty_case(x), axis=axis, **kw)
+        res = fn(np.empty(x.shape, x.dtype), axis=axis, **kw)
         return finish(res, x, red, out, keepdims)
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], mask: Any, _: Any) -> tuple[Any, ...]:
@@ -176,7 +175,7 @@ def count_nonzero(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Streamed ``np.count_nonzero``."""
     red = ufunc_axes(x, axis)
     if x.size == 0:
-        return np.count_nonzero(empty_case(x), axis=axis, keepdims=keepdims)
+        return np.count_nonzero(np.empty(x.shape, x.dtype), axis=axis, keepdims=keepdims)
 
     def partial(chunk: np.ndarray, red: tuple[int, ...], *_: Any) -> tuple[Any, ...]:
         return (np.asarray(np.count_nonzero(chunk, axis=red), dtype=np.intp),)

@@ -25,7 +25,6 @@ __all__ = [
     "chunk_batches",
     "chunk_regions",
     "count_of",
-    "empty_case",
     "finish",
     "numpy_empty_call",
     "part_reader",
@@ -224,10 +223,6 @@ def finish(result: Any, x: Any, red: tuple[int, ...], out: Any, keepdims: bool) 
     return result[()] if result.ndim == 0 else result
 
 
-def empty_case(x: Any) -> np.ndarray:
-    return np.empty(x.shape, dtype=x.dtype)
-
-
 def count_of(x: Any, red: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[d] for d in red], dtype=np.int64))
 
@@ -235,4 +230,4 @@ def count_of(x: Any, red: tuple[int, ...]) -> int:
 def numpy_empty_call(numpy_fn: Any, x: Any, out: Any, where: Any, **kw: Any) -> Any:
     if where is not True:
         kw["where"] = np.asarray(where)  # a lazy one materialized: NumPy's call is on an empty array
-    return finish(numpy_fn(empty_case(x), **kw), x, (), out, False)
+    return finish(numpy_fn(np.empty(x.shape, x.dtype), **kw), x, (), out, False)
