@@ -16,9 +16,9 @@ from altarr.codecs import BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec, Zst
 from altarr.codecs.registry import registered_codecs
 from altarr.errors import GridError, MetadataError, UnknownCodecError, UnsupportedError
 from altarr.formats import get_format, open_node
+from altarr.formats._common import encode_fill_value
 from altarr.formats.base import NewArray
-from altarr.formats.zarr3 import parse_array_metadata
-from altarr.formats.zarr3_types import data_type_name, decode_fill_value, encode_fill_value
+from altarr.formats.zarr3 import data_type_name, decode_fill_value, parse_array_metadata
 from altarr.stores import LocalStore, MemoryStore
 
 Z3 = get_format("zarr3")

@@ -189,7 +189,7 @@ def write_with_zarr_python(path, dtype: str, layout: dict, codec: str, fill) -> 
 
 
 def _ts_fill_json(fill, dtype: str):
-    from altarr.formats.zarr3_types import encode_fill_value
+    from altarr.formats._common import encode_fill_value
 
     return encode_fill_value(fill, np.dtype(dtype))
 

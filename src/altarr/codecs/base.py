@@ -1,13 +1,5 @@
 """Codec interfaces of the Zarr v3 model (array->array, array->bytes, bytes->bytes), each codec pure and
-serialized to its Zarr v3 JSON form (:meth:`Codec.to_json`, :meth:`Codec.from_config`).
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.codecs import codec_from_json
-    >>> c = codec_from_json({"name": "gzip", "configuration": {"level": 5}})
-    >>> bytes(c.decode(c.encode(b"abc")))
-    b'abc'
-"""
+serialized to its Zarr v3 JSON form (:meth:`Codec.to_json`, :meth:`Codec.from_config`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
 """The Zarr v3 ``bytes`` codec: an array as its raw elements in C order, little- or big-endian; decoding
-is zero-copy where it can be (a read-only view of the input), or into ``out=``.
-
-Example:
-    >>> import numpy as np
-    >>> c = BytesCodec("big")
-    >>> bytes(c.encode(np.array([1, 2], dtype="uint16")))
-    b'\\x00\\x01\\x00\\x02'
-    >>> c.decode(b"\\x00\\x01\\x00\\x02", (2,), np.dtype("uint16"))
-    array([1, 2], dtype=uint16)
-"""
+is zero-copy where it can be (a read-only view of the input), or into ``out=``."""
 
 from __future__ import annotations
 

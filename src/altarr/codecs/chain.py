@@ -1,17 +1,5 @@
 """The codec chain of one stored object (array->array codecs, one array->bytes codec, bytes->bytes
-codecs); errors raised inside a codec are wrapped in :class:`~altarr.errors.CodecError` naming it.
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.codecs import CodecChain
-    >>> chain = CodecChain.from_json([{"name": "bytes", "configuration": {"endian": "little"}},
-    ...                               {"name": "zstd", "configuration": {"level": 1}}])
-    >>> a = np.arange(12, dtype="int32").reshape(3, 4)
-    >>> np.array_equal(chain.decode(chain.encode(a), (3, 4), np.dtype("int32")), a)
-    True
-    >>> chain.encoded_size((3, 4), np.dtype("int32")) is None   # zstd output size is not fixed
-    True
-"""
+codecs); errors raised inside a codec are wrapped in :class:`~altarr.errors.CodecError` naming it."""
 
 from __future__ import annotations
 

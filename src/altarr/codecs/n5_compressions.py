@@ -18,7 +18,7 @@ import xxhash
 from ..errors import ChecksumError, CorruptChunkError, MetadataError, UnknownCodecError
 from . import bounded
 from ._config import check_bool, check_choice, check_int
-from .base import BytesBytesCodec, BytesLike, Codec
+from .base import BytesBytesCodec, BytesLike
 from .compress import BloscCodec, ZstdCodec
 from .crc32c import Crc32cCodec
 from .registry import register_codec, registered_codecs
@@ -73,13 +73,10 @@ class N5Compression(BytesBytesCodec):
         return {"type": self.name, **self.params()}
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> N5Compression:
+    def from_config(cls, configuration: dict[str, Any] | None) -> N5Compression:
         """Build from the N5 parameters (unknown parameters are ignored, as the Java library does)."""
+        params = configuration or {}
         return cls(**{attr: params[n5] for n5, attr in cls.N5_PARAMS.items() if n5 in params})
-
-    @classmethod
-    def from_config(cls, configuration: dict[str, Any] | None) -> Codec:
-        return cls.from_params(dict(configuration or {}))
 
     def encode_typed(self, data: BytesLike, typesize: int) -> BytesLike:
         """Encode a payload of elements of ``typesize`` bytes (blosc shuffles by element size)."""
@@ -379,13 +376,7 @@ def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compressi
     """An N5 compression from its ``compression`` JSON object, or from a legacy ``compressionType`` string.
 
     Unknown ``type`` -> :class:`~altarr.errors.UnknownCodecError` naming ``key``; bad parameters ->
-    :class:`~altarr.errors.MetadataError`.
-
-    >>> compression_from_n5_json({"type": "xz", "preset": 3}).params()
-    {'preset': 3}
-    >>> compression_from_n5_json("bzip2").params()
-    {'blockSize': 9}
-    """
+    :class:`~altarr.errors.MetadataError`."""
     if isinstance(obj, str):
         obj = {"type": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
@@ -400,7 +391,7 @@ def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compressi
         )
     params = {k: v for k, v in obj.items() if k != "type"}
     try:
-        return cls.from_params(params)
+        return cls.from_config(params)
     except MetadataError as e:
         raise e.with_context(key=key, codec=cls.name) from e
 
@@ -412,11 +403,7 @@ _DATA_CODECS: dict[str, type[BytesBytesCodec]] = {"crc32c": Crc32cCodec, "id": I
 def n5_codec_from_json(obj: Any, *, key: str | None = None) -> BytesBytesCodec:
     """An N5 4.x data (bytes->bytes) codec from its ``{"name": ..., "configuration": {...}}`` form:
     the compressions (``raw``, ``gzip``, ``bzip2``, ``lz4``, ``xz``, ``zstd``, ``blosc``) with their N5
-    parameters as configuration, plus ``crc32c`` and ``id``.
-
-    >>> n5_codec_from_json({"name": "gzip", "configuration": {"level": 6, "useZlib": True}}).to_n5_json()
-    {'type': 'gzip', 'useZlib': True, 'level': 6}
-    """
+    parameters as configuration, plus ``crc32c`` and ``id``."""
     if isinstance(obj, str):
         obj = {"name": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):

@@ -1,18 +1,6 @@
 """The Zarr v3 ``sharding_indexed`` codec, bytes only (no store access): shard indexes parsed and built,
 a shard split into raw chunk bytes (:meth:`ShardingCodec.split`) and assembled from them
-(:meth:`ShardingCodec.assemble`), so a shard is rewritten without re-encoding its untouched chunks.
-
-Example:
-    >>> import numpy as np
-    >>> from altarr.codecs import ShardingCodec
-    >>> sc = ShardingCodec(chunk_shape=(2, 2))
-    >>> cps = sc.chunks_per_shard((4, 4))
-    >>> cps, sc.index_nbytes(cps)
-    ((2, 2), 68)
-    >>> shard = sc.assemble([b"abcd", None, None, b"wxyz"], cps)
-    >>> [None if v is None else bytes(v) for v in sc.split(shard, cps)]
-    [b'abcd', None, None, b'wxyz']
-"""
+(:meth:`ShardingCodec.assemble`), so a shard is rewritten without re-encoding its untouched chunks."""
 
 from __future__ import annotations
 

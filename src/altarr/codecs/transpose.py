@@ -1,13 +1,4 @@
-"""The Zarr v3 ``transpose`` codec (array -> array): ``encoded.shape[i] == decoded.shape[order[i]]``.
-
-Example:
-    >>> import numpy as np
-    >>> t = TransposeCodec([1, 0])
-    >>> t.encode(np.arange(6).reshape(2, 3)).shape
-    (3, 2)
-    >>> t.resolve((2, 3), np.dtype("int8"))
-    ((3, 2), dtype('int8'))
-"""
+"""The Zarr v3 ``transpose`` codec (array -> array): ``encoded.shape[i] == decoded.shape[order[i]]``."""
 
 from __future__ import annotations
 

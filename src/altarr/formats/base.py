@@ -121,11 +121,7 @@ NewShape = tuple[int, ...] | Callable[[tuple[int, ...]], tuple[int, ...]]
 
 
 def new_shape(shape: NewShape, stored: tuple[int, ...]) -> list[int]:
-    """The shape :meth:`Format.resize_array` writes, given the ``stored`` one.
-
-    >>> new_shape((4, 5), (2, 2)), new_shape(lambda s: (s[0] + 1, s[1]), (2, 2))
-    ([4, 5], [3, 2])
-    """
+    """The shape :meth:`Format.resize_array` writes, given the ``stored`` one."""
     return list(shape(stored) if callable(shape) else shape)
 
 

@@ -272,14 +272,12 @@ class N5Format(Format):
         without attributes as one; a second listing)."""
         node = probe.doc(ATTRIBUTES_KEY)
         root = probe.root_doc(ATTRIBUTES_KEY)
+        check_version(root, key=ATTRIBUTES_KEY)
+        if node is not None and is_array_document(node):
+            return Node(self, "array", self.spec_from_documents(node, root, probe.prefix) if parse else None)
         if node is not None:
-            kind = self.kind_of(node, root, probe.prefix)
-            if kind == "array":
-                spec = self.spec_from_documents(node, root, probe.prefix) if parse else None
-                return Node(self, kind, spec)
-            return Node(self, kind) if kind == "group" else None
+            return Node(self, "group") if probe.prefix or VERSION_KEY in node else None
         if probe.prefix and root is not None and VERSION_KEY in root:
-            self.kind_of(None, root, probe.prefix)  # version check
             keys, folders = probe.store.list_dir(probe.prefix)
             parent, _, name = probe.prefix.rpartition("/")
             if keys or folders or name in probe.store.list_dir(parent)[1]:
@@ -296,17 +294,6 @@ class N5Format(Format):
         values = store.get_ranges([(k, WHOLE) for k in keys])
         docs = [None if v is None else parse_json(v, k) for k, v in zip(keys, values, strict=True)]
         return docs[0], docs[-1]
-
-    def kind_of(self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str) -> str | None:
-        """Kind of a node from its parsed document and the root's (checks the container version)."""
-        check_version(root, key=ATTRIBUTES_KEY)
-        if node is None:
-            return None
-        if is_array_document(node):
-            return "array"
-        if prefix or VERSION_KEY in node:
-            return "group"
-        return None
 
     def spec_from_documents(
         self, node: dict[str, Any] | None, root: dict[str, Any] | None, prefix: str

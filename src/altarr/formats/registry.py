@@ -1,14 +1,6 @@
 """The format registry: each format module registers its format once (:func:`register_format`), and
 :func:`open_node` fetches every format's probe documents in one batched round and asks the formats, in
-priority order, which one the node is.
-
-Example:
-    >>> from altarr.formats import get_format, registered_formats
-    >>> [f.name for f in registered_formats()]
-    ['zarr3', 'zarr2', 'n5']
-    >>> get_format("n5").can_shard, get_format("zarr2").can_shard
-    (True, False)
-"""
+priority order, which one the node is."""
 
 from __future__ import annotations
 
