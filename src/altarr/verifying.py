@@ -411,24 +411,19 @@ def _zstd_frame_checksum(data: Any) -> bool:
     return len(mv) >= 5 and mv[:4] == _ZSTD_MAGIC and bool(mv[4] & 0x04)
 
 
-def _chain_codecs(chain: Any) -> list[tuple[str, Any]]:
-    """(name, codec) of a chunk chain's bytes stages, stored side first, those inside the array->bytes
-    codec included (``None`` for an N5 block header)."""
-    out: list[tuple[str, Any]] = [(c.name, c) for c in reversed(chain.bytes_bytes)]
+def chunk_checksum(chain: Any, data: Any) -> str | None:
+    """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
+    (``None``: the chunk can only be decoded): the first of the chain's bytes stages, stored side first,
+    those inside the array->bytes codec included, that checks one."""
+    stages: list[tuple[str, Any]] = [(c.name, c) for c in reversed(chain.bytes_bytes)]
     ab = chain.array_bytes
     inside: list[Any] = []
     if ab.name == "zarr2_chunk":
         inside = ([ab.compressor] if ab.compressor is not None else []) + list(reversed(ab.filters))
     elif ab.name == "n5bytes":
         inside = [None, *reversed(ab.data_codecs)]  # None: the block header comes first
-    out += [(str(getattr(c, "codec_id", getattr(c, "name", ""))), c) for c in inside]
-    return out
-
-
-def chunk_checksum(chain: Any, data: Any) -> str | None:
-    """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
-    (``None``: the chunk can only be decoded)."""
-    for i, (name, codec) in enumerate(_chain_codecs(chain)):
+    stages += [(str(getattr(c, "codec_id", getattr(c, "name", ""))), c) for c in inside]
+    for i, (name, codec) in enumerate(stages):
         found = _stage_checksum(name, codec, data if i == 0 else None)
         if found is not None:
             return found

@@ -7,11 +7,16 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 from rich.console import Console
+
+try:  # the class of typer's argument errors: its bundled click's, or click's in older releases
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - an older typer
+    from click.exceptions import ClickException  # type: ignore[assignment]  # the same class, from click
 
 app = typer.Typer(
     add_completion=False,
@@ -115,10 +120,10 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args or os.environ.get("ALTARR_DEBUG", "") not in ("", "0")
     try:
         code = app(args=args, prog_name="altarr", standalone_mode=False)
-    except (KeyboardInterrupt, _click_exception("Abort")):
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted (a copy can continue with --resume)", markup=False)
         code = 130
-    except _click_exception("ClickException") as e:  # bad arguments, as parsed by typer (click)
+    except ClickException as e:  # bad arguments, as parsed by typer (click)
         message = e.format_message()
         if type(e).__name__ == "NoArgsIsHelpError":  # bare `altarr`: the help is what was asked for
             print(message)
@@ -132,24 +137,3 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"error: {_one_line(e)}", markup=False)
         code = 2 if isinstance(e, UsageProblem) else 1
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if TYPE_CHECKING:
-
-    class _ClickException(Exception):
-        """What main() uses of click's exceptions."""
-
-        exit_code: int
-
-        def format_message(self) -> str: ...
-
-
-def _click_exception(name: str) -> type[_ClickException]:
-    """The click exception class ``name`` that typer raises (typer bundles its own click)."""
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            cls: type[_ClickException] = getattr(__import__(module, fromlist=[name]), name)
-            return cls
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError(f"no click exception class {name}")

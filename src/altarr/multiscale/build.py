@@ -170,11 +170,7 @@ def build_pyramid(
 def layout_for_format(fmt: str | None, source_layout: str) -> str:
     """The layout a pyramid in ``source_layout`` is converted to when a copy asks for storage format
     ``fmt``: Zarr v3 -> OME-Zarr 0.5, Zarr v2 -> 0.4, N5 -> the source's N5 layout (n5-viewer when the
-    source is OME-Zarr); ``None`` keeps the source's.
-
-    >>> layout_for_format("n5", "ome-zarr"), layout_for_format("n5", "bdv"), layout_for_format(None, "bdv")
-    ('n5-viewer', 'bdv', 'bdv')
-    """
+    source is OME-Zarr); ``None`` keeps the source's."""
     if fmt is None:
         return source_layout if source_layout in LAYOUTS else "ome-zarr"
     if fmt == "n5":

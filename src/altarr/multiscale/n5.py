@@ -30,20 +30,12 @@ _FROM_N5 = {v: k for k, v in _TO_N5.items()} | {
 
 
 def n5_unit(unit: str | None) -> str:
-    """The N5 viewers' spelling of an OME-Zarr (UDUNITS) unit: ``micrometer`` -> ``um``; none -> ``pixel``.
-
-    >>> n5_unit("micrometer"), n5_unit(None), n5_unit("angstrom")
-    ('um', 'pixel', 'angstrom')
-    """
+    """The N5 viewers' spelling of an OME-Zarr (UDUNITS) unit: ``micrometer`` -> ``um``; none -> ``pixel``."""
     return "pixel" if unit is None else _TO_N5.get(unit, unit)
 
 
 def ome_unit(unit: Any) -> str | None:
-    """The OME-Zarr unit of an N5 viewers' unit (``um``, ``µm`` -> ``micrometer``; ``pixel`` -> none).
-
-    >>> ome_unit("um"), ome_unit("pixel"), ome_unit("parsec")
-    ('micrometer', None, 'parsec')
-    """
+    """The OME-Zarr unit of an N5 viewers' unit (``um``, ``µm`` -> ``micrometer``; ``pixel`` -> none)."""
     if not isinstance(unit, str) or unit in ("", "pixel", "pixels"):
         return None
     return _FROM_N5.get(unit, unit)

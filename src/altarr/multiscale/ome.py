@@ -46,11 +46,7 @@ def ome_attributes(desc: Multiscale, version: str) -> dict[str, Any]:
 
 
 def ome_version(attrs: dict[str, Any]) -> str | None:
-    """The OME-Zarr version of a group's attributes when they describe a multiscale image, else ``None``.
-
-    >>> ome_version({"ome": {"version": "0.5", "multiscales": []}}), ome_version({"other": 1})
-    ('0.5', None)
-    """
+    """The OME-Zarr version of a group's attributes when they describe a multiscale image, else ``None``."""
     ome = attrs.get("ome")
     if isinstance(ome, dict) and "multiscales" in ome:
         return str(ome.get("version", "0.5"))

@@ -73,11 +73,7 @@ def normalize_axes(axes: Any, ndim: int, unit: str | None = None) -> tuple[Axis,
 
 
 def spatial(axes: Sequence[Axis]) -> list[int]:
-    """The indices of the spatial axes (every axis when none is typed ``space``).
-
-    >>> spatial(normalize_axes(["t", "y", "x"], 3))
-    [1, 2]
-    """
+    """The indices of the spatial axes (every axis when none is typed ``space``)."""
     found = [d for d, a in enumerate(axes) if a.type == "space"]
     return found or list(range(len(axes)))
 
@@ -120,11 +116,7 @@ def plan_factors(
 
 
 def absolute_factors(steps: Sequence[Sequence[int]], ndim: int) -> list[tuple[int, ...]]:
-    """The factors of every level relative to level 0 (level 0 included) from the per-level steps.
-
-    >>> absolute_factors([(1, 2), (2, 2)], 2)
-    [(1, 1), (1, 2), (2, 4)]
-    """
+    """The factors of every level relative to level 0 (level 0 included) from the per-level steps."""
     out = [(1,) * ndim]
     for step in steps:
         out.append(tuple(a * int(s) for a, s in zip(out[-1], step, strict=True)))
