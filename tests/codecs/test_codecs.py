@@ -536,9 +536,10 @@ def test_chain_decompresses_straight_into_out(endian: str) -> None:
 @pytest.mark.parametrize("level", [-5, 0, 3, 19])
 @pytest.mark.parametrize("checksum", [False, True])
 def test_zstd_frames_decode_everywhere_with_content_size_and_asked_checksum(level, checksum):
-    """ZstdCodec compresses with python-zstandard (when installed): the frames must carry the content
-    size (decoding straight into a buffer relies on it) and the checksum flag when asked, and decode
-    with numcodecs' zstd."""
+    """ZstdCodec compresses with python-zstandard (its cffi backend where cffi is installed): the frames
+    must carry the content size (decoding straight into a buffer relies on it) and the checksum flag
+    when asked, be the frames python-zstandard's default backend writes, and decode with numcodecs' zstd."""
+    import zstandard
     from numcodecs import Zstd
 
     from altarr.codecs.bounded import zstd_content_size
@@ -548,6 +549,8 @@ def test_zstd_frames_decode_everywhere_with_content_size_and_asked_checksum(leve
     frame = memoryview(ZstdCodec(level=level, checksum=checksum).encode(a)).cast("B")
     assert zstd_content_size(frame) == a.nbytes
     assert bool(frame[4] & 0x04) == checksum  # Content_Checksum_flag of the frame header
+    default = zstandard.ZstdCompressor(level=level, write_checksum=checksum, write_content_size=True)
+    assert bytes(frame) == default.compress(a)
     np.testing.assert_array_equal(np.frombuffer(Zstd().decode(frame), "<u2"), a)
     out = np.empty_like(a)
     assert ZstdCodec().decode(frame, out=out) is out and np.array_equal(out, a)

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import threading
 from types import ModuleType
 from typing import Any, ClassVar, cast
@@ -20,12 +21,10 @@ from numcodecs import GZip as _NGZip
 from numcodecs import Zstd as _NZstd
 from numcodecs.blosc import Blosc as _NBlosc
 
-try:
-    import zstandard
-
-    _zstandard: ModuleType | None = zstandard
-except ImportError:  # pragma: no cover - a declared dependency; numcodecs compresses without it
-    _zstandard = None
+try:  # python-zstandard's cffi backend (its API is python-zstandard's; benchmarks/README.md: why)
+    _zstandard: ModuleType = importlib.import_module("zstandard.backend_cffi")
+except ImportError:  # no cffi: its C extension
+    _zstandard = importlib.import_module("zstandard")
 
 from .. import native
 from ..errors import AltarrError, ChecksumError, CodecError, CorruptChunkError, MetadataError
@@ -169,8 +168,8 @@ class ZstdCodec(_NumcodecsCodec):
         return unzstd(data, max_size, codec=self.name)
 
     def encode(self, data: BytesLike) -> BytesLike:
-        """Compress with python-zstandard when it is installed (a newer libzstd; one compressor per thread,
-        as its objects are not thread-safe), else with numcodecs. Both write standard frames with the
+        """Compress with python-zstandard (a newer libzstd; one compressor per thread, as its objects are
+        not thread-safe), with numcodecs at a level it refuses. Both write standard frames with the
         content size, and the checksum when asked."""
         comp = self._compressor()
         if comp is None:
@@ -183,8 +182,8 @@ class ZstdCodec(_NumcodecsCodec):
 
     def encode_into(self, data: BytesLike, out: np.ndarray) -> int | None:
         """Compress ``data`` into ``out`` (uint8, at least zstd's bound for it) with python-zstandard's
-        public ``stream_reader(...).readinto``: the frame's length, or ``None`` where it cannot (not
-        installed, a level it refuses, no room). The frame is a standard one with the content size (and
+        public ``stream_reader(...).readinto``: the frame's length, or ``None`` where it cannot (a level it
+        refuses, no room). The frame is a standard one with the content size (and
         the checksum when asked), ending in an empty last block: 3 bytes more than :meth:`encode`'s.
 
         >>> out = np.empty(100, np.uint8)
@@ -204,9 +203,7 @@ class ZstdCodec(_NumcodecsCodec):
 
     def _compressor(self) -> Any:
         """This thread's python-zstandard compressor of this codec's frames (content size, checksum when
-        asked), or ``None`` (python-zstandard missing, or a level it refuses: numcodecs then encodes)."""
-        if _zstandard is None:
-            return None
+        asked), or ``None`` (a level it refuses: numcodecs then encodes)."""
         comps = getattr(_zstd_local, "compressors", None)
         if comps is None:
             comps = _zstd_local.compressors = {}
