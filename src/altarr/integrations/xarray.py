@@ -81,30 +81,15 @@ def to_xarray(
 
 
 # --- the xarray backend --------------------------------------------------------------------------------
-def _dims_of(ds: Any, phony: str = "dim") -> tuple[str, ...]:
-    names = ds.dimension_names
-    if names and all(isinstance(n, str) for n in names):
-        return tuple(names)
-    stored = ds.attrs.get("_ARRAY_DIMENSIONS")
-    if isinstance(stored, list) and len(stored) == ds.ndim and all(isinstance(n, str) for n in stored):
-        return tuple(stored)
-    return tuple(f"{phony}_{d}" for d in range(ds.ndim))
-
-
-def _variable(
-    ds: Any,
-    location: str,
-    phony: str = "dim",
-    dims: tuple[str, ...] | None = None,
-    storage_options: dict[str, Any] | None = None,
-) -> Any:
-    """An ``xarray.Variable`` over the dataset ``ds`` at ``location``, read through ``altarr.open``."""
+def _variable(ds: Any, phony: str = "dim", dims: tuple[str, ...] | None = None) -> Any:
+    """An ``xarray.Variable`` over the dataset ``ds``, read through ``altarr.open``; its dims ``dims``, else
+    the lazy array's, else ``{phony}_0, ...``."""
     import altarr as aa
 
     xr = _import_xarray()
     from xarray.core import indexing
 
-    x = aa.open(location, **(storage_options or {}))
+    x = aa.open(ds)
     attrs = {k: v for k, v in ds.attrs.asdict().items() if k != "_ARRAY_DIMENSIONS"}
     if ds.format == "zarr2" and ds.fill_value is not None:
         attrs["_FillValue"] = ds.fill_value  # as xarray's zarr engine reads Zarr v2 (masking is CF's)
@@ -112,7 +97,7 @@ def _variable(
         from xarray.backends.zarr import FillValueCoder
 
         attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], ds.dtype)
-    dims = dims or _dims_of(ds, phony)
+    dims = dims or x.dims or tuple(f"{phony}_{d}" for d in range(ds.ndim))
     data = indexing.LazilyIndexedArray(_backend_array(x))
     variable = xr.Variable(dims, data, attrs=attrs)
     block = ds.shards or ds.chunks
@@ -147,36 +132,28 @@ def open_altarr_dataset(
     xr = _import_xarray()
     location = _join(str(location), (group or "").strip("/"))
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
-    options = dict(storage_options or {})
-    node = open_node(location, consolidated=consolidated, **options)
+    node = open_node(location, consolidated=consolidated, **(storage_options or {}))
     if isinstance(node, aa.Group) and is_multiscale(node):
-        return pyramid_level_dataset(open_multiscale(node), location, level or 0, drop, options)
+        return pyramid_level_dataset(open_multiscale(node), level or 0, drop)
     if level is not None:
         raise ValueError(f"level={level} applies to image pyramids; {location} is not one")
     if isinstance(node, aa.Dataset):
         name = location.rstrip("/").rsplit("/", 1)[-1] or "data"
         for suffix in (".zarr", ".n5"):
             name = name.removesuffix(suffix)
-        variables = {} if name in drop else {name: _variable(node, location, storage_options=options)}
+        variables = {} if name in drop else {name: _variable(node)}
         return xr.Dataset(variables)
     variables = {}
     for name, child in arrays_below(node, recursive):
         if name not in drop:
             # phony dims per array: arrays of different shapes must not share one
-            where = _join(location, name)
-            variables[name] = _variable(child, where, phony=f"{name}_dim", storage_options=options)
+            variables[name] = _variable(child, phony=f"{name}_dim")
     return xr.Dataset(variables, attrs=dict(node.attrs))
 
 
-def pyramid_level_dataset(
-    ms: Any,
-    location: str,
-    level: int,
-    drop: set[str] | frozenset[str] = frozenset(),
-    storage_options: dict[str, Any] | None = None,
-) -> Any:
-    """Level ``level`` of the pyramid ``ms`` at ``location`` as an ``xarray.Dataset``, with each spatial and
-    time axis's physical coordinates."""
+def pyramid_level_dataset(ms: Any, level: int, drop: set[str] | frozenset[str] = frozenset()) -> Any:
+    """Level ``level`` of the pyramid ``ms`` as an ``xarray.Dataset``, with each spatial and time axis's
+    physical coordinates."""
     xr = _import_xarray()
     if not -len(ms.levels) <= level < len(ms.levels):
         raise IndexError(f"level {level} of a pyramid of {len(ms.levels)} levels")
@@ -190,8 +167,7 @@ def pyramid_level_dataset(
             coords[axis.name] = xr.Variable(axis.name, lv.coords(d), attrs)
     variables = {}
     if name not in drop:
-        where = _join(location, lv.path)
-        variables[name] = _variable(lv.dataset, where, dims=dims, storage_options=storage_options)
+        variables[name] = _variable(lv.dataset, dims=dims)
     attrs = {"multiscale_layout": ms.layout, "level": level % len(ms.levels), "levels": len(ms.levels)}
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 

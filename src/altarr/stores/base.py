@@ -31,11 +31,10 @@ __all__ = [
 
 class Fetched(NamedTuple):
     """What :meth:`Store._fetch` returns: per merged request its bytes (``None``: missing), and when
-    asked and known its object's version and total size; ``reads`` when not one per request."""
+    asked and known its object's version and total size."""
 
     data: list[Any]
     versions: list[Any] | None = None
-    reads: int | None = None
     sizes: list[int | None] | None = None
 
 
@@ -170,10 +169,7 @@ class Store(ABC):
     def _read_planned(self, plan: CoalescePlan, versioned: bool) -> tuple[list, list, list]:
         fetched = self._fetch(plan.merged, versioned)
         data = fetched.data
-        self.stats.add(
-            reads=len(data) if fetched.reads is None else fetched.reads,
-            bytes_read=sum(len(r) for r in data if r is not None),
-        )
+        self.stats.add(reads=len(data), bytes_read=sum(len(r) for r in data if r is not None))
         return self._split(plan, fetched, versioned)
 
     def _split(self, plan: CoalescePlan, fetched: Fetched, versioned: bool) -> tuple[list, list, list]:

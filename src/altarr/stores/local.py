@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import partial
+from itertools import groupby
 from typing import Any
 
 from .._threads import get_threads, io_threads
@@ -38,11 +39,9 @@ from .local_files import (
     oserror_message,
     read_one,
     require_file,
-    version_and_size,
     writev_all,
 )
 from .local_paths import RootedPaths
-from .ranges import ByteRequest
 
 __all__ = ["LocalStore", "FileReader", "TEMP_SUFFIX"]
 
@@ -128,87 +127,40 @@ class LocalStore(OpensReaders, RootedPaths, Store):
         return io_threads(self.max_workers)
 
     # --- reads ----------------------------------------------------------------------------------------
-    def _read_group(self, key: str, items: list, results: list, versions: list | None) -> None:
-        """Read ``items`` = ``[(m, request), ...]`` of one key into ``results[m]`` (and ``versions[m]``)."""
-        fd = self._open(key)
-        if fd is None:
-            return
-        try:
-            if versions is not None:
-                token = version_and_size(fstat_of(fd, key))
-                for m, _ in items:
-                    versions[m] = token
-            for m, req in items:
-                results[m] = read_one(fd, key, req)
-        finally:
-            os.close(fd)
-
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
-        results: list[bytes | None] = [None] * len(merged)
-        versions: list | None = [None] * len(merged) if versioned else None
-        if len(merged) == 1:
-            key, req = merged[0]
-            self._read_group(key, [(0, req)], results, versions)
-        else:
-            groups: dict[str, list[tuple[int, ByteRequest]]] = {}
-            for m, (key, req) in enumerate(merged):
-                groups.setdefault(key, []).append((m, req))
-            if self.max_workers == 1:
-                for key, items in groups.items():
-                    self._read_group(key, items, results, versions)
-            elif len(groups) == len(merged) or len(groups) >= self.max_workers:
-                self._read_by_key(groups, results, versions)
-            else:
-                self._read_by_request(groups, results, versions)
-        if versions is None:
-            return Fetched(results)
-        return Fetched(
-            results,
-            [None if v is None else v[0] for v in versions],
-            sizes=[None if v is None else v[1] for v in versions],
-        )
-
-    def _spread(self, work: list, task: Callable[[list], None]) -> None:
-        """``task`` over ``work`` cut into a few runs per worker, the first on the calling thread."""
-        step = -(-len(work) // min(len(work), 2 * self.max_workers))
-        runs = [work[i : i + step] for i in range(0, len(work), step)]
-        futures = [self._executor().submit(task, run) for run in runs[1:]]
+        """The requests in runs (a key's together) spread over the I/O threads, each run opening each of
+        its keys once; one request, or one thread, runs inline."""
+        n = len(merged)
+        data: list[bytes | None] = [None] * n
+        stats: list[os.stat_result | None] | None = [None] * n if versioned else None
+        step = -(-n // (1 if self.max_workers == 1 else min(n, 2 * self.max_workers)))
+        runs = [range(i, min(i + step, n)) for i in range(0, n, step)]
+        futures = [self._executor().submit(self._read_run, merged, run, data, stats) for run in runs[1:]]
         try:
-            task(runs[0])
+            self._read_run(merged, runs[0], data, stats)
         finally:
             wait(futures)
         for f in futures:
             f.result()
+        if stats is None:
+            return Fetched(data)
+        versions = [None if st is None else file_version(st) for st in stats]
+        return Fetched(data, versions, sizes=[None if st is None else st.st_size for st in stats])
 
-    def _read_by_key(self, groups: dict, results: list, versions: list | None) -> None:
-        """Many keys: each task reads a contiguous run of keys."""
-
-        def read_keys(keys: list[str]) -> None:
-            for key in keys:
-                self._read_group(key, groups[key], results, versions)
-
-        self._spread(list(groups), read_keys)
-
-    def _read_by_request(self, groups: dict, results: list, versions: list | None) -> None:
-        """Few keys, many requests each: open each file once, read its ranges in parallel runs."""
-        fds: dict[str, int | None] = {}
-        try:
-            for key, items in groups.items():
-                fd = fds[key] = self._open(key)
-                if fd is not None and versions is not None:
-                    token = version_and_size(fstat_of(fd, key))
-                    for m, _ in items:
-                        versions[m] = token
-            work = [(fds[key], key, m, req) for key, items in groups.items() for m, req in items]
-            self._spread(work, lambda run: self._read_run(run, results))
-        finally:
-            for fd in fds.values():
-                if fd is not None:
-                    os.close(fd)
-
-    def _read_run(self, run: list, results: list) -> None:
-        for fd, key, m, req in run:
-            results[m] = None if fd is None else read_one(fd, key, req)
+    def _read_run(self, merged: list[ReadRequest], run: range, data: list, stats: list | None) -> None:
+        """The requests at positions ``run`` into ``data`` (and the file's ``stat`` into ``stats``)."""
+        for key, positions in groupby(run, key=lambda m: merged[m][0]):
+            fd = self._open(key)
+            if fd is None:
+                continue
+            try:
+                st = None if stats is None else fstat_of(fd, key)
+                for m in positions:
+                    if stats is not None:
+                        stats[m] = st
+                    data[m] = read_one(fd, key, merged[m][1])
+            finally:
+                os.close(fd)
 
     def stat(self, key: str) -> tuple[int, float | int | str] | None:
         key = normalize_key(key)

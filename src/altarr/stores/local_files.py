@@ -26,7 +26,6 @@ __all__ = [
     "oserror_message",
     "read_one",
     "require_file",
-    "version_and_size",
     "writev_all",
 ]
 
@@ -88,10 +87,6 @@ def require_file(st: os.stat_result) -> None:
 def file_version(st: os.stat_result) -> str:
     """The version token of a file (every write makes a new inode)."""
     return f"{st.st_mtime_ns}:{st.st_ino}"
-
-
-def version_and_size(st: os.stat_result) -> tuple[str, int]:
-    return file_version(st), st.st_size
 
 
 def writev_all(fd: int, parts: list[memoryview]) -> None:

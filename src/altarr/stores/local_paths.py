@@ -75,26 +75,22 @@ class RootedPaths:
         """``create(folder descriptor)`` in the folder of ``key`` (made, and made again when a concurrent
         delete pruned it or one on its way first): the folder's descriptor and what ``create`` returned."""
         for attempt in range(PRUNED_RETRIES):
-            last = attempt == PRUNED_RETRIES - 1
+            dfd = None
             try:
                 dfd = self._parent_fd(key, create=True)
-            except _Pruned as e:
-                if last:
-                    message = oserror_message(f"creating folder {e.path!r}", e.error)
-                    raise StoreError(message, key=key) from e.error
-                continue
-            assert dfd is not None
-            try:
+                assert dfd is not None
                 return dfd, create(dfd)
-            except FileNotFoundError as e:  # the folder was pruned under us: make it again
-                os.close(dfd)
-                if last:
-                    raise StoreError(oserror_message(what, e), key=key) from e
             except OSError as e:
-                os.close(dfd)
-                raise StoreError(oserror_message(what, e), key=key) from e
+                if dfd is not None:
+                    os.close(dfd)
+                if isinstance(e, StoreError):
+                    raise
+                # FileNotFoundError: a folder on the way was pruned under us: make it again
+                if not isinstance(e, FileNotFoundError) or attempt == PRUNED_RETRIES - 1:
+                    raise StoreError(oserror_message(what, e), key=key) from e
             except BaseException:
-                os.close(dfd)
+                if dfd is not None:
+                    os.close(dfd)
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -107,7 +103,7 @@ class RootedPaths:
 
     def _make_dirs(self, parent_key: str, key: str) -> int:
         """Create the folders of ``parent_key`` one at a time, each checked before going into it; returns
-        the last one; :class:`_Pruned` when a concurrent delete pruned one on the way."""
+        the last one; ``FileNotFoundError`` when a concurrent delete pruned one on the way."""
         try:
             os.makedirs(self.root, exist_ok=True)
             dfd = os.open(self.root, DIR_FLAGS)
@@ -123,9 +119,9 @@ class RootedPaths:
                 except FileExistsError:
                     pass
                 nfd = os.open(part, DIR_FLAGS, dir_fd=dfd)
-            except FileNotFoundError as e:  # this folder or the one it goes in was pruned meanwhile
+            except FileNotFoundError:  # this folder or the one it goes in was pruned meanwhile
                 os.close(dfd)
-                raise _Pruned(path, e) from e
+                raise
             except OSError as e:
                 os.close(dfd)
                 raise StoreError(oserror_message(f"creating folder {path!r}", e), key=key) from e
@@ -188,11 +184,3 @@ class RootedPaths:
         if prefix:
             self._check_inside(os.path.realpath(top), prefix)
         return prefix, top
-
-
-class _Pruned(Exception):
-    """A folder on the way to a key vanished while the folders were made (a concurrent delete)."""
-
-    def __init__(self, path: str, error: OSError) -> None:
-        super().__init__(path)
-        self.path, self.error = path, error

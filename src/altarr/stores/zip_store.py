@@ -372,7 +372,6 @@ class ZipStore(Store):
                     session.compact()
                     assert session.zf is not None  # compact() opened the new archive
                     self._zf = session.zf
-                    self._offsets.clear()
             except (OSError, ValueError) as e:
                 raise StoreError(f"writing to zip archive failed: {e}", key=key) from e
         self.stats.add(writes=1, bytes_written=len(data))
