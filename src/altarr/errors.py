@@ -58,17 +58,13 @@ class AltarrError(Exception):
         self.chunk = tuple(int(c) for c in chunk) if chunk is not None else None
         self.byte_range = byte_range
         self.codec = codec
-        super().__init__(self._format())
+        ctx = self._context()
+        shown = ", ".join(f"{k}={v!r}" for k, v in ctx.items())
+        super().__init__(f"{message} [{shown}]" if ctx else message)
 
     def _context(self) -> dict[str, Any]:
         ctx = {"key": self.key, "chunk": self.chunk, "byte_range": self.byte_range, "codec": self.codec}
         return {name: value for name, value in ctx.items() if value is not None}
-
-    def _format(self) -> str:
-        ctx = self._context()
-        if not ctx:
-            return self.message
-        return f"{self.message} [" + ", ".join(f"{k}={v!r}" for k, v in ctx.items()) + "]"
 
     def with_context(self, **ctx: Any) -> AltarrError:
         """A copy of this error with its unset context fields filled in from ``ctx``."""

@@ -53,14 +53,6 @@ class NativeStatus:
         return f"native kernel inactive: {self.reason}"
 
 
-def _build_record() -> dict[str, Any] | None:
-    try:
-        record = json.loads(BUILD_RECORD.read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 @functools.cache
 def _load() -> tuple[ModuleType | None, str]:
     """The extension module, or ``None`` and why it does not load (imported once)."""
@@ -72,8 +64,11 @@ def _load() -> tuple[ModuleType | None, str]:
 
 
 def _not_built() -> str:
-    record = _build_record()
-    if record is None:
+    try:
+        record = json.loads(BUILD_RECORD.read_text())
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict):
         return (
             "not built: no build record beside the package (a source tree never built: "
             "`pip install -e .` or `python setup.py build_ext --inplace` builds it)"

@@ -165,15 +165,12 @@ class ProgressBar:
             self._task = self._bar.add_task(self.label, total=self.total)
         return self._bar
 
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
     def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if self._bar is not None:
+            self._bar.stop()
 
 
 def progress_reporter(progress: Any, total: int | None, label: str) -> AbstractContextManager[Any]:

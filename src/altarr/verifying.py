@@ -184,9 +184,7 @@ def _node_prefixes(keys: list[str], prefix: str) -> list[str]:
 
 def _check_journals(store: Store, keys: list[str], report: VerifyReport) -> None:
     """An unfinished copy's journal makes its node incomplete."""
-    for key in keys:
-        if key.rpartition("/")[2] != COPY_JOURNAL:
-            continue
+    for key in (k for k in keys if k.rpartition("/")[2] == COPY_JOURNAL):
         what = "an unfinished copy"
         try:
             doc = json.loads(bytes(store.get(key) or b"{}"))
