@@ -263,7 +263,6 @@ class ShardReader:
         groups = self.layout.group_by_shard(chunks)
         nodes = [_Node(self.layout.key(pos), pos, group) for pos, group in groups.items()]
         tokens: dict[str, Any] = {}  # object versions seen in this call (for the index cache)
-        sizes: dict[str, int] = {}  # object sizes where an open file or the index read tells them
         if readers is not None:
             for n in nodes:
                 if n.key not in readers:
@@ -273,16 +272,13 @@ class ShardReader:
                     tokens[n.key] = MISSING
                 else:
                     tokens[n.key] = reader.version
-                    size = reader.size
-                    if size is not None:
-                        sizes[n.key] = size
             nodes = [n for n in nodes if readers[n.key] is not None]  # a missing shard: chunks stay None
         for level in range(top, 1, -1):
-            nodes = [c for part in self._descend(nodes, level, tokens, readers, sizes) for c in part]
+            nodes = [c for part in self._descend(nodes, level, tokens, readers) for c in part]
         # level 1: the chunks' own nodes; those read whole with their shard are done as they arrive
         pending: list[_Node] = []
         done: list[_Node] = []
-        for part in self._descend(nodes, 1, tokens, readers, sizes, as_ready=as_ready, on_sent=on_sent):
+        for part in self._descend(nodes, 1, tokens, readers, as_ready=as_ready, on_sent=on_sent):
             for n in part:
                 (done if n.mem is not None else pending).append(n)
             if as_ready and done:
@@ -354,7 +350,8 @@ class ShardReader:
         is on."""
         if readers:
             got: list[tuple[int, Any, Any, int | None]] = [
-                (i, readers[k].read(req), readers[k].version, None) for i, (k, req) in enumerate(requests)
+                (i, readers[k].read(req), readers[k].version, readers[k].size)
+                for i, (k, req) in enumerate(requests)
             ]
             return iter([got])
         if as_ready:
@@ -384,7 +381,6 @@ class ShardReader:
         level: int,
         tokens: dict[str, Any],
         readers: dict[str, Any] | None = None,
-        sizes: dict[str, int] | None = None,
         *,
         as_ready: bool = False,
         on_sent: Callable[[], None] | None = None,
@@ -403,9 +399,7 @@ class ShardReader:
             for i, d, version, object_size in answered:
                 (n, whole), rng = targets[i], requests[i][1]
                 tokens.setdefault(n.key, version)
-                if object_size is not None and n.length is None and sizes is not None:
-                    sizes.setdefault(n.key, object_size)  # the object an end-located index is read from
-                index = self._answered(n, level, whole, rng, d, version, tokens, sizes)
+                index = self._answered(n, level, whole, rng, d, version, tokens, object_size)
                 if index is not None:
                     indexed.append((n, index))
             yield self._children(indexed, level)
@@ -456,7 +450,7 @@ class ShardReader:
         d: Any,
         version: Any,
         tokens: dict[str, Any],
-        sizes: dict[str, int] | None,
+        object_size: int | None,
     ) -> Any:
         """Node ``n``'s index from the answer ``d`` (index or whole read), checked and cached; ``None``
         for a shard that is not stored."""
@@ -488,7 +482,7 @@ class ShardReader:
                 key=n.key,
                 byte_range=legacy_bounds(rng),
             )
-        size = n.length if n.length is not None else (sizes or {}).get(n.key)
+        size = n.length if n.length is not None else object_size  # a whole object: the answer's size
         try:
             index = sc.index_words(d, cps, object_size=size, max_nbytes=max_child)
         except AltarrError as e:
