@@ -6,20 +6,21 @@ times; docs/stores.md, "Several writers"). ``_cross_process = False`` (tests onl
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import WriteConflictError
 
 if TYPE_CHECKING:
     from ..stores.base import Store
 
-__all__ = ["shard_locks", "store_exclusive", "run_exclusive", "conflict_backoff", "MAX_ATTEMPTS"]
+__all__ = ["shard_locks", "run_exclusive", "conflict_backoff", "MAX_ATTEMPTS"]
 
 #: How many times a conflicting read-modify-write is tried before WriteConflictError reaches the caller.
 MAX_ATTEMPTS = 24
@@ -57,43 +58,36 @@ def shard_locks(namespace: Hashable, keys: Iterable[str]) -> Iterator[None]:
             lock.release()
 
 
-@contextmanager
-def store_exclusive(store: Store, keys: Iterable[str]) -> Iterator[None]:
-    """The in-process locks of ``keys`` and then the store's cross-process guard (unless switched off)."""
-    keys = sorted(set(keys))
-    with shard_locks(store.identity if store.identity is not None else id(store), keys):
-        if _cross_process:
-            with store.exclusive(keys):
-                yield
-        else:
-            yield
-
-
 def conflict_backoff(attempt: int) -> None:
     """Sleep before retry ``attempt`` (0-based) of a conflicting write: random, growing to 0.5 s."""
     time.sleep(random.uniform(0, min(0.5, 0.002 * 2**attempt)))
 
 
-def run_exclusive(store: Store, keys: Iterable[str], fn: Callable[[], T]) -> T:
-    """``fn()`` (a read-modify-write of ``keys``) under :func:`store_exclusive`, run again from the start
-    when the store reports a conflicting writer, up to :data:`MAX_ATTEMPTS` times; then the
-    :class:`~altarr.errors.WriteConflictError` goes to the caller."""
-    keys = list(keys)
+def run_exclusive(
+    store: Store,
+    keys: Iterable[str],
+    fn: Callable[[], T],
+    again: Callable[[WriteConflictError], Iterable[str]] | None = None,
+) -> T:
+    """``fn()`` (a read-modify-write of ``keys``) under the in-process locks of ``keys`` and then the
+    store's cross-process guard (unless switched off), run again when the store reports a conflicting
+    writer, up to :data:`MAX_ATTEMPTS` times; then the :class:`~altarr.errors.WriteConflictError` goes to
+    the caller. ``again(error)``: the keys of the next attempt (where ``fn`` writes only the objects that
+    met the conflict), else the same keys."""
+    keys = sorted(set(keys))
     for attempt in range(MAX_ATTEMPTS):
         try:
-            with store_exclusive(store, keys):
-                return fn()
+            with shard_locks(store.identity if store.identity is not None else id(store), keys):
+                with store.exclusive(keys) if _cross_process else contextlib.nullcontext():
+                    return fn()
         except WriteConflictError as e:
             if attempt + 1 == MAX_ATTEMPTS:
-                raise _gave_up(e) from e
+                raise WriteConflictError(
+                    f"{e.message}; gave up after {MAX_ATTEMPTS} attempts (other writers kept changing it)",
+                    keys=e.keys,
+                    **e._context(),
+                ) from e
+            if again is not None:
+                keys = sorted(set(again(e)))
         conflict_backoff(attempt)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _gave_up(e: WriteConflictError) -> WriteConflictError:
-    ctx: dict[str, Any] = e._context()
-    return WriteConflictError(
-        f"{e.message}; gave up after {MAX_ATTEMPTS} attempts (other writers kept changing it)",
-        keys=e.keys,
-        **ctx,
-    )

@@ -15,11 +15,11 @@ import numpy as np
 from .._threads import pmap
 from ..errors import WriteConflictError
 from ..stores.ranges import WHOLE
-from . import kernel, locks
+from . import kernel
 from .chunk_codec import ChunkCodec, check_chunk_room
 from .index_cache import IndexCache
 from .layout import Chunk, ShardLayout
-from .locks import store_exclusive
+from .locks import run_exclusive
 from .shard_read import ChunkSlot, ShardReader
 
 if TYPE_CHECKING:
@@ -113,30 +113,26 @@ class ShardWriter:
     def _apply_group(
         self, group: dict[Chunk, Any], arena: np.ndarray | None, existed: dict[Chunk, bool]
     ) -> None:
-        """One group under its objects' locks (in-process, then the store's cross-process guard, see
-        :mod:`.locks`); the objects whose conditional write met another writer's change are read,
-        merged and written again (bounded, then ``WriteConflictError``)."""
+        """One group under its objects' locks (:func:`.locks.run_exclusive`); the objects whose
+        conditional write met another writer's change are read, merged and written again."""
         pending = group
-        for attempt in range(locks.MAX_ATTEMPTS):
+
+        def keys() -> list[str]:
             if self.layout.sharded:
-                keys = [self.layout.key(pos) for pos in self.layout.group_by_shard(list(pending))]
-            else:  # only chunks that are read and merged need a guard; whole chunks are replaced
-                keys = [self.layout.key(c) for c, u in pending.items() if isinstance(u, Merge)]
-            try:
-                with store_exclusive(self.store, keys):
-                    if self.layout.sharded:
-                        self._apply_sharded(pending, arena, existed)
-                    else:
-                        self._apply_unsharded(pending, arena, existed)
-                return
-            except WriteConflictError as e:
-                if attempt + 1 == locks.MAX_ATTEMPTS:
-                    raise locks._gave_up(e) from e
-                again = set(e.keys)
-                pending = {c: u for c, u in pending.items() if self.layout.object_key(c) in again}
-                if not pending:
-                    raise
-            locks.conflict_backoff(attempt)
+                return [self.layout.key(pos) for pos in self.layout.group_by_shard(list(pending))]
+            # only chunks that are read and merged need a guard; whole chunks are replaced
+            return [self.layout.key(c) for c, u in pending.items() if isinstance(u, Merge)]
+
+        def again(e: WriteConflictError) -> list[str]:
+            nonlocal pending
+            conflicting = set(e.keys)
+            pending = {c: u for c, u in pending.items() if self.layout.object_key(c) in conflicting}
+            if not pending:
+                raise e
+            return keys()
+
+        apply = self._apply_sharded if self.layout.sharded else self._apply_unsharded
+        run_exclusive(self.store, keys(), lambda: apply(pending, arena, existed), again)
 
     def new_arena(self, n: int) -> np.ndarray | None:
         """One output slot per chunk of a write group, for chains that compress into a given buffer (its
