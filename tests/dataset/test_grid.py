@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from altarr.dataset.grid import NestedGrid, clipped_shape
+from altarr.dataset.grid import NestedGrid
 from altarr.errors import GridError
 
 
@@ -41,7 +41,7 @@ def test_edge_chunks_and_children():
     g = NestedGrid((10, 7), [(4, 3), (8, 6)])
     assert g.grid_shape(0) == (3, 3)
     assert g.grid_shape(1) == (2, 2)
-    assert clipped_shape((10, 7), (4, 3), (2, 2)) == (2, 1)
+    assert g.block_clipped_shape((2, 2)) == (2, 1)
     # the edge shard (1, 1) holds only the in-bounds chunk (2, 2)
     assert g.chunks_in((1, 1), 1) == [(2, 2)]
     assert g.n_chunks_in((1, 1), 1) == 1
@@ -50,27 +50,15 @@ def test_edge_chunks_and_children():
         g.check_chunk((3, 0))
 
 
-def test_children_are_the_in_bounds_blocks_one_level_down():
-    g = NestedGrid((10, 7), [(2, 1), (4, 3), (8, 6)])
-    # shard (0, 0) of level 2 holds 2 x 2 level-1 blocks, all in bounds
-    assert g.children((0, 0), 2) == [(0, 0), (0, 1), (1, 0), (1, 1)]
-    # the edge shard (1, 1): level-1 grid is (3, 3), so only (2, 2) is left of its 2 x 2
-    assert g.children((1, 1), 2) == [(2, 2)]
-    # level-1 block (2, 2) holds level-0 chunks (4..4, 6..6): 1 x 1 in bounds of the (5, 7) chunk grid
-    assert g.children((2, 2), 1) == [(4, 6)]
-    assert g.children((0, 1), 1) == [(0, 3), (0, 4), (0, 5), (1, 3), (1, 4), (1, 5)]
-
-
 def test_positions_of_another_rank_are_refused():
     g = NestedGrid((10, 7), [(4, 3), (8, 6)])
     for call in (
         lambda: g.chunks_in((0,), 1),
-        lambda: g.children((0, 0, 0), 1),
         lambda: g.position((0,), 1),
         lambda: g.n_chunks_in((0,), 1),
         lambda: g.flat_index((0,), 1),
         lambda: g.first_chunk((0,), 1),
-        lambda: clipped_shape((10, 7), (4, 3), (2,)),
+        lambda: g.block_clipped_shape((2,)),
     ):
         with pytest.raises(ValueError):
             call()

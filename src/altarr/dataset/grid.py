@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from itertools import product
 from operator import floordiv
@@ -21,12 +22,7 @@ import numpy as np
 
 from ..errors import GridError
 
-__all__ = ["NestedGrid", "clipped_shape"]
-
-
-def clipped_shape(shape: Sequence[int], block: Sequence[int], position: Sequence[int]) -> tuple[int, ...]:
-    """Shape of block ``position`` clipped at the array edge."""
-    return tuple(min(b, s - p * b) for s, b, p in zip(shape, block, position, strict=True))
+__all__ = ["NestedGrid"]
 
 
 class NestedGrid:
@@ -113,10 +109,9 @@ class NestedGrid:
         return arr
 
     # ------------------------------------------------------------------------------------------------
-    def position(self, chunk: Sequence[int], level: int, src_level: int = 0) -> tuple[int, ...]:
-        """Absolute grid position at ``level`` of the block holding ``chunk`` (given at ``src_level``)."""
-        rs, rt = self._ratio[src_level], self._ratio[level]
-        return tuple(c * a // b for c, a, b in zip(chunk, rs, rt, strict=True))
+    def position(self, chunk: Sequence[int], level: int) -> tuple[int, ...]:
+        """Absolute grid position at ``level`` of the block holding ``chunk`` (level-0 coordinates)."""
+        return tuple(c // r for c, r in zip(chunk, self._ratio[level], strict=True))
 
     def group_by_block(
         self, chunks: Iterable[tuple[int, ...]], level: int
@@ -147,14 +142,8 @@ class NestedGrid:
 
     def block_clipped_shape(self, position: Sequence[int], level: int = 0) -> tuple[int, ...]:
         """Shape of the level-``level`` block at ``position`` clipped at the array edge."""
-        return clipped_shape(self.shape, self.levels[level], position)
-
-    def children(self, position: Sequence[int], level: int) -> list[tuple[int, ...]]:
-        """In-bounds level-``level - 1`` blocks of the level-``level`` block at ``position`` (C order)."""
-        n = self.per_block(level)
-        gs = self.grid_shape(level - 1)
-        ranges = [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, n, gs, strict=True)]
-        return list(product(*ranges))
+        block = self.levels[level]
+        return tuple(min(b, s - p * b) for s, b, p in zip(self.shape, block, position, strict=True))
 
     def first_chunk(self, position: Sequence[int], level: int) -> tuple[int, ...]:
         """The level-0 coordinates of the first chunk of the level-``level`` block at ``position``.
@@ -164,21 +153,17 @@ class NestedGrid:
         """
         return tuple(p * r for p, r in zip(position, self._ratio[level], strict=True))
 
+    def _chunk_ranges(self, position: Sequence[int], level: int) -> list[range]:
+        r, gs = self._ratio[level], self.grid_shape(0)
+        return [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, r, gs, strict=True)]
+
     def chunks_in(self, position: Sequence[int], level: int) -> list[tuple[int, ...]]:
         """In-bounds level-0 chunks of the level-``level`` block at ``position`` (C order)."""
-        r = self._ratio[level]
-        gs = self.grid_shape(0)
-        ranges = [range(p * k, min((p + 1) * k, g)) for p, k, g in zip(position, r, gs, strict=True)]
-        return list(product(*ranges))
+        return list(product(*self._chunk_ranges(position, level)))
 
     def n_chunks_in(self, position: Sequence[int], level: int) -> int:
         """How many in-bounds level-0 chunks the level-``level`` block at ``position`` holds."""
-        r = self._ratio[level]
-        gs = self.grid_shape(0)
-        n = 1
-        for p, k, g in zip(position, r, gs, strict=True):
-            n *= max(0, min((p + 1) * k, g) - p * k)
-        return n
+        return math.prod(len(r) for r in self._chunk_ranges(position, level))
 
     def flat_index(self, relative: Sequence[int], level: int) -> int:
         """C-order flat index of a child at ``relative`` inside a level-``level`` block."""
