@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import NodeTypeError, ReadOnlyError
+from ..errors import NodeTypeError
 from ..formats import open_node
 from ..formats.base import DatasetSpec, Format
 from ..selection import RegionPlan, Selection, SelectionPlan, normalize, plan
@@ -20,7 +20,7 @@ from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
 from .index_cache import MISSING
 from .many import merge_update, plan_selections, read_plans
-from .members import Attributes, Info, NodeNames, byte_size, inner_chain
+from .members import Attributes, Info, StoredNode, byte_size, inner_chain
 from .resize import append as _append
 from .resize import resize as _resize
 from .shard_write import Merge, paste, scatter
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "Attributes"]
 
 
-class Dataset(NodeNames):
+class Dataset(StoredNode):
     """One N5, Zarr v2 or Zarr v3 array. Create with :func:`altarr.create_dataset`, open with
     :func:`altarr.open_dataset`.
 
@@ -51,15 +51,10 @@ class Dataset(NodeNames):
         write_empty_chunks: bool = False,
         recheck: bool | None = None,
     ) -> None:
-        self.store = store
-        self.path = path
+        super().__init__(store, path, fmt, mode, spec.attributes)
         self.spec = spec
-        self._format = fmt
-        self.mode = mode
-        self.read_only = mode == "r"
         self._access_options: dict[str, Any] = {"write_empty_chunks": write_empty_chunks, "recheck": recheck}
         self._access = DatasetAccess(store, path, spec, **self._access_options)
-        self.attrs = Attributes(store, path, fmt, self.read_only, spec.attributes)
         #: The open write buffers of this handle (a resize writes them out first).
         self._buffers: weakref.WeakSet[WriteBuffer] = weakref.WeakSet()
 
@@ -79,10 +74,6 @@ class Dataset(NodeNames):
         'c/1'
         """
         return self._access
-
-    @property
-    def format(self) -> str:
-        return self._format.name
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -211,11 +202,6 @@ class Dataset(NodeNames):
             "No. bytes": byte_size(self.nbytes),
         }
 
-    @property
-    def info(self) -> Info:
-        """A printable summary (no request): type, format, dtype, fill value, shapes, codecs, size."""
-        return Info(self._info_fields())
-
     def info_complete(self) -> Info:
         """:attr:`info` and the chunks stored (lists the store)."""
         return Info(
@@ -223,12 +209,6 @@ class Dataset(NodeNames):
         )
 
     # --- chunk API -------------------------------------------------------------------------------------
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyError(
-                "dataset was opened read-only (mode='r'); open it with mode='r+'", key=self.path
-            )
-
     def read_chunk(self, coords: Sequence[int]) -> np.ndarray | None:
         """One chunk (clipped at the array edge), or ``None`` if it is not stored."""
         return self._access.read_chunks([coords])[0]

@@ -23,7 +23,6 @@ from ..errors import (
     MetadataError,
     NodeNotFoundError,
     NodeTypeError,
-    ReadOnlyError,
 )
 from ..formats import detect_format, get_format, open_node
 from ..formats._common import join_key
@@ -33,7 +32,7 @@ from ..stores.base import Store
 from .arguments import new_array_arguments
 from .consolidated import refresh_consolidated
 from .dataset import Dataset
-from .members import Attributes, Info, NodeNames
+from .members import Info, StoredNode
 
 __all__ = ["Group", "Tree", "create_dataset", "node_exists", "open_any", "store_at"]
 
@@ -148,7 +147,7 @@ def clear_node(store: Store, prefix: str, overwrite: bool) -> None:
         store.delete_prefix(prefix)
 
 
-class Group(NodeNames):
+class Group(StoredNode):
     """A group node: children are datasets or groups, addressed by ``/``-separated relative paths.
 
     A group opened read-only whose metadata is consolidated (Zarr v3 ``consolidated_metadata`` in its
@@ -163,16 +162,9 @@ class Group(NodeNames):
         mode: str = "r",
         consolidated: dict[str, Any] | None = None,
     ) -> None:
-        self.store, self.path, self._format, self.mode = store, path, fmt, mode
-        self.read_only = mode == "r"
-        self.attrs = Attributes(store, path, fmt, self.read_only)
+        super().__init__(store, path, fmt, mode)
         #: child metadata documents by path relative to this group (see :func:`consolidated_children`)
         self._consolidated = consolidated if self.read_only else None
-
-    @property
-    def format(self) -> str:
-        """The group's format: ``"zarr3"``, ``"zarr2"`` or ``"n5"``."""
-        return self._format.name
 
     def __repr__(self) -> str:
         return f"<altarr.Group {self.format} {self.path or '/'!r}>"
@@ -384,21 +376,12 @@ class Group(NodeNames):
             "Store type": type(self.store).__name__,
         }
 
-    @property
-    def info(self) -> Info:
-        """A printable summary of the group (no request), as zarr-python's ``info``."""
-        return Info(self._info_fields())
-
     def info_complete(self) -> Info:
         """:attr:`info` and the number of members, arrays and groups below (lists the hierarchy)."""
         members = self.members(max_depth=None)
         arrays = sum(isinstance(n, Dataset) for _, n in members)
         more = {"No. members": len(members), "No. arrays": arrays, "No. groups": len(members) - arrays}
         return Info({**self._info_fields(), **more})
-
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyError("group was opened read-only", key=self.path)
 
     def _ensure_parents(self, path: str) -> None:
         parts = path.split("/")

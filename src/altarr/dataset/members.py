@@ -1,6 +1,7 @@
-"""What arrays and groups have beside their values: :class:`Attributes`, zarr-python's ``name`` and
-``basename`` (:class:`NodeNames`), and :class:`Info`, the printable summary of ``info`` (the table of
-zarr-python's members is in docs/zarr-python.md)."""
+"""What arrays and groups have beside their values: :class:`Attributes`, what both share
+(:class:`StoredNode`: store, path, format, mode, zarr-python's ``name``, ``basename``, ``info``), and
+:class:`Info`, the printable summary of ``info`` (the table of zarr-python's members is in
+docs/zarr-python.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from ..formats.base import DatasetSpec, Format
     from ..stores.base import Store
 
-__all__ = ["Attributes", "NodeNames", "Info", "byte_size", "inner_chain"]
+__all__ = ["Attributes", "StoredNode", "Info", "byte_size", "inner_chain"]
 
 
 def inner_chain(spec: DatasetSpec) -> Any:
@@ -59,10 +60,19 @@ def byte_size(n: int) -> str:
     return f"{n} ({value:.1f}{unit})" if unit else str(n)
 
 
-class NodeNames:
-    """zarr-python's ``name`` and ``basename`` of an array or group at ``path``."""
+class StoredNode:
+    """What an array and a group share: store, path, format, mode, attributes, zarr-python's ``name``,
+    ``basename`` and ``info`` (the fields of :meth:`_info_fields`)."""
 
-    path: str
+    def __init__(self, store: Store, path: str, fmt: Format, mode: str, attributes: dict | None = None):
+        self.store, self.path, self._format, self.mode = store, path, fmt, mode
+        self.read_only = mode == "r"
+        self.attrs = Attributes(store, path, fmt, self.read_only, attributes)
+
+    @property
+    def format(self) -> str:
+        """The format: ``"zarr3"``, ``"zarr2"`` or ``"n5"``."""
+        return self._format.name
 
     @property
     def name(self) -> str:
@@ -73,6 +83,22 @@ class NodeNames:
     def basename(self) -> str:
         """The last part of :attr:`name`."""
         return self.path.rsplit("/", 1)[-1]
+
+    def _info_fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def info(self) -> Info:
+        """A printable summary (no request), as zarr-python's ``info``: type, format, and for an array
+        its dtype, fill value, shapes, codecs and size."""
+        return Info(self._info_fields())
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            kind = type(self).__name__.lower()
+            raise ReadOnlyError(
+                f"{kind} was opened read-only (mode='r'); open it with mode='r+'", key=self.path
+            )
 
 
 class Attributes(MutableMapping):
