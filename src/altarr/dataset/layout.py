@@ -101,7 +101,7 @@ class ShardLayout:
         return self.grid.block_clipped_shape(chunk, 0)
 
     # --- shard bytes <-> raw chunk bytes (no decoding) ---------------------------------------------------
-    def _level(self, level: int) -> tuple[ShardingCodec, tuple[int, ...]]:
+    def level_codec(self, level: int) -> tuple[ShardingCodec, tuple[int, ...]]:
         """The sharding codec of ``level`` and its children per dimension."""
         sc = self.sharding[level]
         assert sc is not None
@@ -109,7 +109,7 @@ class ShardLayout:
 
     def _entries(self, mem: memoryview, level: int, key: str) -> list[Any]:
         """The children of the level-``level`` block ``mem`` (raw bytes or ``None``), errors naming ``key``."""
-        sc, cps = self._level(level)
+        sc, cps = self.level_codec(level)
         try:
             return list(sc.split(mem, cps))
         except AltarrError as e:
@@ -139,7 +139,7 @@ class ShardLayout:
 
     def empty(self, level: int) -> bytes:
         """A level-``level`` block holding no chunk (:meth:`ShardingCodec.empty_shard`)."""
-        sc, cps = self._level(level)
+        sc, cps = self.level_codec(level)
         return sc.empty_shard(cps)
 
     def build(
@@ -148,7 +148,7 @@ class ShardLayout:
         """Assemble a level-``level`` block: old entries carried over as bytes, ``new``
         (level-0 chunk -> encoded bytes or None) applied. ``None`` when the block ends up empty; with
         ``parts`` the block is returned as the list of its parts (see ``ShardingCodec.assemble_parts``)."""
-        sc, cps = self._level(level)
+        sc, cps = self.level_codec(level)
         entries = self._entries(old, level, key) if old is not None else [None] * math.prod(cps)
         for i, group in self._by_child(new, level).items():
             if level == 1:

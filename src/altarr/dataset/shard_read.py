@@ -409,15 +409,13 @@ class ShardReader:
     ) -> tuple[list[tuple[_Node, Any]], list[tuple[str, Any]], list[tuple[_Node, bool]]]:
         """Every node's index where it needs no read (in memory or cached), and for the others the
         request that reads it or the whole node (the whole-shard rule), with ``(node, whole)`` each."""
-        max_child = self.layout.max_block_bytes[level - 1]
-        sc = self.layout.sharding[level]
-        assert sc is not None
-        n_idx = sc.index_nbytes(self.grid.per_block(level))
+        sc, cps = self.layout.level_codec(level)
+        n_idx = sc.index_nbytes(cps)
         indexed: list[tuple[_Node, Any]] = []  # index words (ShardingCodec.index_words)
         requests, targets = [], []
         for n in nodes:
             if n.mem is not None:
-                indexed.append((n, self._parse_index(n, level, tokens.get(n.key), max_child)))
+                indexed.append((n, self._parse_index(n, level, tokens.get(n.key))))
                 continue
             # a cached index comes first, also for a shard mostly wanted (a warm read: one round); with
             # open files a shard is never read whole (benchmarks/README.md: "Numbers moved out of the code")
@@ -461,7 +459,6 @@ class ShardReader:
             if self.index_cache.optimistic:  # deleted since its outer index was cached: read that again
                 raise ShardChanged({n.key})
             raise CorruptShardError("object vanished while it was being read", key=n.key)
-        max_child = self.layout.max_block_bytes[level - 1]
         if whole:
             if n.length is not None and len(d) != n.length:
                 raise CorruptShardError(
@@ -471,10 +468,8 @@ class ShardReader:
                 )
             n.mem = memoryview(d)
             n.length = len(d)
-            return self._parse_index(n, level, tokens.get(n.key), max_child)
-        sc = self.layout.sharding[level]
-        assert sc is not None
-        cps = self.grid.per_block(level)
+            return self._parse_index(n, level, tokens.get(n.key))
+        sc, cps = self.layout.level_codec(level)
         n_idx = sc.index_nbytes(cps)
         if len(d) != n_idx:
             raise CorruptShardError(
@@ -482,20 +477,22 @@ class ShardReader:
                 key=n.key,
                 byte_range=legacy_bounds(rng),
             )
-        size = n.length if n.length is not None else object_size  # a whole object: the answer's size
-        try:
-            index = sc.index_words(d, cps, object_size=size, max_nbytes=max_child)
-        except AltarrError as e:
-            raise self._index_error(e, n, level) from e
-        self.index_cache.put(n.key, level, n.start, version, index)
-        return index
+        # a node that is a whole object has the size its answer reported
+        return self._parse_index(n, level, version, d, n.length if n.length is not None else object_size)
 
-    def _parse_index(self, n: _Node, level: int, version: Any, max_child: int) -> np.ndarray:
-        """The index of node ``n`` whose bytes are in memory, checked and cached."""
-        sc = self.layout.sharding[level]
-        assert sc is not None and n.mem is not None
+    def _parse_index(
+        self, n: _Node, level: int, version: Any, d: Any = None, object_size: int | None = None
+    ) -> Any:
+        """The index of node ``n``, from its bytes in memory or (``d``) its index bytes as read, checked
+        and cached."""
+        sc, cps = self.layout.level_codec(level)
+        max_child = self.layout.max_block_bytes[level - 1]
         try:
-            index = sc.read_index(n.mem, self.grid.per_block(level), max_nbytes=max_child)
+            if d is not None:
+                index = sc.index_words(d, cps, object_size=object_size, max_nbytes=max_child)
+            else:
+                assert n.mem is not None
+                index = sc.read_index(n.mem, cps, max_nbytes=max_child)
         except AltarrError as e:
             raise self._index_error(e, n, level) from e
         self.index_cache.put(n.key, level, n.start, version, index)
