@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import NodeTypeError
 from ..formats import open_node
 from ..formats.base import DatasetSpec, Format
-from ..selection import RegionPlan, Selection, SelectionPlan, normalize, plan
+from ..selection import RegionPlan, Selection, normalize, plan
 from .access import DatasetAccess
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
@@ -372,7 +372,7 @@ class Dataset(StoredNode):
         """
         sel = normalize(selection, self.shape)  # the one normalization (altarr.selection)
         if not sel.basic:
-            return self._read_plan(plan(sel, self.chunks))
+            return read_plans(self._access, [plan(sel, self.chunks)])[0]
         r = RegionPlan(sel, self.chunks)
         out = np.empty(r.work_shape, dtype=self.dtype)
         if out.size:
@@ -485,10 +485,6 @@ class Dataset(StoredNode):
             self._access.writer.apply(updates)
 
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
-    def _read_plan(self, p: SelectionPlan) -> Any:
-        """Read a planned selection: every touched chunk in one batched call, each placed as it comes."""
-        return read_plans(self._access, [p])[0]
-
     @property
     def oindex(self) -> _DatasetIndexer:
         """Orthogonal selection (NEP 21): one subscript per dimension (int, slice, integer array, 1-D
@@ -542,7 +538,7 @@ class _DatasetIndexer:
 
     def __getitem__(self, selection: Any) -> Any:
         ds = self._ds
-        return ds._read_plan(plan(normalize(selection, ds.shape, self._form), ds.chunks))
+        return read_plans(ds._access, [plan(normalize(selection, ds.shape, self._form), ds.chunks)])[0]
 
     def __setitem__(self, selection: Any, values: Any) -> None:
         self._ds._check_writable()

@@ -1,15 +1,5 @@
 """The read side: the encoded bytes of a batch of chunks, one batched store round per nesting level
 (the steps of a read: docs/architecture.md, "The dataset engine").
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> ds = aa.create_dataset("memory://doc-read", shape=(8, 8), dtype="uint8", chunks=(2, 2),
-    ...                        shards=(4, 4))
-    >>> ds.write_chunk((0, 1), np.full((2, 2), 7, "u1"))
-    >>> reader = ds._access.reader
-    >>> raw = reader.read_raw([(0, 1), (3, 3)])
-    >>> raw[(0, 1)].key, raw[(0, 1)].span, raw[(3, 3)]   # a ChunkSlot, or None: not stored
-    ('c/0/0', (0, 17), None)
 """
 
 from __future__ import annotations
