@@ -242,6 +242,7 @@ class ChunkCodec:
         if out is None:  # the encoded bytes: about the chunk's size
             what = "the encoded bytes of a chunk"
             check_chunk_room(full, self.dtype, what, key=lambda: self.layout.object_key(chunk), chunk=chunk)
+        scratch = None
         if not self.truncates and a.shape != full:
             padded = np.full(full, self.fill_value, dtype=self.dtype)
             padded[tuple(slice(0, s) for s in a.shape)] = a
@@ -249,23 +250,17 @@ class ChunkCodec:
         elif not a.flags.c_contiguous and self.chain.bytes_bytes:
             # a view into a larger array: gather it into this thread's reusable buffer instead of a fresh
             # copy (compressors write new output, so the buffer is free again when encode returns)
-            buf = scratch_array(a.shape, self.dtype)
-            np.copyto(buf, a)
-            try:
-                encoded = self.chain.encode(buf, out=out)
-            except (AltarrError, MemoryError) as e:
-                raise self._encode_error(e, chunk) from e
-            if np.shares_memory(np.frombuffer(encoded, dtype=np.uint8), buf):  # a codec passed it through
-                encoded = bytes(encoded)
-            return encoded
+            scratch = scratch_array(a.shape, self.dtype)
+            np.copyto(scratch, a)
+            a = scratch
         try:
-            return self.chain.encode(np.ascontiguousarray(a), out=out)
+            encoded = self.chain.encode(np.ascontiguousarray(a), out=out)
         except (AltarrError, MemoryError) as e:
-            raise self._encode_error(e, chunk) from e
-
-    def _encode_error(self, e: AltarrError | MemoryError, chunk: Chunk) -> AltarrError:
-        what = f"encoding a chunk of shape {self.grid.chunks} and dtype {self.dtype}"
-        return _out_of_memory(e, what).with_context(key=self.layout.object_key(chunk), chunk=chunk)
+            what = f"encoding a chunk of shape {full} and dtype {self.dtype}"
+            raise _out_of_memory(e, what).with_context(key=self.layout.object_key(chunk), chunk=chunk) from e
+        if scratch is not None and np.shares_memory(np.frombuffer(encoded, dtype=np.uint8), scratch):
+            encoded = bytes(encoded)  # a codec passed the scratch buffer through
+        return encoded
 
     def coerce(self, chunk: Chunk, value: Any) -> np.ndarray:
         """A value written to a chunk as an array of the chunk's clipped shape and the dataset's dtype."""
