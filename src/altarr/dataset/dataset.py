@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING, Any
@@ -409,10 +409,7 @@ class Dataset(StoredNode):
         """Write ``values`` into a selection of any form (``ds[...]``, ``ds.oindex``, ``ds.vindex``) normalized
         with ``resolve=False``; the rest is checked in NumPy's order (:func:`.casting.cast_for_selection`)."""
         if sel.basic:  # integers and slices, in whichever form: a region, as ``ndarray[...] = `` writes it
-            updates: dict[tuple[int, ...], Any] = {}
-            self._region_updates(sel, values, updates)
-            if updates:
-                self._access.writer.apply(updates)
+            self._write_regions([(sel, values)])
             return
         vals = cast_for_selection(values, self.dtype, sel)
         p = plan(sel, self.chunks)
@@ -423,27 +420,27 @@ class Dataset(StoredNode):
             {tuple(c): Merge(partial(scatter, p, i, work)) for i, c in enumerate(p.coords.tolist())}
         )
 
-    def _region_updates(self, sel: Selection, values: Any, updates: dict[tuple[int, ...], Any]) -> None:
-        """Add the chunk updates that write ``values`` into the basic selection ``sel`` to ``updates`` (on
-        top of what earlier regions of a batch put there); values cast as ``ndarray.__setitem__`` casts
-        them."""
-        r = RegionPlan(sel, self.chunks)
-        vals = r.unfinish(cast_for_selection(values, self.dtype, sel))
-        if vals.size == 0:
-            return
-        acc = self._access
-        for piece in product(*r.per_dim):
-            chunk = tuple(p[0] for p in piece)
-            src = tuple(p[1] for p in piece)
-            dst = tuple(p[2] for p in piece)
-            clipped = acc.grid.block_clipped_shape(chunk)
-            covered = all(
-                s.step == 1 and s.start == 0 and s.stop == c for s, c in zip(src, clipped, strict=True)
-            )
-            if covered:
-                merge_update(updates, chunk, vals[dst])
-            else:
-                merge_update(updates, chunk, Merge(partial(paste, src, vals[dst])))
+    def _write_regions(self, regions: Iterable[tuple[Selection, Any]]) -> None:
+        """Write ``values`` into each basic selection ``sel`` of ``regions`` (later ones win where they
+        overlap) in one engine call, every region's values cast as ``ndarray.__setitem__`` casts them
+        before anything is written."""
+        updates: dict[tuple[int, ...], Any] = {}
+        for sel, values in regions:
+            r = RegionPlan(sel, self.chunks)
+            vals = r.unfinish(cast_for_selection(values, self.dtype, sel))
+            if vals.size == 0:
+                continue
+            for piece in product(*r.per_dim):
+                chunk = tuple(p[0] for p in piece)
+                src = tuple(p[1] for p in piece)
+                dst = tuple(p[2] for p in piece)
+                clipped = self._access.grid.block_clipped_shape(chunk)
+                covered = all(
+                    s.step == 1 and s.start == 0 and s.stop == c for s, c in zip(src, clipped, strict=True)
+                )
+                merge_update(updates, chunk, vals[dst] if covered else Merge(partial(paste, src, vals[dst])))
+        if updates:
+            self._access.writer.apply(updates)
 
     # --- many regions in one call (see altarr.dataset.many) ----------------------------------------------
     def read_regions(self, selections: Sequence[Any], *, mode: str = "numpy") -> list[Any]:
@@ -478,11 +475,8 @@ class Dataset(StoredNode):
             raise TypeError("write_regions takes a list of selections and a list of values, one per region")
         if len(values) != len(selections):
             raise ValueError(f"write_regions got {len(selections)} selections but {len(values)} values")
-        updates: dict[tuple[int, ...], Any] = {}
-        for sel, vals in zip(selections, values, strict=True):
-            self._region_updates(normalize(sel, self.shape, resolve=False), vals, updates)
-        if updates:
-            self._access.writer.apply(updates)
+        pairs = zip(selections, values, strict=True)
+        self._write_regions((normalize(sel, self.shape, resolve=False), vals) for sel, vals in pairs)
 
     # --- advanced selections (NumPy fancy indexing, oindex, vindex) -------------------------------------
     @property
