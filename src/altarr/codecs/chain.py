@@ -52,18 +52,6 @@ class CodecChain:
     36
     """
 
-    __slots__ = (
-        "codecs",
-        "array_array",
-        "array_bytes",
-        "bytes_bytes",
-        "_fast",
-        "_ab_out",
-        "_ab_fill",
-        "_bb0_out",
-        "derived",
-    )
-
     def __init__(self, codecs: Sequence[Codec | dict[str, Any] | str]) -> None:
         if isinstance(codecs, CodecChain):
             codecs = codecs.codecs
@@ -171,28 +159,24 @@ class CodecChain:
             s, d = c.resolve(s, d)
         return s, d
 
+    def _fixed_sizes(self, shape: tuple[int, ...], dtype: Any) -> list[int | None]:
+        """The size of a chunk of ``shape``/``dtype`` after the array->bytes codec and after each
+        bytes->bytes codec, ``None`` from the first codec whose output size is not fixed."""
+        s, d = self.resolve(shape, dtype)
+        sizes = [self.array_bytes.encoded_size(s, d)]
+        for c in self.bytes_bytes:
+            sizes.append(None if sizes[-1] is None else c.encoded_size(sizes[-1]))
+        return sizes
+
     def variable_size_codec(self, shape: tuple[int, ...], dtype: Any) -> Codec | None:
         """The first codec whose output size is not fixed for this input, or ``None`` if all are fixed."""
-        s, d = self.resolve(shape, dtype)
-        n = self.array_bytes.encoded_size(s, d)
-        if n is None:
-            return self.array_bytes
-        for c in self.bytes_bytes:
-            n = c.encoded_size(n)
-            if n is None:
-                return c
-        return None
+        sizes = self._fixed_sizes(shape, dtype)
+        return None if sizes[-1] is not None else [self.array_bytes, *self.bytes_bytes][sizes.index(None)]
 
     def encoded_size(self, shape: tuple[int, ...], dtype: Any) -> int | None:
         """Encoded byte size of a chunk of ``shape``/``dtype`` when every codec is size-deterministic,
         else ``None``."""
-        s, d = self.resolve(shape, dtype)
-        n = self.array_bytes.encoded_size(s, d)
-        for c in self.bytes_bytes:
-            if n is None:
-                return None
-            n = c.encoded_size(n)
-        return n
+        return self._fixed_sizes(shape, dtype)[-1]
 
     def decode_limits(self, shape: tuple[int, ...], dtype: Any) -> tuple[int, ...]:
         """The most bytes each bytes->bytes codec's ``decode`` may produce for a chunk of ``shape`` and
@@ -281,14 +265,7 @@ class CodecChain:
         >>> CodecChain(["bytes", ZstdCodec()]).encode_bound((64,), "uint16") is None
         True
         """
-        if not self.bytes_bytes:
-            return None
-        s, d = self.resolve(shape, dtype)
-        n = self.array_bytes.encoded_size(s, d)
-        for c in self.bytes_bytes[:-1]:
-            if n is None:
-                return None
-            n = c.encoded_size(n)
+        n = self._fixed_sizes(shape, dtype)[-2] if self.bytes_bytes else None
         return None if n is None else self.bytes_bytes[-1].encode_bound(n)
 
     def encode(self, array: np.ndarray, out: np.ndarray | None = None) -> BytesLike:

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import CorruptChunkError, MetadataError, UnsupportedError
 from ._config import nbytes_of
 from .base import ArrayBytesCodec, BytesBytesCodec, BytesLike
-from .n5_compressions import BloscCompression, IdentityCodec, N5Compression, RawCompression, ZstdCompression
+from .n5_compressions import BloscCompression, IdentityCodec, N5Compression, ZstdCompression
 
 __all__ = [
     "N5_DATA_TYPES",
@@ -112,8 +112,9 @@ class N5BlockCodec(ArrayBytesCodec):
             codecs = [compression]
         else:
             codecs = list(compression)
+        # raw (an IdentityCodec) and id entries are dropped
         self.data_codecs: tuple[BytesBytesCodec, ...] = tuple(
-            c for c in codecs if not isinstance(c, RawCompression | IdentityCodec)
+            c for c in codecs if not isinstance(c, IdentityCodec)
         )
 
     def codecs_json(self) -> list[dict[str, Any]]:

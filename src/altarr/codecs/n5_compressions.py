@@ -90,8 +90,10 @@ class N5Compression(BytesBytesCodec):
         return CorruptChunkError(f"N5 {self.name} decompression failed ({what}){detail}", codec=self.name)
 
 
-class _PassThrough(BytesBytesCodec):
-    """A data codec that leaves the bytes as they are."""
+class IdentityCodec(BytesBytesCodec):
+    """N5 4.x ``id`` data codec: passes bytes through unchanged."""
+
+    name = "id"
 
     def encode(self, data: BytesLike) -> BytesLike:
         return data
@@ -104,7 +106,7 @@ class _PassThrough(BytesBytesCodec):
 
 
 @register_n5_compression
-class RawCompression(_PassThrough, N5Compression):
+class RawCompression(IdentityCodec, N5Compression):
     """N5 ``raw``: no compression."""
 
     name = "raw"
@@ -364,12 +366,6 @@ class BloscCompression(N5Compression):
 
     def decode_capped(self, data: BytesLike, max_size: int, out: Any = None) -> BytesLike:
         return self._shared(1).decode_capped(data, max_size, out)
-
-
-class IdentityCodec(_PassThrough):
-    """N5 4.x ``id`` data codec: passes bytes through unchanged."""
-
-    name = "id"
 
 
 def compression_from_n5_json(obj: Any, *, key: str | None = None) -> N5Compression:

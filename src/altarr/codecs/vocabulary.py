@@ -225,9 +225,7 @@ def _native(value: Any, fmt: str) -> bool:
     """Whether ``value`` is already in ``fmt``'s own terms (kept as given: every field survives)."""
     if fmt == "zarr3":
         return isinstance(value, Codec) or (isinstance(value, Mapping) and isinstance(value.get("name"), str))
-    if fmt == "zarr2":
-        return isinstance(value, Mapping) and isinstance(value.get("id"), str)
-    return isinstance(value, Mapping) and isinstance(value.get("type"), str)
+    return isinstance(value, Mapping) and isinstance(value.get("id" if fmt == "zarr2" else "type"), str)
 
 
 def _parse_native(item: Any, fmt: str, argument: str) -> None:

@@ -34,22 +34,12 @@ def _empty_inline() -> dict[str, Any]:
 
 
 def holder_name(fmt: str) -> str | None:
-    """The document of a group that holds its consolidated metadata, ``None`` for a format without.
-
-    >>> holder_name("zarr2"), holder_name("zarr3"), holder_name("n5")
-    ('.zmetadata', 'zarr.json', None)
-    """
+    """The document of a group that holds its consolidated metadata, ``None`` for a format without."""
     return {"zarr2": ".zmetadata", "zarr3": _V3_DOC}.get(fmt)
 
 
 def snapshot(fmt: str, holder: Any) -> dict[str, Any] | None:
-    """The consolidated ``metadata`` mapping of a parsed holder document, ``None`` when it has none.
-
-    >>> snapshot("zarr3", {"zarr_format": 3, "node_type": "group"}) is None
-    True
-    >>> snapshot("zarr2", {"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2}}})
-    {'.zgroup': {'zarr_format': 2}}
-    """
+    """The consolidated ``metadata`` mapping of a parsed holder document, ``None`` when it has none."""
     if not isinstance(holder, dict):
         return None
     if fmt == "zarr2":
@@ -70,13 +60,7 @@ def is_group(fmt: str, docs: dict[str, Any]) -> bool:
 
 def entries(fmt: str, rel: str, docs: dict[str, Any]) -> dict[str, Any]:
     """The consolidated entries of the node at ``rel`` (relative to the holding group, ``""`` the group
-    itself) from its parsed documents ``docs`` (name -> document or ``None`` where absent).
-
-    >>> entries("zarr2", "a", {".zarray": {"shape": [1]}, ".zattrs": None})
-    {'a/.zarray': {'shape': [1]}}
-    >>> entries("zarr3", "g", {"zarr.json": {"zarr_format": 3, "node_type": "group", "attributes": {}}})["g"]
-    {'zarr_format': 3, 'node_type': 'group', 'attributes': {}, 'consolidated_metadata': {'kind': 'inline', 'must_understand': False, 'metadata': {}}}
-    """
+    itself) from its parsed documents ``docs`` (name -> document or ``None`` where absent)."""
     if fmt == "zarr2":
         return {join_key(rel, n): d for n, d in docs.items() if d is not None and n in _V2_DOCS}
     doc = docs.get(_V3_DOC)
@@ -88,22 +72,14 @@ def entries(fmt: str, rel: str, docs: dict[str, Any]) -> dict[str, Any]:
 
 
 def own_keys(fmt: str, rel: str) -> set[str]:
-    """The keys of the entries describing the node ``rel`` itself (not the nodes below it).
-
-    >>> sorted(own_keys("zarr2", "a")), own_keys("zarr3", "a"), own_keys("zarr3", "")
-    (['a/.zarray', 'a/.zattrs', 'a/.zgroup'], {'a'}, set())
-    """
+    """The keys of the entries describing the node ``rel`` itself (not the nodes below it)."""
     if fmt == "zarr2":
         return {join_key(rel, n) for n in _V2_DOCS}
     return {rel} if rel else set()
 
 
 def belongs(fmt: str, key: str, rel: str) -> bool:
-    """Whether the entry ``key`` describes the node ``rel`` or a node below it.
-
-    >>> belongs("zarr2", "a/b/.zarray", "a"), belongs("zarr3", "ab", "a"), belongs("zarr3", "a", "a")
-    (True, False, True)
-    """
+    """Whether the entry ``key`` describes the node ``rel`` or a node below it."""
     if not rel:
         return True
     return key.startswith(rel + "/") or (fmt == "zarr3" and key == rel)
@@ -118,11 +94,7 @@ def _order(fmt: str, metadata: dict[str, Any]) -> dict[str, Any]:
 
 def with_snapshot(fmt: str, holder: dict[str, Any] | None, metadata: dict[str, Any]) -> dict[str, Any]:
     """The holder document carrying ``metadata`` as its consolidated metadata (for Zarr v3 ``holder`` is
-    the group's ``zarr.json``, kept as it is otherwise).
-
-    >>> with_snapshot("zarr2", None, {".zgroup": {"zarr_format": 2}})
-    {'zarr_consolidated_format': 1, 'metadata': {'.zgroup': {'zarr_format': 2}}}
-    """
+    the group's ``zarr.json``, kept as it is otherwise)."""
     ordered = _order(fmt, metadata)
     if fmt == "zarr2":
         return {"zarr_consolidated_format": 1, "metadata": ordered}

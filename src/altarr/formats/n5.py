@@ -308,22 +308,20 @@ class N5Format(Format):
     # --- writing --------------------------------------------------------------------------------------
     def array_attributes(self, new: NewArray, key: str = ATTRIBUTES_KEY) -> dict[str, Any]:
         """The format keys :meth:`create_array` writes (in Java N5's order), without user attributes."""
-        shape, dtype, chunks, shards = new.shape, new.dtype, new.chunks, new.shards
-        compressor, fill_value = new.compressor, new.fill_value
         try:
-            data_type = n5_data_type_name(np.dtype(dtype))
-            compression = n5_compression(compressor)
+            data_type = n5_data_type_name(np.dtype(new.dtype))
+            compression = n5_compression(new.compressor)
         except AltarrError as e:
             raise e.with_context(key=key) from e
         except TypeError as e:
-            raise MetadataError(f"invalid dtype {dtype!r}", key=key) from e
-        shape = check_shape(list(shape), key=key, field="shape")
+            raise MetadataError(f"invalid dtype {new.dtype!r}", key=key) from e
+        shape = check_shape(list(new.shape), key=key, field="shape")
         if not shape:
             raise UnsupportedError("0-dimensional N5 datasets are not supported", key=key)
-        levels = normalize_levels(chunks, shards, len(shape), key=key)
-        if fill_value is not None and np.asarray(fill_value) != 0:
+        levels = normalize_levels(new.chunks, new.shards, len(shape), key=key)
+        if new.fill_value is not None and np.asarray(new.fill_value) != 0:
             raise UnsupportedError(
-                f"N5 has no fill value (missing blocks read as 0); fill_value={fill_value!r} cannot be stored",
+                f"N5 has no fill value (missing blocks read as 0); fill_value={new.fill_value!r} cannot be stored",
                 key=key,
             )
         if len(levels) == 1:

@@ -364,11 +364,14 @@ class Zarr3Format(Format):
 
     # --- reading --------------------------------------------------------------------------------------
     def _require(self, store: Store, prefix: str) -> dict[str, Any]:
+        """The node's ``zarr.json``, checked as every Zarr v3 document is (:func:`_check_common`)."""
         key = join_key(prefix, METADATA_KEY)
         data = fetch_documents(store, prefix, [METADATA_KEY])[METADATA_KEY]
         if data is None:
             raise NodeNotFoundError("no Zarr v3 node here (zarr.json is missing)", key=key)
-        return parse_json(data, key)
+        doc = parse_json(data, key)
+        _check_common(doc, key)
+        return doc
 
     # --- writing --------------------------------------------------------------------------------------
     def array_metadata(self, new: NewArray, key: str = METADATA_KEY) -> dict[str, Any]:
@@ -436,15 +439,11 @@ class Zarr3Format(Format):
         return before, after
 
     def read_attributes(self, store: Store, prefix: str) -> dict[str, Any]:
-        key = join_key(prefix, METADATA_KEY)
-        doc = self._require(store, prefix)
-        _check_common(doc, key)
-        return dict(doc.get("attributes", {}))
+        return dict(self._require(store, prefix).get("attributes", {}))
 
     def write_attributes(self, store: Store, prefix: str, attributes: dict[str, Any]) -> None:
         key = join_key(prefix, METADATA_KEY)
         doc = self._require(store, prefix)
-        _check_common(doc, key)
         doc["attributes"] = dict(attributes)
         store.set(key, dump_json(doc, key=key))
 
