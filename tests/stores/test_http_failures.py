@@ -24,7 +24,7 @@ import pytest
 import altarr as aa
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Offset, Range, Suffix
-from altarr.stores.fsspec_http import RANGE_IGNORED_MARGIN
+from altarr.stores.fsspec_store import RANGE_IGNORED_MARGIN
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import RequestLog, _handler, http_server

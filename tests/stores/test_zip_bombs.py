@@ -23,7 +23,7 @@ from tests.codecs.test_bombs import LIMIT, GiB, _bz2_bomb, _gzip_bomb, _read_in_
 import altarr as aa
 from altarr.capped import bunzip2, inflate
 from altarr.stores import ZipStore
-from altarr.stores.zip_members import MAX_INFLATE_RATIO, _unlzma
+from altarr.stores.zip_store import MAX_INFLATE_RATIO, _unlzma
 
 CHUNK = 64 * 64
 

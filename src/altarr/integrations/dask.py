@@ -31,8 +31,8 @@ def _import_dask() -> Any:
 
 
 def _block_shape(x: Any, chunks: Any) -> tuple[int, ...]:
-    if chunks is None:
-        return tuple(x.chunks)
+    if chunks is None:  # a dataset's shards, or its chunks, or a lazy array's chunks
+        return tuple(getattr(x, "shards", None) or x.chunks)
     blocks = (
         (int(chunks),) * x.ndim if isinstance(chunks, int | np.integer) else tuple(int(c) for c in chunks)
     )
@@ -66,10 +66,7 @@ def to_dask(x: Any, chunks: Any = None) -> Any:
         (((4, 4), (8,)), 64)
     """
     da = _import_dask()
-    from ..dataset import Dataset
-
-    is_dataset = isinstance(x, Dataset)
-    blocks = tuple(x.shards or x.chunks) if is_dataset and chunks is None else _block_shape(x, chunks)
+    blocks = _block_shape(x, chunks)
     meta = np.empty((0,) * x.ndim, dtype=x.dtype)
     return da.from_array(x, chunks=blocks, meta=meta, asarray=False, fancy=False, lock=False)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
@@ -35,17 +35,20 @@ class MemoryStore(Store):
         self._data: dict[str, bytes] = {}
         self._versions: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._counter = itertools.count(1)
+        self._writes = 0  # the version of the latest write
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"MemoryStore(<{len(self._data)} objects>{ro})"
 
-    def __reduce__(self) -> tuple[Callable[..., MemoryStore], tuple[object, ...]]:
+    def __getstate__(self) -> dict[str, Any]:
         """Pickles a snapshot of the objects (a copy, not a shared view)."""
         with self._lock:
-            state = (dict(self._data), dict(self._versions), next(self._counter))
-        return (_rebuild, (state, self.read_only, self.coalesce_gap, self.max_coalesced_size))
+            data, versions = dict(self._data), dict(self._versions)
+        return {**self.__dict__, "_data": data, "_versions": versions, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     cheap_stat = True
     reports_versions = True
@@ -61,11 +64,8 @@ class MemoryStore(Store):
         for key, req in merged:
             snap = objects.get(key)
             if snap is None:
-                if versioned:
-                    with self._lock:  # the object and its version together
-                        snap = objects[key] = (self._data.get(key), self._versions.get(key))
-                else:
-                    snap = objects[key] = (self._data.get(key), None)
+                with self._lock:  # the object and its version together
+                    snap = objects[key] = (self._data.get(key), self._versions.get(key))
             obj, version = snap
             versions.append(version)
             if obj is None:
@@ -93,7 +93,8 @@ class MemoryStore(Store):
             value = as_bytes(value)
         with self._lock:
             self._data[key] = value
-            self._versions[key] = next(self._counter)
+            self._writes += 1
+            self._versions[key] = self._writes
         self.stats.add(writes=1, bytes_written=len(value))
 
     def delete(self, key: str) -> bool:
@@ -113,10 +114,3 @@ class MemoryStore(Store):
             keys = list(self._data)
         under = f"{prefix}/" if prefix else ""
         return iter(sorted(k for k in keys if k.startswith(under)))
-
-
-def _rebuild(state: tuple, read_only: bool, gap: int, max_size: int) -> MemoryStore:
-    store = MemoryStore(read_only, coalesce_gap=gap, max_coalesced_size=max_size)
-    store._data, store._versions, start = state
-    store._counter = itertools.count(start)
-    return store

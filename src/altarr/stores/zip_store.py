@@ -1,5 +1,8 @@
 """A store over a zip archive: reads of an existing one, or writing one that is published whole.
 
+Members are read positionally and decoded by :mod:`altarr.capped` at the size their directory entry
+declares (size and CRC checked; a declared ratio over :data:`MAX_INFLATE_RATIO` is refused first).
+
 Writes (modes ``"w"``, ``"x"``, ``"a"``) fill a staging file beside the archive, and
 :meth:`ZipStore.close` publishes it with one atomic rename; a key written again shadows the old member,
 and dead members are reclaimed. One writer at a time (``docs/engine.md``, "Every store crash-safe").
@@ -7,6 +10,7 @@ and dead members are reclaimed. One writer at a time (``docs/engine.md``, "Every
 
 from __future__ import annotations
 
+import lzma
 import os
 import secrets
 import shutil
@@ -14,17 +18,18 @@ import threading
 import warnings
 import weakref
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from ..errors import InvalidKeyError, StoreError
+from ..capped import bunzip2, inflate, unxz
+from ..errors import CorruptChunkError, InvalidKeyError, StoreError
 from . import filelock
 from ._util import as_bytes
 from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE
 from .local_files import O_CLOEXEC, TEMP_SUFFIX
 from .ranges import ByteRequest, Whole, legacy_bounds
-from .zip_members import MAX_INFLATE_RATIO, data_offset, read_member
 
 __all__ = ["ZipStore", "COMPACT_MIN_BYTES", "MAX_INFLATE_RATIO"]
 
@@ -41,6 +46,69 @@ def _version(info: zipfile.ZipInfo) -> str:
 def _member_bytes(info: zipfile.ZipInfo) -> int:
     """The bytes a member takes in the archive (local header, name, extra field, data)."""
     return 30 + len(info.filename.encode("utf-8")) + len(info.extra) + info.compress_size
+
+
+#: A compressed member declaring more than this many times its compressed size (deflate's own ceiling is
+#: 1032:1) and more than 1 MiB is refused as a decompression bomb.
+MAX_INFLATE_RATIO = 1032
+_RATIO_FREE = 1 << 20
+
+
+def data_offset(fd: int, info: zipfile.ZipInfo) -> int:
+    """Where a member's data starts in the zip file open as ``fd`` (after its local header)."""
+    header = os.pread(fd, 30, info.header_offset)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise StoreError(
+            "bad local file header in zip archive", key=info.filename, byte_range=(info.header_offset, None)
+        )
+    n = int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+    return info.header_offset + 30 + n
+
+
+def read_member(fd: int, info: zipfile.ZipInfo, start: int) -> bytes:
+    """A member's bytes, its data read at ``start`` of ``fd`` and decoded by a decoder capped at its
+    declared size; the decoded size and CRC checked against its entry."""
+    key, method, size = info.filename, info.compress_type, info.file_size
+    if info.flag_bits & 0x1:
+        raise StoreError("encrypted zip members are not supported", key=key)
+    if method != zipfile.ZIP_STORED and size > max(_RATIO_FREE, MAX_INFLATE_RATIO * info.compress_size):
+        raise StoreError(
+            f"zip member declares {size} bytes from {info.compress_size} compressed, more than "
+            f"{MAX_INFLATE_RATIO}:1: refused as a decompression bomb",
+            key=key,
+        )
+    raw = os.pread(fd, info.compress_size, start)
+    if len(raw) != info.compress_size:
+        raise StoreError("zip member truncated", key=key, byte_range=(start, start + info.compress_size))
+    try:
+        if method == zipfile.ZIP_STORED:
+            data = raw
+        elif method == zipfile.ZIP_DEFLATED:
+            data = inflate(raw, size, wbits=-15, codec="deflate")
+        elif method == zipfile.ZIP_BZIP2:
+            data = bunzip2(raw, size)
+        elif method == zipfile.ZIP_LZMA:
+            data = _unlzma(raw, size)
+        else:
+            raise StoreError(f"zip compression method {method} is not supported", key=key)
+    except CorruptChunkError as e:
+        raise StoreError(f"zip member failed to decompress: {e}", key=key) from e
+    if len(data) != size or zlib.crc32(data) != info.CRC:
+        raise StoreError(f"zip member corrupt: its {len(data)} bytes or CRC differ from its entry", key=key)
+    return data
+
+
+def _unlzma(raw: bytes, size: int) -> bytes:
+    """A zip LZMA member (APPNOTE 5.8.8: version, properties size, LZMA1 properties, raw stream) capped at
+    ``size`` bytes; the properties byte packs ``(pb * 5 + lp) * 9 + lc``, then the dictionary size."""
+    n = int.from_bytes(raw[2:4], "little")
+    props = raw[4 : 4 + n]
+    if n != 5 or len(props) != 5 or props[0] >= 9 * 5 * 5:
+        raise CorruptChunkError("bad LZMA properties in zip member", codec="lzma")
+    lc, rest = props[0] % 9, props[0] // 9
+    lzma1 = {"id": lzma.FILTER_LZMA1, "lc": lc, "lp": rest % 5, "pb": rest // 5}
+    lzma1["dict_size"] = int.from_bytes(props[1:5], "little")
+    return unxz(memoryview(raw)[4 + n :], size, format=lzma.FORMAT_RAW, filters=[lzma1], codec="lzma")
 
 
 class _Session:
@@ -104,15 +172,16 @@ class _Session:
 
     def compact(self) -> None:
         """Rewrite the staging file with the live members only."""
-        assert self.zf is not None
-        target = self._new_staging()
+        assert self.zf is not None and self.zf.fp is not None
+        self.zf.fp.flush()  # what zipfile buffered, on disk for the positional reads
+        fd, target = self.zf.fp.fileno(), self._new_staging()
         try:
             with self._open(target, "w") as out:
                 for info in self.live():
                     zi = zipfile.ZipInfo(info.filename, date_time=info.date_time)
                     zi.compress_type = info.compress_type
                     zi.external_attr = info.external_attr
-                    out.writestr(zi, self.read_member(info))
+                    out.writestr(zi, read_member(fd, info, data_offset(fd, info)))
         except BaseException:
             _unlink(target)
             raise
@@ -120,15 +189,6 @@ class _Session:
         _unlink(self.staging)
         self.staging, self.deleted = target, set()
         self.zf = self._open(target, "a")
-
-    def read_member(self, info: zipfile.ZipInfo) -> bytes:
-        assert self.zf is not None and self.zf.fp is not None
-        self.zf.fp.flush()  # what zipfile buffered, on disk for the positional read
-        fd = os.open(self.staging, os.O_RDONLY | O_CLOEXEC)
-        try:
-            return read_member(fd, info, data_offset(fd, info))
-        finally:
-            os.close(fd)
 
     def publish(self) -> None:
         """Write the directory, make the staging file the archive (one rename), release the lock."""
@@ -229,7 +289,6 @@ class ZipStore(Store):
         self.max_coalesced_size = max_coalesced_size
         self._lock = threading.RLock()
         self._session: _Session | None = None
-        self._fd: int | None = None
         if self.read_only:
             try:
                 self._zf: zipfile.ZipFile = zipfile.ZipFile(self.path, "r", allowZip64=True)
@@ -237,13 +296,12 @@ class ZipStore(Store):
                 raise StoreError(f"zip archive not found: {self.path}") from e
             except (OSError, zipfile.BadZipFile) as e:
                 raise StoreError(f"cannot open zip archive {self.path}: {e}") from e
-            self._fd = os.open(self.path, os.O_RDONLY | O_CLOEXEC)
         else:
             self._session = _Session(self.path, mode, compression, compresslevel, self.durable)
             assert self._session.zf is not None
             self._zf = self._session.zf
             self._finalizer = weakref.finalize(self, self._session.publish)
-        self._offsets: dict[str, int] = {}
+        self._offsets: dict[int, int] = {}  # a member's data offset by its header's
 
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r}, mode={self.mode!r})"
@@ -256,9 +314,6 @@ class ZipStore(Store):
     def close(self) -> None:
         """Close the archive; in the writing modes, publish it (one rename)."""
         with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
             if self._session is not None:
                 self._finalizer.detach()
                 self._session.publish()
@@ -280,11 +335,10 @@ class ZipStore(Store):
             return None
         return info
 
-    def _data_offset(self, info: zipfile.ZipInfo) -> int:
-        off = self._offsets.get(info.filename)
+    def _data_offset(self, fd: int, info: zipfile.ZipInfo) -> int:
+        off = self._offsets.get(info.header_offset)
         if off is None:
-            assert self._fd is not None
-            off = self._offsets[info.filename] = data_offset(self._fd, info)
+            off = self._offsets[info.header_offset] = data_offset(fd, info)
         return off
 
     # --- reads ----------------------------------------------------------------------------------------
@@ -298,6 +352,9 @@ class ZipStore(Store):
         inflated: dict[str, bytes] = {}
         with self._lock:
             self._check_open()
+            assert self._zf.fp is not None
+            self._zf.fp.flush()  # a writer's members, on disk for the positional reads
+            fd = self._zf.fp.fileno()
             for key, req in merged:
                 info = self._info(key)
                 versions.append(None if info is None else _version(info))
@@ -306,7 +363,7 @@ class ZipStore(Store):
                     results.append(None)
                     continue
                 try:
-                    results.append(self._read(info, key, req, inflated))
+                    results.append(self._read(fd, info, key, req, inflated))
                 except StoreError:
                     raise
                 except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as e:
@@ -317,34 +374,31 @@ class ZipStore(Store):
             return Fetched(results)
         return Fetched(results, versions, sizes=sizes)
 
-    def _read(self, info: zipfile.ZipInfo, key: str, req: ByteRequest, inflated: dict[str, bytes]) -> bytes:
-        if self._fd is not None and info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
+    def _read(
+        self, fd: int, info: zipfile.ZipInfo, key: str, req: ByteRequest, inflated: dict[str, bytes]
+    ) -> bytes:
+        if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
             off, end = req.bounds(info.file_size)
             if end <= off:
                 return b""
-            data = os.pread(self._fd, end - off, self._data_offset(info) + off)
+            data = os.pread(fd, end - off, self._data_offset(fd, info) + off)
             if len(data) != end - off:
                 raise StoreError("zip member truncated", key=key, byte_range=legacy_bounds(req))
             return data
         whole = inflated.get(key)
         if whole is None:
-            whole = inflated[key] = self._inflate(info)
+            whole = inflated[key] = read_member(fd, info, self._data_offset(fd, info))
         if type(req) is Whole:
             return whole
         off, end = req.bounds(len(whole))
         return whole[off:end]
 
-    def _inflate(self, info: zipfile.ZipInfo) -> bytes:
-        if self._fd is not None:
-            return read_member(self._fd, info, self._data_offset(info))
-        assert self._session is not None
-        return self._session.read_member(info)
-
     def _check_open(self) -> None:
         if self._session is not None:
             if self._session.zf is None:
                 raise StoreError(f"the zip archive {self.path} is closed")
-            self._zf = self._session.zf  # compaction opens a new staging file
+            if self._session.zf is not self._zf:  # compaction opened a new staging file
+                self._zf, self._offsets = self._session.zf, {}
         if self._zf.fp is None:
             raise StoreError(f"the zip archive {self.path} is closed")
 
@@ -370,8 +424,7 @@ class ZipStore(Store):
                 dead, live = session.dead_bytes()
                 if dead > max(live, COMPACT_MIN_BYTES):
                     session.compact()
-                    assert session.zf is not None  # compact() opened the new archive
-                    self._zf = session.zf
+                    self._check_open()  # the compacted file's directory
             except (OSError, ValueError) as e:
                 raise StoreError(f"writing to zip archive failed: {e}", key=key) from e
         self.stats.add(writes=1, bytes_written=len(data))
