@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import FetchError
 from . import options
-from .cache import CACHE
+from .cache import CACHE, Key
 
 __all__ = ["FetchSource", "Counters", "run_awaitable", "COUNTER_NAMES"]
 
@@ -164,7 +164,7 @@ class FetchSource:
         todo = [i for i, c in enumerate(claims) if got[i] is None and c[0] != "wait"]
         try:
             while todo or waits:
-                for i, entry in zip(todo, self._fetch_rows(coords, todo, groups, store), strict=True):
+                for i, entry in zip(todo, self._fetch_rows(coords, todo, keys, groups, store), strict=True):
                     got[i] = entry
                 todo = []
                 for i, flight in waits:  # after our own fetch: two threads never wait for each other
@@ -181,7 +181,7 @@ class FetchSource:
         return [g[0] for g in got]
 
     def _fetch_rows(
-        self, coords: np.ndarray, rows: list[int], groups: list[Hashable] | None, store: bool
+        self, coords: np.ndarray, rows: list[int], keys: list[Key], groups: list[Hashable] | None, store: bool
     ) -> list[tuple[np.ndarray, Hashable]]:
         """``(chunk, version)`` of ``rows`` in one fetch call, published to the threads waiting for them
         and cached when ``store``. The version of a shard is the one the fetch reports, else a token of
@@ -197,14 +197,14 @@ class FetchSource:
             return result
 
         values = self._fetch_validated(coords[rows], None if groups is None else versioned)
-        read = ("read", next(_reads))
-        found = [None if groups is None else reported.get(groups[i]) for i in rows]
-        versions = [read if v is None and groups is not None else v for v in found]
+        versions: list[Hashable] = [None] * len(rows)
+        if groups is not None:
+            read = ("read", next(_reads))
+            versions = [read if (v := reported.get(groups[i])) is None else v for i in rows]
         if store:
             values = [_compact(v) for v in values]
         got = list(zip(values, versions, strict=True))
-        keys = self.keys(coords[rows])
-        CACHE.complete(keys, got, store=store, budget=options._get("cache_bytes"))
+        CACHE.complete([keys[i] for i in rows], got, store=store, budget=options._get("cache_bytes"))
         return got
 
     def visit_chunks(self, coords: np.ndarray, fn: Callable[[int, np.ndarray], Any]) -> None:
