@@ -1,12 +1,5 @@
 """Groups (hierarchy and attributes, for every format) and :func:`create_dataset`, which creates an
 array in a group or at a path.
-
-Example:
-    >>> import altarr as aa
-    >>> root = aa.create_group("memory://doc-group", attributes={"title": "demo"})
-    >>> ds = root.create_dataset("raw/volume", shape=(4, 4), dtype="uint8", chunks=(2, 2))
-    >>> sorted(root.keys()), root.attrs["title"]
-    (['raw'], 'demo')
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The Python side of the native kernel (``altarr._native``): per-dataset plans, the task tables of region
 reads and the encoding of write groups, for chunks whose chain is ``[bytes, zstd or blosc]``. What it
 does and what it leaves to the pure-Python path: docs/engine.md, "The native kernel".
-
-Example:
-    >>> import numpy as np, altarr as aa
-    >>> from altarr.native import use_native
-    >>> ds = aa.create_dataset("memory://doc-kernel", shape=(8, 8), dtype="uint16", chunks=(4, 4),
-    ...                        shards=(8, 8), compressor="zstd")
-    >>> ds[...] = np.arange(64, dtype="uint16").reshape(8, 8)
-    >>> with use_native(False):          # the pure-Python path gives the same values
-    ...     same = np.array_equal(ds[1:7, ::3], np.arange(64).reshape(8, 8)[1:7, ::3])
-    >>> same, int(ds[7, 7])
-    (True, 63)
 """
 
 from __future__ import annotations
@@ -177,11 +166,6 @@ def touch_pages(out: np.ndarray) -> Callable[..., None] | None:
     returned: the byte written is a zero.
 
     Why: docs/architecture.md, "Stores: typed requests, declared capabilities, one read path".
-
-    >>> out = np.empty(TOUCH_BYTES, np.uint8)
-    >>> wait = touch_pages(out)
-    >>> wait is None or wait() is None
-    True
     """
     if out.nbytes < TOUCH_BYTES or not out.flags.c_contiguous or get_threads() == 1:
         return None
@@ -203,11 +187,6 @@ class ReadInto:
     decoded on the pool while the calling thread takes the next part in, and :meth:`finish` has the
     calling thread join the decoding of what is left. A part's pool tasks exist only while it has
     chunks to decode (no pool thread waits idle for the next answer).
-
-    >>> out = np.zeros(4, "u1")
-    >>> r = ReadInto(None, out, [{}])   # no kernel plan: every chunk is left to the Python path
-    >>> r.add({(0,): None}); r.finish()
-    [(0,)]
     """
 
     def __init__(self, plan: KernelPlan | None, out: np.ndarray, geometry: Geometry) -> None:

@@ -3,16 +3,6 @@
 each answer carrying the object's ETag; failures are told apart by obstore's exception types; writes
 are conditioned on the version read inside :meth:`ObstoreStore.exclusive` where the backend can
 (``docs/remote.md``: clients, failures, ``storage_options``, credentials, concurrent writers).
-
-Example:
-    >>> from altarr.stores import WHOLE, Range, Suffix
-    >>> s = ObstoreStore("memory://")
-    >>> s.set("a/b", b"0123456789")
-    >>> s.stats.reset()
-    >>> s.get_ranges([("a/b", Range(0, 3)), ("a/b", Suffix(2)), ("missing", WHOLE)])
-    [b'012', b'89', None]
-    >>> s.stats.reads, s.stats.rounds  # three GETs in flight together: one round
-    (3, 1)
 """
 
 from __future__ import annotations
