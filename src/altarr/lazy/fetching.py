@@ -154,10 +154,11 @@ class FetchSource:
         chunk is used only while it is current, and a shard read at two versions is read again whole."""
         keys = self.keys(coords)
         groups = self._groups(coords)
+        by_group = None if groups is None else _rows_by_group(groups)
         claims = CACHE.claim(keys)
         got: list[Any] = [(obj, version) if kind == "hit" else None for kind, obj, version in claims]
-        if groups is not None:
-            self._drop_stale(got, groups)
+        if by_group is not None:
+            self._drop_stale(got, by_group)
         if hits := sum(g is not None for g in got):
             self.counters.add("cache_hits", hits)
         waits = [(i, c[1]) for i, c in enumerate(claims) if c[0] == "wait"]
@@ -173,8 +174,8 @@ class FetchSource:
                     else:  # the thread we waited for failed: fetch those ourselves
                         todo.append(i)
                 waits = []
-                if groups is not None and not todo:
-                    todo = _mixed_rows(got, groups)  # whole shards: one call reads one version of each
+                if by_group is not None and not todo:
+                    todo = _mixed_rows(got, by_group)  # whole shards: one call reads one version of each
         except BaseException as e:
             CACHE.fail([keys[i] for i, c in enumerate(claims) if c[0] == "mine"], e)
             raise
@@ -236,11 +237,10 @@ class FetchSource:
         fn = getattr(self.fetch, "chunk_groups", None)
         return fn(coords) if callable(fn) and SHARD_VERSION_GUARD else None
 
-    def _drop_stale(self, got: list[Any], groups: list[Hashable]) -> None:
+    def _drop_stale(self, got: list[Any], by_group: dict[Hashable, list[int]]) -> None:
         """Forget the cached ``(chunk, version)`` of ``got`` that this read may not use: where the fetch
         tells the current versions, those of another; elsewhere all of a shard unless every requested
-        chunk of it is cached from one read."""
-        by_group = _rows_by_group(groups)
+        chunk of it is cached from one read (``by_group``: the rows of each shard)."""
         current = self._grouped().current_versions(list(by_group))
         for g, rows in by_group.items():
             hits = [got[i] for i in rows]
@@ -293,9 +293,9 @@ class FetchSource:
         return values
 
 
-def _mixed_rows(got: list[Any], groups: list[Hashable]) -> list[int]:
-    """The rows of the shards whose ``(chunk, version)`` in ``got`` come from two versions."""
-    by_group = _rows_by_group(groups)
+def _mixed_rows(got: list[Any], by_group: dict[Hashable, list[int]]) -> list[int]:
+    """The rows of the shards (``by_group``: the rows of each) whose ``(chunk, version)`` in ``got`` come
+    from two versions."""
     return [i for rows in by_group.values() if len({got[j][1] for j in rows}) > 1 for i in rows]
 
 
