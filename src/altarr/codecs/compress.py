@@ -296,11 +296,10 @@ class BloscCodec(_NumcodecsCodec):
 
     def encode(self, data: BytesLike, out: np.ndarray | None = None) -> BytesLike:
         """Compress ``data``; with ``out`` (see :meth:`encode_bound`) into it, returning a view."""
-        ext = native.ext
-        if ext is None:
-            return super().encode(data)
         src = as_byte_view(data)
-        cap = src.nbytes + ext.BLOSC_MAX_OVERHEAD
+        cap = self.encode_bound(src.nbytes)
+        if cap is None:
+            return super().encode(data)
         usable = out is not None and out.dtype == np.uint8 and out.ndim == 1 and out.flags.c_contiguous
         dest = out[:cap] if out is not None and usable and out.size >= cap else np.empty(cap, dtype=np.uint8)
         n = self.encode_into(src, dest)
