@@ -326,8 +326,7 @@ class _Walker:
 
     def _index(self, mv: memoryview, level: int, key: str, where: tuple[int, ...]) -> tuple[Any, int, int]:
         """The decoded index of a level-``level`` block and its data region, or ``None`` (reported)."""
-        sc = self.acc.layout.sharding[level]
-        cps = self.grid.per_block(level)
+        sc, cps = self.acc.layout.level_codec(level)
         n_idx = sc.index_nbytes(cps)
         size = len(mv)
         if size < n_idx:

@@ -71,9 +71,7 @@ class ShardLayout:
         self.chunk_chain = chunk_chain
         self.max_block_bytes: list[int] = [chunk_chain.max_encoded_size(self.grid.chunks, self.dtype)]
         for level in range(1, self.grid.nlevels):
-            cps = self.grid.per_block(level)
-            sc = self.sharding[level]
-            assert sc is not None
+            sc, cps = self.level_codec(level)
             self.max_block_bytes.append(sc.index_nbytes(cps) + math.prod(cps) * self.max_block_bytes[-1])
 
     # --- keys and grouping -----------------------------------------------------------------------------
