@@ -129,3 +129,19 @@ def test_a_bdv_container_of_several_views_is_copied_whole_as_a_hierarchy(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert "copied 4 array(s)" in proc.stdout  # every view, not only setup0's pyramid
     assert aa.open_multiscale(str(tmp_path / "copy.n5"), setup=1).levels[1].dataset[0, 0, 0] == 2
+
+
+@pytest.mark.parametrize("layout", ["n5-viewer", "bdv"])
+def test_opening_an_n5_pyramid_opens_each_level_once(layout):
+    """The levels found by their s0, s1, ... names are the levels opened: each level's attributes.json is
+    read once (it was read three times: probed, opened to check it is an array, opened again)."""
+    from tests._batch_counting_store import CountingStore
+
+    store = CountingStore()
+    aa.build_pyramid(np.zeros((64, 64), "u2"), store, layout=layout, chunks=(16, 16), levels=3)
+    store.batches.clear()
+    ms = aa.open_multiscale(store)
+    read = [k for batch in store.batches for k in batch]
+    assert [lv.path.rsplit("/", 1)[-1] for lv in ms.levels] == ["s0", "s1", "s2"]
+    for lv in ms.levels:
+        assert read.count(f"{lv.path}/attributes.json") == 1, (lv.path, read)

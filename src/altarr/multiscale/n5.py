@@ -111,7 +111,9 @@ def _from_n5(
     axes = normalize_axes(None, ndim, ome_unit(unit))
     paths = [f"{prefix}s{i}" for i in range(len(datasets))]
     name = name if isinstance(name, str) else None
-    return replace(describe(axes, absolute, scale, None, "mean", paths, name), method=None)
+    ms = describe(axes, absolute, scale, None, "mean", paths, name)  # the levels opened already: kept
+    levels = tuple(replace(lv, dataset=ds) for lv, ds in zip(ms.levels, datasets, strict=True))
+    return replace(ms, method=None, levels=levels)
 
 
 def _unit_of(*docs: Any) -> Any:
@@ -123,15 +125,12 @@ def _unit_of(*docs: Any) -> Any:
 
 
 def _child_attrs(group: Any, path: str) -> dict[str, Any]:
-    return dict(group[path].attrs) if path in group else {}
+    return dict(getattr(group.get(path), "attrs", {}))
 
 
 def _levels_named_s(group: Any, prefix: str) -> list[Any]:
     out: list[Any] = []
-    while f"{prefix}s{len(out)}" in group:
-        node = group[f"{prefix}s{len(out)}"]
-        if not hasattr(node, "shape"):
-            break
+    while hasattr(node := group.get(f"{prefix}s{len(out)}"), "shape"):  # one probe a level
         out.append(node)
     return out
 

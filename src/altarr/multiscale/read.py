@@ -57,7 +57,7 @@ def open_multiscale(
     levels: list[Level] = []
     for spec in desc.levels:
         try:
-            ds = group[spec.path]
+            ds = spec.dataset if spec.dataset is not None else group[spec.path]
         except AltarrError as e:
             raise MetadataError(
                 f"level {spec.path!r} of the {desc.layout} pyramid cannot be opened: {e}"
