@@ -165,7 +165,7 @@ class NestedGrid:
         """How many in-bounds level-0 chunks the level-``level`` block at ``position`` holds."""
         return math.prod(len(r) for r in self._chunk_ranges(position, level))
 
-    def flat_index(self, relative: Sequence[int], level: int) -> int:
+    def flat_index(self, relative: Iterable[int], level: int) -> int:
         """C-order flat index of a child at ``relative`` inside a level-``level`` block."""
         n = self.per_block(level)
         idx = 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from operator import mod
 from typing import Any
 
 import numpy as np
@@ -115,10 +116,9 @@ class ShardLayout:
 
     def _by_child(self, chunks: Iterable[Chunk], level: int) -> dict[int, list[Chunk]]:
         """The level-0 ``chunks`` by the index of the child of a level-``level`` block holding them."""
-        out: dict[int, list[Chunk]] = {}
-        for c in chunks:
-            out.setdefault(self.grid.flat_index(self.grid.relative(c, level - 1, level), level), []).append(c)
-        return out
+        cps = self.grid.per_block(level)
+        blocks = self.grid.group_by_block(chunks, level - 1)
+        return {self.grid.flat_index(map(mod, pos, cps), level): g for pos, g in blocks.items()}
 
     def split_down(
         self, mem: memoryview, level: int, chunks: set[Chunk], key: str
