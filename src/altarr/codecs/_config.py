@@ -22,10 +22,11 @@ __all__ = [
 ]
 
 
-def check_keys(codec: str, configuration: Mapping[str, Any] | None, allowed: Iterable[str]) -> dict[str, Any]:
-    """Return ``configuration`` as a dict, refusing keys outside ``allowed``."""
-    if configuration is None:
-        return {}
+def check_keys(
+    codec: str, configuration: Mapping[str, Any] | None, allowed: Iterable[str], required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Return ``configuration`` as a dict, refusing keys outside ``allowed`` and missing ``required`` ones."""
+    configuration = {} if configuration is None else configuration
     if not isinstance(configuration, Mapping):
         raise MetadataError(
             f"codec {codec!r}: 'configuration' must be an object, got {type(configuration).__name__}",
@@ -38,6 +39,9 @@ def check_keys(codec: str, configuration: Mapping[str, Any] | None, allowed: Ite
             f"codec {codec!r}: unknown configuration field(s) {unknown}; expected a subset of {sorted(allowed)}",
             codec=codec,
         )
+    for name in required:
+        if name not in configuration:
+            raise MetadataError(f"codec {codec!r}: field {name!r} is required", codec=codec)
     return dict(configuration)
 
 

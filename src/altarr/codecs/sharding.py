@@ -113,18 +113,8 @@ class ShardingCodec(ArrayBytesCodec):
     # --- JSON ------------------------------------------------------------------------------------------
     @classmethod
     def from_config(cls, configuration: dict[str, Any] | None) -> ShardingCodec:
-        cfg = check_keys(cls.name, configuration, ["chunk_shape", "codecs", "index_codecs", "index_location"])
-        for required in ("chunk_shape", "codecs", "index_codecs"):
-            if required not in cfg:
-                raise MetadataError(
-                    f"codec 'sharding_indexed': field {required!r} is required", codec=cls.name
-                )
-        return cls(
-            chunk_shape=cfg["chunk_shape"],
-            codecs=cfg["codecs"],
-            index_codecs=cfg["index_codecs"],
-            index_location=cfg.get("index_location", "end"),
-        )
+        required = ["chunk_shape", "codecs", "index_codecs"]
+        return cls(**check_keys(cls.name, configuration, [*required, "index_location"], required))
 
     def configuration(self) -> dict[str, Any]:
         return {

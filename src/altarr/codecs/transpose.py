@@ -43,10 +43,7 @@ class TransposeCodec(ArrayArrayCodec):
 
     @classmethod
     def from_config(cls, configuration: dict[str, Any] | None) -> TransposeCodec:
-        cfg = check_keys(cls.name, configuration, ["order"])
-        if "order" not in cfg:
-            raise MetadataError("codec 'transpose': field 'order' is required", codec=cls.name)
-        return cls(cfg["order"])
+        return cls(**check_keys(cls.name, configuration, ["order"], ["order"]))
 
     def configuration(self) -> dict[str, Any]:
         return {"order": list(self.order)}
