@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import MetadataError, NodeNotFoundError, UnsupportedError
 from ..formats import consolidated as cm
 from ..formats import get_format, open_node, registered_formats
-from ..formats._common import join_key, parse_json
+from ..formats._common import join_key
 from ..formats.base import Node
 from ..stores.base import Store
 from .consolidated import refresh_consolidated
@@ -218,9 +218,8 @@ def consolidate_metadata(
 
     def write() -> None:
         metadata = cm.gather(store, prefix, fmt.name)
-        raw = store.get(key) if fmt.name == "zarr3" else None
-        current = parse_json(raw, key) if raw is not None else None
-        store.set(key, cm.dump_holder(fmt.name, cm.with_snapshot(fmt.name, current, metadata), key))
+        raw = store.get(key) if fmt.name == "zarr3" else None  # Zarr v3's zarr.json keeps its other fields
+        store.set(key, cm.holder_bytes(fmt.name, raw, metadata, key))
 
     run_exclusive(store, [key], write)
     return open_group(store, path=prefix, consolidated=True)

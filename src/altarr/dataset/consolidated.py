@@ -9,7 +9,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from ..formats import consolidated as cm
-from ..formats._common import join_key, parse_json
+from ..formats._common import join_key
 from ..stores.ranges import WHOLE
 from .locks import run_exclusive
 
@@ -32,8 +32,7 @@ def is_consolidated(group: Group) -> bool:
     if holder is None:
         return False
     key = join_key(group.path, holder)
-    raw = group.store.get(key)
-    return raw is not None and cm.snapshot(group.format, parse_json(raw, key)) is not None
+    return cm.snapshot(group.format, group.store.get(key), key) is not None
 
 
 def _holders(fmt: str, prefix: str) -> list[str]:
@@ -55,7 +54,7 @@ def refresh_consolidated(store: Store, prefix: str, fmt: Format, change: str) ->
     groups = _holders(fmt.name, prefix)
     keys = [join_key(g, holder) for g in groups]
     for group, key, raw in zip(groups, keys, store.get_ranges([(k, WHOLE) for k in keys]), strict=True):
-        if raw is not None and cm.snapshot(fmt.name, parse_json(raw, key)) is not None:
+        if cm.snapshot(fmt.name, raw, key) is not None:
             rel = prefix[len(group) + 1 :] if group else prefix
             run_exclusive(store, [key], functools.partial(_rewrite, store, group, key, rel, fmt.name, change))
 
@@ -63,8 +62,7 @@ def refresh_consolidated(store: Store, prefix: str, fmt: Format, change: str) ->
 def _rewrite(store: Store, group: str, key: str, rel: str, fmt: str, change: str) -> None:
     """Re-read the holder ``key`` of ``group`` and write it with the entries of node ``rel`` renewed."""
     raw = store.get(key)
-    holder = parse_json(raw, key) if raw is not None else None
-    metadata = cm.snapshot(fmt, holder)
+    metadata = cm.snapshot(fmt, raw, key)
     if metadata is None:  # removed meanwhile
         return
     if change == "changed":
@@ -80,4 +78,4 @@ def _rewrite(store: Store, group: str, key: str, rel: str, fmt: str, change: str
         for r, docs in cm.read_nodes(store, group, fmt, rels).items():
             if r == rel or not cm.own_keys(fmt, r) & metadata.keys():
                 metadata.update(cm.entries(fmt, r, docs))
-    store.set(key, cm.dump_holder(fmt, cm.with_snapshot(fmt, holder, metadata), key))
+    store.set(key, cm.holder_bytes(fmt, raw, metadata, key))

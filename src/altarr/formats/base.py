@@ -184,9 +184,9 @@ class Format(ABC):
         """The consolidated metadata of a group node from its fetched documents (``Node.raw``): the
         snapshot in its holder document (:mod:`altarr.formats.consolidated`), or ``None``."""
         holder = consolidated.holder_name(self.name)
-        if holder is None or raw.get(holder) is None:
+        if holder is None:
             return None
-        return consolidated.snapshot(self.name, parse_json(raw[holder], join_key(prefix, holder)))
+        return consolidated.snapshot(self.name, raw.get(holder), join_key(prefix, holder))
 
     def consolidated_probe_keys(self) -> tuple[str, ...]:
         """Documents beside the node's own that hold consolidated metadata (fetched with

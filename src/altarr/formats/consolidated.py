@@ -18,8 +18,7 @@ __all__ = [
     "entries",
     "own_keys",
     "belongs",
-    "with_snapshot",
-    "dump_holder",
+    "holder_bytes",
     "is_group",
     "read_nodes",
     "gather",
@@ -38,10 +37,12 @@ def holder_name(fmt: str) -> str | None:
     return {"zarr2": ".zmetadata", "zarr3": _V3_DOC}.get(fmt)
 
 
-def snapshot(fmt: str, holder: Any) -> dict[str, Any] | None:
-    """The consolidated ``metadata`` mapping of a parsed holder document, ``None`` when it has none."""
-    if not isinstance(holder, dict):
+def snapshot(fmt: str, raw: Any, key: str) -> dict[str, Any] | None:
+    """The consolidated ``metadata`` mapping of the holder document ``key`` (its bytes ``raw``, ``None``
+    when absent), ``None`` when it has none."""
+    if raw is None:
         return None
+    holder = parse_json(raw, key)
     if fmt == "zarr2":
         meta = holder.get("metadata") if holder.get("zarr_consolidated_format") == 1 else None
     else:
@@ -92,18 +93,15 @@ def _order(fmt: str, metadata: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(metadata.items(), key=lambda kv: (kv[0].count("/"), kv[0].casefold())))
 
 
-def with_snapshot(fmt: str, holder: dict[str, Any] | None, metadata: dict[str, Any]) -> dict[str, Any]:
-    """The holder document carrying ``metadata`` as its consolidated metadata (for Zarr v3 ``holder`` is
-    the group's ``zarr.json``, kept as it is otherwise)."""
+def holder_bytes(fmt: str, raw: Any, metadata: dict[str, Any], key: str) -> bytes:
+    """The holder document ``key`` carrying ``metadata`` as its consolidated metadata: ``.zmetadata``
+    indented by 4 as zarr-python 2 wrote it, or the group's ``zarr.json`` (its bytes ``raw``) with the
+    rest kept as it is."""
     ordered = _order(fmt, metadata)
     if fmt == "zarr2":
-        return {"zarr_consolidated_format": 1, "metadata": ordered}
-    return {**(holder or {}), "consolidated_metadata": {**_empty_inline(), "metadata": ordered}}
-
-
-def dump_holder(fmt: str, doc: dict[str, Any], key: str) -> bytes:
-    """The bytes of a holder document (``.zmetadata`` indented by 4 as zarr-python 2 wrote it)."""
-    return dump_json(doc, key=key, indent=4 if fmt == "zarr2" else 2)
+        return dump_json({"zarr_consolidated_format": 1, "metadata": ordered}, key=key, indent=4)
+    holder = {} if raw is None else parse_json(raw, key)
+    return dump_json({**holder, "consolidated_metadata": {**_empty_inline(), "metadata": ordered}}, key=key)
 
 
 def read_nodes(store: Store, prefix: str, fmt: str, rels: list[str]) -> dict[str, dict[str, Any]]:
