@@ -7,11 +7,10 @@ from altarr.dataset.grid import NestedGrid
 from altarr.errors import GridError
 
 
-def test_absolute_and_relative_positions_1d():
+def test_absolute_positions_1d():
     for scale in (1, 10):  # only the ratios matter
         g = NestedGrid((48 * scale,), [(1 * scale,), (3 * scale,), (6 * scale,), (24 * scale,)])
         assert [g.position((38,), level)[0] for level in range(4)] == [38, 12, 6, 1]
-        assert [g.relative((38,), level, level + 1)[0] for level in range(3)] == [2, 0, 2]
 
 
 def test_positions_2d():
@@ -19,7 +18,6 @@ def test_positions_2d():
     assert g.position((0, 1), 1) == (0, 0)
     assert g.position((0, 2), 1) == (0, 1)
     assert g.position((3, 2), 1) == (1, 1)
-    assert g.relative((3, 2), 0, 1) == (0, 0)
     assert g.flat_index((1, 1), 1) == 3
 
 

@@ -260,7 +260,7 @@ def _corrupt_shard(ds, chunk, payload):
     cps = ds._access.grid.per_block(1)
     entries = sc.split(ds.store.get(key), cps)
     entries = [None if e is None else bytes(e) for e in entries]
-    entries[ds._access.grid.flat_index(ds._access.grid.relative(chunk, 0, 1), 1)] = payload
+    entries[ds._access.grid.flat_index([c % n for c, n in zip(chunk, cps, strict=True)], 1)] = payload
     ds.store.set(key, sc.assemble(entries, cps))
     return key
 

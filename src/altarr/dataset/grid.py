@@ -7,8 +7,6 @@ Example:
     ((10, 10), (5, 2))
     >>> g.position((3, 6), 1)          # the level-1 shard holding chunk (3, 6)
     (1, 1)
-    >>> g.relative((3, 6), 0, 1)       # chunk (3, 6) inside that shard
-    (1, 1)
 """
 
 from __future__ import annotations
@@ -132,13 +130,6 @@ class NestedGrid:
         for c in chunks:
             groups.setdefault(tuple(map(floordiv, c, r)), []).append(c)
         return groups
-
-    def relative(self, chunk: Sequence[int], level: int, parent_level: int) -> tuple[int, ...]:
-        """Position of the level-``level`` block holding ``chunk`` (level 0 coords) inside its
-        level-``parent_level`` block."""
-        pos = self.position(chunk, level)
-        n = tuple(a // b for a, b in zip(self._ratio[parent_level], self._ratio[level], strict=True))
-        return tuple(p % k for p, k in zip(pos, n, strict=True))
 
     def block_clipped_shape(self, position: Sequence[int], level: int = 0) -> tuple[int, ...]:
         """Shape of the level-``level`` block at ``position`` clipped at the array edge."""
