@@ -346,6 +346,35 @@ def test_fsspec_url_with_path():
     assert FsspecStore(base).get("inner/node/k") == b"1"
 
 
+def test_fsspec_deleting_a_group_lists_once_and_removes_each_object_once(monkeypatch):
+    """A group's objects come from one listing, which says they exist: deleting them asks no object's
+    size (a delete_many of named keys does, to report which existed), counted on fsspec's own memory
+    file system."""
+    import fsspec
+
+    import altarr as aa
+
+    url = f"memory://altarr-tests/{uuid.uuid4().hex}"
+    root = aa.create_group(url, format="zarr3")
+    root.create_dataset("g/a", data=np.ones((4, 4)), chunks=(2, 2))
+    root.create_dataset("g/b/c", data=np.ones(3), chunks=(2,))
+    store = FsspecStore(url)
+    objects = list(store.list("g"))
+    fs = fsspec.filesystem("memory")
+    calls: dict[str, int] = {}
+    for name in ("info", "rm_file", "rm", "find", "ls", "exists", "isfile", "cat_file", "cat_ranges"):
+        method = getattr(fs, name)
+
+        def counted(*args, _method=method, _name=name, **kwargs):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(fs, name, counted)
+    assert store.delete_prefix("g") == len(objects) == 10
+    assert calls == {"find": 1, "rm_file": 10}
+    assert list(store.list("g")) == [] and "a" not in root
+
+
 # --- ZipStore ------------------------------------------------------------------------------------------
 def test_zip_write_then_read(tmp_path):
     import zipfile
