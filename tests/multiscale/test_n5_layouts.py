@@ -103,6 +103,27 @@ def test_reads_a_bdv_container_from_its_root_a_setup_and_another_setup(tmp_path)
     assert one.layout == "bdv" and [lv.factors for lv in one.levels] == [(1, 1, 1), (2, 2, 2)]
 
 
+def test_a_bdv_timepoint_group_is_its_view_of_the_bdv_pyramid(tmp_path):
+    """A timepoint group (levels with no resolution of their own, as BigDataViewer's exporter writes
+    them) opens as the bdv pyramid it holds, its voxel size the timepoint's resolution, and ``altarr
+    tree`` labels it so (it said "n5-viewer pyramid", with voxel size 1)."""
+    from _cli_support import run_cli
+
+    root = tmp_path / "java-bdv.n5"
+    g = aa.create_group(str(root), format="n5")
+    g.create_group("setup0", {"downsamplingFactors": [[1, 1, 1], [2, 2, 2]], "dataType": "uint8"})
+    g.create_group("setup0/timepoint0", {"multiScale": True, "resolution": [0.5, 0.5, 2.0]})
+    for i, shape in enumerate([(8, 8, 8), (4, 4, 4)]):
+        g.create_dataset(f"setup0/timepoint0/s{i}", shape=shape, dtype="uint8", chunks=(4, 4, 4))
+    view = aa.open_multiscale(str(root), path="setup0/timepoint0")
+    whole = aa.open_multiscale(str(root))
+    assert view.layout == whole.layout == "bdv" and view.views == 1
+    assert [lv.scale for lv in view.levels] == [lv.scale for lv in whole.levels] == [(2, 0.5, 0.5), (4, 1, 1)]
+    proc = run_cli("tree", root)
+    assert proc.returncode == 0, proc.stderr
+    assert "timepoint0/ (group, n5; bdv pyramid of 2 levels)" in proc.stdout and "n5-viewer" not in proc.stdout
+
+
 def test_n5_layouts_refuse_channel_axes_and_a_group_without_a_pyramid_says_so(tmp_path):
     with pytest.raises(MetadataError, match="2-D or 3-D spatial pyramids"):
         aa.build_pyramid(np.zeros((2, 8, 8), "u1"), str(tmp_path / "c.n5"), layout="n5-viewer", axes="cyx")

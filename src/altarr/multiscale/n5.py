@@ -144,27 +144,35 @@ def _bdv_views(group: Any, setup_path: str) -> int:
     return max(setups, 1) * max(timepoints, 1)
 
 
+def _read_bdv(group: Any, prefix: str, factors: list[Any], tp: dict[str, Any], views: int) -> Multiscale:
+    """The BigDataViewer pyramid of the timepoint group at ``prefix`` (attributes ``tp``): ``factors`` the
+    setup's (the levels' where it names fewer), the voxel size the timepoint's ``resolution``."""
+    datasets = _levels_named_s(group, prefix)
+    if not datasets:
+        raise MetadataError(f"BigDataViewer setup without levels at {prefix}s0", key=group.path or "/")
+    level_attrs = [dict(ds.attrs) for ds in datasets]
+    if len(factors) < len(datasets):
+        factors = [a.get("downsamplingFactors") for a in level_attrs]
+    resolution = tp.get("resolution", level_attrs[0].get("pixelResolution"))
+    ms = _from_n5(prefix, datasets, factors[: len(datasets)], resolution, _unit_of(*level_attrs), None)
+    return replace(ms, layout="bdv", views=views)
+
+
 def read_n5(group: Any, setup: int, timepoint: int) -> Multiscale:
-    """The pyramid of an N5 group, its levels not opened: a BigDataViewer setup (a list of
-    ``downsamplingFactors``; the setup's win over the levels', as ``N5ImageLoader`` reads them), else
-    n5-viewer's ``s0``, ``s1``, ..."""
+    """The pyramid of an N5 group, its levels not opened: a BigDataViewer container, setup or timepoint
+    group (a setup's list of ``downsamplingFactors`` wins over the levels', as ``N5ImageLoader`` reads
+    them), else n5-viewer's ``s0``, ``s1``, ..."""
     attrs = dict(group.attrs)
+    if re.search(r"(^|/)setup\d+/timepoint\d+$", group.path):  # one view of a container: its levels
+        return _read_bdv(group, "", [], attrs, 1)
     setup_path = f"setup{setup}/" if f"setup{setup}" in group else ""
     factors = (_child_attrs(group, setup_path.rstrip("/")) if setup_path else attrs).get(
         "downsamplingFactors"
     )
     if isinstance(factors, list) and factors and isinstance(factors[0], list):
         prefix = f"{setup_path}timepoint{timepoint}/"
-        datasets = _levels_named_s(group, prefix)
-        if not datasets:
-            raise MetadataError(f"BigDataViewer setup without levels at {prefix}s0", key=group.path or "/")
-        level_attrs = [dict(ds.attrs) for ds in datasets]
-        if len(factors) < len(datasets):
-            factors = [a.get("downsamplingFactors") for a in level_attrs]
         tp = _child_attrs(group, prefix.rstrip("/"))
-        resolution = tp.get("resolution", level_attrs[0].get("pixelResolution"))
-        ms = _from_n5(prefix, datasets, factors[: len(datasets)], resolution, _unit_of(*level_attrs), None)
-        return replace(ms, layout="bdv", views=_bdv_views(group, setup_path))
+        return _read_bdv(group, prefix, factors, tp, _bdv_views(group, setup_path))
     datasets = _levels_named_s(group, "")
     if not datasets:
         raise MetadataError(
