@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import AltarrError
-from .transfer import ProgressBar, check_copy, copy_array, copy_tree, progress_reporter
+from .transfer import ProgressBar, check_copies, copy_array, copy_tree, progress_reporter
 
 __all__ = ["copy_dataset", "copy_group", "ProgressBar"]
 
@@ -41,7 +41,8 @@ def copy_group(
     **array_options: Any,
 ) -> Any:
     """Copy the group ``source`` (a :class:`~altarr.Group` or a path) and everything below it into
-    ``destination``, each array as :func:`copy_dataset` copies it (every array checked first).
+    ``destination``, each array as :func:`copy_dataset` copies it (every array checked first, with
+    ``resume`` against what the interrupted copy wrote).
 
     >>> import numpy as np, altarr as aa
     >>> g = aa.create_group("memory://doc-copy-group/a", attributes={"site": "x"})
@@ -56,9 +57,7 @@ def copy_group(
     src = source if isinstance(source, aa.Group) else aa.open_group(source)
     fmt = format or src.format
     arrays = arrays_below(src)
-    layout = {k: array_options[k] for k in ("chunks", "shards", "compressor") if k in array_options}
-    for _, ds in arrays:  # every array's layout and codec, before anything is written
-        check_copy(ds, fmt, **layout)
+    check_copies(arrays, destination, lambda _: {"format": fmt, **array_options}, resume)
     total = sum(ds.nbytes for _, ds in arrays)
     with progress_reporter(progress, total, str(destination)) as report:
         run: dict[str, Any] = {"format": fmt, "overwrite": overwrite, "resume": resume}

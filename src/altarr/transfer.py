@@ -36,6 +36,7 @@ __all__ = [
     "progress_reporter",
     "check_copy",
     "check_resume",
+    "check_copies",
     "parse_codec",
     "copy_units",
     "copy_unit",
@@ -298,6 +299,23 @@ def check_resume(
             "cannot resume: the destination differs in " + "; ".join(diff), key=dst.path or None
         )
     return journal
+
+
+def check_copies(
+    arrays: list[tuple[str, Any]], destination: Any, options: Callable[[Any], dict[str, Any]], resume: bool
+) -> None:
+    """Check the copy of each ``(path, dataset)`` of ``arrays`` into ``destination`` with
+    :func:`copy_array`'s keywords ``options(dataset)``, before anything is written: its layout and codec
+    (:func:`check_copy`) and, with ``resume``, what an interrupted copy wrote at ``path``
+    (:func:`check_resume`)."""
+    for path, src in arrays:
+        kw = options(src)
+        names = kw.get("names", PYTHON_NAMES)
+        given = (kw.get("chunks"), kw.get("shards", "same"), kw.get("compressor", "auto"), kw.get("checksum"))
+        asked, _, _ = check_copy(src, kw.get("format") or src.format, *given, names)
+        dst = existing_dataset(destination, path) if resume else None
+        if dst is not None:
+            check_resume(dst, src, asked, names)
 
 
 def copy_array(

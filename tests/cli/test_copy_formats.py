@@ -248,3 +248,22 @@ def test_copy_group_checks_every_array_first_then_copies_with_progress_and_worke
             str(tmp_path / "g.zarr"), str(tmp_path / "g.n5"), format="n5", shards=None, resume=True
         )
     np.testing.assert_array_equal(again["two"][...], np.ones((3, 5, 7), "f4"))
+
+
+def test_copy_group_resume_checks_every_array_against_the_interrupted_copy_before_writing(tmp_path):
+    """aa.copy_group(resume=True) refuses arguments that differ from what the interrupted copy wrote
+    before it writes anything, as altarr copy --resume does: it wrote 'a' with the new chunks, then
+    met 'b' written with the old ones."""
+    from altarr.errors import ExistsError
+
+    g = aa.create_group(str(tmp_path / "g.zarr"))
+    g.create_dataset("a", data=np.ones((8, 8), "u1"), chunks=(2, 2))
+    g.create_dataset("b", data=np.ones((8, 8), "u1"), chunks=(2, 2))
+    dst = tmp_path / "copy.zarr"
+    aa.copy_group(g, str(dst), chunks=(2, 2))
+    del aa.open_group(str(dst), mode="r+")["a"]  # interrupted before 'a'
+    with pytest.raises(ExistsError, match=r"chunks=\(4, 4\) \(the destination has \(2, 2\)\)"):
+        aa.copy_group(g, str(dst), chunks=(4, 4), resume=True)
+    assert "a" not in aa.open_group(str(dst))
+    out = aa.copy_group(g, str(dst), chunks=(2, 2), resume=True)
+    assert out["a"].chunks == (2, 2) and int(out["a"][...].sum()) == 64

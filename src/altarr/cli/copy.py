@@ -147,7 +147,7 @@ def _checked_options(
     array's keywords for ``copy_array``."""
     import altarr as aa
     from altarr.copying import arrays_below
-    from altarr.transfer import check_copy, check_resume, existing_dataset, parse_codec
+    from altarr.transfer import check_copies, parse_codec
 
     fmt = format or node.format
     if checksum and fmt != "zarr3":
@@ -168,11 +168,5 @@ def _checked_options(
     arrays = [("", node)] if not isinstance(node, aa.Group) else [] if pyramid else arrays_below(node)
     if pyramid is not None:
         checked_option(parse_codec, codec, fmt, pyramid.levels[0].dtype)
-    for rel, src in arrays:
-        kw = checked_option(options, src)
-        given = [kw.get("chunks"), kw.get("shards", "same"), kw["compressor"], kw.get("checksum"), CLI_NAMES]
-        asked, _, _ = checked_option(check_copy, src, kw["format"], *given)
-        dst = existing_dataset(destination, rel) if resume else None
-        if dst is not None:  # refuse, naming the options, what the interrupted copy wrote otherwise
-            checked_option(check_resume, dst, src, asked, CLI_NAMES)
+    checked_option(check_copies, arrays, destination, options, resume)
     return options
