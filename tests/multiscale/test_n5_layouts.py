@@ -121,7 +121,39 @@ def test_a_bdv_timepoint_group_is_its_view_of_the_bdv_pyramid(tmp_path):
     assert [lv.scale for lv in view.levels] == [lv.scale for lv in whole.levels] == [(2, 0.5, 0.5), (4, 1, 1)]
     proc = run_cli("tree", root)
     assert proc.returncode == 0, proc.stderr
-    assert "timepoint0/ (group, n5; bdv pyramid of 2 levels)" in proc.stdout and "n5-viewer" not in proc.stdout
+    assert (
+        "timepoint0/ (group, n5; bdv pyramid of 2 levels)" in proc.stdout and "n5-viewer" not in proc.stdout
+    )
+
+
+def test_a_bdv_pyramid_copied_into_n5_stays_the_bdv_pyramid_altarr_reopens(tmp_path, rng):
+    """altarr copy --format n5 and aa.copy_group(format="n5") keep a BigDataViewer pyramid (written as
+    its exporter writes it: no resolution on the levels) a bdv pyramid: same paths, factors, voxel
+    sizes and values; so does a copy of its timepoint group."""
+    from _cli_support import run_cli
+
+    root = tmp_path / "java-bdv.n5"
+    g = aa.create_group(str(root), format="n5")
+    g.create_group("setup0", {"downsamplingFactors": [[1, 1, 1], [2, 2, 1]], "dataType": "uint16"})
+    g.create_group("setup0/timepoint0", {"multiScale": True, "resolution": [0.25, 0.25, 1.5]})
+    for i, shape in enumerate([(6, 16, 20), (6, 8, 10)]):
+        ds = g.create_dataset(f"setup0/timepoint0/s{i}", shape=shape, dtype="uint16", chunks=(4, 8, 8))
+        ds[...] = rng.integers(0, 4000, shape, dtype="uint16")
+    source = aa.open_multiscale(str(root))
+    assert run_cli("copy", root, tmp_path / "cli.n5", "--format", "n5", "--no-progress").returncode == 0
+    view = run_cli(
+        "copy", root / "setup0" / "timepoint0", tmp_path / "tp.n5", "--format", "n5", "--no-progress"
+    )
+    assert view.returncode == 0, view.stderr
+    aa.copy_group(str(root), str(tmp_path / "api.n5"), format="n5")
+    for copy in ("cli.n5", "tp.n5", "api.n5"):
+        back = aa.open_multiscale(str(tmp_path / copy))
+        assert back.layout == "bdv", copy
+        assert [lv.path for lv in back.levels] == ["setup0/timepoint0/s0", "setup0/timepoint0/s1"]
+        assert [(lv.factors, lv.scale) for lv in back.levels] == [(lv.factors, lv.scale) for lv in source]
+        assert back.levels[0].scale == (1.5, 0.25, 0.25)
+        for a, b in zip(source.levels, back.levels, strict=True):
+            np.testing.assert_array_equal(a.dataset[...], b.dataset[...])
 
 
 def test_n5_layouts_refuse_channel_axes_and_a_group_without_a_pyramid_says_so(tmp_path):
