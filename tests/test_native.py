@@ -70,7 +70,7 @@ def test_active_here(native_required):
         == f"native kernel active (libzstd {native.ext.ZSTD_VERSION}, c-blosc {native.ext.BLOSC_VERSION})"
     )
     assert json.loads(native.BUILD_RECORD.read_text()) == {"built": True, "reason": ""}
-    assert _version(ROOT / "src") == [f"altarr {altarr.__version__}", str(status)]
+    assert _version(ROOT / "src") == [f"altarr {altarr.__version__}", str(status), status.zstd]
 
 
 def test_switched_off_at_run_time(native_required):
@@ -96,6 +96,33 @@ def test_switched_off_by_the_environment(native_required):
     assert (
         _version(ROOT / "src", ALTARR_NATIVE="off")[1]
         == "native kernel inactive: switched off by ALTARR_NATIVE=off"
+    )
+
+
+def test_the_route_of_zstd_writes_is_said_and_a_missing_cffi_backend_with_why():
+    """python-zstandard's cffi backend where it loads; where it does not (no cffi, PyPy: made here by
+    hiding _cffi_backend), its C extension, said with the reason by native_status() and altarr --version
+    (it was silent), and zstd writes still work."""
+    libzstd = ".".join(map(str, native.zstandard.ZSTD_VERSION))
+    assert altarr.native_status().zstd == f"zstd writes: python-zstandard's cffi backend, libzstd {libzstd}"
+    child = (
+        "import sys; sys.modules['_cffi_backend'] = None\n"
+        "import numpy as np, altarr as aa\n"
+        "ds = aa.create_dataset('memory://z', data=np.arange(64.0), chunks=(16,), compressor='zstd')\n"
+        "assert (ds[...] == np.arange(64.0)).all() and aa.native_status().zstd\n"
+        "from altarr.cli.app import main; main(['--version'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2] == (
+        "zstd writes: python-zstandard's C extension (its cffi backend does not load: import of "
+        f"_cffi_backend halted; None in sys.modules), libzstd {libzstd}"
     )
 
 

@@ -1,6 +1,7 @@
 """Whether altarr's native kernel (the C extension ``altarr._native``, linked against libzstd and
 c-blosc 1.x) is active in this process and, if not, why; and its switch: ``ALTARR_NATIVE=0`` (read at
-import) or :func:`set_enabled` / :func:`use_native` (``docs/engine.md``, "The native kernel").
+import) or :func:`set_enabled` / :func:`use_native` (``docs/engine.md``, "The native kernel"). Also which
+python-zstandard backend zstd writes compress with (``zstandard``).
 
 Example:
     >>> import altarr
@@ -15,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 from collections.abc import Iterator
@@ -41,16 +43,31 @@ ext: Any = None
 
 @dataclass(frozen=True)
 class NativeStatus:
-    """The native path's state: ``active``, else the ``reason``; ``libraries``' versions when loaded."""
+    """The native path's state: ``active``, else the ``reason``; ``libraries``' versions when loaded;
+    ``zstd``, the route of zstd writes (python-zstandard's cffi backend, else its C extension and why)."""
 
     active: bool
     reason: str = ""
     libraries: dict[str, str] = field(default_factory=dict)
+    zstd: str = ""
 
     def __str__(self) -> str:
         if self.active:
             return "native kernel active (" + ", ".join(f"{k} {v}" for k, v in self.libraries.items()) + ")"
         return f"native kernel inactive: {self.reason}"
+
+
+def _why(e: ImportError) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+try:  # python-zstandard's cffi backend: its build of libzstd compresses faster here (benchmarks/README.md)
+    zstandard: ModuleType = importlib.import_module("zstandard.backend_cffi")
+    _route = "cffi backend"
+except ImportError as e:  # no cffi (or PyPy): its C extension
+    zstandard = importlib.import_module("zstandard")
+    _route = f"C extension (its cffi backend does not load: {_why(e)})"
+_ZSTD = f"zstd writes: python-zstandard's {_route}, libzstd {'.'.join(map(str, zstandard.ZSTD_VERSION))}"
 
 
 @functools.cache
@@ -59,7 +76,7 @@ def _load() -> tuple[ModuleType | None, str]:
     try:
         from . import _native
     except ImportError as e:
-        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return None, _why(e)
     return _native, ""
 
 
@@ -110,7 +127,8 @@ def use_native(flag: bool) -> Iterator[None]:
 
 
 def native_status() -> NativeStatus:
-    """Whether the native kernel is active and, if not, why (not built, not loadable, switched off).
+    """Whether the native kernel is active and, if not, why (not built, not loadable, switched off), and
+    the route of zstd writes.
 
     >>> import altarr
     >>> isinstance(altarr.native_status().active, bool)
@@ -121,10 +139,10 @@ def native_status() -> NativeStatus:
     if module is not None:
         libraries = {"libzstd": module.ZSTD_VERSION, "c-blosc": module.BLOSC_VERSION}
     if not _enabled:
-        return NativeStatus(False, f"switched off by {_off_by}", libraries)
+        return NativeStatus(False, f"switched off by {_off_by}", libraries, _ZSTD)
     if module is None:
-        return NativeStatus(False, _not_built())
-    return NativeStatus(True, "", libraries)
+        return NativeStatus(False, _not_built(), zstd=_ZSTD)
+    return NativeStatus(True, "", libraries, _ZSTD)
 
 
 if _enabled:

@@ -46,7 +46,8 @@ def _version(value: bool) -> None:
     if value:
         import altarr
 
-        print(f"altarr {altarr.__version__}\n{altarr.native_status()}")
+        status = altarr.native_status()
+        print(f"altarr {altarr.__version__}\n{status}\n{status.zstd}")
         raise typer.Exit()
 
 
@@ -59,7 +60,7 @@ def _root(
             "--version",
             callback=_version,
             is_eager=True,
-            help="print the version and the native kernel's state",
+            help="print the version, the native kernel's state and the route of zstd writes",
         ),
     ] = False,
 ) -> None:

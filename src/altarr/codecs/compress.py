@@ -11,20 +11,13 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import threading
-from types import ModuleType
 from typing import Any, ClassVar, cast
 
 import numpy as np
 from numcodecs import GZip as _NGZip
 from numcodecs import Zstd as _NZstd
 from numcodecs.blosc import Blosc as _NBlosc
-
-try:  # python-zstandard's cffi backend (its API is python-zstandard's; benchmarks/README.md: why)
-    _zstandard: ModuleType = importlib.import_module("zstandard.backend_cffi")
-except ImportError:  # no cffi: its C extension
-    _zstandard = importlib.import_module("zstandard")
 
 from .. import native
 from ..errors import AltarrError, ChecksumError, CodecError, CorruptChunkError, MetadataError
@@ -210,7 +203,7 @@ class ZstdCodec(_NumcodecsCodec):
         comp = comps.get((self.level, self.checksum))
         if comp is None:
             try:
-                comp = comps[(self.level, self.checksum)] = _zstandard.ZstdCompressor(
+                comp = comps[(self.level, self.checksum)] = native.zstandard.ZstdCompressor(
                     level=self.level, write_checksum=self.checksum, write_content_size=True
                 )
             except (ValueError, OverflowError):  # a level this build refuses: numcodecs reports it
