@@ -23,7 +23,6 @@ from typing import TypeVar
 __all__ = [
     "ENV_VAR",
     "after_fork_in_child",
-    "available_cores",
     "default_threads",
     "get_threads",
     "io_threads",
@@ -37,14 +36,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 ENV_VAR = "ALTARR_THREADS"
-
-
-def available_cores() -> int:
-    """The number of CPU cores this process may run on (its affinity mask)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def parse_threads(value: object, source: str) -> int:
@@ -69,8 +60,14 @@ def parse_threads(value: object, source: str) -> int:
 
 
 def _from_environment() -> int:
+    """``ALTARR_THREADS``, else the CPU cores this process may run on (its affinity mask)."""
     raw = os.environ.get(ENV_VAR, "").strip()
-    return parse_threads(raw, ENV_VAR) if raw else available_cores()
+    if raw:
+        return parse_threads(raw, ENV_VAR)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
 
 
 _DEFAULT = _from_environment()
@@ -196,12 +193,12 @@ def _runner(fn: Callable[[], object]) -> Callable[[], None]:
     return runner
 
 
-def pmap(fn: Callable[[T], R], items: Sequence[T], *, min_items: int = 2) -> list[R]:
-    """``[fn(x) for x in items]``, on the pool when there are at least ``min_items`` items: runners (the
+def pmap(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[fn(x) for x in items]``, on the pool when there are two items or more: runners (the
     calling thread one of them) pull items from one counter; inline inside a runner. Every item runs,
     then the first failing item's exception propagates."""
     n = len(items)
-    if n < min_items or getattr(_local, "in_pool", False):
+    if n < 2 or getattr(_local, "in_pool", False):
         return _inline(fn, items)  # whatever the pool size (not read: see _threads.reads)
     workers = get_threads()
     if workers == 1:

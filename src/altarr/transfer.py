@@ -149,13 +149,7 @@ class ProgressBar:
     def __call__(self, nbytes: int, units: int) -> None:
         self.done += nbytes
         self.units += units
-        if self.enabled:
-            self._show().advance(self._task, nbytes)
-        if self.on_step is not None:
-            self.on_step()
-
-    def _show(self) -> Any:
-        if self._bar is None:
+        if self.enabled and self._bar is None:  # shown from the first step on
             import rich.progress as rp
             from rich.console import Console
 
@@ -164,7 +158,10 @@ class ProgressBar:
             self._bar = rp.Progress(*columns, *speed, console=self.console or Console(stderr=True))
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=self.total)
-        return self._bar
+        if self.enabled:
+            self._bar.advance(self._task, nbytes)
+        if self.on_step is not None:
+            self.on_step()
 
     def __enter__(self) -> ProgressBar:
         return self
@@ -233,6 +230,8 @@ def check_copy(
     :func:`check_resume` compares it), the destination's compressor argument, and the notes.
     ``shards="same"`` keeps the source's where ``fmt`` holds them and they fit (a note says when not; into
     N5 from another format, plain N5)."""
+    if fmt not in FORMATS:
+        raise MetadataError(f"{_said(names, 'format', fmt)}: use one of {sorted(FORMATS)}")
     notes: list[str] = []
     chunks = tuple(chunks) if chunks is not None else tuple(src.chunks)
     if len(chunks) != src.ndim or any(not isinstance(c, int | np.integer) or c < 1 for c in chunks):
@@ -304,10 +303,8 @@ def check_resume(
 def check_copies(
     arrays: list[tuple[str, Any]], destination: Any, options: Callable[[Any], dict[str, Any]], resume: bool
 ) -> None:
-    """Check the copy of each ``(path, dataset)`` of ``arrays`` into ``destination`` with
-    :func:`copy_array`'s keywords ``options(dataset)``, before anything is written: its layout and codec
-    (:func:`check_copy`) and, with ``resume``, what an interrupted copy wrote at ``path``
-    (:func:`check_resume`)."""
+    """:func:`check_copy` of each ``(path, dataset)`` of ``arrays`` with :func:`copy_array`'s keywords
+    ``options(dataset)``, and with ``resume`` :func:`check_resume` against what was written at ``path``."""
     for path, src in arrays:
         kw = options(src)
         names = kw.get("names", PYTHON_NAMES)
@@ -358,8 +355,6 @@ def copy_array(
     """
 
     fmt = format or src.format
-    if fmt not in FORMATS:
-        raise MetadataError(f"{_said(names, 'format', fmt)}: use one of {sorted(FORMATS)}")
     asked, compressor, notes = check_copy(
         src, fmt, chunks, shards, compressor, format_options.get("checksum"), names
     )
@@ -466,9 +461,7 @@ def copy_tree(
     import altarr as aa
 
     fmt = format or source.format
-    if fmt not in FORMATS:
-        raise MetadataError(f"unknown format {fmt!r}; use one of {sorted(FORMATS)}")
-    try:
+    try:  # an unknown format: create_group's MetadataError, before anything is written
         root = aa.create_group(destination, format=fmt, attributes=dict(source.attrs), overwrite=overwrite)
     except ExistsError:
         if not resume:

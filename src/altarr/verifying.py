@@ -402,12 +402,6 @@ _ALWAYS = {
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def _zstd_frame_checksum(data: Any) -> bool:
-    """Whether the zstd frame ``data`` carries a content checksum (RFC 8878 3.1.1.1.1, bit 2)."""
-    mv = memoryview(data).cast("B")
-    return len(mv) >= 5 and mv[:4] == _ZSTD_MAGIC and bool(mv[4] & 0x04)
-
-
 def chunk_checksum(chain: Any, data: Any) -> str | None:
     """The checksum that decoding a chunk's stored bytes ``data`` through ``chain`` verifies, by name
     (``None``: the chunk can only be decoded): the first of the chain's bytes stages, stored side first,
@@ -436,9 +430,11 @@ def _stage_checksum(name: str, codec: Any, data: Any) -> str | None:
         return "xz check" if fmt == lzma.FORMAT_XZ and check != lzma.CHECK_NONE else None
     if name == "lz4":  # N5's lz4-java block stream checks each block; numcodecs' LZ4 has no checksum
         return "lz4 xxHash32" if hasattr(codec, "to_n5_json") else None
+    if name == "zstd" and data is not None:  # the stored frame says (RFC 8878 3.1.1.1.1, bit 2)
+        mv = memoryview(data).cast("B")
+        return "zstd frame checksum" if len(mv) >= 5 and mv[:4] == _ZSTD_MAGIC and mv[4] & 0x04 else None
     if name == "zstd":
-        has = _zstd_frame_checksum(data) if data is not None else bool(getattr(codec, "checksum", False))
-        return "zstd frame checksum" if has else None
+        return "zstd frame checksum" if getattr(codec, "checksum", False) else None
     return _ALWAYS.get(name)
 
 

@@ -68,16 +68,27 @@ def copy(
         raise UsageProblem(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
     _check_run(workers, resume, overwrite)
     node = _open_node(source)
-    options = _checked_options(node, destination, format, chunks, shards, codec, checksum, resume, overwrite)
+    options, pyramid = _checked_options(
+        node, destination, format, chunks, shards, codec, checksum, resume, overwrite
+    )
     run = {"overwrite": overwrite, "resume": resume, "workers": workers, "run_units": _cluster(scheduler)}
     given = {"chunks": chunks, "shards": shards, "compressor": codec or "auto", "progress": progress}
     t0 = time.perf_counter()
-    arrays = _copy_node(node, source, destination, format, options, given, run)
-    _print_summary(arrays, destination, time.perf_counter() - t0)
+    arrays = _copy_node(node, pyramid, source, destination, format, options, given, run)
+    seconds = time.perf_counter() - t0
+    moved = sum(r.bytes for r in arrays)
+    written = sum(r.written for r in arrays)
+    skipped = sum(r.skipped for r in arrays)
+    resumed = f", {skipped} already there" if skipped else ""
+    print(
+        f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
+        f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
+    )
 
 
 def _copy_node(
     node: Any,
+    pyramid: Any,
     source: str,
     destination: str,
     format: str | None,
@@ -85,7 +96,7 @@ def _copy_node(
     given: dict[str, Any],
     run: dict[str, Any],
 ) -> list[Any]:
-    """Copy a dataset, a group's arrays or a pyramid's levels and metadata; the copies' results."""
+    """Copy a dataset, a group's arrays or a ``pyramid``'s levels and metadata; the copies' results."""
     import altarr as aa
     from altarr.multiscale.build import layout_for_format
     from altarr.transfer import copy_array, copy_tree
@@ -99,7 +110,6 @@ def _copy_node(
                 err_console.print(f"note: {label}: {note}", markup=False)
             return result
 
-        pyramid = _pyramid(node) if isinstance(node, aa.Group) else None
         if pyramid is not None:  # every level and the metadata, into the layout of --format
             layout = layout_for_format(format, pyramid.layout)
             return [_copy_pyramid(pyramid, destination, layout, interrupt, **given, **run)]
@@ -114,17 +124,6 @@ def _copy_node(
             )
             return [r for _, r in results]
         return [one_array(node, "", Path(source.rstrip("/")).name or source)]
-
-
-def _print_summary(arrays: list[Any], destination: str, seconds: float) -> None:
-    moved = sum(r.bytes for r in arrays)
-    written = sum(r.written for r in arrays)
-    skipped = sum(r.skipped for r in arrays)
-    resumed = f", {skipped} already there" if skipped else ""
-    print(
-        f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
-        f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
-    )
 
 
 #: ``altarr copy``'s options, as its messages name them
@@ -144,7 +143,7 @@ def _checked_options(
     overwrite: bool,
 ) -> Any:
     """Every array's copy arguments, checked before anything is written: a function giving a source
-    array's keywords for ``copy_array``."""
+    array's keywords for ``copy_array``, and the pyramid ``node`` holds (``None``: none)."""
     import altarr as aa
     from altarr.copying import arrays_below
     from altarr.transfer import check_copies, parse_codec
@@ -169,4 +168,4 @@ def _checked_options(
     if pyramid is not None:
         checked_option(parse_codec, codec, fmt, pyramid.levels[0].dtype)
     checked_option(check_copies, arrays, destination, options, resume)
-    return options
+    return options, pyramid

@@ -98,15 +98,6 @@ def _steps(
     return steps
 
 
-def _level_shapes(shape: Sequence[int], steps: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-    shapes = [tuple(int(n) for n in shape)]
-    for i, step in enumerate(steps, 1):
-        shapes.append(downsampled_shape(shapes[-1], step))
-        if 0 in shapes[-1]:
-            raise MetadataError(f"level {i} would be empty: {shapes[-2]} downsampled by {tuple(step)}")
-    return shapes
-
-
 def build_pyramid(
     source: Any,
     destination: Any,
@@ -155,7 +146,11 @@ def build_pyramid(
         raise MetadataError(f"scale and translation must give one number per axis of {shape}")
     chunk_shape = tuple(chunks) if chunks is not None else default_chunks(shape, ax)
     steps = _steps(factors, shape, ax, base_scale, chunk_shape, levels)
-    shapes = _level_shapes(shape, steps)
+    shapes = [shape]
+    for i, step in enumerate(steps, 1):
+        shapes.append(downsampled_shape(shapes[-1], step))
+        if 0 in shapes[-1]:
+            raise MetadataError(f"level {i} would be empty: {shapes[-2]} downsampled by {tuple(step)}")
     paths = [fmt.level_path(i) for i in range(len(shapes))]
     desc = describe(ax, absolute_factors(steps, len(shape)), base_scale, translation, method, paths, name)
 

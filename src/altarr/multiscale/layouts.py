@@ -90,14 +90,10 @@ def _level(root: Any, layout: Layout, ms: Multiscale, i: int, create: dict[str, 
     from ..transfer import read_journal
 
     path = ms.levels[i].path
-    if resume and path in root:
-        ds = root[path]
-        if (ds.shape, ds.dtype, tuple(ds.chunks), ds.shards and tuple(ds.shards)) != (
-            create["shape"],
-            np.dtype(create["dtype"]),
-            tuple(create["chunks"]),
-            create["shards"],
-        ):
+    ds = root.get(path) if resume else None  # one probe of the level
+    if ds is not None:
+        have = (ds.shape, ds.dtype, tuple(ds.chunks), ds.shards and tuple(ds.shards))
+        if have != (create["shape"], np.dtype(create["dtype"]), tuple(create["chunks"]), create["shards"]):
             raise ExistsError(f"cannot resume: level {path} exists with another layout", key=ds.path)
         return ds, read_journal(ds)
     names: dict[str, dict[str, Any]] = {

@@ -385,7 +385,7 @@ class FsspecStore(Store):
         self._require_writable(prefix, "delete")
         return len(self._remove(list(self.list(prefix))))
 
-    def _remove(self, keys: list[str]) -> set[str]:
+    def _remove(self, keys: builtins.list[str]) -> builtins.set[str]:
         """``rm_file`` on each of ``keys`` (concurrently on an async file system): the keys removed."""
         out = self._gather("rm_file", [(self._path(k),) for k in keys])
         self.stats.add(deletes=len(keys))

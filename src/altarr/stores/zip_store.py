@@ -26,8 +26,7 @@ from ..capped import bunzip2, inflate, unxz
 from ..errors import CorruptChunkError, InvalidKeyError, StoreError
 from . import filelock
 from ._util import as_bytes
-from .base import DEFAULT_COALESCE_GAP, Fetched, ReadRequest, Store, normalize_key
-from .coalesce import DEFAULT_MAX_COALESCED_SIZE
+from .base import Fetched, ReadRequest, Store, normalize_key
 from .local_files import O_CLOEXEC, TEMP_SUFFIX
 from .ranges import ByteRequest, Whole, legacy_bounds
 
@@ -138,13 +137,20 @@ class _Session:
         self.deleted: set[str] = set()
         try:
             self.staging = self._new_staging()
-            exists = _check_target(path, mode)
+            if os.path.isdir(path):
+                raise StoreError(f"cannot write zip archive {path}: it is a folder")
+            exists = os.path.exists(path)
+            if mode == "x" and exists:
+                raise StoreError(f"zip archive exists: {path}")
+            if mode == "a" and exists and os.path.getsize(path) and not zipfile.is_zipfile(path):
+                raise StoreError(f"cannot append to {path}: it is not a zip archive")
+            append = mode == "a" and exists  # "a" on a missing archive starts a new one, as zipfile's does
             try:
-                if exists:  # "a" on a missing archive starts a new one, as zipfile's "a" does
+                if append:
                     shutil.copyfile(path, self.staging)
             except OSError as e:
                 raise StoreError(f"cannot copy zip archive {path} to append to it: {e.strerror or e}") from e
-            self.zf = self._open(self.staging, "a" if exists else "w")
+            self.zf = self._open(self.staging, "a" if append else "w")
         except BaseException:
             self.abandon()
             raise
@@ -236,18 +242,6 @@ class _Session:
             self.dir_fd = -1
 
 
-def _check_target(path: str, mode: str) -> bool:
-    """Whether ``mode`` starts from the archive at ``path``; refuses what cannot be written there."""
-    if os.path.isdir(path):
-        raise StoreError(f"cannot write zip archive {path}: it is a folder")
-    exists = os.path.exists(path)
-    if mode == "x" and exists:
-        raise StoreError(f"zip archive exists: {path}")
-    if mode == "a" and exists and os.path.getsize(path) and not zipfile.is_zipfile(path):
-        raise StoreError(f"cannot append to {path}: it is not a zip archive")
-    return mode == "a" and exists
-
-
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
@@ -274,8 +268,6 @@ class ZipStore(Store):
         compression: int = zipfile.ZIP_STORED,
         compresslevel: int | None = None,
         durable: bool = False,
-        coalesce_gap: int = DEFAULT_COALESCE_GAP,
-        max_coalesced_size: int = DEFAULT_MAX_COALESCED_SIZE,
     ) -> None:
         super().__init__()
         if mode not in _MODES:
@@ -285,8 +277,6 @@ class ZipStore(Store):
         self.read_only = mode == "r"
         self.durable = bool(durable)
         self.cheap_stat = True  # member information is in memory
-        self.coalesce_gap = coalesce_gap
-        self.max_coalesced_size = max_coalesced_size
         self._lock = threading.RLock()
         self._session: _Session | None = None
         if self.read_only:
