@@ -18,7 +18,6 @@ from altarr.selection import (
     Item,
     RegionPlan,
     chunk_users,
-    forward_pieces,
     hyperslab_key,
     nchunks_of,
     normalize,
@@ -140,29 +139,18 @@ def test_region_plans_take_only_basic_selections():
 # --- the chunk arithmetic both planners share -----------------------------------------------------------
 @pytest.mark.parametrize("size", [0, 1, 7, 12])
 @pytest.mark.parametrize("chunk", [1, 3, 5])
-def test_forward_pieces_against_brute_force(size, chunk):
+def test_plan_dim_against_brute_force(size, chunk):
     for key in [slice(None), slice(1, None, 2), slice(None, None, -3), slice(2, 11, 4), slice(5, 1)]:
         d = DimSelection.of_slice(key, size)
         idx = list(range(d.start, d.start + d.step * d.n, d.step))
         expect = {}
         for k, i in enumerate(idx):
-            expect.setdefault(i // chunk, []).append((k, i % chunk))
-        ids, k0, k1, first = (a.tolist() for a in forward_pieces(d, chunk, size))
-        assert ids == sorted(expect)
-        for j, a, b, f in zip(ids, k0, k1, first, strict=True):
-            assert [k for k, _ in expect[j]] == list(range(a, b)) and expect[j][0][1] == f
-        pieces = plan_dim(d, chunk, size)
-        assert [p[0] for p in pieces] == ids
+            expect.setdefault(i // chunk, []).append(k)
+        pieces = plan_dim(d, chunk)
+        assert [p[0] for p in pieces] == sorted(expect)
         for j, src, dst in pieces:
+            assert list(range(dst.start, dst.stop)) == expect[j] and src.step == d.step
             assert list(range(size))[j * chunk : (j + 1) * chunk][src] == idx[dst]
-
-
-def test_forward_pieces_are_int64_even_when_nothing_is_selected():
-    for d in (DimSelection(0, 1, 0), DimSelection(3, 2, 4)):
-        arrays = forward_pieces(d, 3, 12)
-        assert [a.dtype for a in arrays] == [np.dtype(np.int64)] * 4
-    ids = forward_pieces(DimSelection(0, 1, 0), 3, 12)[0]
-    assert np.arange(12)[ids].tolist() == []  # usable as an index, as callers use it
 
 
 def test_pieces_far_out_on_a_huge_dimension_are_exact():
@@ -171,15 +159,15 @@ def test_pieces_far_out_on_a_huge_dimension_are_exact():
     only the touched chunks are enumerated (never the 2**53 before them)."""
     size = 2**53 + 200
     d = DimSelection(2**53 + 3, 1, 99)
-    ids, k0, k1, first = (a.tolist() for a in forward_pieces(d, 1, size))
-    assert ids == list(range(2**53 + 3, 2**53 + 102))
-    assert k0 == list(range(99)) and k1 == list(range(1, 100)) and first == [0] * 99
-    assert [p[0] for p in plan_dim(d, 1, size)] == ids
+    ids = list(range(2**53 + 3, 2**53 + 102))
+    assert plan_dim(d, 1) == [(j, slice(0, 1, 1), slice(k, k + 1)) for k, j in enumerate(ids)]
     p = plan(normalize(slice(2**53 + 3, 2**53 + 102), (size,)), (1,))
     assert p.coords[:, 0].tolist() == ids and p.result_shape == (99,)
     # a few chunks far out are walked one by one from the first touched chunk, not from chunk 0
     q = plan(normalize(slice(2**53 + 3, 2**53 + 8, 2), (size,)), (1,))
     assert q.coords[:, 0].tolist() == [2**53 + 3, 2**53 + 5, 2**53 + 7]
+    # a step past the chunk size visits only the touched chunks (one a selected element)
+    assert [j for j, _, _ in plan_dim(DimSelection(5, 10**12, 3), 4)] == [1, 250000000001, 500000000001]
 
 
 def test_plans_of_one_selection_agree_across_forms():

@@ -129,8 +129,8 @@ class WriteBuffer:
                 starts, counts, vals = box
                 grid = self._access.grid
                 per_dim = [
-                    plan_dim(DimSelection(a, 1, n), b, size)
-                    for a, n, b, size in zip(starts, counts, grid.outer, grid.shape, strict=True)
+                    plan_dim(DimSelection(a, 1, n), b)
+                    for a, n, b in zip(starts, counts, grid.outer, strict=True)
                 ]
             else:
                 sel = normalize(selection, ds.shape, resolve=False)

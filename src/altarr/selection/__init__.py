@@ -16,7 +16,7 @@ from .normalize import hyperslab_key, normalize
 from .plan import SelectionPlan
 from .planners import MODES, chunk_users, plan, plan_selections
 from .regions import RegionPlan
-from .tables import forward_pieces, nchunks_of, plan_dim
+from .tables import nchunks_of, plan_dim
 
 __all__ = [
     "MODES",
@@ -26,7 +26,6 @@ __all__ = [
     "Selection",
     "SelectionPlan",
     "chunk_users",
-    "forward_pieces",
     "hyperslab_key",
     "nchunks_of",
     "normalize",

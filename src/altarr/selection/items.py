@@ -46,11 +46,6 @@ class DimSelection:
             return cls(start if n else 0, step, n)
         return cls(rng[-1] if n else 0, -step, n, reverse=True)
 
-    @property
-    def last(self) -> int:
-        """The last (largest) index selected (``start - step`` when nothing is)."""
-        return self.start + self.step * (self.n - 1)
-
 
 @dataclass(frozen=True)
 class Item:

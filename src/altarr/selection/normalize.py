@@ -146,7 +146,8 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
             # a mask's shape is checked at once even unresolved: NumPy checks it before an assignment's
             # values (``a[..., [False]] = 128`` into int8 of 0 columns: IndexError, not OverflowError)
             items.append(resolve_item(item, shape, form) if item.kind == "mask" else item)
-    sel = Selection(shape, form, tuple(items), had_ellipsis, resolved=False)
+    resolved = resolve and all(i.kind != "array" for i in items)  # nothing left to check: no resolve()
+    sel = Selection(shape, form, tuple(items), had_ellipsis, resolved)
     return sel.resolve() if resolve else sel
 
 

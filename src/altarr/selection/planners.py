@@ -55,7 +55,7 @@ def _build_points(
     return group_points(dims_sorted, pos_sorted, bshape, chunks, grid)
 
 
-def _table(item: Item, shape: tuple[int, ...], chunks: tuple[int, ...], drop: bool = False) -> Entry:
+def _table(item: Item, chunks: tuple[int, ...], drop: bool = False) -> Entry:
     """An orthogonal item's entry: its table, the shape its axis takes in the result, whether it drops."""
     d = item.dims[0]
     if item.kind == "array":
@@ -63,7 +63,7 @@ def _table(item: Item, shape: tuple[int, ...], chunks: tuple[int, ...], drop: bo
     if item.kind == "mask":
         t = array_table(d, item.positions()[0], chunks[d])
     else:  # a slice or an integer (a progression of one)
-        t = slice_table(d, item.value, shape[d], chunks[d])
+        t = slice_table(d, item.value, chunks[d])
     return t, (t.length,), drop
 
 
@@ -86,9 +86,7 @@ def plan(selection: Selection, chunks: Sequence[int], *, keep_dims: bool = False
 def _plan_numpy(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
     scalar = not sel.ellipsis
     if sel.basic:
-        entries = [
-            "new" if i.kind == "new" else _table(i, sel.shape, chunks, i.kind == "int") for i in sel.items
-        ]
+        entries = ["new" if i.kind == "new" else _table(i, chunks, i.kind == "int") for i in sel.items]
         return SelectionPlan(sel.shape, chunks, entries, None, scalar)
     adv = [a for item in sel.items for a in _adv(item)]
     points = _build_points(adv, sel.index_shape, chunks, nchunks_of(sel.shape, chunks))
@@ -98,7 +96,7 @@ def _plan_numpy(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
         if item.kind == "new":
             entries.append("new")
         elif item.kind == "slice":
-            entries.append(_table(item, sel.shape, chunks))
+            entries.append(_table(item, chunks))
         elif not placed:
             entries.append("points")
             placed = True
@@ -106,7 +104,7 @@ def _plan_numpy(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
 
 
 def _plan_outer(sel: Selection, chunks: tuple[int, ...], keep_dims: bool) -> SelectionPlan:
-    entries = [_table(i, sel.shape, chunks, i.kind == "int" and not keep_dims) for i in sel.items]
+    entries = [_table(i, chunks, i.kind == "int" and not keep_dims) for i in sel.items]
     return SelectionPlan(sel.shape, chunks, entries, None, not sel.ellipsis)
 
 
@@ -114,7 +112,7 @@ def _plan_vector(sel: Selection, chunks: tuple[int, ...]) -> SelectionPlan:
     adv = [a for item in sel.items if item.kind != "slice" for a in _adv(item)]
     points = _build_points(adv, sel.index_shape, chunks, nchunks_of(sel.shape, chunks)) if adv else None
     entries: list[Any] = [] if points is None else ["points"]
-    entries += [_table(i, sel.shape, chunks) for i in sel.items if i.kind == "slice"]
+    entries += [_table(i, chunks) for i in sel.items if i.kind == "slice"]
     return SelectionPlan(sel.shape, chunks, entries, points, not sel.ellipsis)
 
 

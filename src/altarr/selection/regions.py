@@ -45,7 +45,7 @@ class RegionPlan:
         self.dims = sel.dims
         self.shape = sel.result_shape
         self.work_shape = tuple(d.n for d in self.dims)
-        self.per_dim = [plan_dim(d, int(c), s) for d, c, s in zip(self.dims, chunks, sel.shape, strict=True)]
+        self.per_dim = [plan_dim(d, int(c)) for d, c in zip(self.dims, chunks, strict=True)]
         self.scalar = sel.scalar
 
     def pieces(self) -> dict[tuple[int, ...], tuple[Piece, ...]]:

@@ -1,7 +1,7 @@
 """Where a selection's elements lie in the chunk grid: a :class:`DimTable` per orthogonal dimension
 (touched chunks, output positions and in-chunk offsets; combined as a cartesian product), :class:`Points`
-for advanced indices (grouped by the chunk that holds them), and :func:`forward_pieces`, the chunk
-arithmetic every planner shares.
+for advanced indices (grouped by the chunk that holds them), and :func:`plan_dim`, the chunk arithmetic
+every planner shares.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ __all__ = [
     "DimTable",
     "Points",
     "array_table",
-    "forward_pieces",
     "nchunks_of",
     "Piece",
     "plan_dim",
@@ -45,47 +44,31 @@ class DimTable:
     length: int  # elements along the work axis
 
 
-def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
-    return -((-a) // b)
-
-
-def forward_pieces(
-    d: DimSelection, c: int, size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The chunks of ``c`` elements that the forward progression ``d`` touches on a dimension of ``size``:
-    ``(chunk ids, k0, k1, first)``, ascending, where the chunk holds the progression's elements
-    ``k0 <= k < k1`` and ``first`` is the offset of element ``k0`` inside the chunk. The one piece of chunk
-    arithmetic both planners share (``d.reverse`` is ignored here: callers flip).
-    """
-    if d.n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty, empty
-    j = np.arange(d.start // c, d.last // c + 1, dtype=np.int64)
-    lo = j * c
-    hi = np.minimum(lo + c, size)
-    k0 = np.maximum(_ceil_div(lo - d.start, d.step), 0)
-    k1 = np.minimum(_ceil_div(hi - d.start, d.step), d.n)
-    keep = k1 > k0
-    j, lo, k0, k1 = j[keep], lo[keep], k0[keep], k1[keep]
-    return j, k0, k1, d.start + d.step * k0 - lo
-
-
 #: One touched chunk along one dimension: (chunk index, slice of the chunk, slice of the work array).
 Piece = tuple[int, slice, slice]
 
 
-def plan_dim(d: DimSelection, chunk: int, size: int) -> list[Piece]:
-    """Chunks along one dimension touched by ``d``: ``(chunk index, slice in chunk, slice in result)``,
-    both slices forwards (see :func:`forward_pieces`).
+def plan_dim(d: DimSelection, chunk: int) -> list[Piece]:
+    """The chunks of ``chunk`` elements that the forward progression ``d`` touches, ascending: ``(chunk
+    index, slice in the chunk, slice in the result)``, both forwards (``d.reverse`` is ignored: callers
+    flip). The chunk arithmetic every planner shares: a walk from one touched chunk to the next with
+    Python integers (exact on any dimension; no NumPy call, whose per-call cost dominated small reads).
     """
-    rows = zip(*(a.tolist() for a in forward_pieces(d, chunk, size)), strict=True)
-    return [(k, slice(f, f + d.step * (b - a - 1) + 1, d.step), slice(a, b)) for k, a, b, f in rows]
+    pieces: list[Piece] = []
+    start, step, n = d.start, d.step, d.n
+    k = 0
+    while k < n:  # element k is the first of chunk j that the progression holds
+        j, first = divmod(start + step * k, chunk)
+        k1 = min(-((start - (j + 1) * chunk) // step), n)
+        pieces.append((j, slice(first, first + step * (k1 - k - 1) + 1, step), slice(k, k1)))
+        k = k1
+    return pieces
 
 
-def slice_table(dim: int, d: DimSelection, n: int, c: int) -> DimTable:
+def slice_table(dim: int, d: DimSelection, c: int) -> DimTable:
     """A slice (or an integer, as a one-element progression) along one dimension: :func:`plan_dim`'s
     pieces; a backwards one reads each chunk backwards into the mirrored output positions."""
-    pieces = plan_dim(d, c, n)
+    pieces = plan_dim(d, c)
     ids = np.array([k for k, _, _ in pieces], dtype=np.int64)
     counts = np.array([o.stop - o.start for _, _, o in pieces], dtype=np.int64)
     in_sel: list[Any] = [i for _, i, _ in pieces]
