@@ -57,16 +57,12 @@ class NativeStatus:
         return f"native kernel inactive: {self.reason}"
 
 
-def _why(e: ImportError) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-
-
 try:  # python-zstandard's cffi backend: its build of libzstd compresses faster here (benchmarks/README.md)
     zstandard: ModuleType = importlib.import_module("zstandard.backend_cffi")
     _route = "cffi backend"
 except ImportError as e:  # no cffi (or PyPy): its C extension
     zstandard = importlib.import_module("zstandard")
-    _route = f"C extension (its cffi backend does not load: {_why(e)})"
+    _route = f"C extension (its cffi backend does not load: {e})"
 _ZSTD = f"zstd writes: python-zstandard's {_route}, libzstd {'.'.join(map(str, zstandard.ZSTD_VERSION))}"
 
 
@@ -76,7 +72,7 @@ def _load() -> tuple[ModuleType | None, str]:
     try:
         from . import _native
     except ImportError as e:
-        return None, _why(e)
+        return None, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return _native, ""
 
 
