@@ -7,6 +7,7 @@ metadata, for :func:`~altarr.multiscale.build_pyramid` and :func:`~altarr.multis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,10 +132,8 @@ def write_pyramid(
         compressor = parse_codec(compressor or "none", layout.format, creates[0]["dtype"])
     root = None
     if resume:
-        try:
+        with suppress(AltarrError):  # nothing to resume: created below
             root = aa.open_group(destination, mode="r+", path=path)
-        except AltarrError:
-            pass
     if root is None:
         root = aa.create_group(destination, format=layout.format, overwrite=overwrite, path=path)
     for group in layout.groups:

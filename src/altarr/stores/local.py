@@ -12,7 +12,7 @@ import secrets
 import stat as _stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from itertools import groupby
 from typing import Any
@@ -190,10 +190,8 @@ class LocalStore(OpensReaders, RootedPaths, Store):
                     os.close(fd)
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException as e:
-                try:
+                with suppress(OSError):
                     os.unlink(tmp, dir_fd=dfd)
-                except OSError:
-                    pass
                 if isinstance(e, IsADirectoryError):  # rename never replaces a folder: say so
                     raise StoreError("writing failed: the key names a folder, not an object", key=key) from e
                 if isinstance(e, OSError):

@@ -8,6 +8,7 @@ import errno
 import os
 import stat as _stat
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TypeVar
 
 from ..errors import InvalidKeyError, StoreError
@@ -114,10 +115,8 @@ class RootedPaths:
         for part in parent_key.split("/") if parent_key else ():
             path = os.path.join(path, part)
             try:
-                try:
+                with suppress(FileExistsError):
                     os.mkdir(part, dir_fd=dfd)
-                except FileExistsError:
-                    pass
                 nfd = os.open(part, DIR_FLAGS, dir_fd=dfd)
             except FileNotFoundError:  # this folder or the one it goes in was pruned meanwhile
                 os.close(dfd)

@@ -79,7 +79,7 @@ def _split_zip(path: str) -> tuple[str, str] | None:
 
 def _local(url: str, mode: str, **storage_options: Any) -> tuple[Store, str]:
     """A folder (:class:`LocalStore`) or a zip archive (:class:`ZipStore`), with the prefix inside it."""
-    local = url[len("file://") :] if url.startswith("file://") else url
+    local = url.removeprefix("file://")
     zipped = _split_zip(local)
     if zipped is not None:
         durable = bool(storage_options.pop("durable", False))

@@ -20,6 +20,7 @@ import weakref
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from typing import Any, Literal
 
 from ..capped import bunzip2, inflate, unxz
@@ -223,10 +224,8 @@ class _Session:
     def abandon(self) -> None:
         """Drop the staging file; the archive at the path stays as it was."""
         if self.zf is not None:
-            try:
+            with suppress(OSError, ValueError):  # a broken staging file, a write left open
                 self.zf.close()
-            except (OSError, ValueError):  # pragma: no cover - a broken staging file, a write left open
-                pass
             self.zf = None
         staging = getattr(self, "staging", None)
         if staging:
@@ -243,10 +242,8 @@ class _Session:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 class ZipStore(Store):
