@@ -46,11 +46,6 @@ def _n5(values: Sequence[Any]) -> list[Any]:
     return list(reversed(list(values)))
 
 
-def _unit(desc: Multiscale) -> str | None:
-    units = {desc.axes[d].unit for d in spatial(desc.axes)}
-    return units.pop() if len(units) == 1 else None
-
-
 def _check_spatial(desc: Multiscale, layout: str) -> None:
     if len(spatial(desc.axes)) != len(desc.axes) or not 2 <= len(desc.axes) <= 3:
         names = [f"{a.name} ({a.type})" for a in desc.axes]
@@ -61,7 +56,10 @@ def _check_spatial(desc: Multiscale, layout: str) -> None:
 
 
 def _resolution(desc: Multiscale) -> dict[str, Any]:
-    return {"unit": n5_unit(_unit(desc)), "dimensions": _n5(desc.levels[0].scale)}
+    """The ``pixelResolution`` of every level: level 0's voxel size, in the spatial axes' one unit."""
+    units = {desc.axes[d].unit for d in spatial(desc.axes)}
+    unit = units.pop() if len(units) == 1 else None
+    return {"unit": n5_unit(unit), "dimensions": _n5(desc.levels[0].scale)}
 
 
 def n5_viewer_attributes(desc: Multiscale) -> dict[str, dict[str, Any]]:

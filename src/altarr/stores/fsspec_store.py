@@ -104,11 +104,6 @@ def identity_options(url: str, options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
-    p = fs.protocol
-    return {p} if isinstance(p, str) else set(p)
-
-
 def _token(value: Any) -> float | int | str:
     if isinstance(value, datetime.datetime):
         return value.timestamp()
@@ -155,7 +150,7 @@ class FsspecStore(Store):
             raise TypeError(f"expected an fsspec URL or file system, got {type(url_or_fs).__name__}")
         self.fs = fs
         self.read_only = bool(read_only)
-        protocols = _protocols(fs)
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         self.coalesce_gap = coalesce_gap_for(protocols) if coalesce_gap is None else coalesce_gap
         self.max_coalesced_size = max_coalesced_size
         self.batch_size = batch_size
