@@ -37,6 +37,11 @@ ALLOWED: dict[str, tuple[int, str]] = {
         "a pool worker hands its chunk's error to the "
         "caller as its result, raised in the caller's order (_raise_first_failure)",
     ),
+    "dataset/access.py:DatasetAccess.visit_distinct": (
+        1,
+        "a visit's error as the answers arrive is raised once every answer's chunks "
+        "were visited, as pmap raises its first item's error after every item ran",
+    ),
     "dataset/access.py:DatasetAccess._decode_as_ready": (
         1,
         "the read's own error is being raised; finishing the decodes "

@@ -100,6 +100,37 @@ def test_each_answer_is_handed_to_the_decoder_before_the_next_one_is_taken(monke
     assert all([a[1]] == d[1] for a, d in zip(store.events[::2], store.events[1::2], strict=True))
 
 
+def test_visits_and_many_region_reads_take_each_answer_before_the_next_and_fail_after_every_row():
+    store, plain = AsReady(), MemoryStore()
+    ds, values = _dataset(store, (8, 10))
+    ref, _ = _dataset(plain, (8, 10))
+    coords = [(0, 0), (2, 3), (0, 0), (5, 1), (3, 6)]  # a repeat, four shards
+    store.events.clear()
+    ds.visit_chunks(coords, lambda i, a: store.events.append(("visited", ds.chunk_key(coords[i]))))
+    kinds = [e[0] for e in store.events]  # the indexes' round, then the chunks' (4 shards, 4 answers)
+    assert kinds[4:] == ["arrived", "visited", "visited"] + ["arrived", "visited"] * 3  # (0, 0) twice
+    assert all(
+        e[1] == a[1] for a, e in zip(store.events[4:-1], store.events[5:], strict=True) if e[0] == "visited"
+    )
+    sels = [(slice(1, 7), slice(3, 33)), (slice(9, 23), slice(0, 12)), (4, slice(None))]
+    store.stats.reset(), plain.stats.reset()
+    ds._access.index_cache.clear(), ref._access.index_cache.clear()
+    for got, ref_got, sel in zip(ds.read_regions(sels), ref.read_regions(sels), sels, strict=True):
+        np.testing.assert_array_equal(got, values[sel])
+        np.testing.assert_array_equal(ref_got, values[sel])
+    assert (store.stats.reads, store.stats.rounds) == (plain.stats.reads, plain.stats.rounds)
+    seen = []
+
+    def fn(i, a):
+        seen.append(i)
+        if i == 1:  # a chunk of the second answer: those of the others are visited all the same
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        ds.visit_chunks(coords, fn)
+    assert sorted(seen) == list(range(len(coords)))
+
+
 def test_a_shard_replaced_between_the_rounds_is_read_again_and_what_was_decoded_is_overwritten():
     """Shard c/0/0 is read whole (decoded at once), c/0/1 by index and ranges; before the ranges are
     answered another writer replaces both. The read notices it by c/0/1's version, starts over, and

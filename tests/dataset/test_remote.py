@@ -23,7 +23,7 @@ from _processes import read_in_fork_and_spawn
 from _s3 import BUCKET, REQUESTS, requests_since, s3_options
 from altarr.errors import StoreError
 from altarr.stores import WHOLE, FsspecStore, ObstoreStore, Range, Suffix, store_from_url
-from altarr.stores.obstore_client import fsspec_to_obstore_options
+from altarr.stores.obstore_client import fsspec_to_obstore_options, version_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from netservers import http_server
@@ -383,6 +383,16 @@ def test_fsspec_options_are_translated():
     )
     assert opts == {"access_key_id": "a", "secret_access_key": "b", "region": "eu-west-1"}
     assert fsspec_to_obstore_options("http://127.0.0.1:1/x", {}) == {"client_options": {"allow_http": True}}
+    opts = fsspec_to_obstore_options("s3://b", {"anon": True, "endpoint_url": "http://127.0.0.1:9000"})
+    assert opts == {
+        "skip_signature": True,
+        "endpoint": "http://127.0.0.1:9000",
+        "client_options": {"allow_http": True},
+    }
+    assert (version_of({"e_tag": '"abc"', "size": 3}), version_of({"e_tag": None, "version": None})) == (
+        '"abc"',
+        None,
+    )
 
 
 def test_s3_shards_mostly_wanted_are_read_whole_then_warm_from_their_cached_index(s3_endpoint):

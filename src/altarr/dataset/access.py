@@ -145,6 +145,21 @@ class DatasetAccess:
             fn(chunk, a)
 
         with self.reader.open_readers() as readers:  # local files: each shard opened once for the call
+            if into is None and readers is None and self.store.answers_as_ready:
+                raw: Slots = {}  # each answer's chunks visited on the pool while the next comes in
+                failed: list[Exception] = []
+                for part in self.reader.read_raw_as_ready(chunks, versions=versions):
+                    if part is RESTART:  # every chunk comes again: the last visit holds
+                        failed.clear()
+                        continue
+                    raw.update(part)
+                    try:
+                        pmap(one, list(part))
+                    except Exception as e:  # re-raised once every part is visited, as pmap does
+                        failed.append(e)
+                if failed:
+                    raise failed[0]
+                return
             if into is not None and readers is None and self.store.answers_as_ready:
                 raw, chunks = self._decode_as_ready(chunks, versions, into)
             else:

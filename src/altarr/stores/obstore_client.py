@@ -1,12 +1,6 @@
 """The obstore side of :class:`~altarr.stores.ObstoreStore`: its configuration from storage options, one
 client per URL and configuration in a process, the threads that send requests, and what obstore's
 answers and exceptions mean.
-
-Example:
-    >>> fsspec_to_obstore_options("s3://b", {"anon": True, "endpoint_url": "http://127.0.0.1:9000"})
-    {'skip_signature': True, 'endpoint': 'http://127.0.0.1:9000', 'client_options': {'allow_http': True}}
-    >>> version_of({"e_tag": '"abc"', "size": 3}), version_of({"e_tag": None, "version": None})
-    ('"abc"', None)
 """
 
 from __future__ import annotations

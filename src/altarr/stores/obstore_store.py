@@ -132,14 +132,10 @@ class ObstoreStore(Store):
             return {"range": {"offset": req.start}}
         return {}
 
-    @staticmethod
-    def _existence_only(req: ByteRequest) -> bool:
-        return type(req) is Range and req.stop <= req.start
-
     def _get_sync(self, key: str, req: ByteRequest) -> tuple[Any, Any]:
         """One ``GET`` (a ``HEAD`` for an empty range): ``(bytes, metadata)``."""
         obs, store = self._obs, self._store
-        if self._existence_only(req):
+        if type(req) is Range and req.stop <= req.start:  # an empty range: only whether it exists
             return b"", obs.head(store, key)
         try:
             got = obs.get(store, key, options=self._options(req))
