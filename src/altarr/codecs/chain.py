@@ -23,16 +23,12 @@ DERIVED_ENTRIES = 32
 _T = TypeVar("_T")
 
 
-def _accepts(fn: Callable[..., Any], param: str) -> bool:
-    return param in _parameters(getattr(fn, "__func__", fn))
-
-
 @functools.lru_cache(maxsize=512)
-def _parameters(fn: Callable[..., Any]) -> frozenset[str]:
-    """The parameter names of ``fn`` (a plain function: the same for every codec object of its class),
-    computed once per function rather than on every dataset open."""
+def _decode_parameters(codec: type[ArrayBytesCodec] | type[BytesBytesCodec]) -> frozenset[str]:
+    """The parameter names of the ``decode`` of codecs of class ``codec`` (``out``, ``fill_value``),
+    computed once per class rather than on every dataset open."""
     try:
-        return frozenset(inspect.signature(fn).parameters)
+        return frozenset(inspect.signature(codec.decode).parameters)
     except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
         return frozenset()
 
@@ -98,9 +94,9 @@ class CodecChain:
         self.array_bytes: ArrayBytesCodec = ab[0]
         self.bytes_bytes: tuple[BytesBytesCodec, ...] = tuple(bb)
         self._fast = not aa and not bb
-        self._ab_out = _accepts(self.array_bytes.decode, "out")
-        self._ab_fill = _accepts(self.array_bytes.decode, "fill_value")
-        self._bb0_out = bool(bb) and _accepts(bb[0].decode, "out")
+        self._ab_out = "out" in _decode_parameters(type(self.array_bytes))
+        self._ab_fill = "fill_value" in _decode_parameters(type(self.array_bytes))
+        self._bb0_out = bool(bb) and "out" in _decode_parameters(type(bb[0]))
         #: What other layers derive from this chain and hashable inputs of their own, memoized by them
         #: under their own keys (see :meth:`derive`): a chain is never changed once made, and one chain
         #: serves every open of a memoized metadata parse (``altarr.formats.registry``).
