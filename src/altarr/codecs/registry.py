@@ -2,13 +2,6 @@
 default one for Zarr v3 names, ``"n5"`` for the N5 compressions), and :func:`codec_from_json` builds a
 codec from a Zarr v3 description (``{"name", "configuration"}`` or a bare name). A codec is never
 skipped: an unknown one raises :class:`~altarr.errors.UnknownCodecError`, ``must_understand`` or not.
-
-Example:
-    >>> from altarr.codecs import codec_from_json
-    >>> codec_from_json("crc32c").to_json()
-    {'name': 'crc32c'}
-    >>> codec_from_json({"name": "gzip", "configuration": {"level": 1}})
-    GzipCodec({'level': 1})
 """
 
 from __future__ import annotations

@@ -4,11 +4,6 @@ The engine (``altarr.dataset``) is format-blind. A format module (``zarr3``, ``z
 metadata documents to a :class:`DatasetSpec` in NumPy (C) order and back, names its metadata key (as the
 Java N5 library's ``getAttributesKey`` does for n5-zarr), and maps a stored object's grid position to
 its key. Formats read and write metadata through the store they are given; they never touch chunk data.
-
-Example:
-    >>> from altarr.formats import get_format
-    >>> get_format("zarr3").metadata_key
-    'zarr.json'
 """
 
 from __future__ import annotations
