@@ -26,7 +26,6 @@ from ._common import (
     check_option,
     check_shape,
     dump_json,
-    fetch_documents,
     join_key,
     nest_in_shards,
     normalize_levels,
@@ -345,12 +344,17 @@ class N5Format(Format):
         doc["codecs"] = codecs
         return doc
 
-    def _ensure_root(self, store: Store, root: dict[str, Any] | None) -> None:
-        """Record the container version at the root when it is missing (refusing newer containers)."""
+    def _rooted(self, store: Store, prefix: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` as it is written at ``prefix``: at the container root with the ``"n5"`` version, below
+        it as it is, the root's version recorded first when it is missing (a newer container refused)."""
+        _, root = self._batch(store, prefix)
         check_version(root, key=ATTRIBUTES_KEY)
+        if not prefix:
+            return {VERSION_KEY: N5_VERSION, **doc}
         if root is None or VERSION_KEY not in root:
-            doc = {VERSION_KEY: N5_VERSION, **(root or {})}
-            store.set(ATTRIBUTES_KEY, dump_json(doc, key=ATTRIBUTES_KEY, compact=True))
+            root_doc = {VERSION_KEY: N5_VERSION, **(root or {})}
+            store.set(ATTRIBUTES_KEY, dump_json(root_doc, key=ATTRIBUTES_KEY, compact=True))
+        return doc
 
     def _write_array(self, store: Store, prefix: str, key: str, new: NewArray) -> DatasetSpec:
         """Write ``attributes.json`` for a new dataset (and the root version if missing); shapes in NumPy
@@ -362,13 +366,7 @@ class N5Format(Format):
             raise UnsupportedError("N5 has no dimension names", key=key)
         doc = self.array_attributes(new, key=key)
         user = self._check_user_attributes(new.attributes, key, root=not prefix)
-        node, root = self._batch(store, prefix)
-        if prefix:
-            self._ensure_root(store, root)
-            full = {**doc, **user}
-        else:
-            check_version(root, key=ATTRIBUTES_KEY)
-            full = {VERSION_KEY: N5_VERSION, **doc, **user}
+        full = self._rooted(store, prefix, {**doc, **user})
         spec = parse_n5_attributes(full, key=key, root=not prefix)
         store.set(key, dump_json(full, key=key, compact=True))
         return spec
@@ -425,14 +423,7 @@ class N5Format(Format):
     def create_group(self, store: Store, prefix: str, attributes: dict[str, Any] | None = None) -> None:
         key = join_key(prefix, ATTRIBUTES_KEY)
         user = self._check_user_attributes(attributes, key, root=not prefix, group=True)
-        if not prefix:
-            existing = fetch_documents(store, "", [ATTRIBUTES_KEY])[ATTRIBUTES_KEY]
-            check_version(None if existing is None else parse_json(existing, key), key=key)
-            store.set(key, dump_json({VERSION_KEY: N5_VERSION, **user}, key=key, compact=True))
-            return
-        _, root = self._batch(store, prefix)
-        self._ensure_root(store, root)
-        store.set(key, dump_json(user, key=key, compact=True))
+        store.set(key, dump_json(self._rooted(store, prefix, user), key=key, compact=True))
 
 
 register_format(N5Format())
