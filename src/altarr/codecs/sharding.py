@@ -107,7 +107,6 @@ class ShardingCodec(ArrayBytesCodec):
                 "the shard index must have a fixed size (use e.g. bytes + crc32c, no compression)",
                 codec=bad.name,
             )
-        self._cps_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._index_nbytes_cache: dict[tuple[int, ...], int] = {}
 
     # --- JSON ------------------------------------------------------------------------------------------
@@ -133,9 +132,6 @@ class ShardingCodec(ArrayBytesCodec):
         (2, 2)
         """
         key = tuple(int(s) for s in shard_shape)
-        cps = self._cps_cache.get(key)
-        if cps is not None:
-            return cps
         if len(key) != len(self.chunk_shape) or any(
             s <= 0 or s % c for s, c in zip(key, self.chunk_shape, strict=False)
         ):
@@ -144,9 +140,7 @@ class ShardingCodec(ArrayBytesCodec):
                 f"{key} exactly (same number of dimensions, each a whole multiple)",
                 codec=self.name,
             )
-        cps = tuple(s // c for s, c in zip(key, self.chunk_shape, strict=True))
-        self._cps_cache[key] = cps
-        return cps
+        return tuple(s // c for s, c in zip(key, self.chunk_shape, strict=True))
 
     def validate(self, shape: tuple[int, ...], dtype: Any = None) -> None:
         """Check a shard shape (and dtype when given) against this codec and its inner chains."""
