@@ -46,16 +46,10 @@ def _lock_for(namespace: Hashable, key: str) -> threading.Lock:
 @contextmanager
 def shard_locks(namespace: Hashable, keys: Iterable[str]) -> Iterator[None]:
     """Hold the locks of ``keys`` (in sorted order) within ``namespace`` (one store's identity)."""
-    held = [_lock_for(namespace, k) for k in sorted(set(keys))]
-    acquired: list[threading.Lock] = []
-    try:
-        for lock in held:
-            lock.acquire()
-            acquired.append(lock)
+    with contextlib.ExitStack() as held:  # released in reverse order, also when one cannot be taken
+        for k in sorted(set(keys)):
+            held.enter_context(_lock_for(namespace, k))
         yield
-    finally:
-        for lock in reversed(acquired):
-            lock.release()
 
 
 def conflict_backoff(attempt: int) -> None:
