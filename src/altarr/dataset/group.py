@@ -27,7 +27,7 @@ from .consolidated import refresh_consolidated
 from .dataset import Dataset
 from .members import Info, StoredNode
 
-__all__ = ["Group", "Tree", "create_dataset", "node_exists", "open_any", "store_at"]
+__all__ = ["Group", "Tree", "create_dataset", "node_exists", "store_at"]
 
 
 def node_exists(store: Store, prefix: str) -> bool:
@@ -46,11 +46,6 @@ def _node_object(
         assert node.spec is not None  # an array's node carries its metadata
         return Dataset(store, prefix, node.spec, node.format, mode=mode)
     return Group(store, prefix, node.format, mode=mode, consolidated=consolidated)
-
-
-def open_any(store: Store, prefix: str, mode: str) -> Dataset | Group:
-    """Open whatever node is at ``prefix``, in its own format (a child's may differ from its parent's)."""
-    return _node_object(store, prefix, open_node(store, prefix), mode)
 
 
 def store_at(path_or_url: str | Store, mode: str, path: str, storage_options: dict) -> tuple[Store, str]:
@@ -175,7 +170,8 @@ class Group(StoredNode):
         if node is not None:
             return node
         try:
-            return open_any(self.store, self._child(name), self.mode)
+            path = self._child(name)  # the child in its own format (it may differ from this group's)
+            return _node_object(self.store, path, open_node(self.store, path), self.mode)
         except NodeNotFoundError as e:
             raise ChildNotFoundError(f"no array or group {name!r} in this group", key=e.key) from e
 
