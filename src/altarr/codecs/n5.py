@@ -139,11 +139,11 @@ class N5BlockCodec(ArrayBytesCodec):
             )
         return payload
 
-    def _decompress(self, payload: BytesLike, max_size: int, direct: bool = False) -> BytesLike:
+    def _decompress(self, payload: BytesLike, max_size: int) -> BytesLike:
         """Undo the data codecs, the innermost one producing at most ``max_size`` bytes (each outer one a
-        generous bound of its encoded size): a decompression bomb stops at the block's size. With
-        ``direct`` an innermost zstd or blosc compression decodes straight into a new buffer of
-        ``max_size`` bytes (the shared compressors' fast path); use the return value."""
+        generous bound of its encoded size): a decompression bomb stops at the block's size. An innermost
+        zstd or blosc compression decodes straight into a new buffer of ``max_size`` bytes (the shared
+        compressors' fast path)."""
         if not self.data_codecs:
             return payload
         limits = [max_size]
@@ -151,7 +151,7 @@ class N5BlockCodec(ArrayBytesCodec):
             limits.append(c.max_encoded_size(limits[-1]))
         innermost = self.data_codecs[0]
         for c, limit in zip(reversed(self.data_codecs), reversed(limits), strict=True):
-            if direct and c is innermost and isinstance(c, ZstdCompression | BloscCompression):
+            if c is innermost and isinstance(c, ZstdCompression | BloscCompression):
                 payload = c.decode_capped(payload, limit, np.empty(limit, dtype=np.uint8))
             else:
                 payload = c.decode_capped(payload, limit)
@@ -193,7 +193,7 @@ class N5BlockCodec(ArrayBytesCodec):
                 codec=self.name,
             )
         expected = count * dtype.itemsize
-        payload = self._decompress(view[hlen:], expected, direct=True)
+        payload = self._decompress(view[hlen:], expected)
         if nbytes_of(payload) != expected:
             raise CorruptChunkError(
                 f"N5 block payload has {nbytes_of(payload)} bytes after decompression, expected {expected} "

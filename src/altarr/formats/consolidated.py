@@ -86,20 +86,14 @@ def belongs(fmt: str, key: str, rel: str) -> bool:
     return key.startswith(rel + "/") or (fmt == "zarr3" and key == rel)
 
 
-def _order(fmt: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    if fmt == "zarr2":
-        return dict(sorted(metadata.items()))
-    # zarr-python's order: by depth, then by name
-    return dict(sorted(metadata.items(), key=lambda kv: (kv[0].count("/"), kv[0].casefold())))
-
-
 def holder_bytes(fmt: str, raw: Any, metadata: dict[str, Any], key: str) -> bytes:
     """The holder document ``key`` carrying ``metadata`` as its consolidated metadata: ``.zmetadata``
     indented by 4 as zarr-python 2 wrote it, or the group's ``zarr.json`` (its bytes ``raw``) with the
     rest kept as it is."""
-    ordered = _order(fmt, metadata)
     if fmt == "zarr2":
+        ordered = dict(sorted(metadata.items()))
         return dump_json({"zarr_consolidated_format": 1, "metadata": ordered}, key=key, indent=4)
+    ordered = dict(sorted(metadata.items(), key=lambda kv: (kv[0].count("/"), kv[0].casefold())))  # by depth
     holder = {} if raw is None else parse_json(raw, key)
     return dump_json({**holder, "consolidated_metadata": {**_empty_inline(), "metadata": ordered}}, key=key)
 
