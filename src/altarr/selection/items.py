@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,10 +25,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class DimSelection:
+class DimSelection(NamedTuple):
     """``n`` indices ``start, start+step, ...`` (``step > 0``) along one array dimension; ``reverse``: a
-    negative step (the result is flipped).
+    negative step (the result is flipped). A named tuple: one is made per dimension of every key.
     """
 
     start: int

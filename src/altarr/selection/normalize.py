@@ -82,34 +82,17 @@ def _as_tuple(key: Any) -> tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
 
-def _expand(
-    classified: list[tuple[str, Any]], ndim: int, form: str
-) -> tuple[list[tuple[str, Any, range, int]], bool]:
-    """``(kind, value, dims, item number)`` per item, the ellipsis expanded and trailing dimensions given
-    implicit slices; and whether there was an ellipsis."""
-    n_ell = sum(1 for k, _ in classified if k == "ellipsis")
-    if n_ell > 1:
+def _free_dims(classified: list[tuple[str, Any]], ndim: int, form: str) -> tuple[int, bool]:
+    """The dimensions left to the ellipsis (or to implicit trailing slices), and whether there is one."""
+    kinds = [k for k, _ in classified]
+    if kinds.count("ellipsis") > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
-    consumed = sum(_item_dims(form, k, v) for k, v in classified if k != "ellipsis")
-    if consumed > ndim:
+    used = sum(_item_dims(form, k, v) for k, v in classified if k != "ellipsis")
+    if used > ndim:
         raise SelectionError(
-            f"too many indices for array: array is {ndim}-dimensional, but {consumed} were indexed"
+            f"too many indices for array: array is {ndim}-dimensional, but {used} were indexed"
         )
-    entries: list[tuple[str, Any, range, int]] = []
-    d = 0
-    for item_no, (kind, val) in enumerate(classified):
-        if kind == "ellipsis":
-            for _ in range(ndim - consumed):
-                entries.append(("slice", slice(None), range(d, d + 1), item_no))
-                d += 1
-            continue
-        k = _item_dims(form, kind, val)
-        entries.append((kind, val, range(d, d + k), item_no))
-        d += k
-    while d < ndim:
-        entries.append(("slice", slice(None), range(d, d + 1), len(classified)))
-        d += 1
-    return entries, n_ell == 1
+    return ndim - used, "ellipsis" in kinds
 
 
 # --- the one entry point ---------------------------------------------------------------------------------
@@ -118,34 +101,43 @@ def normalize(key: Any, shape: Sequence[int], form: str = "numpy", *, resolve: b
     With ``resolve=False`` integer arrays are left unchecked (as NumPy's assignments check them after
     converting the values); :meth:`Selection.resolve` finishes the job.
     """
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(map(int, shape))
     if form == "flat":
         return _normalize_flat(key, shape)
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     raw = _as_tuple(key)
     classified = [_classify(k) for k in raw]
-    entries, had_ellipsis = _expand(classified, len(shape), form)
+    free, had_ellipsis = _free_dims(classified, len(shape), form)
+    if not had_ellipsis:  # implicit trailing slices: numbered one past the last item
+        classified.append(("ellipsis", None))
     items: list[Item] = []
-    for kind, val, ds, item_no in entries:
+    d = 0  # the next dimension
+    for item_no, (kind, val) in enumerate(classified):
         src = raw[item_no] if item_no < len(raw) else slice(None)
-        dims = tuple(ds)
-        if kind == "none":
+        if kind == "ellipsis":
+            for e in range(d, d + free):
+                items.append(Item("slice", (e,), DimSelection(0, 1, shape[e]), item_no, src))
+            d += free
+        elif kind == "none":
             items.append(Item("new", (), None, item_no, src))
         elif kind == "slice":
-            items.append(Item("slice", dims, DimSelection.of_slice(val, shape[ds[0]]), item_no, src))
+            items.append(Item("slice", (d,), DimSelection.of_slice(val, shape[d]), item_no, src))
+            d += 1
         elif kind == "int":
-            i = norm_int(val, shape[ds[0]], ds[0])
-            items.append(Item("int", dims, DimSelection(i, 1, 1), item_no, src))
+            items.append(Item("int", (d,), DimSelection(norm_int(val, shape[d], d), 1, 1), item_no, src))
+            d += 1
         elif kind == "bool0":
             items.append(Item("bool0", (), val, item_no, src))
         else:
             if kind == "boolarr" and form == "outer" and val.ndim != 1:
                 raise SelectionError("orthogonal boolean indices must be 1-dimensional")
+            dims = tuple(range(d, d + _item_dims(form, kind, val)))
             item = Item("mask" if kind == "boolarr" else "array", dims, val, item_no, src)
             # a mask's shape is checked at once even unresolved: NumPy checks it before an assignment's
             # values (``a[..., [False]] = 128`` into int8 of 0 columns: IndexError, not OverflowError)
             items.append(resolve_item(item, shape, form) if item.kind == "mask" else item)
+            d += len(dims)
     resolved = resolve and all(i.kind != "array" for i in items)  # nothing left to check: no resolve()
     sel = Selection(shape, form, tuple(items), had_ellipsis, resolved)
     return sel.resolve() if resolve else sel

@@ -46,7 +46,7 @@ class RegionPlan:
         self.shape = sel.result_shape
         self.work_shape = tuple(d.n for d in self.dims)
         self.per_dim = [plan_dim(d, int(c)) for d, c in zip(self.dims, chunks, strict=True)]
-        self.scalar = sel.scalar
+        self.scalar = not sel.ellipsis and not self.shape  # Selection.scalar, without a second result_shape
 
     def pieces(self) -> dict[tuple[int, ...], tuple[Piece, ...]]:
         """Every touched chunk (C order) with its piece along each dimension.
