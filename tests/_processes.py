@@ -33,5 +33,7 @@ def read_in_fork_and_spawn(store: Any, key: str, first_bytes: bytes) -> None:
             got = queue.get(timeout=120)
         finally:
             p.join(60)
+            if p.is_alive():  # a hung child must not outlive the test (it holds pytest's output pipe)
+                p.kill()
         assert p.exitcode == 0, got  # a child that failed says how (_read_in_child)
         assert expect in got if method == "fork" else got == expect

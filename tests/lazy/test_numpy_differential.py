@@ -186,15 +186,25 @@ def _reduce_check(data, chunks, name, kw, how="function", x=None) -> None:
         assert any(dof in m for _, m in got_warn), f"{what}: NumPy warned {exp_warn}, got {got_warn}"
 
 
+def _overflow_differs(name: str, values: np.ndarray) -> bool:
+    """Whether NumPy itself answers ``name`` of ``values`` two ways once a product overflows."""
+    return name in ("prod", "nanprod") and (values.dtype.kind == "c" or values.dtype == np.float16)
+
+
+def _past_the_root(values: np.ndarray) -> bool:
+    """Whether a finite part of ``values`` lies past the square root of its dtype's range (a product of
+    two can overflow)."""
+    parts = np.abs(np.concatenate([np.real(values).ravel(), np.imag(values).ravel()]))
+    return bool(np.any(parts[np.isfinite(parts)] > np.sqrt(np.finfo(values.dtype).max)))
+
+
 def _reductions(data) -> None:
     note(f"ALTARR_FUZZ_SEED={SEED}")
     arr, chunks = data.draw(arrays(extremes=False))
     name, kw, how = data.draw(reduction_calls(arr))
     # the dtype's extremes where the order is kept; not complex or float16 products, whose overflow NumPy
     # itself answers two ways (docs/lazy-arrays.md, "Differences from NumPy": ... products that overflow)
-    overflow_differs = arr.dtype.kind == "c" or arr.dtype == np.float16
-    overflow_differs = overflow_differs and name in ("prod", "nanprod")
-    if name in ORDER_FREE and not overflow_differs and data.draw(st.booleans()):
+    if name in ORDER_FREE and not _overflow_differs(name, arr) and data.draw(st.booleans()):
         arr = make_values(arr.dtype, arr.shape, data.draw(st.integers(0, 2**32 - 1)), extremes=True)
     source = data.draw(st.sampled_from(["fetch", "fetch", "fetch", *FORMATS]))
     try:
@@ -267,6 +277,10 @@ def _chain_end(data, ref, x, done) -> None:
     end = data.draw(st.sampled_from(["reduce", "reduce", "read", "compare", "convert"]))
     if end == "reduce":
         name, kw, how = data.draw(reduction_calls(ref))
+        # a chain can make the extremes _reductions leaves out of these products (nan_to_num: inf -> max),
+        # where NumPy answers two ways (seed 1085422169: its 2-D product nan+nanj, its 1-D product of the
+        # same values in the same order -0j, altarr's)
+        assume(not (_overflow_differs(name, ref) and _past_the_root(ref)))
         expected, _ = run(lambda: reduce_call(ref, name, kw, how))
         with aa.set_options(max_materialize=0, batch_chunks=2):
             got, _ = run(lambda: reduce_call(x, name, kw, how))
