@@ -7,13 +7,16 @@ cached from one read, and the others are read again together with the rest of th
 
 from __future__ import annotations
 
+import os
+
+import fsspec
 import numpy as np
 import pytest
 
 import altarr as aa
 from altarr.errors import CodecError
 from altarr.lazy import fetching
-from altarr.stores import MemoryStore
+from altarr.stores import FsspecStore, MemoryStore
 from altarr.stores.base import Fetched
 
 
@@ -215,3 +218,56 @@ def test_a_damaged_shard_still_raises_after_one_more_read():
         x[0:2, 0:2]
     assert e.value.key == key
     assert store.batches == [[key]] * 4 and store.stats.size_queries == 2
+
+
+class _OneClockTick(FsspecStore):
+    """fsspec on local files (reads report no versions) that replaces the shard file ``path`` after read
+    batches by the next of ``versions`` (``None``: no replacement), each with the mtime of the first: the
+    versions a fast writer makes within one tick of the file system's clock (seen in the soak)."""
+
+    path = ""
+    versions: list = []
+
+    def _fetch(self, merged, versioned):
+        got = super()._fetch(merged, versioned)
+        data = self.versions.pop(0) if self.versions else None
+        if data is not None:
+            mtime = os.stat(self.path).st_mtime_ns
+            with open(self.path + ".new", "wb") as f:
+                f.write(data)
+            os.utime(self.path + ".new", ns=(mtime, mtime))
+            os.replace(self.path + ".new", self.path)
+        return got
+
+
+def test_a_shard_replaced_twice_within_one_clock_tick_is_read_again(tmp_path):
+    """A shard replaced between its index and its chunks in two attempts in a row, both new versions
+    written within one clock tick (one mtime): the second failure is no evidence of damage (the file's
+    token moved: another inode, another size), so the read goes on and gives the last version. De88c0c's
+    token was the mtime alone and reported the shard corrupt (the CI soak's "1 corrupt")."""
+    values = [1, np.random.default_rng(1).integers(1, 1 << 30, (4, 8)).astype("i4"), 3]
+    shards = []
+    for i, v in enumerate(values):
+        ds = aa.create_dataset(
+            str(tmp_path / f"v{i}"), shape=(4, 8), dtype="i4", chunks=(2, 2), shards=(4, 8)
+        )
+        ds[...] = v
+        shards.append((tmp_path / f"v{i}" / ds.chunk_key((0, 0))).read_bytes())
+    store = _OneClockTick(fsspec.filesystem("file"), str(tmp_path / "v0"), read_only=True)
+    store.path = str(tmp_path / "v0" / ds.chunk_key((0, 0)))
+    x = aa.open(store)
+    # attempt 1: index of v0, then the chunks of v1; attempt 2: index of v1, then the chunks of v2
+    store.versions = [shards[1], None, shards[2]]
+    assert np.asarray(x[0:2, 0:4]).tolist() == [[3] * 4] * 2
+    assert store.stats.size_queries == 2  # one stat after each failure
+
+
+def test_fsspec_tokens_of_local_files_differ_within_one_clock_tick(tmp_path):
+    """Two versions of a local file of one size and one mtime read through fsspec have two tokens."""
+    store = FsspecStore(fsspec.filesystem("file"), str(tmp_path))
+    tokens = []
+    for data in (b"abcd", b"wxyz"):
+        store.set("k", data)
+        os.utime(tmp_path / "k", ns=(10**18, 10**18))
+        tokens.append(store.stat("k"))
+    assert tokens[0][0] == tokens[1][0] and tokens[0] != tokens[1]

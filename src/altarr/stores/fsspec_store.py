@@ -30,17 +30,11 @@ if TYPE_CHECKING:
 __all__ = ["FsspecStore", "RANGE_IGNORED_MARGIN"]
 
 #: Info fields that identify an object version, best first.
-_VERSION_FIELDS = (
-    "ETag",
-    "etag",
-    "generation",
-    "md5Hash",
-    "mtime",
-    "LastModified",
-    "last_modified",
-    "modified",
-    "created",
-)
+_VERSION_FIELDS = ("ETag", "etag", "generation", "md5Hash")
+#: Info fields that tell when an object was written, best first. A time names no version alone: two
+#: writes within one tick of the clock share it (local files: a few ms, seen under a fast writer), so the
+#: token joins it to the size and inode (a file replaced by rename has a new one: LocalStore's token).
+_TIME_FIELDS = ("mtime", "LastModified", "last_modified", "modified", "created")
 
 
 #: Protocols whose requests ask for the bytes as stored and inflate nothing (aiohttp inflates whole
@@ -318,7 +312,11 @@ class FsspecStore(Store):
         size = self._size_from_info(info, key)
         if size is None:
             return None
-        return size, next((_token(info[n]) for n in _VERSION_FIELDS if info.get(n) is not None), size)
+        version = next((info[n] for n in _VERSION_FIELDS if info.get(n) is not None), None)
+        if version is not None:
+            return size, _token(version)
+        written = next((_token(info[n]) for n in _TIME_FIELDS if info.get(n) is not None), None)
+        return size, f"{written}:{info.get('ino')}:{size}"
 
     # --- writes ---------------------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
