@@ -31,6 +31,11 @@ only): each version runs in its own worker process, a child that imports
 altarr from its tree and this script's code, and the two take turns repetition by repetition (in
 alternating order) against the same servers; the table gives each one's median, the requests and rounds
 the server saw, and the paired ratio of this tree to the other with its interval (:func:`paired_ratio`).
+``--tree TREE`` runs that checkout's altarr as "this tree" instead of the one beside this script.
+``--aa TREE2`` adds a third worker, a second checkout of the ``--against`` version, in the same turns
+(the three in every order in turn): its paired ratio to the other is the A/A, each line's own noise
+measured beside the A/B, and the table says whether the A/B ratio lies inside the A/A interval, below
+it or at most 1 ("meets"), or above both ("above").
 
 ``--no-etag``: the HTTP server sends no ``ETag`` (a plain static file server): each library's requests
 for the same reads, none sent twice.
@@ -44,6 +49,7 @@ Example:
     python benchmarks/bench_remote.py --latencies 0,5,20 --json remote.json
     python benchmarks/bench_remote.py --quick            # 64**3, latency 5 ms, one repeat
     python benchmarks/bench_remote.py --against ../baseline --latencies 20 --repeats 21
+    python benchmarks/bench_remote.py --against ../baseline --aa ../baseline2 --latencies 20 --repeats 24
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import os
 import platform
@@ -419,7 +426,12 @@ class Worker:
         cmd = [sys.executable, __file__, "--worker", kind, base, endpoint or "-", str(size), options]
         env = {**os.environ, "PYTHONPATH": str(src)}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.altarr = self._reply()["altarr"]  # where it imported altarr from: the tree's, checked
+        self.altarr = ""
+
+    def ready(self) -> Worker:
+        """Wait until the worker has started; it says where it imported altarr from (the tree's)."""
+        self.altarr = self._reply()["altarr"]
+        return self
 
     def _reply(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -486,55 +498,90 @@ def bench_against(
     args: argparse.Namespace,
 ) -> list[dict[str, Any]]:
     """Every scenario at every latency, this tree's altarr (``altarr``) and the other's
-    (``altarr@other``) in two workers taking turns repetition by repetition, the order swapped every
-    other repetition; each call checked on its warm-up (the workers make their own copy of ``data``)."""
-    here = Path(__file__).resolve().parents[1] / "src"
-    workers = [
-        Worker(name, src, kind, base, endpoint, geo.n, options)
-        for name, src, options in (
-            ("altarr", here, "{}"),
-            ("altarr@other", Path(args.against) / "src", args.other_options),
-        )
+    (``altarr@other``; with ``--aa`` also ``altarr@other2``) in workers taking turns repetition by
+    repetition, each repetition in the next of their orders (two workers: swapped every other one);
+    each call checked on its warm-up (the workers make their own copy of ``data``).
+
+    The repetitions of a scenario run in as many blocks as there are workers, each block with workers
+    started anew, in the order rotated by one: a worker process can be a few percent faster or slower
+    than another of the same tree for its whole life (HTTP scattered, c9fd1c8 against itself: the second
+    worker started 2.4-3.5 % slower than the third in three runs, either tree in either place), which
+    turns alone would not cancel."""
+    arms = [
+        ("altarr", Path(args.tree or Path(__file__).resolve().parents[1]) / "src", "{}"),
+        ("altarr@other", Path(args.against) / "src", args.other_options),
     ]
-    print(f"# {workers[0].altarr} against {workers[1].altarr}", file=sys.stderr)
+    if args.aa:
+        arms.append(("altarr@other2", Path(args.aa) / "src", args.other_options))
     rows = []
-    try:
-        for scen in args.scenarios:
-            if scen == "write_boxes" and kind != "s3":
-                continue
-            for lat in args.latencies:
-                log.latency = lat / 1000
-                res = {w.name: {"times": [], "requests": [], "rounds": []} for w in workers}
-                for w in workers:
-                    w.call(scen, check=True)
-                for rep in range(args.repeats):
-                    for w in workers if rep % 2 == 0 else workers[::-1]:
-                        log.reset()
-                        _record(res[w.name], w.call(scen), log)
-                rows += [_row(kind, lat, name, scen, r) for name, r in res.items()]
-    finally:
-        for w in workers:
-            w.close()
+    for scen in args.scenarios:
+        if scen == "write_boxes" and kind != "s3":
+            continue
+        for lat in args.latencies:
+            log.latency = lat / 1000
+            res = {name: {"times": [], "requests": [], "rounds": []} for name, _, _ in arms}
+            for b, reps in enumerate(np.array_split(np.arange(args.repeats), len(arms))):
+                started = [
+                    Worker(n, src, kind, base, endpoint, geo.n, o) for n, src, o in arms[b:] + arms[:b]
+                ]
+                try:
+                    workers = [w.ready() for w in started]
+                    print("# " + " against ".join(w.altarr for w in workers), file=sys.stderr)
+                    orders = list(itertools.permutations(sorted(workers, key=lambda w: w.name)))
+                    for w in workers:
+                        w.call(scen, check=True)
+                    for rep in reps:
+                        for w in orders[rep % len(orders)]:
+                            log.reset()
+                            _record(res[w.name], w.call(scen), log)
+                finally:
+                    for w in started:
+                        w.close()
+            rows += [_row(kind, lat, name, scen, r) for name, r in res.items()]
     return rows
 
 
 def table_against(rows: list[dict[str, Any]], kind: str, lat: float) -> str:
     """The :func:`bench_against` table: each version's median, requests and rounds, and this tree's time
-    over the other's (ratio of medians; paired, with its interval, from 5 repetitions on)."""
+    over the other's (ratio of medians; paired, with its interval, from 5 repetitions on); with
+    ``--aa``, the A/A (other2 / other, paired) and the verdict: "meets" when this / other is at most
+    the A/A interval's upper end (inside the noise or below it) or at most 1 (no slower)."""
     sel = [r for r in rows if r["server"] == kind and r["latency_ms"] == lat]
-    out = ["| scenario | altarr (this tree) | altarr (other) | this / other |", "|---|---|---|---|"]
+    aa = any(r["lib"] == "altarr@other2" for r in sel)
+    head = "| scenario | altarr (this tree) | altarr (other) | this / other |"
+    out = [head + (" A/A: other2 / other | verdict |" if aa else ""), "|---" * (4 + 2 * aa) + "|"]
     for s in [s for s in SCENARIOS if any(r["scenario"] == s for r in sel)]:
-        a, b = (
+        a, b, *c = (
             next(r for r in sel if r["scenario"] == s and r["lib"] == lib)
-            for lib in ("altarr", "altarr@other")
+            for lib in ("altarr", "altarr@other", "altarr@other2")[: 2 + aa]
         )
         ratio = f"{a['ms'] / b['ms']:.3f}"
+        cells = [f"{r['ms']:.1f} ms ({r['requests']} req, {r['rounds']} rd)" for r in (a, b)]
         if len(a["times_ms"]) >= 5:
             mid, lo, hi = paired_ratio(a["times_ms"], b["times_ms"])
             ratio += f"; paired {mid:.3f} [{lo:.3f}, {hi:.3f}]"
-        cells = [f"{r['ms']:.1f} ms ({r['requests']} req, {r['rounds']} rd)" for r in (a, b)]
+            if c:
+                mid2, lo2, hi2 = paired_ratio(c[0]["times_ms"], b["times_ms"])
+                ratio += (
+                    f" | {mid2:.3f} [{lo2:.3f}, {hi2:.3f}] | {'meets' if mid <= max(hi2, 1.0) else 'above'}"
+                )
         out.append(f"| {s} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(out)
+
+
+def print_pooled(paths: list[str]) -> None:
+    """The :func:`table_against` tables of several runs' rows taken as one run: each line's repetitions
+    one after the other, in the same order for every arm (so the pairs stay pairs)."""
+    pooled: dict[tuple, dict[str, Any]] = {}
+    for path in paths:
+        for r in json.loads(Path(path).read_text()):
+            key = (r["server"], r["latency_ms"], r["lib"], r["scenario"])
+            row = pooled.setdefault(key, {**r, "times_ms": []})
+            row["times_ms"] = row["times_ms"] + r["times_ms"]
+    rows = [{**r, "ms": statistics.median(r["times_ms"])} for r in pooled.values()]
+    for kind, lat in dict.fromkeys((r["server"], r["latency_ms"]) for r in rows):
+        print(f"\n### {kind}, {lat:g} ms per request, {len(paths)} runs pooled\n")
+        print(table_against(rows, kind, lat))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -548,14 +595,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="64**3, 5 ms, one repeat")
     p.add_argument("--json", help="write every row here")
     p.add_argument("--against", help="another altarr tree (a checkout, kernel built): this one against it")
+    p.add_argument("--tree", help="with --against: this arm's altarr from that checkout, not this one")
+    p.add_argument("--aa", help="with --against: a second checkout of that version, a third arm (A/A)")
     p.add_argument(
         "--other-options",
         default="{}",
         help='JSON: more open_dataset options of the other tree ("--against")',
     )
     p.add_argument("--no-etag", action="store_true", help="the HTTP server sends no ETag (a plain one)")
+    p.add_argument("--pool", help="JSON files of --against runs (comma-separated): their tables, pooled")
     p.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.pool:
+        print_pooled(args.pool.split(","))
+        return 0
     if args.worker:
         kind, base, endpoint, size, options = args.worker
         worker_main(kind, base, endpoint, int(size), options)

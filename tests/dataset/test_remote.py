@@ -507,6 +507,35 @@ def test_bench_remote_paired_ratio_cancels_a_drift_of_the_machine():
     assert line.endswith(f"| 1.80; paired {mid:.3f} [{lo:.3f}, {hi:.3f}] |")  # to the best peer
 
 
+def test_bench_remote_aa_verdict(tmp_path, capsys):
+    """With a third arm (``--aa``, a second checkout of the other version) the A/B table gives each
+    line's A/A (other2 / other, paired) and says "meets" when this / other is at most the A/A
+    interval's upper end or at most 1, "above" when it is past both; ``--pool`` reads runs as one."""
+    import json
+
+    import bench_remote as bench
+
+    other = [10.0, 11.0, 12.0, 10.5, 11.5, 10.2, 11.8]
+    other2 = [t * f for t, f in zip(other, (1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99), strict=True)]
+    rows = [
+        {"server": "http", "latency_ms": 20.0, "lib": lib, "scenario": scen, "ms": statistics.median(t),
+         "requests": 3, "rounds": 3, "times_ms": t}
+        for scen, k in (("open_chunk", 1.005), ("slab", 0.999), ("whole", 1.05))
+        for lib, t in (("altarr", [k * v for v in other]), ("altarr@other", other), ("altarr@other2", other2))
+    ]  # fmt: skip
+    lines = bench.table_against(rows, "http", 20.0).splitlines()
+    assert lines[0].endswith("| A/A: other2 / other | verdict |") and lines[1].count("|---") == 6
+    aa = "{:.3f} [{:.3f}, {:.3f}]".format(*bench.paired_ratio(other2, other))
+    assert lines[2].endswith(f"| {aa} | meets |") and lines[2].startswith("| open_chunk |")
+    assert lines[3].startswith("| slab |") and lines[3].endswith(f"| {aa} | meets |")  # below 1
+    assert lines[4].endswith(f"| {aa} | above |") and "paired 1.050 [1.050, 1.050]" in lines[4]
+    halves = [tmp_path / "a.json", tmp_path / "b.json"]  # --pool: two runs' rows read as one run
+    for path, cut in zip(halves, (slice(0, 3), slice(3, None)), strict=True):
+        path.write_text(json.dumps([{**r, "times_ms": r["times_ms"][cut]} for r in rows]))
+    bench.print_pooled([str(p) for p in halves])
+    assert capsys.readouterr().out.strip().splitlines()[2:] == lines
+
+
 def test_bench_clients_smoke():
     """A tiny run of the client comparison over HTTP (its S3 half compares with s3fs, which the test
     environment does not hold): it finishes and prints the table with both clients' cells."""
