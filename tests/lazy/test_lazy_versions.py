@@ -15,7 +15,7 @@ import pytest
 
 import altarr as aa
 from altarr.errors import CodecError
-from altarr.lazy import fetching
+from altarr.lazy import fetching, sources
 from altarr.stores import FsspecStore, MemoryStore
 from altarr.stores.base import Fetched
 
@@ -208,7 +208,7 @@ def test_a_shard_replaced_between_its_index_and_its_chunks_is_read_again(guard, 
 
 def test_a_damaged_shard_still_raises_after_one_more_read():
     """A shard that fails to decode again at the version it had after the failure is damaged: its error
-    is raised after one more read (and two stat calls), not after DECODE_ATTEMPTS of them."""
+    is raised after one more read (and two stat calls), not after DECODE_RETRY_SECONDS."""
     store, key, data = _shard(1)
     damaged = bytearray(data)
     damaged[:16] = bytes(16)  # the first chunk's bytes
@@ -240,12 +240,8 @@ class _OneClockTick(FsspecStore):
         return got
 
 
-def test_a_shard_replaced_twice_within_one_clock_tick_is_read_again(tmp_path):
-    """A shard replaced between its index and its chunks in two attempts in a row, both new versions
-    written within one clock tick (one mtime): the second failure is no evidence of damage (the file's
-    token moved: another inode, another size), so the read goes on and gives the last version. De88c0c's
-    token was the mtime alone and reported the shard corrupt (the CI soak's "1 corrupt")."""
-    values = [1, np.random.default_rng(1).integers(1, 1 << 30, (4, 8)).astype("i4"), 3]
+def _versions(tmp_path, values):
+    """The bytes of the one shard of a ``(4, 8)`` array holding each of ``values``, and its key."""
     shards = []
     for i, v in enumerate(values):
         ds = aa.create_dataset(
@@ -253,8 +249,18 @@ def test_a_shard_replaced_twice_within_one_clock_tick_is_read_again(tmp_path):
         )
         ds[...] = v
         shards.append((tmp_path / f"v{i}" / ds.chunk_key((0, 0))).read_bytes())
+    return shards, ds.chunk_key((0, 0))
+
+
+def test_a_shard_replaced_twice_within_one_clock_tick_is_read_again(tmp_path):
+    """A shard replaced between its index and its chunks in two attempts in a row, both new versions
+    written within one clock tick (one mtime): the second failure is no evidence of damage (the file's
+    token moved: another inode, another size), so the read goes on and gives the last version. De88c0c's
+    token was the mtime alone and reported the shard corrupt (one way to the soak's "1 corrupt")."""
+    noise = np.random.default_rng(1).integers(1, 1 << 30, (4, 8)).astype("i4")
+    shards, key = _versions(tmp_path, [1, noise, 3])
     store = _OneClockTick(fsspec.filesystem("file"), str(tmp_path / "v0"), read_only=True)
-    store.path = str(tmp_path / "v0" / ds.chunk_key((0, 0)))
+    store.path = str(tmp_path / "v0" / key)
     x = aa.open(store)
     # attempt 1: index of v0, then the chunks of v1; attempt 2: index of v1, then the chunks of v2
     store.versions = [shards[1], None, shards[2]]
@@ -271,3 +277,26 @@ def test_fsspec_tokens_of_local_files_differ_within_one_clock_tick(tmp_path):
         os.utime(tmp_path / "k", ns=(10**18, 10**18))
         tokens.append(store.stat("k"))
     assert tokens[0][0] == tokens[1][0] and tokens[0] != tokens[1]
+
+
+@pytest.mark.parametrize("bound", ["reads again", "gives up"])
+def test_a_shard_replaced_during_four_reads_in_a_row_is_read_again(tmp_path, monkeypatch, bound):
+    """A shard replaced between its index and its chunks in four attempts in a row, at a new version each
+    time: no evidence of damage, so the read goes on (62d6fa8 gave up after 4 reads and raised the
+    CorruptChunkError; the soak under load met it once in ~20 runs). Only a shard replaced during every
+    read for DECODE_RETRY_SECONDS fails, its error noting so."""
+    noise = np.random.default_rng(1).integers(1, 1 << 30, (4, 8)).astype("i4")
+    shards, key = _versions(tmp_path, [1, noise, 3, noise + 1, 5])
+    store = _OneClockTick(fsspec.filesystem("file"), str(tmp_path / "v0"), read_only=True)
+    store.path = str(tmp_path / "v0" / key)
+    x = aa.open(store)
+    if bound == "gives up":
+        monkeypatch.setattr(sources, "DECODE_RETRY_SECONDS", 0.2)
+        store.versions = [shards[1], None, shards[2], None] * 5000  # replaced during every read
+        with pytest.raises(CodecError) as e:
+            x[0:2, 0:4]
+        assert "changed during every read for 0.2 s" in e.value.__notes__[0]
+        return
+    store.versions = [shards[1], None, shards[2], None, shards[3], None, shards[4]]
+    assert np.asarray(x[0:2, 0:4]).tolist() == [[5] * 4] * 2
+    assert store.stats.size_queries == 4  # one stat after each failure

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -23,13 +24,14 @@ __all__ = [
     "open",
     "zarr_v2",
     "example_zarr",
-    "DECODE_ATTEMPTS",
+    "DECODE_RETRY_SECONDS",
 ]
 
 _T = TypeVar("_T")
 
-#: Reads of chunks that fail to decode while their shard's version moves (docs/engine.md).
-DECODE_ATTEMPTS = 4
+#: How long chunks that fail to decode are read again while their shard's version moves (docs/engine.md):
+#: a time, not a count, as a loaded machine widens every read's window for a writer.
+DECODE_RETRY_SECONDS = 10.0
 
 
 def _scalar(v: Any) -> Any:
@@ -222,20 +224,22 @@ class DatasetFetch:
             return read()
         store = self.dataset().store
         seen: dict[str, Any] = {}  # the version of each failing shard after its failure
-        attempt = 1
+        end = time.monotonic() + DECODE_RETRY_SECONDS
         while True:
             try:
                 return read()
             except CodecError as e:
                 key = e.key
-                if key is None or attempt >= DECODE_ATTEMPTS:
+                if key is None:
+                    raise
+                if time.monotonic() > end:
+                    e.add_note(f"altarr: its shard changed during every read for {DECODE_RETRY_SECONDS} s")
                     raise
                 st = store.stat(key)
                 now = None if st is None else st[1]
                 if key in seen and seen[key] == now:
                     raise  # failed again at the same version: the shard is damaged
                 seen[key] = now
-                attempt += 1
 
     def _read(self, chunks: np.ndarray, versions: dict[str, Any] | None) -> list[np.ndarray]:
         ds = self.dataset()
