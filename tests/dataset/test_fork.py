@@ -6,9 +6,11 @@ runtime does not survive fork, is refused there with a ``StoreError`` (never a h
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -138,3 +140,25 @@ def test_forking_while_a_parent_thread_reads_leaves_the_child_working(tmp_path):
             np.testing.assert_array_equal(out[1], data)
             np.testing.assert_array_equal(out[2][8:40, 0:24], _values((32, 24), 2))
             assert out[3]
+
+
+def _report_clients(queue: Any) -> None:
+    gc.collect()
+    queue.put([ref() is not None for ref in _INHERITED["refs"]])
+
+
+def test_a_forked_child_destroys_none_of_its_parents_obstore_clients():
+    """The child never uses the parent's obstore clients (it refuses obstore), and must not destroy them
+    either: that runs obstore's Rust destructors in a process where the runtime's threads are gone."""
+    stores = [ObstoreStore(f"http://127.0.0.1:9/fork-{i}") for i in range(3)]  # no request is sent
+    refs = [weakref.ref(s._store) for s in stores]
+    del stores  # now only the shared cache holds the clients
+    _INHERITED.update(refs=refs)
+    try:
+        child = _FORK.Process(target=_report_clients, args=(queue := _FORK.Queue(),))
+        child.start()
+        alive = queue.get(timeout=60)
+    finally:
+        child.join(timeout=10)
+        _INHERITED.clear()
+    assert alive == [True] * len(refs)

@@ -46,10 +46,10 @@ _lock = threading.Lock()  # guards _clients
 
 @after_fork_in_child
 def _after_fork() -> None:
-    """The child keeps none of the parent's clients, and refuses obstore when the parent used it."""
+    """The child refuses obstore when the parent used it, and keeps the parent's clients, unused: freeing
+    one there would run obstore's Rust destructors with the runtime's threads gone."""
     global _forked_after_use, _lock
     _forked_after_use = _forked_after_use or _used
-    _clients.clear()
     _lock = threading.Lock()
 
 
