@@ -24,13 +24,16 @@ __all__ = [
     "open",
     "zarr_v2",
     "example_zarr",
+    "DECODE_ATTEMPTS",
     "DECODE_RETRY_SECONDS",
 ]
 
 _T = TypeVar("_T")
 
-#: How long chunks that fail to decode are read again while their shard's version moves (docs/engine.md):
-#: a time, not a count, as a loaded machine widens every read's window for a writer.
+#: Chunks that fail to decode while their shard's version moves are read again until both these many reads
+#: and seconds have passed (docs/engine.md): a count alone is outrun by a writer on a loaded machine (each
+#: read leaves it a wider window), a time alone by a slow read.
+DECODE_ATTEMPTS = 4
 DECODE_RETRY_SECONDS = 10.0
 
 
@@ -224,7 +227,7 @@ class DatasetFetch:
             return read()
         store = self.dataset().store
         seen: dict[str, Any] = {}  # the version of each failing shard after its failure
-        end = time.monotonic() + DECODE_RETRY_SECONDS
+        attempt, end = 1, time.monotonic() + DECODE_RETRY_SECONDS
         while True:
             try:
                 return read()
@@ -232,14 +235,15 @@ class DatasetFetch:
                 key = e.key
                 if key is None:
                     raise
-                if time.monotonic() > end:
-                    e.add_note(f"altarr: its shard changed during every read for {DECODE_RETRY_SECONDS} s")
+                if attempt >= DECODE_ATTEMPTS and time.monotonic() > end:
+                    e.add_note(f"altarr: read {attempt} times while its shard kept changing")
                     raise
                 st = store.stat(key)
                 now = None if st is None else st[1]
                 if key in seen and seen[key] == now:
                     raise  # failed again at the same version: the shard is damaged
                 seen[key] = now
+                attempt += 1
 
     def _read(self, chunks: np.ndarray, versions: dict[str, Any] | None) -> list[np.ndarray]:
         ds = self.dataset()
