@@ -197,9 +197,7 @@ class ZstdCodec(_NumcodecsCodec):
     def _compressor(self) -> Any:
         """This thread's python-zstandard compressor of this codec's frames (content size, checksum when
         asked), or ``None`` (a level it refuses: numcodecs then encodes)."""
-        comps = getattr(_zstd_local, "compressors", None)
-        if comps is None:
-            comps = _zstd_local.compressors = {}
+        comps = _zstd_local.__dict__.setdefault("compressors", {})  # this thread's
         comp = comps.get((self.level, self.checksum))
         if comp is None:
             try:

@@ -115,11 +115,10 @@ class LocalStore(OpensReaders, RootedPaths, Store):
         try:
             st = fstat_of(fd, key)
             require_file(st)
-        except OSError as e:
+        except BaseException as e:
             os.close(fd)
-            raise StoreError(oserror_message("opening", e), key=key) from e
-        except BaseException:
-            os.close(fd)
+            if isinstance(e, OSError):
+                raise StoreError(oserror_message("opening", e), key=key) from e
             raise
         return FileReader(fd, key, file_version(st), self.stats)
 
@@ -129,19 +128,22 @@ class LocalStore(OpensReaders, RootedPaths, Store):
     # --- reads ----------------------------------------------------------------------------------------
     def _fetch(self, merged: list[ReadRequest], versioned: bool) -> Fetched:
         """The requests in runs (a key's together) spread over the I/O threads, each run opening each of
-        its keys once; one request, or one thread, runs inline."""
+        its keys once; one request, or one thread, runs inline (the pool's runs and wait: ~8 us a call)."""
         n = len(merged)
         data: list[bytes | None] = [None] * n
         stats: list[os.stat_result | None] | None = [None] * n if versioned else None
-        step = -(-n // (1 if self.max_workers == 1 else min(n, 2 * self.max_workers)))
-        runs = [range(i, min(i + step, n)) for i in range(0, n, step)]
-        futures = [self._executor().submit(self._read_run, merged, run, data, stats) for run in runs[1:]]
-        try:
-            self._read_run(merged, runs[0], data, stats)
-        finally:
-            wait(futures)
-        for f in futures:
-            f.result()
+        if n == 1 or self.max_workers == 1:
+            self._read_run(merged, range(n), data, stats)
+        else:
+            step = -(-n // min(n, 2 * self.max_workers))
+            runs = [range(i, min(i + step, n)) for i in range(0, n, step)]
+            futures = [self._executor().submit(self._read_run, merged, run, data, stats) for run in runs[1:]]
+            try:
+                self._read_run(merged, runs[0], data, stats)
+            finally:
+                wait(futures)
+            for f in futures:
+                f.result()
         if stats is None:
             return Fetched(data)
         versions = [None if st is None else file_version(st) for st in stats]
