@@ -102,3 +102,34 @@ def test_an_interrupted_pyramid_resumes_and_bad_arguments_are_one_line(tmp_path,
     assert proc.returncode == 2 and "converting a pyramid keeps its levels" in proc.stderr
     proc = run_cli("pyramid", stack, out)
     assert proc.returncode == 1 and "already exists" in proc.stderr
+
+
+@pytest.mark.parametrize("layout", ["n5-viewer", "ome-zarr"])
+def test_info_reads_a_pyramids_metadata_once(layout):
+    """``altarr info`` (and ``tree``, ``show``, ``copy``: one helper) reads a pyramid's levels as one
+    ``open_multiscale`` does, beside listing the group's children: asking ``is_multiscale`` first read
+    an N5 pyramid's metadata twice (twice the requests on a remote store)."""
+    from altarr.cli.inspect import describe
+    from altarr.stores import MemoryStore
+
+    store = MemoryStore()
+    aa.build_pyramid(np.ones((64, 64), "u2"), store, chunks=(16, 16), levels=3, layout=layout)
+
+    def reads(fn) -> int:
+        group = aa.open_group(store)
+        store.stats.reset()
+        fn(group)
+        return store.stats.reads
+
+    children = reads(lambda group: [group[name] for name in group.keys()])
+    assert reads(describe) == children + reads(aa.open_multiscale)
+
+
+def test_copy_of_a_pyramid_says_it_copied_the_pyramid_and_its_levels(tmp_path):
+    src = tmp_path / "p.ome.zarr"
+    aa.build_pyramid(np.ones((64, 64), "u2"), str(src), chunks=(16, 16), levels=3)
+    proc = run_cli("copy", src, tmp_path / "p.n5", "--format", "n5", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"copied a ome-zarr pyramid of 3 levels to {tmp_path / 'p.n5'}: "), (
+        proc.stdout
+    )

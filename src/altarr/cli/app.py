@@ -86,9 +86,9 @@ def _open_node(path: str) -> Any:
 
 def _pyramid(group: Any) -> Any:
     """The pyramid a group holds, or ``None`` (also for a BigDataViewer container of several views)."""
-    from altarr.multiscale import is_multiscale, open_multiscale
+    from altarr.multiscale.read import multiscale_or_none
 
-    ms = open_multiscale(group) if is_multiscale(group) else None
+    ms = multiscale_or_none(group)
     return ms if ms is not None and ms.views == 1 else None
 
 

@@ -80,8 +80,11 @@ def copy(
     written = sum(r.written for r in arrays)
     skipped = sum(r.skipped for r in arrays)
     resumed = f", {skipped} already there" if skipped else ""
+    what = f"{len(arrays)} array(s)"
+    if pyramid is not None:
+        what = f"a {pyramid.layout} pyramid of {len(pyramid.levels)} levels"
     print(
-        f"copied {len(arrays)} array(s) to {destination}: {written} shard(s) written{resumed}, "
+        f"copied {what} to {destination}: {written} shard(s) written{resumed}, "
         f"{moved:,} value bytes in {seconds:.2f} s ({moved / max(seconds, 1e-9) / 1e6:.1f} MB/s)"
     )
 

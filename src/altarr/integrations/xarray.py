@@ -127,14 +127,15 @@ def open_altarr_dataset(
     (``recursive``: those of sub-groups too), or one ``level`` of an image pyramid."""
     import altarr as aa
     from altarr.copying import arrays_below, open_node
-    from altarr.multiscale import is_multiscale, open_multiscale
+    from altarr.multiscale.read import multiscale_or_none
 
     xr = _import_xarray()
     location = _join(str(location), (group or "").strip("/"))
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
     node = open_node(location, consolidated=consolidated, **(storage_options or {}))
-    if isinstance(node, aa.Group) and is_multiscale(node):
-        return pyramid_level_dataset(open_multiscale(node), level or 0, drop)
+    pyramid = multiscale_or_none(node) if isinstance(node, aa.Group) else None
+    if pyramid is not None:
+        return pyramid_level_dataset(pyramid, level or 0, drop)
     if level is not None:
         raise ValueError(f"level={level} applies to image pyramids; {location} is not one")
     if isinstance(node, aa.Dataset):

@@ -12,7 +12,7 @@ from .levels import Level, Multiscale
 from .n5 import read_n5
 from .ome import ome_version, parse_ome
 
-__all__ = ["open_multiscale", "is_multiscale"]
+__all__ = ["open_multiscale", "is_multiscale", "multiscale_or_none"]
 
 
 def _describe(group: Any, setup: int, timepoint: int, index: int) -> Multiscale:
@@ -53,7 +53,11 @@ def open_multiscale(
     group = (
         location if isinstance(location, aa.Group) else aa.open_group(location, path=path, **storage_options)
     )
-    desc = _describe(group, setup, timepoint, index)
+    return _opened(group, _describe(group, setup, timepoint, index))
+
+
+def _opened(group: Any, desc: Multiscale) -> Multiscale:
+    """The pyramid ``desc`` of ``group`` with its levels opened and checked."""
     levels: list[Level] = []
     for spec in desc.levels:
         try:
@@ -78,3 +82,13 @@ def is_multiscale(group: Any) -> bool:
     except AltarrError:
         return False
     return True
+
+
+def multiscale_or_none(group: Any) -> Multiscale | None:
+    """:func:`open_multiscale` of ``group`` where :func:`is_multiscale`, else ``None``: its metadata read
+    once, where the two calls read it twice."""
+    try:
+        desc = _describe(group, 0, 0, 0)
+    except AltarrError:
+        return None
+    return _opened(group, desc)
