@@ -75,20 +75,21 @@ def _opened(group: Any, desc: Multiscale) -> Multiscale:
     return replace(desc, levels=tuple(levels), group=group)
 
 
+def _described(group: Any) -> Multiscale | None:
+    """The first pyramid of ``group`` as its metadata describes it (levels not opened), or ``None``."""
+    try:
+        return _describe(group, 0, 0, 0)
+    except AltarrError:
+        return None
+
+
 def is_multiscale(group: Any) -> bool:
     """Whether ``group`` holds a pyramid :func:`open_multiscale` can open (metadata only)."""
-    try:
-        _describe(group, 0, 0, 0)
-    except AltarrError:
-        return False
-    return True
+    return _described(group) is not None
 
 
 def multiscale_or_none(group: Any) -> Multiscale | None:
     """:func:`open_multiscale` of ``group`` where :func:`is_multiscale`, else ``None``: its metadata read
     once, where the two calls read it twice."""
-    try:
-        desc = _describe(group, 0, 0, 0)
-    except AltarrError:
-        return None
-    return _opened(group, desc)
+    desc = _described(group)
+    return None if desc is None else _opened(group, desc)
