@@ -363,3 +363,22 @@ def test_var_and_std_overflow_as_numpys_sums_in_the_computing_dtype_do():
                 got = outcome(lambda f=f, d=data, c=c: f(L(d, (c,))))
                 assert type(got) is type(want) and got.dtype == want.dtype, (got, want)
                 np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{f.__name__} {data} chunks {c}")
+
+
+# --- soak seed 2469696439: an empty mask of another shape is an empty index, not a boolean assignment -------
+@pytest.mark.parametrize("fmt", ["zarr2", "zarr3"])
+def test_an_empty_mask_of_another_shape_assigns_as_an_index_array(fmt):
+    cases = [
+        ((1,), (np.zeros(0, bool),), [[0.0]]),  # the soak's case: NumPy broadcasts [[0]] to nothing
+        ((3,), np.zeros(0, bool), [[5.0]]),
+        ((2, 3), np.zeros((0, 3), bool), [[1.0]]),
+        ((3,), np.zeros(0, bool), [1.0, 2.0]),  # still a broadcast error
+        ((2, 3), np.zeros((2, 3), bool), [[1.0]]),  # of the array's shape: the boolean rule's error
+        ((2, 0), np.zeros((2, 0), bool), [[1.0]]),  # also when it selects nothing
+    ]
+    for shape, key, value in cases:
+        ref = np.arange(float(np.prod(shape))).reshape(shape)
+        ds = D(ref, tuple(max(1, n) for n in shape), fmt)
+        want = outcome(lambda k=key, v=value, r=ref: r.__setitem__(k, v))
+        same(outcome(lambda k=key, v=value, d=ds: d.__setitem__(k, v)), want)
+        np.testing.assert_array_equal(ds[...], ref)

@@ -123,14 +123,17 @@ class Selection:
 
     @property
     def lone_mask(self) -> bool:
-        """Whether the key is one boolean array over every dimension (``x[mask]``, ``x[True]`` of a 0-d
-        array; not ``x[..., mask]``): NumPy assigns to it by its boolean assignment rule."""
+        """Whether the key is one boolean array of the array's shape (``x[mask]``, ``x[True]`` of a 0-d
+        array; not ``x[..., mask]``): NumPy assigns to it by its boolean assignment rule. An empty mask of
+        another shape (``x[np.array([], bool)]`` of a 1-element ``x``) selects nothing as an index array
+        does, and takes the ordinary broadcast (``= [[0]]`` is allowed)."""
+        item = self.items[0] if len(self.items) == 1 else None
         return (
             self.form == "numpy"
             and not self.ellipsis
-            and len(self.items) == 1
-            and self.items[0].kind in ("mask", "bool0")
-            and self.items[0].dims == tuple(range(len(self.shape)))
+            and item is not None
+            and (item.kind == "bool0" or (item.kind == "mask" and np.shape(item.value) == self.shape))
+            and item.dims == tuple(range(len(self.shape)))
         )
 
     @property
