@@ -6,13 +6,15 @@ requests are validated, reads decoded on the pool and results returned in reques
 from __future__ import annotations
 
 import contextlib
+import functools
+import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from .._threads import pmap
-from ..errors import GridError
+from ..errors import CodecError, GridError
 from ..formats.base import DatasetSpec
 from . import kernel
 from .chunk_codec import ChunkCodec
@@ -26,7 +28,47 @@ if TYPE_CHECKING:
     from ..selection.regions import Geometry
     from ..stores.base import Store
 
-__all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge"]
+__all__ = ["ChunkRange", "DatasetAccess", "IndexCache", "Merge", "DECODE_ATTEMPTS", "DECODE_RETRY_SECONDS"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Where reads are not checked against one version of a shard, chunks that fail to decode while their
+#: shard's version moves are read again until both these many reads and seconds have passed: a count alone
+#: is outrun by a writer on a loaded machine (each read leaves it a wider window), a time alone by a slow read.
+DECODE_ATTEMPTS = 4
+DECODE_RETRY_SECONDS = 10.0
+
+
+def _retried(read: _F) -> _F:
+    """``read``, again after a decode failure while the failing shard's version (``store.stat``) moves,
+    where a call's reads are not checked against one version of each shard (reads that report none:
+    fsspec; or the index cache off): a shard replaced between the reads of its index and of its chunks
+    gives bytes the index does not describe. A failure again at the version after the last is damage."""
+
+    @functools.wraps(read)
+    def retried(self: DatasetAccess, *args: Any, **kwargs: Any) -> Any:
+        if self.store.reports_versions and self.index_cache.enabled:
+            return read(self, *args, **kwargs)
+        seen: dict[str, Any] = {}  # the version of each failing shard after its failure
+        attempt, end = 1, time.monotonic() + DECODE_RETRY_SECONDS
+        while True:
+            try:
+                return read(self, *args, **kwargs)
+            except CodecError as e:
+                if (key := e.key) is None:
+                    raise
+                if attempt >= DECODE_ATTEMPTS and time.monotonic() > end:
+                    e.add_note(f"altarr: read {attempt} times while its shard kept changing")
+                    raise
+                st = self.store.stat(key)
+                now = None if st is None else st[1]
+                if key in seen and seen[key] == now:
+                    raise  # failed again at the same version: the shard is damaged
+                seen[key] = now
+                self.index_cache.forget([key])
+                attempt += 1
+
+    return cast(_F, retried)
 
 
 class DatasetAccess:
@@ -68,6 +110,7 @@ class DatasetAccess:
         return wanted, list(dict.fromkeys(wanted))
 
     # --- reads -----------------------------------------------------------------------------------------
+    @_retried
     def read_chunks(
         self, coords: Sequence[Sequence[int]] | np.ndarray, *, versions: dict[str, Any] | None = None
     ) -> list[np.ndarray | None]:
@@ -111,6 +154,7 @@ class DatasetAccess:
 
         self.visit_distinct(list(rows), each_row, versions=versions)
 
+    @_retried
     def visit_distinct(
         self,
         chunks: list[Chunk],

@@ -7,15 +7,13 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ..dataset import Dataset, check_chunk_room, create_dataset, open_dataset
-from ..errors import CodecError, MetadataError
-from . import fetching
+from ..errors import MetadataError
 from .functions import altarr
 
 __all__ = [
@@ -24,17 +22,7 @@ __all__ = [
     "open",
     "zarr_v2",
     "example_zarr",
-    "DECODE_ATTEMPTS",
-    "DECODE_RETRY_SECONDS",
 ]
-
-_T = TypeVar("_T")
-
-#: Chunks that fail to decode while their shard's version moves are read again until both these many reads
-#: and seconds have passed (docs/engine.md): a count alone is outrun by a writer on a loaded machine (each
-#: read leaves it a wider window), a time alone by a slow read.
-DECODE_ATTEMPTS = 4
-DECODE_RETRY_SECONDS = 10.0
 
 
 def _scalar(v: Any) -> Any:
@@ -192,7 +180,7 @@ class DatasetFetch:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
-        self._retried(lambda: ds.visit_chunks(chunks, lambda i, a: fn(i, decoder(a))))
+        ds.visit_chunks(chunks, lambda i, a: fn(i, decoder(a)))
 
     # --- shard versions: the lazy cache never combines chunks of two versions of one shard -------------
     def chunk_groups(self, chunks: np.ndarray) -> list[str] | None:
@@ -214,38 +202,11 @@ class DatasetFetch:
 
     def fetch_versioned(self, chunks: np.ndarray) -> tuple[list[np.ndarray], dict[str, Any]]:
         """:meth:`__call__` and the version of every shard it read (``None`` where the store reports
-        none); a chunk that fails to decode is read again while its shard's version moves."""
+        none)."""
         versions: dict[str, Any] = {}
-        return self._retried(lambda: self._read(chunks, versions)), versions
+        return self(chunks, versions), versions
 
-    def __call__(self, chunks: np.ndarray) -> list[np.ndarray]:
-        return self._retried(lambda: self._read(chunks, None))
-
-    def _retried(self, read: Callable[[], _T]) -> _T:
-        """``read()``, again after a decode failure while the failing shard's version moves."""
-        if not fetching.SHARD_VERSION_GUARD:
-            return read()
-        store = self.dataset().store
-        seen: dict[str, Any] = {}  # the version of each failing shard after its failure
-        attempt, end = 1, time.monotonic() + DECODE_RETRY_SECONDS
-        while True:
-            try:
-                return read()
-            except CodecError as e:
-                key = e.key
-                if key is None:
-                    raise
-                if attempt >= DECODE_ATTEMPTS and time.monotonic() > end:
-                    e.add_note(f"altarr: read {attempt} times while its shard kept changing")
-                    raise
-                st = store.stat(key)
-                now = None if st is None else st[1]
-                if key in seen and seen[key] == now:
-                    raise  # failed again at the same version: the shard is damaged
-                seen[key] = now
-                attempt += 1
-
-    def _read(self, chunks: np.ndarray, versions: dict[str, Any] | None) -> list[np.ndarray]:
+    def __call__(self, chunks: np.ndarray, versions: dict[str, Any] | None = None) -> list[np.ndarray]:
         ds = self.dataset()
         decoder = self._decoder
         assert decoder is not None
