@@ -101,20 +101,22 @@ def set_threads(n: int | None) -> int:
 
 
 # --- the pools -----------------------------------------------------------------------------------------
-_pool_lock = threading.Lock()  # guards _worker and _io
-_worker: tuple[int, ThreadPoolExecutor] | None = None  # (size, the worker pool)
-_io: dict[int, ThreadPoolExecutor] = {}  # the I/O threads, by their limit
+_pool_lock = threading.Lock()  # guards _workers and _io
+#: The worker pools and the I/O threads, by size: a pool is never shut down (a thread may be about to
+#: submit to it), so each size in use keeps its own (a copy's ``workers`` beside the pool size in force).
+_workers: dict[int, ThreadPoolExecutor] = {}
+_io: dict[int, ThreadPoolExecutor] = {}
 _local = threading.local()
 
 
-def _pool(size: int) -> ThreadPoolExecutor:
-    global _worker
+def _pool(
+    size: int, pools: dict[int, ThreadPoolExecutor] = _workers, name: str = "altarr"
+) -> ThreadPoolExecutor:
     with _pool_lock:
-        if _worker is None or _worker[0] != size:
-            if _worker is not None:
-                _worker[1].shutdown(wait=False)  # its running tasks finish; new ones go to the new pool
-            _worker = (size, ThreadPoolExecutor(size, thread_name_prefix="altarr"))
-        return _worker[1]
+        pool = pools.get(size)
+        if pool is None:
+            pool = pools[size] = ThreadPoolExecutor(size, thread_name_prefix=name)
+        return pool
 
 
 def io_threads(limit: int) -> ThreadPoolExecutor:
@@ -124,11 +126,7 @@ def io_threads(limit: int) -> ThreadPoolExecutor:
     >>> io_threads(4).submit(sum, [1, 2]).result()
     3
     """
-    with _pool_lock:
-        pool = _io.get(limit)
-        if pool is None:
-            pool = _io[limit] = ThreadPoolExecutor(limit, thread_name_prefix="altarr-io")
-        return pool
+    return _pool(limit, _io, "altarr-io")
 
 
 _fork_hooks: list[Callable[[], None]] = []
@@ -142,8 +140,8 @@ def after_fork_in_child(hook: Callable[[], None]) -> Callable[[], None]:
 
 def _after_fork_in_child() -> None:
     """The fork rule: forget every pool and lock, then run the hooks."""
-    global _worker, _pool_lock, _lock
-    _worker = None
+    global _pool_lock, _lock
+    _workers.clear()
     _io.clear()
     _pool_lock = threading.Lock()
     _lock = threading.Lock()
@@ -193,14 +191,14 @@ def _runner(fn: Callable[[], object]) -> Callable[[], None]:
     return runner
 
 
-def pmap(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def pmap(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None) -> list[R]:
     """``[fn(x) for x in items]``, on the pool when there are two items or more: runners (the
-    calling thread one of them) pull items from one counter; inline inside a runner. Every item runs,
-    then the first failing item's exception propagates."""
+    calling thread one of them; ``workers`` of them, else the pool size in force) pull items from one
+    counter; inline inside a runner. Every item runs, then the first failing item's exception propagates."""
     n = len(items)
     if n < 2 or getattr(_local, "in_pool", False):
         return _inline(fn, items)  # whatever the pool size (not read: see _threads.reads)
-    workers = get_threads()
+    workers = workers or get_threads()
     if workers == 1:
         return _inline(fn, items)
     results: list[R] = [None] * n  # type: ignore[list-item]  # every slot is filled before it is returned

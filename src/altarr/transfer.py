@@ -409,7 +409,7 @@ def write_units(
     ``dst`` unit by unit, skipping the units in ``done``, keeping the resume journal (plus ``journal``'s
     arguments) until the end; the end of :func:`copy_array` and of each pyramid level.
     """
-    from ._threads import pmap, set_threads
+    from ._threads import pmap
 
     done = set(done or ())
     units = copy_units(dst)
@@ -434,15 +434,10 @@ def write_units(
             record([i], nbytes)
     else:
         workers = max(1, int(workers))
-        previous = set_threads(workers) if workers > 1 else None
-        try:
-            for w in range(0, len(todo), workers):
-                wave = todo[w : w + workers]
-                sizes = pmap(lambda item: copy_unit(src, dst, item[1]), wave)
-                record([i for i, _ in wave], sum(sizes))
-        finally:
-            if previous is not None:
-                set_threads(previous)
+        for w in range(0, len(todo), workers):  # on ``workers`` threads, the pool size in force left alone
+            wave = todo[w : w + workers]
+            sizes = pmap(lambda item: copy_unit(src, dst, item[1]), wave, workers)
+            record([i for i, _ in wave], sum(sizes))
     dst.store.delete(_journal_key(dst))
     return result
 

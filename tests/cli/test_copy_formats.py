@@ -250,6 +250,34 @@ def test_copy_group_checks_every_array_first_then_copies_with_progress_and_worke
     np.testing.assert_array_equal(again["two"][...], np.ones((3, 5, 7), "f4"))
 
 
+def test_a_copy_with_workers_leaves_the_pool_size_of_other_threads_alone():
+    """A copy runs its units on ``workers`` threads of its own: another thread reading meanwhile keeps the
+    pool size set for it (5dd1967 set the process-wide size to the copy's workers until the copy ended,
+    so every other read in the process ran at the copy's thread count)."""
+    import threading
+
+    from altarr.stores import MemoryStore
+    from altarr.transfer import write_units
+
+    values = np.arange(24, dtype="u1").reshape(6, 4)
+    dst = aa.create_dataset(MemoryStore(), shape=(6, 4), dtype="u1", chunks=(1, 2), shards=(1, 4))
+    together = threading.Barrier(3, timeout=30)  # three units at once: the copy runs on 3 threads
+    seen: list[int] = []
+
+    class Source:
+        def __getitem__(self, region):
+            together.wait()
+            other = threading.Thread(target=lambda: seen.append(aa.get_options()["threads"]))
+            other.start()
+            other.join()
+            return values[region]
+
+    with aa.set_options(threads=2):
+        write_units(Source(), dst, workers=3)
+    assert seen == [2] * 6  # one per unit (6 shards)
+    np.testing.assert_array_equal(dst[...], values)
+
+
 def test_copy_group_resume_checks_every_array_against_the_interrupted_copy_before_writing(tmp_path):
     """aa.copy_group(resume=True) refuses arguments that differ from what the interrupted copy wrote
     before it writes anything, as altarr copy --resume does: it wrote 'a' with the new chunks, then

@@ -38,7 +38,7 @@ def _in_child(queue: Any) -> None:
     traceback would be lost)."""
     try:
         ds, store, remote = _INHERITED["ds"], _INHERITED["store"], _INHERITED["remote"]
-        fresh = _threads._worker is None and not _threads._io  # the parent's pools are forgotten
+        fresh = not _threads._workers and not _threads._io  # the parent's pools are forgotten
         read = ds[...]  # many chunks: decoded on the worker pool, shards read on the I/O threads
         target = _INHERITED.get("target", ds)
         target[8:40, 0:24] = _values((32, 24), 2)  # a write across shards: encoded on the pool
@@ -82,7 +82,7 @@ def test_a_forked_child_reads_and_writes_after_the_parent_used_every_pool(tmp_pa
         remote = ObstoreStore("memory://")
         remote.set_many([(f"k{i}", bytes([i]) * 100) for i in range(4)])  # obstore's request threads
         assert remote.get_ranges([("k0", WHOLE), ("k1", WHOLE)]) == [b"\0" * 100, b"\1" * 100]
-        assert _threads._worker is not None and _threads._io  # the parent's pools exist
+        assert _threads._workers and _threads._io  # the parent's pools exist
         _INHERITED.update(ds=ds, store=store, remote=remote)
         try:
             out = _run_child()
