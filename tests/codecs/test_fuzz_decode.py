@@ -1,7 +1,8 @@
 """Hypothesis fuzzing of everything a hostile store can hand the decoder (issue 11): shard bytes, shard
 index entries, N5 block headers and metadata documents. Every case must end in the correct values or an
-``altarr.errors`` exception, within bounded memory (tracemalloc peak per case) and time (hypothesis'
-deadline). The default suite runs a few dozen cases per target; ``-m slow`` runs thousands."""
+``altarr.errors`` exception, within bounded memory (tracemalloc peak per case) and, in the ``-m slow``
+soak, time (hypothesis' deadline). The default suite runs a few dozen cases per target; ``-m slow`` runs
+thousands."""
 
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ from altarr.codecs.n5_compressions import compression_from_n5_json
 from altarr.errors import AltarrError
 from altarr.stores import MemoryStore
 
-FAST = settings(max_examples=12, deadline=2000, suppress_health_check=list(HealthCheck), database=None)
+#: No deadline in the default suite: a case takes 5-11 ms (p99 of 3,000 cases of [chunks-gzip-False]), so
+#: a 2 s deadline fails only when the machine stalls the worker for 2.5 s (hypothesis' grace) and the
+#: replay then passes ("Unreliable test timings": test_fuzz_shard_bytes[chunks-gzip-False] once in a
+#: loaded full run, passing alone); a timed assertion does not belong there. The soak keeps one.
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SLOW = settings(max_examples=1500, deadline=5000, suppress_health_check=list(HealthCheck), database=None)
 
 #: Peak traced allocation allowed for one case: far below what any bomb or unchecked size would take
