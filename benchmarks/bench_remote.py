@@ -423,7 +423,8 @@ class Worker:
         import subprocess
 
         self.name = name
-        cmd = [sys.executable, __file__, "--worker", kind, base, endpoint or "-", str(size), options]
+        script = Path(__file__).with_name("remote_floor.py") if name == "floor" else __file__
+        cmd = [sys.executable, str(script), "--worker", kind, base, endpoint or "-", str(size), options]
         env = {**os.environ, "PYTHONPATH": str(src)}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.altarr = ""
@@ -519,10 +520,14 @@ def bench_against(
             continue
         for lat in args.latencies:
             log.latency = lat / 1000
-            res = {name: {"times": [], "requests": [], "rounds": []} for name, _, _ in arms}
-            for b, reps in enumerate(np.array_split(np.arange(args.repeats), len(arms))):
+            floor = bool(args.floor) and scen != "write_boxes"  # the floor replays reads only
+            options = _floor_options(kind, base, endpoint, log, geo, scen, args) if floor else ""
+            scen_arms = arms + [("floor", Path(), options)] * floor
+            res = {name: {"times": [], "requests": [], "rounds": []} for name, _, _ in scen_arms}
+            for b, reps in enumerate(np.array_split(np.arange(args.repeats), len(scen_arms))):
                 started = [
-                    Worker(n, src, kind, base, endpoint, geo.n, o) for n, src, o in arms[b:] + arms[:b]
+                    Worker(n, src, kind, base, endpoint, geo.n, o)
+                    for n, src, o in scen_arms[b:] + scen_arms[:b]
                 ]
                 try:
                     workers = [w.ready() for w in started]
@@ -541,30 +546,55 @@ def bench_against(
     return rows
 
 
+def _floor_options(
+    kind: str, base: str, endpoint: str | None, log: Any, geo: Geometry, scen: str, args: argparse.Namespace
+) -> str:
+    """The options of the floor's worker (JSON): its decoder and the rounds of requests one call of this
+    tree's altarr sends for ``scen`` (``remote_floor.record``; at 20 ms, so a round's requests overlap)."""
+    from remote_floor import record
+
+    latency, log.latency = log.latency, 0.02
+    one = argparse.Namespace(libs=["altarr"], scenarios=[scen])
+    fn = next(fn for _, _, fn, _ in cases(kind, base, endpoint, geo, np.empty(0), one))
+    fn()  # warm-up: connections
+    rounds = record(log, fn)
+    log.latency = latency
+    return json.dumps({"rounds": {scen: rounds}, "decoder": args.floor})
+
+
 def table_against(rows: list[dict[str, Any]], kind: str, lat: float) -> str:
     """The :func:`bench_against` table: each version's median, requests and rounds, and this tree's time
     over the other's (ratio of medians; paired, with its interval, from 5 repetitions on); with
     ``--aa``, the A/A (other2 / other, paired) and the verdict: "meets" when this / other is at most
-    the A/A interval's upper end (inside the noise or below it) or at most 1 (no slower)."""
+    the A/A interval's upper end (inside the noise or below it) or at most 1 (no slower). With
+    ``--floor``, the floor over the other (paired) and what it says of the line: "unreachable" when the
+    floor's interval lies above both the A/A's upper end and 1, "room" when its median does not."""
     sel = [r for r in rows if r["server"] == kind and r["latency_ms"] == lat]
     aa = any(r["lib"] == "altarr@other2" for r in sel)
+    floor = aa and any(r["lib"] == "floor" for r in sel)
     head = "| scenario | altarr (this tree) | altarr (other) | this / other |"
-    out = [head + (" A/A: other2 / other | verdict |" if aa else ""), "|---" * (4 + 2 * aa) + "|"]
+    head += (" A/A: other2 / other | verdict |" if aa else "") + (
+        " floor / other | floor says |" if floor else ""
+    )
+    out = [head, "|---" * (4 + 2 * aa + 2 * floor) + "|"]
     for s in [s for s in SCENARIOS if any(r["scenario"] == s for r in sel)]:
-        a, b, *c = (
-            next(r for r in sel if r["scenario"] == s and r["lib"] == lib)
-            for lib in ("altarr", "altarr@other", "altarr@other2")[: 2 + aa]
-        )
+        by = {r["lib"]: r for r in sel if r["scenario"] == s}
+        a, b = by["altarr"], by["altarr@other"]
         ratio = f"{a['ms'] / b['ms']:.3f}"
         cells = [f"{r['ms']:.1f} ms ({r['requests']} req, {r['rounds']} rd)" for r in (a, b)]
         if len(a["times_ms"]) >= 5:
             mid, lo, hi = paired_ratio(a["times_ms"], b["times_ms"])
             ratio += f"; paired {mid:.3f} [{lo:.3f}, {hi:.3f}]"
-            if c:
-                mid2, lo2, hi2 = paired_ratio(c[0]["times_ms"], b["times_ms"])
-                ratio += (
-                    f" | {mid2:.3f} [{lo2:.3f}, {hi2:.3f}] | {'meets' if mid <= max(hi2, 1.0) else 'above'}"
-                )
+            if aa:
+                mid2, lo2, hi2 = paired_ratio(by["altarr@other2"]["times_ms"], b["times_ms"])
+                top = max(hi2, 1.0)
+                ratio += f" | {mid2:.3f} [{lo2:.3f}, {hi2:.3f}] | {'meets' if mid <= top else 'above'}"
+            if floor and "floor" in by:
+                f, flo, fhi = paired_ratio(by["floor"]["times_ms"], b["times_ms"])
+                says = "unreachable" if flo > top else "room" if f <= top else "unclear"
+                ratio += f" | {f:.3f} [{flo:.3f}, {fhi:.3f}] | {says}"
+            elif floor:
+                ratio += " | |"
         out.append(f"| {s} | {cells[0]} | {cells[1]} | {ratio} |")
     return "\n".join(out)
 
@@ -601,6 +631,11 @@ def main(argv: list[str] | None = None) -> int:
         "--other-options",
         default="{}",
         help='JSON: more open_dataset options of the other tree ("--against")',
+    )
+    p.add_argument(
+        "--floor",
+        choices=("kernel", "numcodecs"),
+        help="with --against: one more arm, remote_floor.py (bare obstore) decoding with this",
     )
     p.add_argument("--no-etag", action="store_true", help="the HTTP server sends no ETag (a plain one)")
     p.add_argument("--pool", help="JSON files of --against runs (comma-separated): their tables, pooled")

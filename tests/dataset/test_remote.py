@@ -534,6 +534,60 @@ def test_bench_remote_aa_verdict(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[2:] == lines
 
 
+@pytest.mark.parametrize("decoder", ["kernel", "numcodecs"])
+def test_remote_floor_sends_altarrs_requests_and_gives_its_arrays(tmp_path, decoder, native_required):
+    """The floor of bench_remote's lines (``benchmarks/remote_floor.py``) replays the requests one
+    altarr call sent, recorded from the server's log, with no altarr code: the server sees the same
+    ``(path, Range)`` requests in the same number of rounds, and the arrays are the source's."""
+    import argparse
+
+    import bench_remote as bench
+    from remote_floor import Floor, record
+
+    geo = bench.Geometry(64, 32, 8)
+    data = bench.make_volume(geo.n)
+    ds = aa.create_dataset(
+        str(tmp_path / "a.zarr"), shape=geo.shape, dtype="uint16", chunks=(8,) * 3, shards=(32,) * 3,
+        compressor="zstd",
+    )  # fmt: skip
+    ds[...] = data
+    scenarios = ["open_chunk", "boxes", "boxes_loop", "whole"]
+    with http_server(tmp_path, latency=0.01) as (url, log):
+        args = argparse.Namespace(libs=["altarr"], scenarios=scenarios)
+        calls = {s: fn for s, _, fn, _ in bench.cases("http", f"{url}/a.zarr", None, geo, data, args)}
+        rounds = {s: record(log, fn) for s, fn in calls.items()}
+        floor = Floor("http", f"{url}/a.zarr", None, geo, rounds, decoder)
+        for scen in scenarios:
+            floor.read(scen)  # the warm-up call works out where each chunk lies
+            got = floor.read(scen)
+            replayed = record(log, lambda s=scen: floor.read(s))
+            assert [sorted(r) for r in replayed] == [sorted(r) for r in rounds[scen]]
+            sels = bench.selections(geo)["boxes" if scen == "boxes_loop" else scen]
+            for g, sel in zip(got, sels, strict=True):
+                np.testing.assert_array_equal(g, data[sel])
+    assert [len(rounds[s]) for s in scenarios[:2]] == [3, 3]  # metadata, shard indexes, chunks
+
+
+def test_bench_remote_floor_verdict():
+    """With a floor arm the table says "unreachable" when the floor's interval lies above the A/A's upper
+    end (and 1), "room" when its median does not, and leaves a line without a floor blank."""
+    import bench_remote as bench
+
+    other = [10.0, 11.0, 12.0, 10.5, 11.5, 10.2, 11.8]
+    arms = {"altarr": 1.05, "altarr@other": 1.0, "altarr@other2": 1.0}
+    rows = [
+        {"server": "s3", "latency_ms": 20.0, "lib": lib, "scenario": scen, "ms": 1.0, "requests": 1,
+         "rounds": 1, "times_ms": [k * v for v in other]}
+        for scen, floor in (("slab", 1.04), ("whole", 0.99), ("write_boxes", None))
+        for lib, k in {**arms, "floor": floor}.items() if k is not None
+    ]  # fmt: skip
+    lines = bench.table_against(rows, "s3", 20.0).splitlines()
+    assert lines[0].endswith("| floor / other | floor says |") and lines[1].count("|---") == 8
+    assert lines[2].endswith("| 1.040 [1.040, 1.040] | unreachable |")
+    assert lines[3].endswith("| 0.990 [0.990, 0.990] | room |")
+    assert lines[4].endswith("| above | | |")
+
+
 def test_bench_clients_smoke():
     """A tiny run of the client comparison over HTTP (its S3 half compares with s3fs, which the test
     environment does not hold): it finishes and prints the table with both clients' cells."""
