@@ -250,8 +250,9 @@ class Dataset(StoredNode):
         """Call ``fn(i, chunk)`` for every requested row ``i``, concurrently on the thread pool, with the
         chunk decoded into a per-thread scratch buffer (read-only, valid only during the call; a chunk
         that is not stored comes as the fill value): docs/engine.md, "Reading without holding chunks".
-        The first exception propagates after every row was visited. A read tried again (a shard replaced
-        during it, on a store whose reads report no versions) visits again: a row's last call holds.
+        The first exception propagates after every row was visited. A read that starts over (a shard
+        replaced during it) calls ``fn`` again for its rows: put each row's result in its own slot, never
+        accumulate (same section).
 
         >>> import numpy as np, altarr as aa
         >>> ds = aa.create_dataset("memory://doc-visit", shape=(4, 4), dtype="int32", chunks=(2, 2))
