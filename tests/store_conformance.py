@@ -279,6 +279,9 @@ class StoreConformance:
         assert store.list_dir("a") == ([".zattrs", "e"], ["b"])
         assert store.list_dir("zz") == ([], [])
         assert store.stats.lists == 8
+        store.set("a/e", b"12345")  # list_sized: the listing with each object's size (altarr info)
+        assert sorted(store.list_sized("a")) == [("a/.zattrs", 1), ("a/b/c", 1), ("a/b/d", 1), ("a/e", 5)]
+        assert list(store.list_sized("nothing")) == []
 
     def test_read_only_refuses_writes(self, store):
         store.set("k", b"v")

@@ -196,3 +196,21 @@ def test_no_secret_in_what_a_store_shows_or_keys_its_client_by(s3_endpoint):
     shown = [repr(store), repr(store.identity), repr(list(obstore_client._clients))]
     assert not any(secret in text for text in shown)
     assert store.get("k") == b"1"
+
+
+def test_info_sizes_a_dataset_from_one_listing(store):
+    """``altarr info`` sums the stored objects from the listing's sizes: one LIST, no HEAD per object
+    (5dd1967 sent a HEAD for each of the 4 shards)."""
+    import numpy as np
+
+    import altarr as aa
+    from altarr.cli.inspect import describe
+
+    ds = aa.create_dataset(store, shape=(8, 8), dtype="u2", chunks=(2, 2), shards=(4, 4))
+    ds[...] = np.arange(64).reshape(8, 8)
+    sizes = {key: store.size(key) for key in store.list()}
+    opened = aa.open_dataset(store)
+    before = len(REQUESTS)
+    doc = describe(opened)
+    assert [m for m, _ in requests_since(before)] == ["GET"]  # the listing
+    assert doc["stored_bytes"] == sum(sizes.values()) and doc["stored_objects"] == len(sizes) == 5

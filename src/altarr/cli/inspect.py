@@ -13,13 +13,8 @@ from .app import _jsonable, _open_node, _pyramid, _require_exists, app, console
 
 
 def _stored_bytes(store: Any, prefix: str) -> tuple[int, int]:
-    total = objects = 0
-    for key in store.list(prefix):
-        size = store.size(key)
-        if size is not None:
-            total += size
-            objects += 1
-    return total, objects
+    sizes = [size for _, size in store.list_sized(prefix)]  # one listing on object stores, no HEADs
+    return sum(sizes), len(sizes)
 
 
 def describe(node: Any) -> dict[str, Any]:

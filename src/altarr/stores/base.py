@@ -237,6 +237,14 @@ class Store(ABC):
     def list(self, prefix: str = "") -> Iterator[str]:
         """Every key under folder ``prefix`` (recursively), as full keys."""
 
+    def list_sized(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """:meth:`list` with each object's size: one listing where the backend's tells sizes (obstore,
+        fsspec), else a size query per key (cheap where ``cheap_stat``)."""
+        for key in self.list(prefix):
+            size = self.size(key)
+            if size is not None:
+                yield key, size
+
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         """The immediate children of folder ``prefix``: ``(keys, subfolders)``, relative, sorted."""
         prefix = normalize_key(prefix)

@@ -404,10 +404,15 @@ class FsspecStore(Store):
     def list(self, prefix: str = "") -> Iterator[str]:
         if self._local is not None:  # skips temporary and lock files
             return self._local.list(prefix)
-        prefix, paths = self._listing(prefix, self.fs.find)
+        return (key for key, _ in self.list_sized(prefix))
+
+    def list_sized(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        if self._local is not None:
+            return self._local.list_sized(prefix)
+        prefix, found = self._listing(prefix, lambda base: self.fs.find(base, detail=True))
         pre = prefix + "/" if prefix else ""
-        keys = [k for k in map(self._key, paths) if k and k.startswith(pre) and k != prefix]
-        return iter(sorted(keys))
+        sized = [(self._key(path), info["size"]) for path, info in dict(found).items()]
+        return iter(sorted((k, int(n)) for k, n in sized if k and k.startswith(pre) and k != prefix))
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         if self._local is not None:

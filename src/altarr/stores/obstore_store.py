@@ -371,17 +371,20 @@ class ObstoreStore(Store):
 
     # --- listing --------------------------------------------------------------------------------------
     def list(self, prefix: str = "") -> Iterator[str]:
+        return (key for key, _ in self.list_sized(prefix))
+
+    def list_sized(self, prefix: str = "") -> Iterator[tuple[str, int]]:
         prefix = normalize_key(prefix)
         self.stats.add(lists=1, rounds=1)
         pre = prefix + "/" if prefix else ""
         try:
             pages = self._obs.list(self._store, pre or None)
-            keys = [m["path"] for page in pages for m in page]
+            sized = [(m["path"], m["size"]) for page in pages for m in page]
         except FileNotFoundError:
-            keys = []
+            sized = []
         except Exception as e:
             raise client_failure("listing", prefix or None, e) from e
-        return iter(sorted(k for k in keys if k.startswith(pre) and k != prefix))
+        return iter(sorted((k, int(n)) for k, n in sized if k.startswith(pre) and k != prefix))
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[str], builtins.list[str]]:
         prefix = normalize_key(prefix)
