@@ -603,17 +603,18 @@ static PyObject *py_blosc_nbytes(PyObject *self, PyObject *arg) {
     return PyLong_FromSize_t(nbytes);
 }
 
-PyDoc_STRVAR(blosc_decompress_doc,
-             "blosc_decompress(frame, out) -> bool\n\n"
-             "Decode a blosc 1 frame into the writable buffer `out` (one thread, GIL released); False when the\n"
-             "frame is not valid or does not decode to exactly len(out) bytes (`out` may be partly written).");
+PyDoc_STRVAR(decompress_doc,
+             "decompress(codec, frame, out) -> bool\n\n"
+             "Decode a zstd (codec 1, this thread's context) or blosc 1 (2) frame into the writable buffer `out`\n"
+             "(GIL released); False when it is not valid or not exactly len(out) bytes (`out` may be written).");
 
-static PyObject *py_blosc_decompress(PyObject *self, PyObject *args) {
+static PyObject *py_decompress(PyObject *self, PyObject *args) {
     Py_buffer src, out;
-    if (!PyArg_ParseTuple(args, "y*w*", &src, &out)) return NULL;
-    int st;
+    int codec, st = ST_NO_MEMORY;
+    if (!PyArg_ParseTuple(args, "iy*w*", &codec, &src, &out)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    st = decode_blosc(src.buf, (size_t)src.len, out.buf, (size_t)out.len);
+    tstate *t = get_tstate();
+    if (t) st = decode(codec, t, src.buf, (size_t)src.len, out.buf, (size_t)out.len);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&src);
     PyBuffer_Release(&out);
@@ -648,7 +649,7 @@ static PyObject *py_blosc_compress(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"read_chunks", read_chunks, METH_VARARGS, read_chunks_doc},
     {"blosc_nbytes", py_blosc_nbytes, METH_O, blosc_nbytes_doc},
-    {"blosc_decompress", py_blosc_decompress, METH_VARARGS, blosc_decompress_doc},
+    {"decompress", py_decompress, METH_VARARGS, decompress_doc},
     {"blosc_compress", py_blosc_compress, METH_VARARGS, blosc_compress_doc},
     {"gather_chunk", gather_chunk, METH_VARARGS, gather_chunk_doc},
     {NULL, NULL, 0, NULL},

@@ -554,3 +554,35 @@ def test_zstd_frames_decode_everywhere_with_content_size_and_asked_checksum(leve
     np.testing.assert_array_equal(np.frombuffer(Zstd().decode(frame), "<u2"), a)
     out = np.empty_like(a)
     assert ZstdCodec().decode(frame, out=out) is out and np.array_equal(out, a)
+
+
+def test_zstd_decodes_into_out_with_the_kernel_and_numcodecs_names_what_it_refuses(monkeypatch):
+    """With the native kernel active, a zstd frame announcing out's size decodes into ``out`` through the
+    kernel's libzstd (one reused context a thread); a frame the kernel refuses (a bad checksum) goes to
+    numcodecs, whose error names the failure; a frame of another size never reaches the kernel."""
+    from altarr import native
+    from altarr.codecs.compress import ZstdCodec
+
+    ext = native.loaded()
+    if ext is None:
+        pytest.skip("native kernel not built here")
+    calls: list[int] = []
+
+    class Counting:
+        def decompress(self, codec: int, frame: Any, out: Any) -> bool:
+            calls.append(codec)
+            return bool(ext.decompress(codec, frame, out))
+
+    monkeypatch.setattr(native, "ext", Counting())
+    a = (np.arange(50_000) % 977).astype("<u2")
+    codec = ZstdCodec(level=3, checksum=True)
+    frame = bytes(codec.encode(a))
+    out = np.empty_like(a)
+    assert codec.decode(frame, out=out) is out and np.array_equal(out, a) and calls == [1]
+    bad = bytearray(frame)
+    bad[-1] ^= 0xFF  # the frame's checksum
+    with pytest.raises(ChecksumError, match="zstd decompression failed"):
+        codec.decode(bytes(bad), out=np.empty_like(a))
+    assert calls == [1, 1]
+    assert np.array_equal(np.frombuffer(codec.decode(frame, out=np.empty(a.size + 5, "<u2")), "<u2"), a)
+    assert calls == [1, 1]
