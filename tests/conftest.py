@@ -55,6 +55,18 @@ def pytest_runtest_protocol(item, nextitem):
             f.write(item.nodeid + "\n")
 
 
+@pytest.fixture(autouse=True)
+def _pool_size_put_back():
+    """A test that sets altarr's pool size puts it back: the matrix's runs force it (1, 8) and every test
+    there expects that size, so a leak fails some later, unrelated test (session 9: bench_remote's altarr
+    set 2 for the rest of an xdist worker, and test_options_global_and_as_context_manager failed)."""
+    from altarr import _threads
+
+    before = _threads._threads  # not get_threads(): that read would put every test in the matrix
+    yield
+    assert _threads._threads == before, f"the test left the pool size at {_threads._threads}, not {before}"
+
+
 #: The default suite's fuzz seed (see pytest_configure).
 DEFAULT_FUZZ_SEED = 20261205
 
