@@ -39,6 +39,8 @@ _off_by = "" if _enabled else f"{ENV}={_env_value}"
 
 #: The extension while the native path is active, else ``None``
 ext: Any = None
+#: The kernel's codec numbers (``_native.c``: ``CODEC_ZSTD``, ``CODEC_BLOSC``)
+CODEC_ZSTD, CODEC_BLOSC = 1, 2
 
 
 @dataclass(frozen=True)

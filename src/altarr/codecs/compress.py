@@ -164,7 +164,7 @@ class ZstdCodec(_NumcodecsCodec):
         # into ``out`` with the kernel's libzstd and context (numcodecs makes one a call: benchmarks/README.md)
         ext = native.ext
         if ext is not None and out is not None and out.flags.c_contiguous:
-            if zstd_content_size(mv) == out.nbytes and ext.decompress(1, mv, out):
+            if zstd_content_size(mv) == out.nbytes and ext.decompress(native.CODEC_ZSTD, mv, out):
                 return _as_bytes_like(out)
         return super()._decode(mv, out)
 
@@ -330,6 +330,6 @@ class BloscCodec(_NumcodecsCodec):
             if out is None or not out.flags.c_contiguous:
                 size = ext.blosc_nbytes(mv)
                 out = None if size is None else np.empty(size, dtype=np.uint8)
-            if out is not None and ext.decompress(2, mv, out):
+            if out is not None and ext.decompress(native.CODEC_BLOSC, mv, out):
                 return _as_bytes_like(out)
         return super()._decode(mv, out)

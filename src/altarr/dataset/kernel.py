@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TODO", "KernelPlan", "plan_for", "read_into", "ReadInto", "encode"]
 
-_ZSTD, _BLOSC = 1, 2
 _ST_OK = 0
 _ST_READ_DONE = (0, -3, -4)  # the range was read (then decoded, or refused by the codec)
 _FILL_NONE, _FILL_BYTES, _FILL_F4, _FILL_F8 = 0, 1, 2, 3
@@ -103,9 +102,9 @@ def plan_for(
         return None
     nbytes = math.prod(chunk_shape) * dtype.itemsize  # np.prod was 7 % of an open
     if type(compressor) is ZstdCodec:
-        kind, slot = _ZSTD, _zstd_bound(nbytes)
+        kind, slot = native.CODEC_ZSTD, _zstd_bound(nbytes)
     elif type(compressor) is BloscCodec:
-        kind, slot = _BLOSC, nbytes + ext.BLOSC_MAX_OVERHEAD
+        kind, slot = native.CODEC_BLOSC, nbytes + ext.BLOSC_MAX_OVERHEAD
     else:
         return None
     mode = _fill_test(dtype, fill, write_empty_chunks)
