@@ -204,3 +204,19 @@ def test_a_partial_write_of_an_unstored_chunk_keeps_the_dtype_of_a_plain_python_
     ds[0:1] = 1.5
     ds[5:6] = -0.5
     np.testing.assert_array_equal(aa.open_dataset(store)[...], [1.5, 0, 0, 0, 0, -0.5, 0, 0])
+
+
+@pytest.mark.parametrize("dtype", ["uint16", ">f8"])
+def test_a_result_of_a_mebibyte_or_more_starts_on_a_cache_line(dtype):
+    """From 1 MiB on a region read's result starts on a 64-byte line (threads decoding neighbouring chunks
+    into it then share no line: benchmarks/README.md, "Results start on a cache line"), and is otherwise a
+    fresh array: values, dtype, writeable, C order, holding at most 63 bytes more than its own."""
+    values = np.arange(64 * 128 * 128).reshape(64, 128, 128).astype(dtype)
+    ds = _make("zarr3", "shard", values.shape, (16, 32, 32), dtype=dtype)
+    ds[...] = values
+    for sel in [np.s_[...], np.s_[0:40, 3:, :], np.s_[7, :, :], np.s_[0:2]]:
+        got = ds[sel]
+        np.testing.assert_array_equal(got, values[sel])
+        assert got.dtype == ds.dtype and got.flags.writeable and got.flags.c_contiguous
+        assert got.base is None or got.base.nbytes < got.nbytes + 64
+        assert got.ctypes.data % 64 == 0 or got.nbytes < 1 << 20

@@ -19,6 +19,7 @@ from .access import DatasetAccess
 from .buffer import DEFAULT_BUFFER_BYTES, WriteBuffer
 from .casting import cast_for_selection, cast_like_setitem
 from .index_cache import MISSING
+from .kernel import empty_result
 from .many import merge_update, plan_selections, read_plans
 from .members import Attributes, Info, StoredNode, byte_size, inner_chain
 from .resize import append as _append
@@ -376,7 +377,7 @@ class Dataset(StoredNode):
         if not sel.basic:
             return read_plans(self._access, [plan(sel, self.chunks)])[0]
         r = RegionPlan(sel, self.chunks)
-        out = np.empty(r.work_shape, dtype=self.dtype)
+        out = empty_result(r.work_shape, self.dtype)
         if out.size:
             # one piece per touched chunk: (chunk index, part of the chunk, part of the result) per dim
             pieces = r.pieces()
