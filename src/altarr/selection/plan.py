@@ -67,7 +67,7 @@ class SelectionPlan:
         )
         self.scalar = scalar and not self.result_shape
         coords, row_ortho, row_group = _touched(ndim, ortho, points)
-        if int(np.prod(self.work_shape, dtype=np.int64)) == 0:
+        if 0 in self.work_shape:
             coords, row_ortho = coords[:0], row_ortho[:0]
             row_group = None if row_group is None else row_group[:0]
         self._row_group = None if row_group is None else row_group.tolist()
@@ -206,7 +206,7 @@ def _touched(
     m = [len(t.chunk_ids) for t in ortho]
     if not ortho:
         combo = np.zeros((1, 0), np.int64)
-    elif int(np.prod(m, dtype=np.int64)):
+    elif 0 not in m:
         combo = np.indices(m, dtype=np.int64).reshape(len(m), -1).T
     else:
         combo = np.zeros((0, len(m)), np.int64)
