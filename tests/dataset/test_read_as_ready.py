@@ -131,6 +131,30 @@ def test_visits_and_many_region_reads_take_each_answer_before_the_next_and_fail_
     assert sorted(seen) == list(range(len(coords)))
 
 
+def test_a_shard_read_whole_is_visited_once_the_ranges_of_the_round_after_are_sent():
+    """One shard read whole and one by its index in the same round: the second's ranges go out before the
+    first's chunks are visited (decoded while the ranges are on the way, not before they are sent)."""
+
+    class Sending(AsReady):  # logs a batch when it is sent (obstore sends it in the call)
+        def get_ranges_as_ready(self, requests):
+            self.events.append(("sent", len(requests)))
+            return super().get_ranges_as_ready(requests)
+
+    store = Sending()
+    ds, values = _dataset(store, (8, 20))
+    coords = [(i, j) for i in range(2) for j in range(4)] + [(0, 4), (1, 4)]  # c/0/0 all, c/0/1 two of 8
+    store.events.clear()
+    ds.visit_chunks(coords, lambda i, a: store.events.append(("visited", ds.chunk_key(coords[i]))))
+    assert (
+        store.events
+        == [("sent", 2), ("arrived", "c/0/1"), ("arrived", "c/0/0"), ("sent", 2)]
+        + [("visited", "c/0/0")] * 8
+        + [("arrived", "c/0/1"), ("visited", "c/0/1")] * 2
+    )
+    ds._access.index_cache.clear()
+    np.testing.assert_array_equal(ds.read_regions([np.s_[0:8, 0:25]])[0], values[0:8, 0:25])
+
+
 def test_a_shard_replaced_between_the_rounds_is_read_again_and_what_was_decoded_is_overwritten():
     """Shard c/0/0 is read whole (decoded at once), c/0/1 by index and ranges; before the ranges are
     answered another writer replaces both. The read notices it by c/0/1's version, starts over, and

@@ -271,7 +271,7 @@ class ShardReader:
         for part in self._descend(nodes, 1, tokens, readers, as_ready=as_ready, on_sent=on_sent):
             for n in part:
                 (done if n.mem is not None else pending).append(n)
-            if as_ready and done:
+            if as_ready and done and not pending:
                 yield _slots(done)
                 done = []
         if seen is not None:  # the version of every shard this call reads (None: the store tells none)
@@ -286,7 +286,11 @@ class ShardReader:
             return
         if pending:
             requests = [(n.key, Range(*_span(n))) for n in pending]
-            for answered in self._answers(requests, None, as_ready, on_sent):
+            answers = self._answers(requests, None, as_ready, on_sent)
+            if as_ready and done:  # the chunks of shards read whole decode while these ranges are out
+                yield _slots(done)
+                done = []
+            for answered in answers:
                 ns = [pending[i] for i, _, _, _ in answered]
                 check_versions(tokens, [n.key for n in ns], [v for _, _, v, _ in answered])
                 if self.index_cache.optimistic:
@@ -383,6 +387,10 @@ class ShardReader:
             yield self._children(indexed, level)
         if not requests:
             return
+        # where an index is read, its children lead to requests sent once every answer is in: the children
+        # of nodes read whole wait with them, to be decoded while those requests are out (_read_sharded)
+        each = all(whole for _, whole in targets)
+        held: list[_Node] = []
         for answered in self._answers(requests, readers, as_ready, on_sent):
             check_versions(tokens, [targets[i][0].key for i, *_ in answered], [a[2] for a in answered])
             indexed = []
@@ -392,7 +400,12 @@ class ShardReader:
                 index = self._answered(n, level, whole, rng, d, version, tokens, object_size)
                 if index is not None:
                     indexed.append((n, index))
-            yield self._children(indexed, level)
+            held += self._children(indexed, level)
+            if each:
+                yield held
+                held = []
+        if held:
+            yield held
 
     def _index_reads(
         self, nodes: list[_Node], level: int, tokens: dict[str, Any], readers: dict[str, Any] | None
