@@ -86,3 +86,26 @@ def test_a_shard_rewritten_within_its_second_is_read_afresh(served):
     want = VALUES[0:16, 0:16].copy()
     want[0:3, 0:3] = 1
     np.testing.assert_array_equal(ds[0:16, 0:16], want)
+
+
+def test_a_chained_simplecache_url_opens_and_reads_a_sparse_array(tmp_path):
+    """``simplecache::http://...``: fsspec's cache over its HTTP file system. Its ``cat_ranges`` reads
+    nothing that is not cached yet (fsspec 2025.7 to 2026.8) or fails the whole batch when one object is
+    absent (2026.9: the format probe's other documents, a shard never written), and its ``cat_file`` fails a
+    suffix range (a shard index): the store reads each range through a file the cache opened, so the array
+    opens, absent shards read as the fill value, and a read of what is cached sends no request."""
+    ds = aa.create_dataset(
+        str(tmp_path / "a.zarr"), shape=SHAPE, dtype="uint16", chunks=CHUNKS, shards=SHARDS, checksum=False
+    )
+    ds[:16, 16:] = VALUES[:16, 16:]  # one shard of four
+    expected = np.zeros(SHAPE, "uint16")
+    expected[:16, 16:] = VALUES[:16, 16:]
+    with http_server(tmp_path, etag=False) as (url, log):
+        opts = {"simplecache": {"cache_storage": str(tmp_path / "cache")}}
+        chained = aa.open_dataset(f"simplecache::{url}/a.zarr", storage_options=opts)
+        np.testing.assert_array_equal(chained[...], expected)
+        got = {(m, p) for m, p, *_ in log.entries}
+        assert {("GET", "/a.zarr/c/0/1"), ("GET", "/a.zarr/c/1/1")} <= got  # c/1/1 absent: answered 404
+        log.reset()
+        np.testing.assert_array_equal(chained[:4, 16:20], VALUES[:4, 16:20])  # an index and a chunk
+        assert log.entries == []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec.core import url_to_fs
+from fsspec.implementations.cached import CachingFileSystem
 
 from ..errors import StoreError
 from ._util import NETWORK_COALESCE_GAP, as_bytes, client_failure, coalesce_gap_for
@@ -104,6 +105,16 @@ def _token(value: Any) -> float | int | str:
     if isinstance(value, int | float | str):
         return value
     return str(value)
+
+
+def _read_opened(fs: fsspec.AbstractFileSystem, path: str, start: int | None, end: int | None) -> bytes:
+    """``fs.cat_file`` through an opened file, for fsspec's caches: their ``cat_ranges`` reads nothing not
+    cached yet (fsspec 2025.7-2026.8) or fails the batch on one absent object (2026.9), and their
+    ``cat_file`` fails a suffix range (fsspec PR 2101). One object after the other, each kept in the cache."""
+    with fs.open(path, "rb") as f:
+        f.seek(start or 0, 2 if start is not None and start < 0 else 0)
+        data: bytes = f.read(-1 if end is None else end - f.tell())
+        return data
 
 
 class FsspecStore(Store):
@@ -197,14 +208,14 @@ class FsspecStore(Store):
             return path[len(self._root_sep) :] if path.startswith(self._root_sep) else None
         return path.lstrip("/")
 
-    def _gather(self, name: str, calls: Sequence[tuple]) -> list[Any]:
-        """The file system's method ``name`` on each argument tuple, concurrently (its ``_name``) on an
-        async file system; exceptions are returned."""
-        if not self.fs.async_impl:
+    def _gather(self, name: str | Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+        """The file system's method ``name`` (or a function) on each argument tuple, concurrently (its
+        ``_name``) on an async file system; exceptions are returned."""
+        if callable(name) or not self.fs.async_impl:
             out = []
             for args in calls:
                 try:
-                    out.append(getattr(self.fs, name)(*args))
+                    out.append((name if callable(name) else getattr(self.fs, name))(*args))
                 except Exception as e:
                     out.append(e)
             return out
@@ -252,7 +263,12 @@ class FsspecStore(Store):
         paths = [self._path(merged[m][0]) for m in todo]
         starts, ends = map(list, zip(*(self._cat_bounds(merged[m][1]) for m in todo), strict=True))
         try:
-            out = self.fs.cat_ranges(paths, starts, ends, on_error="return", **self._read_options)
+            if isinstance(self.fs, CachingFileSystem):  # fsspec's caches: see _read_opened
+                out = self._gather(
+                    partial(_read_opened, self.fs), list(zip(paths, starts, ends, strict=True))
+                )
+            else:
+                out = self.fs.cat_ranges(paths, starts, ends, on_error="return", **self._read_options)
         except Exception as e:  # a failure of the whole batch (e.g. unreachable endpoint)
             raise client_failure("batched read", merged[todo[0]][0], e) from e
         self.stats.add(rounds=1)
