@@ -553,8 +553,10 @@ def test_remote_floor_sends_altarrs_requests_and_gives_its_arrays(tmp_path, deco
     ds[...] = data
     scenarios = ["open_chunk", "boxes", "boxes_loop", "whole"]
     # bench_remote's altarr sets the process's pool size (its worker's whole life): restored on exit here,
-    # as the suite's pool-size matrix (.ci/run, ALTARR_THREADS=1) expects of every test
-    with http_server(tmp_path, latency=0.01) as (url, log), aa.set_options(threads=bench.THREADS):
+    # as the suite's pool-size matrix (.ci/run, ALTARR_THREADS=1) expects of every test. Rounds are told
+    # apart by the server's times: a request started up to one latency late is still in its round (at
+    # 10 ms, a loaded CI machine once split boxes' chunk round in two)
+    with http_server(tmp_path, latency=0.03) as (url, log), aa.set_options(threads=bench.THREADS):
         args = argparse.Namespace(libs=["altarr"], scenarios=scenarios)
         calls = {s: fn for s, _, fn, _ in bench.cases("http", f"{url}/a.zarr", None, geo, data, args)}
         rounds = {s: record(log, fn) for s, fn in calls.items()}
