@@ -212,10 +212,10 @@ class FsspecStore(Store):
         """The file system's method ``name`` (or a function) on each argument tuple, concurrently (its
         ``_name``) on an async file system; exceptions are returned."""
         if callable(name) or not self.fs.async_impl:
-            out = []
+            call, out = name if callable(name) else getattr(self.fs, name), []
             for args in calls:
                 try:
-                    out.append((name if callable(name) else getattr(self.fs, name))(*args))
+                    out.append(call(*args))
                 except Exception as e:
                     out.append(e)
             return out
