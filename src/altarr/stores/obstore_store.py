@@ -10,14 +10,14 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from typing import Any
 
 from .._threads import io_threads
 from ..errors import WriteConflictError
 from ._util import as_bytes, byte_length, client_failure, coalesce_gap_for
-from .base import Fetched, ReadRequest, Store, _one_batch, normalize_key
+from .base import Fetched, ReadRequest, Store, normalize_key
 from .coalesce import DEFAULT_MAX_COALESCED_SIZE, CoalescePlan, plan_reads
 from .obstore_client import (
     ABSENT,
@@ -188,27 +188,27 @@ class ObstoreStore(Store):
     def get_ranges_as_ready(
         self, requests: Sequence[ReadRequest]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
-        """Every merged ``GET`` sent now (one round); each answer handed over as soon as it is in."""
+        """Every merged ``GET`` sent now (one round); each answer handed over as soon as it is in. One
+        request is sent from the calling thread (nothing to overlap), its answer taken the same way."""
         if not requests:
             return iter([])
         plan = plan_reads(normalize_requests(requests), self.coalesce_gap, self.max_coalesced_size)
-        if len(plan.merged) < 2:  # one request: nothing to overlap (answered as get_ranges_sized does)
-            return _one_batch(*self._read_planned(plan, True))
+        self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken
+        if len(plan.merged) < 2:
+            return self._as_ready(plan, [(0, outcome(self._get_sync, plan.merged[0]))])
         pool = io_threads(self.concurrency)
         futures = {pool.submit(outcome, self._get_sync, m): j for j, m in enumerate(plan.merged)}
-        self.stats.add(reads=len(plan.merged), rounds=1)  # sent, whether or not the answers are taken
-        return self._as_ready(plan, futures)
+        return self._as_ready(plan, ((futures[f], f.result()) for f in as_completed(futures)))
 
     def _as_ready(
-        self, plan: CoalescePlan, futures: dict[Future, int]
+        self, plan: CoalescePlan, outcomes: Iterable[tuple[int, Any]]
     ) -> Iterator[list[tuple[int, Any, Any, int | None]]]:
+        """Per ``(merged request, outcome)`` as they come, the answers of the requests it merged."""
         answers: dict[int, list[int]] = {}  # merged request -> the requests it answers
         for i, part in enumerate(plan.parts):
             answers.setdefault(part[0], []).append(i)
-        for f in as_completed(futures):
-            m = futures[f]
+        for m, r in outcomes:
             key, req = plan.merged[m]
-            r = f.result()
             if self._watched():
                 self._record([key], [r])
             data, version, size = self._answer(key, req, r)
